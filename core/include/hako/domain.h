@@ -1,0 +1,247 @@
+/* The handle API of the hako core: one shared-memory domain per node, assets registered in it
+ * with their own clocks, PDU channels, the world clock and the simulation state machine.
+ *
+ * The Hakoniwa-compatible APIs (hako_asset.h, hako_conductor.h, hako_simevent.h) are thin layers
+ * over this one. A process may open several domains and register several assets.
+ */
+#ifndef HAKO_DOMAIN_H
+#define HAKO_DOMAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Microseconds. World time, asset time and every delta use it. */
+typedef int64_t hako_time_t;
+
+#define HAKO_NAME_MAX                       128 /* asset, robot and domain names: at most 127 chars */
+#define HAKO_DEFAULT_MAX_ASSETS             64
+#define HAKO_DEFAULT_MAX_CHANNELS           4096
+#define HAKO_DEFAULT_ARENA_BYTES            (256ull << 20)
+#define HAKO_DEFAULT_HEARTBEAT_TIMEOUT_USEC 30000000
+
+typedef enum hako_state {
+	HAKO_STATE_STOPPED = 0,
+	HAKO_STATE_RUNNABLE = 1,
+	HAKO_STATE_RUNNING = 2,
+	HAKO_STATE_STOPPING = 3,
+	HAKO_STATE_RESETTING = 4,
+	HAKO_STATE_ERROR = 5,
+} hako_state_t;
+
+/* "stopped", "runnable", ... */
+const char *hako_state_name(int state);
+
+/* What the domain does when an asset dies or stops heartbeating while it is registered. */
+typedef enum hako_liveness_policy {
+	HAKO_LIVENESS_ERROR = 0,  /* the domain goes to Error naming the asset (default) */
+	HAKO_LIVENESS_REMOVE = 1, /* the asset is unregistered and the simulation goes on */
+} hako_liveness_policy_t;
+
+/* Capacities and policies fixed when a domain segment is created. */
+typedef struct hako_domain_config {
+	uint32_t max_assets;
+	uint32_t max_channels;
+	uint64_t arena_bytes;               /* PDU memory; sparse, only touched pages cost */
+	hako_time_t heartbeat_timeout_usec; /* 0 = only the pid check */
+	hako_liveness_policy_t liveness_policy;
+} hako_domain_config_t;
+
+/* Defaults, then HAKO_MAX_ASSETS, HAKO_MAX_CHANNELS, HAKO_ARENA_BYTES,
+ * HAKO_HEARTBEAT_TIMEOUT_USEC, HAKO_LIVENESS_POLICY from the environment. */
+void hako_domain_config_default(hako_domain_config_t *cfg);
+
+/* Overlay a core config JSON file onto cfg ({"max_assets", "max_channels", "arena_bytes",
+ * "heartbeat_timeout_usec", "liveness_policy": "error"|"remove"}). Unknown keys are refused. */
+int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_error_t *err);
+
+/* The domain name to use: HAKO_DOMAIN, or "default". */
+const char *hako_domain_default_name(void);
+
+typedef struct hako_domain hako_domain_t;
+
+/* Create the segment of a domain as its master (conductor). An existing segment whose master
+ * is dead is replaced; one whose master lives gives HAKO_EBUSY. */
+int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_domain_t **out);
+
+/* Attach to an existing domain. HAKO_ENOENT if there is none, HAKO_EMAGIC / HAKO_EVERSION if
+ * the segment is not a hako segment of this layout. */
+int hako_domain_open(const char *name, hako_domain_t **out);
+
+/* Detach (unregisters nothing by itself: close the members first). Accepts NULL. */
+void hako_domain_close(hako_domain_t *dom);
+
+/* Remove the segment of a domain (hako-cmd clean). HAKO_ENOENT if there is none. */
+int hako_domain_remove(const char *name);
+
+const char *hako_domain_name(const hako_domain_t *dom);
+
+typedef struct hako_domain_info {
+	char name[HAKO_NAME_MAX];
+	uint32_t layout_version;
+	uint32_t max_assets;
+	uint32_t max_channels;
+	uint64_t arena_bytes;
+	uint64_t arena_used;
+	uint64_t segment_bytes;
+	uint32_t asset_count;
+	uint32_t channel_count;
+	int master_pid;   /* 0 when no master runs */
+	int master_alive; /* the master process is alive */
+	hako_time_t delta_usec;
+	hako_time_t max_delay_usec;
+	double real_time_factor;
+	hako_time_t heartbeat_timeout_usec;
+	hako_liveness_policy_t liveness_policy;
+	int state;              /* hako_state_t */
+	hako_time_t world_time; /* T_c */
+	uint64_t world_steps;   /* times T_c advanced since the last reset */
+	char error_reason[256]; /* why the domain is in Error ("" otherwise) */
+} hako_domain_info_t;
+
+int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info);
+
+/* ---- Simulation control (hako-cmd, hako_simevent.h) ---- */
+
+int hako_domain_state(hako_domain_t *dom);
+hako_time_t hako_domain_world_time(hako_domain_t *dom);
+/* Stopped -> Runnable; Running when every asset acknowledged. */
+int hako_domain_start(hako_domain_t *dom);
+/* Running (or Runnable) -> Stopping; Stopped when every asset acknowledged. */
+int hako_domain_stop(hako_domain_t *dom);
+/* Stopped -> Resetting -> Stopped (clocks and channels back to zero); Error -> Resetting:
+ * dead assets are removed first. */
+int hako_domain_reset(hako_domain_t *dom);
+/* Wait until the state is `state` (or Error). HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
+int hako_domain_wait_state(hako_domain_t *dom, int state, hako_time_t timeout_usec);
+
+typedef struct hako_asset_info {
+	char name[HAKO_NAME_MAX];
+	int id;
+	int pid;
+	int alive;
+	hako_time_t time_usec;  /* t_i */
+	hako_time_t delta_usec; /* dt_i */
+	hako_time_t lag_usec;   /* T_c - t_i */
+	hako_time_t heartbeat_age_usec;
+	uint64_t steps;
+	int checked_in; /* passed the start barrier */
+	int event;      /* hako_event_t pending, 0 = none */
+} hako_asset_info_t;
+
+/* Fill up to max entries; *count gets the number of registered assets (may exceed max). */
+int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max, int *count);
+
+/* ---- Master (conductor inside the core) ---- */
+
+typedef struct hako_master_config {
+	hako_time_t delta_usec;     /* dT_c, > 0 */
+	hako_time_t max_delay_usec; /* Dmax, >= delta_usec */
+	double real_time_factor;    /* 0 = as fast as possible; 1 = wall-clock pace; 4 = 4x */
+} hako_master_config_t;
+
+typedef struct hako_master hako_master_t;
+
+/* Start the master of a created domain in a thread of this process: it handles state
+ * transitions, liveness, and real-time pacing. In free-running mode (factor 0) the clock is
+ * advanced by whichever asset reports last, so the master is not on the step path. */
+int hako_master_start(hako_domain_t *dom, const hako_master_config_t *cfg, hako_master_t **out);
+/* Stop the thread and free the handle. Accepts NULL. */
+void hako_master_stop(hako_master_t *m);
+
+/* ---- Members: assets registered in a domain ---- */
+
+typedef enum hako_event {
+	HAKO_EVENT_NONE = 0,
+	HAKO_EVENT_START = 1,
+	HAKO_EVENT_STOP = 2,
+	HAKO_EVENT_RESET = 3,
+	HAKO_EVENT_ERROR = 4,
+} hako_event_t;
+
+typedef struct hako_member hako_member_t;
+
+/* Register an asset (names are unique, 1..127 chars). Allowed in Stopped only, like Hakoniwa.
+ * Errors: HAKO_ENAMETOOLONG, HAKO_EEXIST, HAKO_ENOSPC, HAKO_ESTATE, HAKO_ENOMASTER. */
+int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
+                         hako_member_t **out);
+/* Unregister and free. Accepts NULL. */
+void hako_member_unregister(hako_member_t *m);
+
+const char *hako_member_name(const hako_member_t *m);
+int hako_member_id(const hako_member_t *m);
+hako_time_t hako_member_time(const hako_member_t *m);  /* t_i */
+hako_time_t hako_member_delta(const hako_member_t *m); /* dt_i */
+
+/* The pending event (START / STOP / RESET / ERROR) or NONE; it stays pending until acked. */
+int hako_member_event(hako_member_t *m);
+/* Wait for an event. HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
+int hako_member_wait_event(hako_member_t *m, hako_time_t timeout_usec, int *event);
+/* Acknowledge the pending event (the feedback of Hakoniwa). For RESET this also sets t_i = 0. */
+int hako_member_ack(hako_member_t *m, int event);
+
+/* Wait until this asset may step (t_i + dt_i <= T_c, state Running, start barrier passed).
+ * Returns 0, or HAKO_EINTR when the state left Running (stop, reset, error). The first call
+ * after start checks the asset in at the start barrier. */
+int hako_member_step_wait(hako_member_t *m);
+/* Non-blocking variant: 0 if it may step now, HAKO_EAGAIN if not yet, HAKO_EINTR as above. */
+int hako_member_step_poll(hako_member_t *m);
+/* Publish t_i += dt_i after the step ran; may advance the world clock. */
+void hako_member_step_done(hako_member_t *m);
+/* Refresh the heartbeat (done by every wait and step; call it in long computations). */
+void hako_member_heartbeat(hako_member_t *m);
+
+/* ---- PDU channels ---- */
+
+typedef struct hako_channel hako_channel_t;
+
+/* Create (or find) the channel (robot, channel_id) of `size` bytes. Creating an existing channel
+ * with the same size returns it; another size gives HAKO_ESIZE. Allowed in any state. */
+int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_id, size_t size,
+                        hako_channel_t **out);
+/* Find an existing channel. HAKO_ENOENT if there is none. */
+int hako_channel_lookup(hako_domain_t *dom, const char *robot, int32_t channel_id,
+                        hako_channel_t **out);
+size_t hako_channel_size(const hako_channel_t *ch);
+int hako_channel_index(const hako_channel_t *ch);
+const char *hako_channel_robot(const hako_channel_t *ch);
+int32_t hako_channel_id(const hako_channel_t *ch);
+
+/* Write len (<= size) bytes. Never waits for readers. Concurrent writers are serialised. */
+int hako_channel_write(hako_channel_t *ch, const void *data, size_t len);
+/* Read the latest PDU (never torn). *len_out gets its length (0 if never written), *seq_out
+ * its write sequence number (0 = never written). Either pointer may be NULL. A buffer smaller
+ * than the PDU gives HAKO_ETOOBIG (the first `cap` bytes are copied). */
+int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out,
+                      uint64_t *seq_out);
+/* Write sequence number: how many writes since creation or the last reset. */
+uint64_t hako_channel_seq(const hako_channel_t *ch);
+/* Wait until the sequence number differs from `seen`. spin_usec bounds the busy phase before
+ * sleeping on a futex (0 = sleep at once). HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
+int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
+                      hako_time_t timeout_usec);
+
+/* Channel listing (hako-cmd info / pdu). */
+typedef struct hako_channel_info {
+	char robot[HAKO_NAME_MAX];
+	int32_t channel_id;
+	uint32_t size;
+	uint64_t seq;
+	int index;
+} hako_channel_info_t;
+int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int max, int *count);
+
+/* ---- Small helpers ---- */
+
+/* CLOCK_MONOTONIC in microseconds. */
+hako_time_t hako_now_usec(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

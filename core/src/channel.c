@@ -1,0 +1,343 @@
+/* PDU channels: a seqlock over a double buffer per channel.
+ *
+ * Write number n goes to buffer n & 1, so a reader copying the latest PDU is disturbed only if
+ * the writer laps it twice during one copy; it then retries. The writer never waits for a
+ * reader. Each buffer has its own sequence word (odd while written), checked before and after
+ * the copy, so a reader never returns a torn PDU.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hako/log.h"
+#include "internal.h"
+
+static uint32_t key_hash(const char *robot, int32_t id)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)robot; *p != '\0'; p++) {
+		h = (h ^ *p) * 16777619u;
+	}
+	for (int i = 0; i < 4; i++) {
+		h = (h ^ (uint8_t)((uint32_t)id >> (8 * i))) * 16777619u;
+	}
+	return h;
+}
+
+/* Index of the channel (robot, id) or -1. Lock-free: index entries are published after the
+ * channel they point to. */
+static int find_index(hako_domain_t *dom, const char *robot, int32_t id)
+{
+	uint32_t mask = dom->hdr->index_slots - 1;
+	for (uint32_t i = key_hash(robot, id) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		int32_t e = atomic_load_explicit(&dom->index[i], memory_order_acquire);
+		if (e == 0) {
+			return -1;
+		}
+		struct hakoi_channel *c = &dom->channels[e - 1];
+		if (c->channel_id == id && strcmp(c->robot, robot) == 0) {
+			return e - 1;
+		}
+	}
+	return -1;
+}
+
+static hako_channel_t *handle_for(hako_domain_t *dom, int index)
+{
+	pthread_mutex_lock(&dom->cache_lock);
+	hako_channel_t *ch = dom->chan_cache[index];
+	if (ch == NULL) {
+		ch = calloc(1, sizeof(*ch));
+		if (ch != NULL) {
+			struct hakoi_channel *c = &dom->channels[index];
+			ch->dom = dom;
+			ch->c = c;
+			ch->index = index;
+			ch->buf[0] = dom->arena + c->data_off;
+			ch->buf[1] = dom->arena + c->data_off + c->stride;
+			dom->chan_cache[index] = ch;
+		}
+	}
+	pthread_mutex_unlock(&dom->cache_lock);
+	return ch;
+}
+
+void hakoi_channel_cache_free(hako_domain_t *dom)
+{
+	if (dom->chan_cache == NULL) {
+		return;
+	}
+	for (uint32_t i = 0; dom->hdr != NULL && i < dom->hdr->max_channels; i++) {
+		free(dom->chan_cache[i]);
+	}
+	free(dom->chan_cache);
+	dom->chan_cache = NULL;
+}
+
+int hako_channel_lookup(hako_domain_t *dom, const char *robot, int32_t channel_id,
+                        hako_channel_t **out)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (dom == NULL || out == NULL || robot == NULL) {
+		return HAKO_EINVAL;
+	}
+	int idx = find_index(dom, robot, channel_id);
+	if (idx < 0) {
+		return HAKO_ENOENT;
+	}
+	*out = handle_for(dom, idx);
+	return *out != NULL ? 0 : HAKO_ENOMEM;
+}
+
+int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_id, size_t size,
+                        hako_channel_t **out)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (dom == NULL || out == NULL || size == 0 || size > UINT32_MAX / 2 || channel_id < 0) {
+		return HAKO_EINVAL;
+	}
+	int r = hakoi_valid_name(robot, HAKO_NAME_MAX);
+	if (r != 0) {
+		return r;
+	}
+	if ((r = hakoi_lock(dom)) != 0) {
+		return r;
+	}
+	struct hakoi_header *h = dom->hdr;
+	int idx = find_index(dom, robot, channel_id);
+	if (idx >= 0) {
+		if (dom->channels[idx].size != size) {
+			HAKO_WARN("channel %s/%d exists with %u bytes, not %zu", robot, channel_id,
+			          dom->channels[idx].size, size);
+			r = HAKO_ESIZE;
+		}
+		goto done;
+	}
+	uint32_t count = atomic_load(&h->channel_count);
+	if (count >= h->max_channels) {
+		HAKO_WARN("domain '%s': all %u channels are in use", dom->name, h->max_channels);
+		r = HAKO_ENOSPC;
+		goto done;
+	}
+	uint32_t stride =
+	    (uint32_t)((size + HAKOI_CACHELINE - 1) / HAKOI_CACHELINE * HAKOI_CACHELINE);
+	uint64_t used = atomic_load(&h->arena_used);
+	if (used + 2ull * stride > h->arena_bytes) {
+		HAKO_WARN("domain '%s': PDU arena full (%llu of %llu bytes used, %u more needed)",
+		          dom->name, (unsigned long long)used, (unsigned long long)h->arena_bytes,
+		          2 * stride);
+		r = HAKO_ENOSPC;
+		goto done;
+	}
+	struct hakoi_channel *c = &dom->channels[count];
+	c->channel_id = channel_id;
+	c->size = (uint32_t)size;
+	c->stride = stride;
+	c->data_off = used;
+	snprintf(c->robot, sizeof(c->robot), "%s", robot);
+	atomic_store(&c->seq, 0);
+	atomic_store(&c->in_use, 1);
+	atomic_store(&h->arena_used, used + 2ull * stride);
+	uint32_t mask = h->index_slots - 1;
+	uint32_t i = key_hash(robot, channel_id) & mask;
+	while (atomic_load(&dom->index[i]) != 0) {
+		i = (i + 1) & mask;
+	}
+	atomic_store_explicit(&dom->index[i], (int32_t)count + 1, memory_order_release);
+	atomic_store(&h->channel_count, count + 1);
+	idx = (int)count;
+done:
+	hakoi_unlock(dom);
+	if (r == 0) {
+		*out = handle_for(dom, idx);
+		if (*out == NULL) {
+			r = HAKO_ENOMEM;
+		}
+	}
+	return r;
+}
+
+size_t hako_channel_size(const hako_channel_t *ch)
+{
+	return ch != NULL ? ch->c->size : 0;
+}
+
+int hako_channel_index(const hako_channel_t *ch)
+{
+	return ch != NULL ? ch->index : -1;
+}
+
+const char *hako_channel_robot(const hako_channel_t *ch)
+{
+	return ch != NULL ? ch->c->robot : "";
+}
+
+int32_t hako_channel_id(const hako_channel_t *ch)
+{
+	return ch != NULL ? ch->c->channel_id : -1;
+}
+
+uint64_t hako_channel_seq(const hako_channel_t *ch)
+{
+	return ch != NULL ? atomic_load_explicit(&ch->c->seq, memory_order_acquire) : 0;
+}
+
+int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
+{
+	if (ch == NULL || (data == NULL && len > 0)) {
+		return HAKO_EINVAL;
+	}
+	struct hakoi_channel *c = ch->c;
+	if (len > c->size) {
+		return HAKO_ETOOBIG;
+	}
+	/* One writer is the contract; a second one is serialised rather than corrupting data.
+	 * The lock holds the writer's pid so a writer killed mid-write cannot wedge the channel. */
+	uint32_t me = (uint32_t)getpid();
+	for (unsigned spins = 1;; spins++) {
+		uint32_t holder = 0;
+		if (atomic_compare_exchange_weak_explicit(
+		        &c->wlock, &holder, me, memory_order_acquire, memory_order_relaxed)) {
+			break;
+		}
+		hakoi_cpu_relax();
+		if ((spins & 4095) == 0 && holder != 0 && holder != me &&
+		    kill((pid_t)holder, 0) != 0 && errno == ESRCH) {
+			atomic_compare_exchange_strong(&c->wlock, &holder, 0);
+		} else if ((spins & 4095) == 0) {
+			sched_yield();
+		}
+	}
+	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+	unsigned b = (unsigned)(n & 1);
+	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed);
+	s += s & 1; /* a writer that died mid-write left it odd */
+	atomic_store_explicit(&c->buf_seq[b], s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memcpy(ch->buf[b], data, len);
+	atomic_store_explicit(&c->buf_len[b], (uint32_t)len, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+	atomic_store(&c->seq, n);
+	atomic_store_explicit(&c->wlock, 0, memory_order_release);
+	/* Wake sleeping readers only: no syscall when nobody waits. */
+	if (atomic_load(&c->waiters) != 0) {
+		atomic_fetch_add(&c->notify, 1);
+		hakoi_futex_wake_all(&c->notify);
+	}
+	return 0;
+}
+
+int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out, uint64_t *seq_out)
+{
+	if (ch == NULL || (buf == NULL && cap > 0)) {
+		return HAKO_EINVAL;
+	}
+	struct hakoi_channel *c = ch->c;
+	for (unsigned spins = 0;; spins++) {
+		uint64_t n = atomic_load_explicit(&c->seq, memory_order_acquire);
+		if (n == 0) {
+			if (len_out != NULL) {
+				*len_out = 0;
+			}
+			if (seq_out != NULL) {
+				*seq_out = 0;
+			}
+			return 0;
+		}
+		unsigned b = (unsigned)(n & 1);
+		uint32_t s1 = atomic_load_explicit(&c->buf_seq[b], memory_order_acquire);
+		if ((s1 & 1) == 0) {
+			size_t len = atomic_load_explicit(&c->buf_len[b], memory_order_relaxed);
+			size_t copy = len < cap ? len : cap;
+			if (copy > c->size) {
+				copy = c->size;
+			}
+			memcpy(buf, ch->buf[b], copy);
+			atomic_thread_fence(memory_order_acquire);
+			uint32_t s2 = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed);
+			if (s1 == s2) {
+				if (len_out != NULL) {
+					*len_out = len;
+				}
+				if (seq_out != NULL) {
+					*seq_out = n;
+				}
+				return len > cap ? HAKO_ETOOBIG : 0;
+			}
+		}
+		hakoi_cpu_relax();
+		if ((spins & 1023) == 1023) {
+			sched_yield(); /* the writer may be preempted mid-copy */
+		}
+	}
+}
+
+struct seq_wait {
+	struct hakoi_channel *c;
+	uint64_t seen;
+};
+
+static int seq_changed(void *arg)
+{
+	struct seq_wait *w = arg;
+	return atomic_load(&w->c->seq) != w->seen;
+}
+
+int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
+                      hako_time_t timeout_usec)
+{
+	if (ch == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct seq_wait w = {ch->c, seen};
+	int r = hakoi_wait(&ch->c->notify, &ch->c->waiters, seq_changed, &w, spin_usec,
+	                   timeout_usec, NULL, NULL);
+	return r < 0 ? r : 0;
+}
+
+void hakoi_channels_reset(hako_domain_t *dom)
+{
+	uint32_t count = atomic_load(&dom->hdr->channel_count);
+	for (uint32_t i = 0; i < count; i++) {
+		struct hakoi_channel *c = &dom->channels[i];
+		/* Zero only what was written: untouched pages of the sparse arena stay unbacked. */
+		if (atomic_load(&c->seq) != 0) {
+			memset(dom->arena + c->data_off, 0, 2ull * c->stride);
+		}
+		atomic_store(&c->buf_len[0], 0);
+		atomic_store(&c->buf_len[1], 0);
+		atomic_store(&c->seq, 0);
+		atomic_fetch_add(&c->notify, 1);
+		if (atomic_load(&c->waiters) != 0) {
+			hakoi_futex_wake_all(&c->notify);
+		}
+	}
+}
+
+int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int max, int *count)
+{
+	if (dom == NULL || (out == NULL && max > 0)) {
+		return HAKO_EINVAL;
+	}
+	uint32_t n = atomic_load(&dom->hdr->channel_count);
+	for (uint32_t i = 0; i < n && (int)i < max; i++) {
+		struct hakoi_channel *c = &dom->channels[i];
+		snprintf(out[i].robot, sizeof(out[i].robot), "%s", c->robot);
+		out[i].channel_id = c->channel_id;
+		out[i].size = c->size;
+		out[i].seq = atomic_load(&c->seq);
+		out[i].index = (int)i;
+	}
+	if (count != NULL) {
+		*count = (int)n;
+	}
+	return 0;
+}

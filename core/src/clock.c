@@ -1,0 +1,170 @@
+/* The world clock and the asset clocks.
+ *
+ * Rules (ARCHITECTURE section 2): the world advances T_c -> T_c + dT_c only if
+ * T_c + dT_c - t_i <= Dmax for every registered asset i, and only once every asset has checked
+ * in at the start barrier; an asset steps t_i -> t_i + dt_i only if t_i + dt_i <= T_c.
+ *
+ * In free-running mode nobody waits for a master: the asset that publishes its clock evaluates
+ * the world rule and advances T_c with a compare-and-swap, so a lock-step round costs one
+ * cache-line hand-off instead of two. With a real-time factor the master paces the world and
+ * assets only wake it.
+ */
+#include "hako/log.h"
+#include "internal.h"
+
+/* 1 if T_c may move from `world` to `world + delta` now. */
+static int world_may_advance(hako_domain_t *dom, hako_time_t world, hako_time_t delta,
+                             hako_time_t dmax)
+{
+	struct hakoi_header *h = dom->hdr;
+	uint32_t hwm = atomic_load(&h->asset_hwm);
+	uint32_t seen = 0;
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct hakoi_asset *a = &dom->assets[i];
+		if (!atomic_load(&a->in_use)) {
+			continue;
+		}
+		seen++;
+		if (!atomic_load(&a->checked_in)) {
+			return 0; /* start barrier */
+		}
+		if (world + delta - atomic_load(&a->time_usec) > dmax) {
+			return 0;
+		}
+	}
+	/* With no asset there is nothing to keep in step with; free-running would spin. */
+	return seen > 0;
+}
+
+static int advance_from(hako_domain_t *dom, hako_time_t world, hako_time_t delta)
+{
+	struct hakoi_header *h = dom->hdr;
+	if (!atomic_compare_exchange_strong(&h->world_time, &world, world + delta)) {
+		return 0;
+	}
+	atomic_fetch_add_explicit(&h->world_steps, 1, memory_order_relaxed);
+	hakoi_wake_assets(dom);
+	return 1;
+}
+
+void hakoi_try_advance(hako_domain_t *dom)
+{
+	struct hakoi_header *h = dom->hdr;
+	if (atomic_load(&h->state) != HAKO_STATE_RUNNING) {
+		return;
+	}
+	if (atomic_load_explicit(&h->rtf_milli, memory_order_relaxed) != 0) {
+		hakoi_wake_master(dom); /* the master paces; it may be waiting for this report */
+		return;
+	}
+	hako_time_t delta = atomic_load_explicit(&h->delta_usec, memory_order_relaxed);
+	hako_time_t dmax = atomic_load_explicit(&h->max_delay_usec, memory_order_relaxed);
+	if (delta <= 0) {
+		return; /* no master configured the clock yet */
+	}
+	for (;;) {
+		hako_time_t world = atomic_load(&h->world_time);
+		if (!world_may_advance(dom, world, delta, dmax)) {
+			return;
+		}
+		/* A lost race means another process advanced: look again from the new time. */
+		advance_from(dom, world, delta);
+		if (atomic_load(&h->state) != HAKO_STATE_RUNNING) {
+			return;
+		}
+	}
+}
+
+int hakoi_advance_once(hako_domain_t *dom)
+{
+	struct hakoi_header *h = dom->hdr;
+	if (atomic_load(&h->state) != HAKO_STATE_RUNNING) {
+		return 0;
+	}
+	hako_time_t delta = atomic_load(&h->delta_usec);
+	hako_time_t world = atomic_load(&h->world_time);
+	if (!world_may_advance(dom, world, delta, atomic_load(&h->max_delay_usec))) {
+		return 0;
+	}
+	return advance_from(dom, world, delta);
+}
+
+static int mine(const hako_member_t *m)
+{
+	return atomic_load(&m->slot->in_use) && m->slot->generation == m->generation;
+}
+
+int hako_member_step_poll(hako_member_t *m)
+{
+	if (m == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct hakoi_asset *a = m->slot;
+	uint32_t st = atomic_load(&m->dom->hdr->state);
+	if (st != HAKO_STATE_RUNNING) {
+		/* Runnable: started, waiting for the others' acknowledgement. */
+		return st == HAKO_STATE_RUNNABLE && mine(m) ? HAKO_EAGAIN : HAKO_EINTR;
+	}
+	if (!atomic_load_explicit(&a->checked_in, memory_order_relaxed)) {
+		if (!mine(m)) {
+			return HAKO_EINTR;
+		}
+		atomic_store(&a->checked_in, 1);
+		hako_member_heartbeat(m);
+		hakoi_try_advance(m->dom); /* the last one in opens the barrier */
+	}
+	hako_time_t t = atomic_load_explicit(&a->time_usec, memory_order_relaxed);
+	if (t + m->delta <= atomic_load(&m->dom->hdr->world_time)) {
+		return 0;
+	}
+	return HAKO_EAGAIN;
+}
+
+static int may_step(void *arg)
+{
+	int r = hako_member_step_poll(arg);
+	return r == HAKO_EAGAIN ? 0 : (r == 0 ? 1 : r);
+}
+
+static int step_slice(void *arg)
+{
+	hako_member_t *m = arg;
+	hako_member_heartbeat(m);
+	if (!hakoi_master_alive(m->dom)) {
+		if (hakoi_lock(m->dom) == 0) {
+			if (atomic_load(&m->dom->hdr->state) != HAKO_STATE_ERROR) {
+				hakoi_set_error(m->dom, "conductor (pid %d) died",
+				                m->dom->hdr->creator_pid);
+			}
+			hakoi_unlock(m->dom);
+		}
+		return HAKO_EINTR;
+	}
+	return 0;
+}
+
+int hako_member_step_wait(hako_member_t *m)
+{
+	if (m == NULL) {
+		return HAKO_EINVAL;
+	}
+	int r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m,
+	                   hakoi_spin_budget(m->dom), -1, step_slice, m);
+	return r == 1 ? 0 : r;
+}
+
+void hako_member_step_done(hako_member_t *m)
+{
+	if (m == NULL) {
+		return;
+	}
+	struct hakoi_asset *a = m->slot;
+	hako_time_t t = atomic_load_explicit(&a->time_usec, memory_order_relaxed) + m->delta;
+	/* seq_cst store: pairs with the loads in world_may_advance of the other assets, so of two
+	 * assets finishing together at least one sees both clocks and advances the world. */
+	atomic_store(&a->time_usec, t);
+	atomic_store_explicit(&a->steps, atomic_load_explicit(&a->steps, memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+	atomic_store_explicit(&a->heartbeat, hako_now_usec(), memory_order_relaxed);
+	hakoi_try_advance(m->dom);
+}

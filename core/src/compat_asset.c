@@ -1,0 +1,457 @@
+/* Hakoniwa's hako_asset.h over the handle API: one process-default domain and asset. */
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hako/hako_asset.h"
+#include "hako/log.h"
+#include "hako/pdudef.h"
+#include "internal.h"
+
+struct recv_event {
+	hako_channel_t *ch;
+	uint64_t seen;
+	void (*on_recv)(int);
+};
+
+/* The documented process-default handle behind the compatible API. */
+static struct {
+	pthread_mutex_t lock;
+	hako_domain_t *dom;
+	hako_member_t *member;
+	hako_asset_callbacks_t cb;
+	struct recv_event *events;
+	int event_count;
+	int event_cap;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local int last_error;
+static _Thread_local char last_message[600];
+
+/* Hakoniwa returns positive errno values; keep hako's code for hako_asset_last_error. */
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_message, sizeof(last_message), fmt, ap);
+	va_end(ap);
+	last_error = code;
+	HAKO_ERROR("%s", last_message);
+	switch (code) {
+	case HAKO_ENOENT: return ENOENT;
+	case HAKO_EINTR: return EINTR;
+	case HAKO_ENOMEM: return ENOMEM;
+	case HAKO_EEXIST: return EEXIST;
+	case HAKO_ENAMETOOLONG: return ENAMETOOLONG;
+	case HAKO_ENOSPC: return ENOSPC;
+	case HAKO_ETIMEDOUT: return ETIMEDOUT;
+	case HAKO_EIO:
+	case HAKO_ENOMASTER:
+	case HAKO_ECRASHED: return EIO;
+	default: return EINVAL;
+	}
+}
+
+int hako_asset_last_error(const char **message)
+{
+	if (message != NULL) {
+		*message = last_message;
+	}
+	return last_error;
+}
+
+hako_domain_t *hako_asset_domain(void)
+{
+	return g.dom;
+}
+
+hako_member_t *hako_asset_member(void)
+{
+	return g.member;
+}
+
+static int create_channels(hako_domain_t *dom, const char *config_path)
+{
+	hako_pdudef_t *def = NULL;
+	hako_error_t err;
+	char msg[1200];
+	int r = hako_pdudef_load(config_path, &def, &err);
+	if (r != 0) {
+		return fail(r, "hako_asset_register: %s",
+		            hako_error_format(&err, msg, sizeof(msg)));
+	}
+	for (size_t i = 0; i < def->robot_count; i++) {
+		const hako_pdudef_robot_t *rb = &def->robots[i];
+		for (size_t j = 0; j < rb->pdu_count; j++) {
+			const hako_pdudef_pdu_t *p = &rb->pdus[j];
+			hako_channel_t *ch;
+			r = hako_channel_create(dom, rb->name, p->channel_id, p->pdu_size, &ch);
+			if (r != 0) {
+				hako_pdudef_free(def);
+				return fail(
+				    r,
+				    "hako_asset_register: %s: channel %s/%s (id %d, %u bytes): %s",
+				    config_path, rb->name, p->name, p->channel_id, p->pdu_size,
+				    hako_strerror(r));
+			}
+		}
+	}
+	hako_pdudef_free(def);
+	return 0;
+}
+
+int hako_asset_register(const char *asset_name, const char *config_path,
+                        hako_asset_callbacks_t *callbacks, hako_time_t delta_usec,
+                        HakoAssetModelType model)
+{
+	(void)model; /* unused, as in Hakoniwa */
+	if (asset_name == NULL) {
+		return fail(HAKO_EINVAL, "hako_asset_register: asset name is NULL");
+	}
+	if (delta_usec < HAKO_ASSET_MIN_DELTA_TIME_USEC) {
+		return fail(HAKO_EINVAL, "hako_asset_register: delta_usec must be >= 1");
+	}
+	if (callbacks != NULL && callbacks->on_simulation_step != NULL &&
+	    callbacks->on_manual_timing_control != NULL) {
+		return fail(HAKO_EINVAL, "hako_asset_register: set on_simulation_step or "
+		                         "on_manual_timing_control, not both");
+	}
+	pthread_mutex_lock(&g.lock);
+	int r;
+	if (g.member != NULL) {
+		pthread_mutex_unlock(&g.lock);
+		return fail(HAKO_EEXIST,
+		            "hako_asset_register: this process already registered '%s'",
+		            hako_member_name(g.member));
+	}
+	const char *dname = hako_domain_default_name();
+	if (g.dom == NULL && (r = hako_domain_open(dname, &g.dom)) != 0) {
+		pthread_mutex_unlock(&g.lock);
+		return fail(
+		    r == HAKO_ENOENT ? HAKO_ENOMASTER : r,
+		    "hako_asset_register: no conductor for domain '%s' (%s); start one with "
+		    "'hako-cmd conductor' or hako_conductor_start()",
+		    dname, hako_strerror(r));
+	}
+	if (config_path != NULL && (r = create_channels(g.dom, config_path)) != 0) {
+		pthread_mutex_unlock(&g.lock);
+		return r;
+	}
+	r = hako_member_register(g.dom, asset_name, delta_usec, &g.member);
+	if (r != 0) {
+		pthread_mutex_unlock(&g.lock);
+		return fail(r, "hako_asset_register: asset '%s' in domain '%s': %s", asset_name,
+		            dname, hako_strerror(r));
+	}
+	memset(&g.cb, 0, sizeof(g.cb));
+	if (callbacks != NULL) {
+		g.cb = *callbacks;
+	}
+	pthread_mutex_unlock(&g.lock);
+	return 0;
+}
+
+int hako_asset_unregister(void)
+{
+	pthread_mutex_lock(&g.lock);
+	hako_member_unregister(g.member);
+	g.member = NULL;
+	free(g.events);
+	g.events = NULL;
+	g.event_count = g.event_cap = 0;
+	hako_domain_close(g.dom);
+	g.dom = NULL;
+	pthread_mutex_unlock(&g.lock);
+	return 0;
+}
+
+static void dispatch_recv_events(void)
+{
+	for (int i = 0; i < g.event_count; i++) {
+		struct recv_event *e = &g.events[i];
+		if (e->on_recv == NULL) {
+			continue;
+		}
+		uint64_t s = hako_channel_seq(e->ch);
+		if (s != e->seen) {
+			e->seen = s;
+			e->on_recv(i);
+		}
+	}
+}
+
+static int one_step(void)
+{
+	int r = hako_member_step_wait(g.member);
+	if (r != 0) {
+		return r;
+	}
+	dispatch_recv_events();
+	return 0;
+}
+
+/* After the run was interrupted: acknowledge STOP, wait for RESET (also after an error), run
+ * on_reset and acknowledge it. */
+static int finish_run(int (*is_force_stop)(void))
+{
+	hako_asset_context_t ctx = {NULL};
+	for (;;) {
+		int ev = HAKO_EVENT_NONE;
+		int r = hako_member_wait_event(g.member, is_force_stop != NULL ? 100000 : -1, &ev);
+		if (r == HAKO_ETIMEDOUT) {
+			if (is_force_stop != NULL && is_force_stop()) {
+				return fail(HAKO_EINTR, "hako_asset_start: forced stop");
+			}
+			continue;
+		}
+		if (r != 0) {
+			return fail(r, "hako_asset_start: %s", hako_strerror(r));
+		}
+		if (ev == HAKO_EVENT_STOP || ev == HAKO_EVENT_ERROR) {
+			hako_member_ack(g.member, ev);
+		} else if (ev == HAKO_EVENT_RESET) {
+			if (g.cb.on_reset != NULL) {
+				g.cb.on_reset(&ctx);
+			}
+			hako_member_ack(g.member, ev);
+			last_error = HAKO_EINTR;
+			return EINTR;
+		} else if (ev == HAKO_EVENT_START) {
+			/* A start without a reset in between: do not consume it here. */
+			last_error = HAKO_EINTR;
+			return EINTR;
+		}
+	}
+}
+
+int hako_asset_start_no_wait(int (*is_force_stop)(void))
+{
+	hako_asset_context_t ctx = {NULL};
+	if (g.member == NULL) {
+		return fail(HAKO_EINVAL, "hako_asset_start: no asset registered");
+	}
+	int ev = HAKO_EVENT_NONE;
+	for (;;) {
+		int r = hako_member_wait_event(g.member, 100000, &ev);
+		if (r == 0 && ev == HAKO_EVENT_START) {
+			break;
+		}
+		if (r == 0 && ev != HAKO_EVENT_NONE) {
+			return finish_run(is_force_stop);
+		}
+		if (r != 0 && r != HAKO_ETIMEDOUT) {
+			return fail(r, "hako_asset_start: %s", hako_strerror(r));
+		}
+		if (is_force_stop != NULL && is_force_stop()) {
+			return fail(HAKO_EINTR, "hako_asset_start: forced stop");
+		}
+	}
+	if (g.cb.on_initialize != NULL) {
+		g.cb.on_initialize(&ctx);
+	}
+	hako_member_ack(g.member, HAKO_EVENT_START);
+	if (g.cb.on_manual_timing_control != NULL) {
+		int ret = g.cb.on_manual_timing_control(&ctx);
+		if (hako_domain_state(g.dom) == HAKO_STATE_RUNNING) {
+			return ret; /* returned on its own while still running */
+		}
+	} else {
+		for (;;) {
+			if (is_force_stop != NULL && is_force_stop()) {
+				break;
+			}
+			if (one_step() != 0) {
+				break;
+			}
+			if (g.cb.on_simulation_step != NULL) {
+				g.cb.on_simulation_step(&ctx);
+			}
+			hako_member_step_done(g.member);
+		}
+	}
+	return finish_run(is_force_stop);
+}
+
+int hako_asset_start(void)
+{
+	return hako_asset_start_no_wait(NULL);
+}
+
+int hako_asset_usleep(hako_time_t sleep_time_usec)
+{
+	if (g.member == NULL) {
+		return 0; /* no-op when not registered, as for Hakoniwa's external attachments */
+	}
+	hako_time_t dt = hako_member_delta(g.member);
+	hako_time_t steps = sleep_time_usec <= 0 ? 1 : (sleep_time_usec + dt - 1) / dt;
+	for (hako_time_t i = 0; i < steps; i++) {
+		if (one_step() != 0) {
+			last_error = HAKO_EINTR;
+			return EINTR;
+		}
+		hako_member_step_done(g.member);
+	}
+	return 0;
+}
+
+hako_time_t hako_asset_simulation_time(void)
+{
+	return g.dom != NULL ? hako_domain_world_time(g.dom) : 0;
+}
+
+hako_time_t hako_asset_current_time(void)
+{
+	return hako_member_time(g.member);
+}
+
+hako_time_t hako_asset_min_asset_time(void)
+{
+	hako_asset_info_t info[64];
+	int n = 0;
+	if (g.dom == NULL || hako_domain_list_assets(g.dom, info, 64, &n) != 0 || n == 0) {
+		return 0;
+	}
+	hako_time_t min = info[0].time_usec;
+	for (int i = 1; i < n && i < 64; i++) {
+		if (info[i].time_usec < min) {
+			min = info[i].time_usec;
+		}
+	}
+	return min;
+}
+
+static int channel_of(const char *robo, HakoPduChannelIdType lch, hako_channel_t **ch)
+{
+	if (g.dom == NULL) {
+		return HAKO_EINVAL;
+	}
+	return hako_channel_lookup(g.dom, robo, lch, ch);
+}
+
+int hako_asset_pdu_create(const char *robo_name, HakoPduChannelIdType lchannel, size_t pdu_size)
+{
+	hako_channel_t *ch;
+	if (g.dom == NULL) {
+		return fail(HAKO_EINVAL, "hako_asset_pdu_create: register first");
+	}
+	int r = hako_channel_create(g.dom, robo_name, lchannel, pdu_size, &ch);
+	if (r != 0) {
+		return fail(r, "hako_asset_pdu_create(%s, %d, %zu): %s", robo_name ? robo_name : "",
+		            lchannel, pdu_size, hako_strerror(r));
+	}
+	return 0;
+}
+
+int hako_asset_pdu_read(const char *robo_name, HakoPduChannelIdType lchannel, char *buffer,
+                        size_t buffer_len)
+{
+	hako_channel_t *ch;
+	int r = channel_of(robo_name, lchannel, &ch);
+	if (r != 0) {
+		return fail(r, "hako_asset_pdu_read(%s, %d): %s", robo_name ? robo_name : "",
+		            lchannel, hako_strerror(r));
+	}
+	if (buffer_len > hako_channel_size(ch)) {
+		return fail(HAKO_ESIZE, "hako_asset_pdu_read(%s, %d): %zu bytes > channel size %zu",
+		            robo_name, lchannel, buffer_len, hako_channel_size(ch));
+	}
+	size_t len = 0;
+	r = hako_channel_read(ch, buffer, buffer_len, &len, NULL);
+	if (r == HAKO_ETOOBIG) {
+		r = 0; /* a shorter read of a longer PDU is what Hakoniwa does */
+	}
+	if (r == 0 && len < buffer_len) {
+		memset(buffer + len, 0, buffer_len - len);
+	}
+	return r == 0 ? 0 : fail(r, "hako_asset_pdu_read: %s", hako_strerror(r));
+}
+
+int hako_asset_pdu_write(const char *robo_name, HakoPduChannelIdType lchannel, const char *buffer,
+                         size_t buffer_len)
+{
+	hako_channel_t *ch;
+	int r = channel_of(robo_name, lchannel, &ch);
+	if (r != 0) {
+		return fail(r, "hako_asset_pdu_write(%s, %d): %s", robo_name ? robo_name : "",
+		            lchannel, hako_strerror(r));
+	}
+	r = hako_channel_write(ch, buffer, buffer_len);
+	if (r != 0) {
+		return fail(r == HAKO_ETOOBIG ? HAKO_ESIZE : r,
+		            "hako_asset_pdu_write(%s, %d): %zu bytes: %s", robo_name, lchannel,
+		            buffer_len,
+		            r == HAKO_ETOOBIG ? "larger than the channel" : hako_strerror(r));
+	}
+	return 0;
+}
+
+int hako_asset_register_data_recv_event(const char *robo_name, HakoPduChannelIdType lchannel,
+                                        void (*on_recv)(int), int *recv_event_id)
+{
+	hako_channel_t *ch;
+	int r = channel_of(robo_name, lchannel, &ch);
+	if (r != 0) {
+		return fail(r, "hako_asset_register_data_recv_event(%s, %d): %s",
+		            robo_name ? robo_name : "", lchannel, hako_strerror(r));
+	}
+	pthread_mutex_lock(&g.lock);
+	if (g.event_count == g.event_cap) {
+		int cap = g.event_cap == 0 ? 16 : g.event_cap * 2;
+		struct recv_event *n = realloc(g.events, (size_t)cap * sizeof(*n));
+		if (n == NULL) {
+			pthread_mutex_unlock(&g.lock);
+			return fail(HAKO_ENOMEM,
+			            "hako_asset_register_data_recv_event: out of memory");
+		}
+		g.events = n;
+		g.event_cap = cap;
+	}
+	int id = g.event_count++;
+	g.events[id].ch = ch;
+	g.events[id].seen = hako_channel_seq(ch);
+	g.events[id].on_recv = on_recv;
+	pthread_mutex_unlock(&g.lock);
+	if (recv_event_id != NULL) {
+		*recv_event_id = id;
+	}
+	return 0;
+}
+
+int hako_asset_check_data_recv_event(const char *robo_name, HakoPduChannelIdType lchannel)
+{
+	hako_channel_t *ch;
+	if (channel_of(robo_name, lchannel, &ch) != 0) {
+		return ENOENT;
+	}
+	for (int i = 0; i < g.event_count; i++) {
+		struct recv_event *e = &g.events[i];
+		if (e->ch == ch && e->on_recv == NULL) {
+			uint64_t s = hako_channel_seq(ch);
+			if (s != e->seen) {
+				e->seen = s;
+				return 0;
+			}
+			return ENOENT;
+		}
+	}
+	return ENOENT;
+}
+
+int hako_trigger_event(int trigger_event)
+{
+	if (g.dom == NULL) {
+		return fail(HAKO_EINVAL, "hako_trigger_event: register first");
+	}
+	int r;
+	switch (trigger_event) {
+	case HAKO_TRIGGER_EVENT_ID_START: r = hako_domain_start(g.dom); break;
+	case HAKO_TRIGGER_EVENT_ID_STOP: r = hako_domain_stop(g.dom); break;
+	case HAKO_TRIGGER_EVENT_ID_RESET: r = hako_domain_reset(g.dom); break;
+	default: return fail(HAKO_EINVAL, "hako_trigger_event: unknown event %d", trigger_event);
+	}
+	return r == 0 ? 0 : fail(r, "hako_trigger_event(%d): %s", trigger_event, hako_strerror(r));
+}

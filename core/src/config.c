@@ -1,0 +1,120 @@
+/* Domain capacities and policies: defaults, environment, core config JSON. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void env_u64(const char *name, uint64_t *dst, uint64_t min, uint64_t max)
+{
+	const char *s = getenv(name);
+	if (s == NULL || s[0] == '\0') {
+		return;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno == 0 && *end == '\0' && v >= min && v <= max) {
+		*dst = v;
+	}
+}
+
+void hako_domain_config_default(hako_domain_config_t *cfg)
+{
+	uint64_t assets = HAKO_DEFAULT_MAX_ASSETS, channels = HAKO_DEFAULT_MAX_CHANNELS;
+	uint64_t arena = HAKO_DEFAULT_ARENA_BYTES, hb = HAKO_DEFAULT_HEARTBEAT_TIMEOUT_USEC;
+	env_u64("HAKO_MAX_ASSETS", &assets, 1, 4096);
+	env_u64("HAKO_MAX_CHANNELS", &channels, 1, 1u << 24);
+	env_u64("HAKO_ARENA_BYTES", &arena, 4096, 1ull << 40);
+	env_u64("HAKO_HEARTBEAT_TIMEOUT_USEC", &hb, 0, 1ull << 40);
+	cfg->max_assets = (uint32_t)assets;
+	cfg->max_channels = (uint32_t)channels;
+	cfg->arena_bytes = arena;
+	cfg->heartbeat_timeout_usec = (hako_time_t)hb;
+	cfg->liveness_policy = HAKO_LIVENESS_ERROR;
+	const char *p = getenv("HAKO_LIVENESS_POLICY");
+	if (p != NULL && strcmp(p, "remove") == 0) {
+		cfg->liveness_policy = HAKO_LIVENESS_REMOVE;
+	}
+}
+
+static int get_uint(json_t *root, const char *key, uint64_t min, uint64_t max, uint64_t *dst,
+                    const char *path, hako_error_t *err)
+{
+	json_t *v = json_object_get(root, key);
+	if (v == NULL) {
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max) {
+		return hako_error_set(err, HAKO_ECONFIG, path, 0, 0,
+		                      "%s: must be an integer in [%llu, %llu]", key,
+		                      (unsigned long long)min, (unsigned long long)max);
+	}
+	*dst = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_error_t *err)
+{
+	static const char *const known[] = {"max_assets", "max_channels", "arena_bytes",
+	                                    "heartbeat_timeout_usec", "liveness_policy"};
+	json_error_t je;
+	hako_error_clear(err);
+	if (cfg == NULL || path == NULL) {
+		return HAKO_EINVAL;
+	}
+	json_t *root = json_load_file(path, 0, &je);
+	if (root == NULL) {
+		int code = je.line <= 0 ? HAKO_ENOENT : HAKO_ECONFIG;
+		return hako_error_set(err, code, path, je.line > 0 ? je.line : 0,
+		                      je.line > 0 ? je.column : 0, "%s", je.text);
+	}
+	int r = 0;
+	if (!json_is_object(root)) {
+		r = hako_error_set(err, HAKO_ECONFIG, path, 1, 1, "top level must be an object");
+		goto out;
+	}
+	const char *key;
+	json_t *val;
+	json_object_foreach(root, key, val)
+	{
+		size_t i = 0;
+		while (i < sizeof(known) / sizeof(known[0]) && strcmp(known[i], key) != 0) {
+			i++;
+		}
+		if (i == sizeof(known) / sizeof(known[0])) {
+			r = hako_error_set(err, HAKO_ECONFIG, path, 0, 0, "%s: unknown key", key);
+			goto out;
+		}
+	}
+	uint64_t assets = cfg->max_assets, channels = cfg->max_channels, arena = cfg->arena_bytes;
+	uint64_t hb = (uint64_t)cfg->heartbeat_timeout_usec;
+	if ((r = get_uint(root, "max_assets", 1, 4096, &assets, path, err)) != 0 ||
+	    (r = get_uint(root, "max_channels", 1, 1u << 24, &channels, path, err)) != 0 ||
+	    (r = get_uint(root, "arena_bytes", 4096, 1ull << 40, &arena, path, err)) != 0 ||
+	    (r = get_uint(root, "heartbeat_timeout_usec", 0, 1ull << 40, &hb, path, err)) != 0) {
+		goto out;
+	}
+	json_t *pol = json_object_get(root, "liveness_policy");
+	if (pol != NULL) {
+		const char *s = json_string_value(pol);
+		if (s != NULL && strcmp(s, "error") == 0) {
+			cfg->liveness_policy = HAKO_LIVENESS_ERROR;
+		} else if (s != NULL && strcmp(s, "remove") == 0) {
+			cfg->liveness_policy = HAKO_LIVENESS_REMOVE;
+		} else {
+			r = hako_error_set(err, HAKO_ECONFIG, path, 0, 0,
+			                   "liveness_policy: must be \"error\" or \"remove\"");
+			goto out;
+		}
+	}
+	cfg->max_assets = (uint32_t)assets;
+	cfg->max_channels = (uint32_t)channels;
+	cfg->arena_bytes = arena;
+	cfg->heartbeat_timeout_usec = (hako_time_t)hb;
+out:
+	json_decref(root);
+	return r;
+}

@@ -1,0 +1,182 @@
+/* Layout of a domain segment and the process-local handles. Private to hako_core. */
+#ifndef HAKOI_INTERNAL_H
+#define HAKOI_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/domain.h"
+
+#define HAKOI_MAGIC          0x4d444b48u /* "HKDM" */
+#define HAKOI_LAYOUT_VERSION 1u
+#define HAKOI_CACHELINE      64
+/* Waits wake at least this often to heartbeat and to notice a dead master. */
+#define HAKOI_WAIT_SLICE_USEC 100000
+/* The master checks liveness this often: a killed asset is noticed well within 1 s. */
+#define HAKOI_LIVENESS_PERIOD_USEC 100000
+
+/* Segment header, at offset 0. Everything after `ready` is valid once magic is set. */
+struct hakoi_header {
+	_Atomic uint32_t magic; /* written last at creation */
+	uint32_t layout_version;
+	uint64_t segment_bytes;
+	uint32_t max_assets;
+	uint32_t max_channels;
+	uint64_t arena_bytes;
+	uint64_t assets_off;
+	uint64_t channels_off;
+	uint64_t index_off;
+	uint64_t arena_off;
+	uint32_t index_slots; /* power of two */
+	int32_t creator_pid;
+	uint64_t creator_start; /* /proc/<pid>/stat starttime, against pid reuse */
+	char name[HAKO_NAME_MAX];
+
+	pthread_mutex_t lock; /* robust, process-shared: registration and state changes */
+
+	hako_time_t heartbeat_timeout_usec;
+	int32_t liveness_policy;
+	_Atomic int32_t master_running; /* a master thread runs in the creator */
+	_Atomic hako_time_t delta_usec;
+	_Atomic hako_time_t max_delay_usec;
+	_Atomic uint64_t rtf_milli; /* real-time factor x 1000; 0 = free running */
+
+	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t state;
+	_Atomic uint32_t asset_count;
+	_Atomic uint32_t asset_hwm; /* slots [0, hwm) may be in use */
+	_Atomic uint32_t channel_count;
+	_Atomic uint64_t arena_used;
+	char error_reason[256];
+
+	/* Written by whoever advances the clock. */
+	_Alignas(HAKOI_CACHELINE) _Atomic int64_t world_time;
+	_Atomic uint64_t world_steps;
+
+	/* Futex words. seq: the world clock moved or the state / an event changed (assets wait
+	 * on it). master_seq: something the master must look at. */
+	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t seq;
+	_Atomic uint32_t waiters;
+	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t master_seq;
+	_Atomic uint32_t master_waiters;
+};
+
+struct hakoi_asset {
+	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t in_use;
+	uint32_t generation;
+	char name[HAKO_NAME_MAX];
+	int32_t pid;
+	uint64_t start_time;
+	hako_time_t delta_usec;
+	_Atomic uint32_t event;
+	_Atomic uint32_t feedback;
+	_Atomic uint32_t checked_in; /* passed the start barrier of this run */
+	_Atomic uint32_t dead;       /* found dead by liveness; slot freed at reset */
+	_Atomic int64_t heartbeat;   /* hako_now_usec() */
+	_Atomic uint64_t steps;
+	/* The asset's clock t_i: read by every clock advance, on its own line. */
+	_Alignas(HAKOI_CACHELINE) _Atomic int64_t time_usec;
+};
+
+struct hakoi_channel {
+	_Atomic uint32_t in_use;
+	int32_t channel_id;
+	uint32_t size;
+	uint32_t stride;   /* size rounded up to the cache line */
+	uint64_t data_off; /* two buffers of `stride` bytes from the arena start */
+	char robot[HAKO_NAME_MAX];
+	/* Data path. seq = number of the last complete write; buffer (seq & 1) holds it. */
+	_Alignas(HAKOI_CACHELINE) _Atomic uint64_t seq;
+	_Atomic uint32_t wlock;      /* pid of the writer inside a write, 0 if none */
+	_Atomic uint32_t buf_seq[2]; /* per-buffer seqlock: odd while being written */
+	_Atomic uint32_t buf_len[2];
+	_Atomic uint32_t notify; /* futex word, bumped by a write when there are waiters */
+	_Atomic uint32_t waiters;
+};
+
+struct hako_channel {
+	hako_domain_t *dom;
+	struct hakoi_channel *c;
+	uint8_t *buf[2];
+	int index;
+};
+
+struct hako_domain {
+	char name[HAKO_NAME_MAX];
+	int fd;
+	uint8_t *base;
+	size_t size;
+	int is_creator;
+	struct hakoi_header *hdr;
+	struct hakoi_asset *assets;
+	struct hakoi_channel *channels;
+	_Atomic int32_t *index;
+	uint8_t *arena;
+	pthread_mutex_t cache_lock;
+	struct hako_channel **chan_cache; /* max_channels lazily filled handles */
+};
+
+struct hako_member {
+	hako_domain_t *dom;
+	struct hakoi_asset *slot;
+	int id;
+	uint32_t generation;
+	char name[HAKO_NAME_MAX];
+	hako_time_t delta;
+};
+
+/* proc.c */
+uint64_t hakoi_proc_start_time(int pid); /* 0 if unknown */
+int hakoi_proc_alive(int pid, uint64_t start_time);
+
+/* wait.c: futex helpers. */
+int hakoi_futex_wait(_Atomic uint32_t *addr, uint32_t expected, hako_time_t timeout_usec);
+void hakoi_futex_wake_all(_Atomic uint32_t *addr);
+/* Bump a futex word and wake its waiters (if any). */
+void hakoi_notify(_Atomic uint32_t *word, _Atomic uint32_t *waiters);
+/* Wait until cond(arg) is non-zero, spinning for at most spin_usec first, then sleeping on
+ * `word` in slices; returns cond's value, or HAKO_ETIMEDOUT. The slice callback (may be NULL)
+ * runs at every wake-up and may end the wait by returning non-zero. */
+typedef int (*hakoi_cond_fn)(void *arg);
+int hakoi_wait(_Atomic uint32_t *word, _Atomic uint32_t *waiters, hakoi_cond_fn cond, void *arg,
+               hako_time_t spin_usec, hako_time_t timeout_usec, hakoi_cond_fn slice,
+               void *slice_arg);
+/* Spin budget for waits of an asset: HAKO_SPIN_USEC, or a default when every asset can have
+ * its own CPU, else 0. */
+hako_time_t hakoi_spin_budget(hako_domain_t *dom);
+static inline void hakoi_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* segment.c */
+int hakoi_lock(hako_domain_t *dom);
+void hakoi_unlock(hako_domain_t *dom);
+int hakoi_master_alive(hako_domain_t *dom);
+int hakoi_valid_name(const char *name, size_t max); /* 0 or HAKO_EINVAL / HAKO_ENAMETOOLONG */
+
+/* domain.c (lock held unless noted) */
+void hakoi_publish_event(hako_domain_t *dom, uint32_t event);
+void hakoi_try_transition(hako_domain_t *dom);
+void hakoi_set_error(hako_domain_t *dom, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void hakoi_free_slot(hako_domain_t *dom, struct hakoi_asset *a);
+void hakoi_wake_assets(hako_domain_t *dom);                    /* no lock needed */
+void hakoi_wake_master(hako_domain_t *dom);                    /* no lock needed */
+int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now); /* takes the lock itself */
+
+/* clock.c: advance the world clock as far as the rules allow (free-running mode). */
+void hakoi_try_advance(hako_domain_t *dom);
+/* One paced step by the master: 1 if the world advanced. */
+int hakoi_advance_once(hako_domain_t *dom);
+
+/* channel.c */
+void hakoi_channels_reset(hako_domain_t *dom); /* lock held, nobody stepping */
+void hakoi_channel_cache_free(hako_domain_t *dom);
+
+#endif
