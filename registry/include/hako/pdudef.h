@@ -26,8 +26,8 @@ typedef struct hako_pdudef_pdu {
 	char type[HAKO_PDUDEF_NAME_MAX]; /* ROS-style type, e.g. "geometry_msgs/Twist" */
 	int32_t channel_id;              /* logical channel id, >= 0 */
 	uint32_t pdu_size;               /* bytes, > 0 */
-	int is_reader;                   /* listed among the readers (legacy form) */
-	int is_writer;                   /* listed among the writers (legacy form) */
+	int is_reader;                   /* listed among the shm/rpc readers (legacy form) */
+	int is_writer;                   /* listed among the shm/rpc writers (legacy form) */
 } hako_pdudef_pdu_t;
 
 typedef struct hako_pdudef_robot {
@@ -42,8 +42,9 @@ typedef struct hako_pdudef {
 	hako_pdudef_robot_t *robots;
 } hako_pdudef_t;
 
-/* Load a pdudef file. On error returns HAKO_ENOENT (file missing) or HAKO_ECONFIG and fills
- * err with file, line, column and what is wrong. */
+/* Load a pdudef file. On error returns HAKO_ENOENT (the pdudef or a pdutypes file is missing),
+ * HAKO_ECONFIG (malformed), HAKO_EIO, HAKO_ENOMEM, HAKO_ENAMETOOLONG (path of 512 bytes or more)
+ * or HAKO_EINVAL (NULL argument), and fills err with file, line, column and what is wrong. */
 int hako_pdudef_load(const char *path, hako_pdudef_t **out, hako_error_t *err);
 void hako_pdudef_free(hako_pdudef_t *def);
 
