@@ -1,10 +1,12 @@
 /* Domain capacities and policies: defaults, environment, core config JSON. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "json_pos.h"
 
 static void env_u64(const char *name, uint64_t *dst, uint64_t min, uint64_t max)
 {
@@ -39,8 +41,20 @@ void hako_domain_config_default(hako_domain_config_t *cfg)
 	}
 }
 
+/* Report key's value (or the top level object) at its line and column. */
+static int fail_at(hako_error_t *err, const char *path, const char *text, size_t len,
+                   const char *key, const char *fmt, const char *detail)
+{
+	hakoi_json_seg_t seg = {.key = key};
+	int line = 1, column = 1;
+	if (key != NULL) {
+		hakoi_json_pos(text, len, &seg, 1, &line, &column);
+	}
+	return hako_error_set(err, HAKO_ECONFIG, path, line, column, fmt, key ? key : "", detail);
+}
+
 static int get_uint(json_t *root, const char *key, uint64_t min, uint64_t max, uint64_t *dst,
-                    const char *path, hako_error_t *err)
+                    const char *path, const char *text, size_t len, hako_error_t *err)
 {
 	json_t *v = json_object_get(root, key);
 	if (v == NULL) {
@@ -48,9 +62,10 @@ static int get_uint(json_t *root, const char *key, uint64_t min, uint64_t max, u
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max) {
-		return hako_error_set(err, HAKO_ECONFIG, path, 0, 0,
-		                      "%s: must be an integer in [%llu, %llu]", key,
-		                      (unsigned long long)min, (unsigned long long)max);
+		char range[96];
+		snprintf(range, sizeof(range), "[%llu, %llu]", (unsigned long long)min,
+		         (unsigned long long)max);
+		return fail_at(err, path, text, len, key, "%s: must be an integer in %s", range);
 	}
 	*dst = (uint64_t)json_integer_value(v);
 	return 0;
@@ -61,19 +76,26 @@ int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_er
 	static const char *const known[] = {"max_assets", "max_channels", "arena_bytes",
 	                                    "heartbeat_timeout_usec", "liveness_policy"};
 	json_error_t je;
+	char *text = NULL;
+	size_t len = 0;
 	hako_error_clear(err);
 	if (cfg == NULL || path == NULL) {
 		return HAKO_EINVAL;
 	}
-	json_t *root = json_load_file(path, 0, &je);
+	int e = hakoi_read_file(path, &text, &len);
+	if (e != 0) {
+		return hako_error_set(err, e == ENOENT ? HAKO_ENOENT : HAKO_EIO, path, 0, 0,
+		                      "cannot read: %s", strerror(e));
+	}
+	json_t *root = json_loadb(text, len, 0, &je);
 	if (root == NULL) {
-		int code = je.line <= 0 ? HAKO_ENOENT : HAKO_ECONFIG;
-		return hako_error_set(err, code, path, je.line > 0 ? je.line : 0,
-		                      je.line > 0 ? je.column : 0, "%s", je.text);
+		free(text);
+		return hako_error_set(err, HAKO_ECONFIG, path, je.line > 0 ? je.line : 0,
+		                      je.line > 0 ? je.column : 0, "invalid JSON: %s", je.text);
 	}
 	int r = 0;
 	if (!json_is_object(root)) {
-		r = hako_error_set(err, HAKO_ECONFIG, path, 1, 1, "top level must be an object");
+		r = fail_at(err, path, text, len, NULL, "%stop level: must be an object%s", "");
 		goto out;
 	}
 	const char *key;
@@ -85,16 +107,19 @@ int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_er
 			i++;
 		}
 		if (i == sizeof(known) / sizeof(known[0])) {
-			r = hako_error_set(err, HAKO_ECONFIG, path, 0, 0, "%s: unknown key", key);
+			r = fail_at(err, path, text, len, key, "%s: unknown key%s", "");
 			goto out;
 		}
 	}
 	uint64_t assets = cfg->max_assets, channels = cfg->max_channels, arena = cfg->arena_bytes;
 	uint64_t hb = (uint64_t)cfg->heartbeat_timeout_usec;
-	if ((r = get_uint(root, "max_assets", 1, 4096, &assets, path, err)) != 0 ||
-	    (r = get_uint(root, "max_channels", 1, 1u << 24, &channels, path, err)) != 0 ||
-	    (r = get_uint(root, "arena_bytes", 4096, 1ull << 40, &arena, path, err)) != 0 ||
-	    (r = get_uint(root, "heartbeat_timeout_usec", 0, 1ull << 40, &hb, path, err)) != 0) {
+	if ((r = get_uint(root, "max_assets", 1, 4096, &assets, path, text, len, err)) != 0 ||
+	    (r = get_uint(root, "max_channels", 1, 1u << 24, &channels, path, text, len, err)) !=
+	        0 ||
+	    (r = get_uint(root, "arena_bytes", 4096, 1ull << 40, &arena, path, text, len, err)) !=
+	        0 ||
+	    (r = get_uint(root, "heartbeat_timeout_usec", 0, 1ull << 40, &hb, path, text, len,
+	                  err)) != 0) {
 		goto out;
 	}
 	json_t *pol = json_object_get(root, "liveness_policy");
@@ -105,8 +130,8 @@ int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_er
 		} else if (s != NULL && strcmp(s, "remove") == 0) {
 			cfg->liveness_policy = HAKO_LIVENESS_REMOVE;
 		} else {
-			r = hako_error_set(err, HAKO_ECONFIG, path, 0, 0,
-			                   "liveness_policy: must be \"error\" or \"remove\"");
+			r = fail_at(err, path, text, len, "liveness_policy",
+			            "%s: must be \"error\" or \"remove\"%s", "");
 			goto out;
 		}
 	}
@@ -116,5 +141,6 @@ int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_er
 	cfg->heartbeat_timeout_usec = (hako_time_t)hb;
 out:
 	json_decref(root);
+	free(text);
 	return r;
 }

@@ -1,6 +1,8 @@
 #include "json_pos.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* A cursor over text that knows its line and column. */
 struct scan {
@@ -314,4 +316,46 @@ void hakoi_json_path_format(const hakoi_json_seg_t *path, size_t depth, char *bu
 		}
 		used += (size_t)n;
 	}
+}
+
+/* Read a whole file. Returns 0 or an errno value. */
+int hakoi_read_file(const char *path, char **text, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL) {
+		return errno;
+	}
+	char *buf = NULL;
+	size_t used = 0;
+	size_t cap = 0;
+	int rc = 0;
+	errno = 0;
+	for (;;) {
+		if (cap - used < 4096) {
+			size_t ncap = cap > 0 ? cap * 2 : 8192;
+			char *nbuf = realloc(buf, ncap);
+			if (nbuf == NULL) {
+				rc = ENOMEM;
+				break;
+			}
+			buf = nbuf;
+			cap = ncap;
+		}
+		size_t n = fread(buf + used, 1, cap - used, f);
+		used += n;
+		if (n == 0) {
+			if (ferror(f)) {
+				rc = errno != 0 ? errno : EIO;
+			}
+			break;
+		}
+	}
+	fclose(f);
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	*text = buf;
+	*len = used;
+	return 0;
 }

@@ -21,4 +21,7 @@ int hakoi_json_pos(const char *text, size_t len, const hakoi_json_seg_t *path, s
 /* Write path as "robots[0].shm_pdu_readers[1].pdu_size" ("" for depth 0) into buf. */
 void hakoi_json_path_format(const hakoi_json_seg_t *path, size_t depth, char *buf, size_t len);
 
+/* Read a whole file into a malloc'd buffer (not NUL-terminated). Returns 0 or an errno value. */
+int hakoi_read_file(const char *path, char **text, size_t *len);
+
 #endif

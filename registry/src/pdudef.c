@@ -104,48 +104,6 @@ static int errno_code(int e)
 	return e == ENOMEM ? HAKO_ENOMEM : HAKO_EIO;
 }
 
-/* Read a whole file. Returns 0 or an errno value. */
-static int read_text(const char *path, char **text, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (f == NULL) {
-		return errno;
-	}
-	char *buf = NULL;
-	size_t used = 0;
-	size_t cap = 0;
-	int rc = 0;
-	errno = 0;
-	for (;;) {
-		if (cap - used < 4096) {
-			size_t ncap = cap > 0 ? cap * 2 : 8192;
-			char *nbuf = realloc(buf, ncap);
-			if (nbuf == NULL) {
-				rc = ENOMEM;
-				break;
-			}
-			buf = nbuf;
-			cap = ncap;
-		}
-		size_t n = fread(buf + used, 1, cap - used, f);
-		used += n;
-		if (n == 0) {
-			if (ferror(f)) {
-				rc = errno != 0 ? errno : EIO;
-			}
-			break;
-		}
-	}
-	fclose(f);
-	if (rc != 0) {
-		free(buf);
-		return rc;
-	}
-	*text = buf;
-	*len = used;
-	return 0;
-}
-
 /* Parse d->text; a syntax error is reported at jansson's line and column. */
 static int doc_parse(struct doc *d, hako_error_t *err)
 {
@@ -362,7 +320,7 @@ static int load_pdutypes(const struct ctx *c, size_t k, struct pdutypes *t)
 	if (n < 0 || (size_t)n >= sizeof(d.file)) {
 		return fail(&at, "resolved path is too long (limit %d bytes)", PATH_LEN - 1);
 	}
-	int e = read_text(d.file, &d.text, &d.len);
+	int e = hakoi_read_file(d.file, &d.text, &d.len);
 	if (e != 0) {
 		return fail_at(&at, at.depth, errno_code(e), "cannot open %s: %s", d.file,
 		               strerror(e));
@@ -522,7 +480,7 @@ int hako_pdudef_load(const char *path, hako_pdudef_t **out, hako_error_t *err)
 	}
 	struct doc d = {.text = NULL};
 	snprintf(d.file, sizeof(d.file), "%s", path);
-	int e = read_text(path, &d.text, &d.len);
+	int e = hakoi_read_file(path, &d.text, &d.len);
 	if (e != 0) {
 		return hako_error_set(err, errno_code(e), path, 0, 0, "cannot open: %s",
 		                      strerror(e));
