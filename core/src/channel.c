@@ -201,7 +201,7 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	}
 	/* One writer is the contract; a second one is serialised rather than corrupting data.
 	 * The lock holds the writer's pid so a writer killed mid-write cannot wedge the channel. */
-	uint32_t me = (uint32_t)getpid();
+	uint32_t me = hakoi_self_pid();
 	for (unsigned spins = 1;; spins++) {
 		uint32_t holder = 0;
 		if (atomic_compare_exchange_weak_explicit(

@@ -129,6 +129,7 @@ struct hako_member {
 /* proc.c */
 uint64_t hakoi_proc_start_time(int pid); /* 0 if unknown */
 int hakoi_proc_alive(int pid, uint64_t start_time);
+uint32_t hakoi_self_pid(void); /* getpid() without a system call */
 
 /* wait.c: futex helpers. */
 int hakoi_futex_wait(_Atomic uint32_t *addr, uint32_t expected, hako_time_t timeout_usec);

@@ -3,6 +3,7 @@
  * nobody sleeps. */
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -64,8 +65,16 @@ int hakoi_wait(_Atomic uint32_t *word, _Atomic uint32_t *waiters, hakoi_cond_fn 
 				return r;
 			}
 			/* Reading the clock costs ~25 ns: do it every 64 polls only. */
-			if ((i & 63) == 0 && hako_now_usec() >= spin_end) {
-				break;
+			if ((i & 63) == 0) {
+				hako_time_t now = hako_now_usec();
+				if (now >= spin_end) {
+					break;
+				}
+				/* Past 2 us the process we wait for may be queued behind us on
+				 * this very CPU: let it run. */
+				if (now - start >= 2) {
+					sched_yield();
+				}
 			}
 		}
 	}
