@@ -1,0 +1,69 @@
+/* Shared helpers of the hako benchmarks: clocks, CPU accounting, sample statistics and the CSV
+ * row format of ARCHITECTURE section 8. */
+#ifndef HAKO_BENCH_COMMON_H
+#define HAKO_BENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define BENCH_CSV_HEADER                                                                           \
+	"bench,variant,payload_bytes,count,min_us,mean_us,p50_us,p90_us,p99_us,max_us,"            \
+	"ops_per_s,cpu_user_s,cpu_sys_s"
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t bench_now_ns(void);
+
+/* CPU time of this process (all its threads), in seconds. */
+typedef struct bench_cpu {
+	double user;
+	double sys;
+} bench_cpu_t;
+bench_cpu_t bench_cpu_self(void);
+/* b - a */
+bench_cpu_t bench_cpu_sub(bench_cpu_t b, bench_cpu_t a);
+
+/* A growable array of samples in nanoseconds. */
+typedef struct bench_samples {
+	uint64_t *v;
+	size_t n;
+	size_t cap;
+} bench_samples_t;
+void bench_samples_push(bench_samples_t *s, uint64_t ns);
+void bench_samples_free(bench_samples_t *s);
+
+/* Percentiles of sorted samples, in microseconds after multiplying each sample by `scale`
+ * (0.5 turns round trips into one-way latencies). Sorts s in place. */
+typedef struct bench_stats {
+	double min, mean, p50, p90, p99, max;
+} bench_stats_t;
+bench_stats_t bench_stats(bench_samples_t *s, double scale);
+/* The p-th percentile (0..100, nearest rank) of sorted samples, in us after scale. */
+double bench_percentile(const bench_samples_t *sorted, double p, double scale);
+
+/* One CSV row. */
+void bench_print_row(const char *bench, const char *variant, size_t payload, uint64_t count,
+                     const bench_stats_t *st, double ops_per_s, bench_cpu_t cpu);
+
+/* Pin the calling process to one CPU when the machine has more than one. 0 on success,
+ * 1 if not pinned (one CPU, or the CPU is not in our affinity mask). */
+int bench_pin_cpu(int cpu);
+/* Number of CPUs this process may run on. */
+int bench_ncpus(void);
+
+/* In a freshly forked child: die with the parent (PR_SET_PDEATHSIG), so a killed benchmark
+ * never leaves busy-spinning children behind. */
+void bench_child_init(pid_t parent);
+
+/* Write / read exactly n bytes (loops on partial transfers and EINTR). 0, or -1 on error/EOF. */
+int bench_write_full(int fd, const void *buf, size_t n);
+int bench_read_full(int fd, void *buf, size_t n);
+
+/* Anonymous MAP_SHARED memory, zeroed, shared with children forked afterwards. */
+void *bench_shared_alloc(size_t bytes);
+void bench_shared_free(void *p, size_t bytes);
+
+/* Parse "a,b,c" of positive integers into out (at most max). Returns the count, -1 on error. */
+int bench_parse_list(const char *s, long *out, int max);
+
+#endif

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Run the full benchmarks and keep their CSV output.
+#   bench/run.sh <build-dir>        (make bench)
+# Installs nothing: the baselines (libzmq, pipes) come with `make deps`. Extra arguments for
+# each program can be passed in SHM_LATENCY_ARGS / STEP_RATE_ARGS, e.g. STEP_RATE_ARGS=--quick.
+# Results: <build-dir>/bench-results/<bench>-<timestamp>.csv, plus <bench>.csv (the latest run)
+# and env-<timestamp>.txt describing the machine.
+set -eu
+
+if [ $# -lt 1 ]; then
+	echo "usage: $0 <build-dir>" >&2
+	exit 2
+fi
+build=$1
+out=$build/bench-results
+for b in shm_latency step_rate; do
+	if [ ! -x "$build/bench/$b" ]; then
+		echo "$0: $build/bench/$b is missing: build with HAKO_BUILD_BENCH=ON (make build)" >&2
+		exit 1
+	fi
+done
+mkdir -p "$out"
+stamp=$(date +%Y%m%d-%H%M%S)
+
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "git: $(git -C "$(dirname "$0")/.." describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "uname: $(uname -srmv)"
+	echo "cpus: $(nproc)"
+	lscpu 2>/dev/null | grep -E '^(Model name|Hypervisor vendor|Virtualization type)' || true
+	echo "loadavg before: $(cat /proc/loadavg 2>/dev/null || echo unknown)"
+	echo "HAKO_SPIN_USEC: ${HAKO_SPIN_USEC:-(unset: core default)}"
+} >"$out/env-$stamp.txt"
+
+# Benchmarks spin on every CPU: anything else running skews them (the ratios less so).
+run() {
+	name=$1
+	shift
+	echo "== $name $*" >&2
+	"$build/bench/$name" "$@" >"$out/$name-$stamp.csv"
+	cp "$out/$name-$stamp.csv" "$out/$name.csv"
+	cat "$out/$name-$stamp.csv"
+	echo
+}
+# shellcheck disable=SC2086 # word splitting of the extra arguments is intended
+run shm_latency ${SHM_LATENCY_ARGS:-}
+# shellcheck disable=SC2086
+run step_rate ${STEP_RATE_ARGS:-}
+
+echo "loadavg after: $(cat /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/env-$stamp.txt"
+echo "results in $out (env-$stamp.txt, *-$stamp.csv)" >&2

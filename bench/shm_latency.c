@@ -1,0 +1,567 @@
+/* shm_latency: PDU ping-pong between two processes through hako core channels, side by side
+ * with libzmq REQ/REP over ipc:// and a pair of pipes.
+ *
+ * The parent (pinger, CPU 0) writes the payload with the iteration number in its first 8 bytes
+ * to the "ping" channel; the child (ponger, CPU 1) waits for the new write, reads the whole PDU
+ * into its own buffer and writes it to the "pong" channel; the pinger waits, reads it into a
+ * buffer and checks the iteration number. One-way latency = round trip / 2.
+ *
+ * Rounds interleave the variants (for each round, for each payload: spin, blocking, zmq-ipc,
+ * pipe) and the samples of all rounds are pooled per (variant, payload). See bench/README.md.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "bench_common.h"
+#include "hako/domain.h"
+
+enum { V_SPIN, V_BLOCKING, V_ZMQ, V_PIPE, NVARIANTS };
+static const char *const variant_names[NVARIANTS] = {"spin", "blocking", "zmq-ipc", "pipe"};
+
+#define MAX_PAYLOADS 16
+#define MAX_ROUNDS   64
+/* Spin mode: "never sleep" in practice; a wait that long means the peer is gone anyway. */
+#define SPIN_USEC    10000000
+#define TIMEOUT_USEC 30000000
+#define ZMQ_TIMEOUT  30000 /* ms */
+
+struct cell {
+	bench_samples_t s; /* round-trip times, ns */
+	int64_t wall_ns;   /* timed wall time of all rounds */
+	uint64_t trips;
+	bench_cpu_t cpu;
+	double round_p50[MAX_ROUNDS];
+	int rounds;
+};
+
+/* Written by the child before it exits. */
+struct child_result {
+	bench_cpu_t cpu;
+	char error[160];
+};
+
+static char g_domain[64];
+static char g_ipc_path[128];
+static volatile pid_t g_child = 0;
+static hako_domain_t *g_dom;
+static hako_channel_t *g_ping, *g_pong;
+static struct child_result *g_res;
+static int g_verbose;
+
+static void cleanup(void)
+{
+	if (g_child > 0) {
+		kill(g_child, SIGKILL);
+	}
+	if (g_domain[0] != '\0') {
+		hako_domain_remove(g_domain);
+	}
+	if (g_ipc_path[0] != '\0') {
+		unlink(g_ipc_path);
+	}
+}
+
+static void on_signal(int sig)
+{
+	cleanup();
+	_exit(128 + sig);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "shm_latency: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	cleanup();
+	exit(1);
+}
+
+static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void child_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(g_res->error, sizeof(g_res->error), fmt, ap);
+	va_end(ap);
+	_exit(4);
+}
+
+/* ---- the ponger (child) ---- */
+
+static void ponger(int v, size_t payload, long total, long warm, uint64_t seen, int ready_fd,
+                   int rfd, int wfd)
+{
+	size_t cap = hako_channel_size(g_ping);
+	uint8_t *buf = malloc(cap);
+	if (buf == NULL) {
+		child_fail("out of memory");
+	}
+	memset(buf, 0, cap);
+	bench_cpu_t c0 = {0, 0};
+	void *ctx = NULL, *sock = NULL;
+	if (v == V_ZMQ) {
+		char ep[160];
+		snprintf(ep, sizeof(ep), "ipc://%s", g_ipc_path);
+		ctx = zmq_ctx_new();
+		sock = ctx != NULL ? zmq_socket(ctx, ZMQ_REP) : NULL;
+		/* Linger: the last reply is only queued when zmq_send returns; closing without
+		 * linger could drop it. */
+		int to = ZMQ_TIMEOUT, linger = 10000;
+		if (sock == NULL || zmq_setsockopt(sock, ZMQ_RCVTIMEO, &to, sizeof(to)) != 0 ||
+		    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+		    zmq_bind(sock, ep) != 0) {
+			child_fail("zmq bind %s: %s", ep, zmq_strerror(zmq_errno()));
+		}
+	}
+	if (bench_write_full(ready_fd, "r", 1) != 0) {
+		child_fail("ready pipe");
+	}
+	hako_time_t spin = v == V_SPIN ? SPIN_USEC : 0;
+	for (long i = 0; i < total; i++) {
+		if (i == warm) {
+			c0 = bench_cpu_self();
+		}
+		size_t len = 0;
+		int r;
+		switch (v) {
+		case V_SPIN:
+		case V_BLOCKING:
+			r = hako_channel_wait(g_ping, seen, spin, TIMEOUT_USEC);
+			if (r != 0) {
+				child_fail("wait ping #%ld: %s", i, hako_strerror(r));
+			}
+			r = hako_channel_read(g_ping, buf, cap, &len, &seen);
+			if (r != 0 || len != payload) {
+				child_fail("read ping #%ld: %s (len %zu)", i, hako_strerror(r),
+				           len);
+			}
+			if ((r = hako_channel_write(g_pong, buf, len)) != 0) {
+				child_fail("write pong: %s", hako_strerror(r));
+			}
+			break;
+		case V_ZMQ: {
+			int n = zmq_recv(sock, buf, cap, 0);
+			if (n < 0 || (size_t)n != payload) {
+				child_fail("zmq_recv #%ld: %s", i, zmq_strerror(zmq_errno()));
+			}
+			if (zmq_send(sock, buf, (size_t)n, 0) != n) {
+				child_fail("zmq_send: %s", zmq_strerror(zmq_errno()));
+			}
+			break;
+		}
+		case V_PIPE:
+			if (bench_read_full(rfd, buf, payload) != 0) {
+				child_fail("pipe read #%ld", i);
+			}
+			if (bench_write_full(wfd, buf, payload) != 0) {
+				child_fail("pipe write");
+			}
+			break;
+		}
+	}
+	g_res->cpu = bench_cpu_sub(bench_cpu_self(), c0);
+	if (sock != NULL) {
+		zmq_close(sock);
+	}
+	if (ctx != NULL) {
+		zmq_ctx_term(ctx);
+	}
+	free(buf);
+	_exit(0);
+}
+
+/* ---- the pinger (parent) ---- */
+
+static void run_one(int v, size_t payload, long n, long warm, struct cell *cell, uint8_t *sbuf,
+                    uint8_t *rbuf)
+{
+	int ready[2], p2c[2] = {-1, -1}, c2p[2] = {-1, -1};
+	if (pipe(ready) != 0 || (v == V_PIPE && (pipe(p2c) != 0 || pipe(c2p) != 0))) {
+		die("pipe: %s", strerror(errno));
+	}
+	memset(g_res, 0, sizeof(*g_res));
+	uint64_t seen_ping = hako_channel_seq(g_ping);
+	uint64_t seen_pong = hako_channel_seq(g_pong);
+	long total = n + warm;
+	pid_t parent = getpid();
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		die("fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		bench_child_init(parent);
+		bench_pin_cpu(1);
+		close(ready[0]);
+		if (v == V_PIPE) {
+			close(p2c[1]);
+			close(c2p[0]);
+		}
+		ponger(v, payload, total, warm, seen_ping, ready[1], p2c[0], c2p[1]);
+	}
+	g_child = pid;
+	close(ready[1]);
+	if (v == V_PIPE) {
+		close(p2c[0]);
+		close(c2p[1]);
+	}
+	char c;
+	if (bench_read_full(ready[0], &c, 1) != 0) {
+		waitpid(pid, NULL, 0);
+		g_child = 0;
+		die("%s: the ponger did not start: %s", variant_names[v], g_res->error);
+	}
+	close(ready[0]);
+
+	void *ctx = NULL, *sock = NULL;
+	if (v == V_ZMQ) {
+		char ep[160];
+		snprintf(ep, sizeof(ep), "ipc://%s", g_ipc_path);
+		ctx = zmq_ctx_new();
+		sock = ctx != NULL ? zmq_socket(ctx, ZMQ_REQ) : NULL;
+		int to = ZMQ_TIMEOUT, linger = 0;
+		if (sock == NULL || zmq_setsockopt(sock, ZMQ_RCVTIMEO, &to, sizeof(to)) != 0 ||
+		    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+		    zmq_connect(sock, ep) != 0) {
+			die("zmq connect %s: %s", ep, zmq_strerror(zmq_errno()));
+		}
+	}
+	hako_time_t spin = v == V_SPIN ? SPIN_USEC : 0;
+	size_t cap = hako_channel_size(g_pong);
+	size_t first = cell->s.n;
+	bench_cpu_t c0 = {0, 0};
+	int64_t t_start = bench_now_ns();
+	for (long i = 0; i < total; i++) {
+		if (i == warm) {
+			c0 = bench_cpu_self();
+			t_start = bench_now_ns();
+		}
+		uint64_t stamp = (uint64_t)i;
+		memcpy(sbuf, &stamp, sizeof(stamp));
+		size_t len = 0;
+		int r;
+		int64_t t0 = bench_now_ns();
+		switch (v) {
+		case V_SPIN:
+		case V_BLOCKING:
+			if ((r = hako_channel_write(g_ping, sbuf, payload)) != 0) {
+				die("write ping: %s", hako_strerror(r));
+			}
+			if ((r = hako_channel_wait(g_pong, seen_pong, spin, TIMEOUT_USEC)) != 0) {
+				die("%s %zu B: wait pong #%ld: %s (ponger: %s)", variant_names[v],
+				    payload, i, hako_strerror(r), g_res->error);
+			}
+			r = hako_channel_read(g_pong, rbuf, cap, &len, &seen_pong);
+			if (r != 0 || len != payload) {
+				die("read pong: %s (len %zu)", hako_strerror(r), len);
+			}
+			break;
+		case V_ZMQ: {
+			if (zmq_send(sock, sbuf, payload, 0) != (int)payload) {
+				die("zmq_send: %s", zmq_strerror(zmq_errno()));
+			}
+			int got = zmq_recv(sock, rbuf, cap, 0);
+			if (got < 0 || (size_t)got != payload) {
+				die("zmq_recv #%ld: %s (ponger: %s)", i, zmq_strerror(zmq_errno()),
+				    g_res->error);
+			}
+			break;
+		}
+		case V_PIPE:
+			if (bench_write_full(p2c[1], sbuf, payload) != 0 ||
+			    bench_read_full(c2p[0], rbuf, payload) != 0) {
+				die("pipe round trip #%ld (ponger: %s)", i, g_res->error);
+			}
+			break;
+		}
+		int64_t t1 = bench_now_ns();
+		memcpy(&stamp, rbuf, sizeof(stamp));
+		if (stamp != (uint64_t)i) {
+			die("%s %zu B: round trip #%ld came back as #%llu", variant_names[v],
+			    payload, i, (unsigned long long)stamp);
+		}
+		if (i >= warm) {
+			bench_samples_push(&cell->s, (uint64_t)(t1 - t0));
+		}
+	}
+	int64_t t_end = bench_now_ns();
+	bench_cpu_t c1 = bench_cpu_self();
+	if (sock != NULL) {
+		zmq_close(sock);
+	}
+	if (ctx != NULL) {
+		zmq_ctx_term(ctx);
+	}
+	if (v == V_PIPE) {
+		close(p2c[1]);
+		close(c2p[0]);
+	}
+	int status = 0;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		g_child = 0;
+		die("%s %zu B: ponger failed (status 0x%x): %s", variant_names[v], payload, status,
+		    g_res->error);
+	}
+	g_child = 0;
+	bench_cpu_t mine = bench_cpu_sub(c1, c0);
+	cell->cpu.user += mine.user + g_res->cpu.user;
+	cell->cpu.sys += mine.sys + g_res->cpu.sys;
+	cell->wall_ns += t_end - t_start;
+	cell->trips += (uint64_t)n;
+
+	/* This round's p50 (one-way), for the spread line. */
+	bench_samples_t copy = {0};
+	for (size_t i = first; i < cell->s.n; i++) {
+		bench_samples_push(&copy, cell->s.v[i]);
+	}
+	bench_stats_t st = bench_stats(&copy, 0.5);
+	bench_samples_free(&copy);
+	if (cell->rounds < MAX_ROUNDS) {
+		cell->round_p50[cell->rounds++] = st.p50;
+	}
+	if (g_verbose) {
+		fprintf(stderr, "  %-8s %8zu B: %ld round trips, p50 %.3f us one-way\n",
+		        variant_names[v], payload, n, st.p50);
+	}
+}
+
+static long default_count(size_t payload)
+{
+	if (payload <= 1024) {
+		return 20000;
+	}
+	if (payload <= 65536) {
+		return 5000;
+	}
+	return 1000;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f, "usage: shm_latency [options]\n"
+	       "  --quick            ~200 round trips per variant and payload (CI smoke run)\n"
+	       "  --rounds R         interleaved rounds (default 3)\n"
+	       "  --count N          round trips per variant and payload, all rounds together\n"
+	       "                     (default 20000 for <= 1 KiB, 5000 for <= 64 KiB, 1000 above)\n"
+	       "  --payloads LIST    e.g. 64,1K,64K,1M (default)\n"
+	       "  --variants LIST    of spin,blocking,zmq-ipc,pipe (default all)\n"
+	       "  -v, --verbose      progress on stderr\n");
+}
+
+static const char *fmt_size(size_t b, char *out, size_t cap)
+{
+	if (b >= (1u << 20) && b % (1u << 20) == 0) {
+		snprintf(out, cap, "%zu MiB", b >> 20);
+	} else if (b >= 1024 && b % 1024 == 0) {
+		snprintf(out, cap, "%zu KiB", b >> 10);
+	} else {
+		snprintf(out, cap, "%zu B", b);
+	}
+	return out;
+}
+
+int main(int argc, char **argv)
+{
+	long payloads[MAX_PAYLOADS] = {64, 1024, 65536, 1048576};
+	int npayloads = 4;
+	int enabled[NVARIANTS] = {1, 1, 1, 1};
+	long rounds = 3, count = 0;
+	int quick = 0;
+	static const struct option opts[] = {
+	    {"quick", no_argument, NULL, 'q'},          {"rounds", required_argument, NULL, 'r'},
+	    {"count", required_argument, NULL, 'n'},    {"payloads", required_argument, NULL, 'p'},
+	    {"variants", required_argument, NULL, 'V'}, {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "qr:n:p:V:vh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'q': quick = 1; break;
+		case 'r': rounds = atol(optarg); break;
+		case 'n': count = atol(optarg); break;
+		case 'p':
+			npayloads = bench_parse_list(optarg, payloads, MAX_PAYLOADS);
+			if (npayloads <= 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		case 'V': {
+			memset(enabled, 0, sizeof(enabled));
+			char *dup = strdup(optarg), *save = NULL;
+			for (char *t = strtok_r(dup, ",", &save); t != NULL;
+			     t = strtok_r(NULL, ",", &save)) {
+				int found = 0;
+				for (int v = 0; v < NVARIANTS; v++) {
+					if (strcmp(t, variant_names[v]) == 0) {
+						enabled[v] = found = 1;
+					}
+				}
+				if (!found) {
+					fprintf(stderr, "unknown variant '%s'\n", t);
+					return 2;
+				}
+			}
+			free(dup);
+			break;
+		}
+		case 'v': g_verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (rounds < 1 || rounds > MAX_ROUNDS || count < 0) {
+		usage(stderr);
+		return 2;
+	}
+	size_t max_payload = 0;
+	for (int p = 0; p < npayloads; p++) {
+		if (payloads[p] < 8) {
+			fprintf(stderr, "payloads must be >= 8 bytes (the iteration stamp)\n");
+			return 2;
+		}
+		if ((size_t)payloads[p] > max_payload) {
+			max_payload = (size_t)payloads[p];
+		}
+	}
+
+	/* The domain: two channels of the largest payload, two buffers each, plus slack. */
+	snprintf(g_domain, sizeof(g_domain), "bench-lat-%d", (int)getpid());
+	snprintf(g_ipc_path, sizeof(g_ipc_path), "/tmp/hako-bench-lat-%d.ipc", (int)getpid());
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	hako_domain_config_t cfg;
+	hako_domain_config_default(&cfg);
+	cfg.max_assets = 4;
+	cfg.max_channels = 8;
+	cfg.arena_bytes = 2ull * 2ull * ((max_payload + 4095) & ~(size_t)4095) + (1ull << 20);
+	int r = hako_domain_create(g_domain, &cfg, &g_dom);
+	if (r != 0) {
+		g_domain[0] = '\0';
+		die("create domain: %s", hako_strerror(r));
+	}
+	if ((r = hako_channel_create(g_dom, "bench", 0, max_payload, &g_ping)) != 0 ||
+	    (r = hako_channel_create(g_dom, "bench", 1, max_payload, &g_pong)) != 0) {
+		die("create channels: %s", hako_strerror(r));
+	}
+	g_res = bench_shared_alloc(sizeof(*g_res));
+	uint8_t *sbuf = malloc(max_payload), *rbuf = malloc(max_payload);
+	if (sbuf == NULL || rbuf == NULL) {
+		die("out of memory");
+	}
+	for (size_t i = 0; i < max_payload; i++) {
+		sbuf[i] = (uint8_t)(i * 131u + 7u);
+	}
+	memset(rbuf, 0, max_payload);
+	int pinned = bench_pin_cpu(0) == 0;
+
+	static struct cell cells[MAX_PAYLOADS][NVARIANTS];
+	for (long rd = 0; rd < rounds; rd++) {
+		if (g_verbose) {
+			fprintf(stderr, "round %ld/%ld\n", rd + 1, rounds);
+		}
+		for (int p = 0; p < npayloads; p++) {
+			long n =
+			    quick ? 200 : (count > 0 ? count : default_count((size_t)payloads[p]));
+			long per = (n + rounds - 1) / rounds;
+			long warm = per / 10 > 10 ? per / 10 : 10;
+			for (int v = 0; v < NVARIANTS; v++) {
+				if (enabled[v]) {
+					run_one(v, (size_t)payloads[p], per, warm, &cells[p][v],
+					        sbuf, rbuf);
+				}
+			}
+		}
+	}
+
+	puts(BENCH_CSV_HEADER);
+	bench_stats_t st[MAX_PAYLOADS][NVARIANTS];
+	for (int p = 0; p < npayloads; p++) {
+		for (int v = 0; v < NVARIANTS; v++) {
+			if (!enabled[v]) {
+				continue;
+			}
+			struct cell *c = &cells[p][v];
+			st[p][v] = bench_stats(&c->s, 0.5);
+			double ops =
+			    c->wall_ns > 0 ? (double)c->trips * 1e9 / (double)c->wall_ns : 0;
+			bench_print_row("shm_latency", variant_names[v], (size_t)payloads[p],
+			                c->trips, &st[p][v], ops, c->cpu);
+		}
+	}
+
+	printf("# method: one-way = RTT/2; %ld interleaved rounds, samples pooled per variant; "
+	       "%s; warm-up 10%% per round discarded\n",
+	       rounds, pinned ? "pinger on CPU 0, ponger on CPU 1" : "not pinned");
+	char sz[32];
+	for (int p = 0; p < npayloads; p++) {
+		fmt_size((size_t)payloads[p], sz, sizeof(sz));
+		printf("# round p50s (us) at %s:", sz);
+		for (int v = 0; v < NVARIANTS; v++) {
+			if (!enabled[v]) {
+				continue;
+			}
+			printf(" %s", variant_names[v]);
+			for (int i = 0; i < cells[p][v].rounds; i++) {
+				printf("%c%.2f", i == 0 ? ' ' : '/', cells[p][v].round_p50[i]);
+			}
+		}
+		printf("\n");
+	}
+	static const int pairs[][2] = {
+	    {V_SPIN, V_ZMQ}, {V_BLOCKING, V_ZMQ}, {V_SPIN, V_PIPE}, {V_BLOCKING, V_PIPE}};
+	for (int p = 0; p < npayloads; p++) {
+		fmt_size((size_t)payloads[p], sz, sizeof(sz));
+		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
+			int a = pairs[k][0], b = pairs[k][1];
+			if (enabled[a] && enabled[b] && st[p][b].p50 > 0) {
+				printf("# ratio %s/%s p50 at %s: %.3f\n", variant_names[a],
+				       variant_names[b], sz, st[p][a].p50 / st[p][b].p50);
+			}
+		}
+	}
+	for (int p = 0; p < npayloads; p++) {
+		if (payloads[p] != 64) {
+			continue;
+		}
+		if (enabled[V_SPIN]) {
+			double x = st[p][V_SPIN].p50;
+			printf("# goal spin one-way p50 at 64 B < 1 us: %.3f us %s\n", x,
+			       x < 1.0 ? "PASS" : "MISS");
+		}
+		if (enabled[V_BLOCKING] && enabled[V_ZMQ] && st[p][V_ZMQ].p50 > 0) {
+			double x = st[p][V_BLOCKING].p50 / st[p][V_ZMQ].p50;
+			printf("# goal blocking p50 < 0.3x zmq-ipc p50 at 64 B: %.3f %s\n", x,
+			       x < 0.3 ? "PASS" : "MISS");
+		}
+	}
+	fflush(stdout);
+
+	for (int p = 0; p < npayloads; p++) {
+		for (int v = 0; v < NVARIANTS; v++) {
+			bench_samples_free(&cells[p][v].s);
+		}
+	}
+	free(sbuf);
+	free(rbuf);
+	bench_shared_free(g_res, sizeof(*g_res));
+	hako_domain_close(g_dom);
+	cleanup();
+	return 0;
+}
