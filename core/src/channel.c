@@ -185,11 +185,6 @@ int32_t hako_channel_id(const hako_channel_t *ch)
 	return ch != NULL ? ch->c->channel_id : -1;
 }
 
-uint64_t hako_channel_seq(const hako_channel_t *ch)
-{
-	return ch != NULL ? atomic_load_explicit(&ch->c->seq, memory_order_acquire) : 0;
-}
-
 int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 {
 	if (ch == NULL || (data == NULL && len > 0)) {
@@ -222,8 +217,11 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	s += s & 1; /* a writer that died mid-write left it odd */
 	atomic_store_explicit(&c->buf_seq[b], s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	memcpy(ch->buf[b], data, len);
+	if (len > 0) {
+		memcpy(ch->buf[b], data, len);
+	}
 	atomic_store_explicit(&c->buf_len[b], (uint32_t)len, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_wno[b], n, memory_order_relaxed);
 	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
 	atomic_store(&c->seq, n);
 	atomic_store_explicit(&c->wlock, 0, memory_order_release);
@@ -235,48 +233,71 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	return 0;
 }
 
+/* The newest complete write: its number (0 = none since creation or reset), its buffer and that
+ * buffer's sequence word. Buffers are chosen by the write number they hold, not by c->seq, which
+ * the writer stores only after closing the buffer: so the number a reader gets is the number of
+ * the data it copies, hako_channel_seq() agrees with it, and reads never go back in time. */
+static uint64_t newest_write(const struct hakoi_channel *c, unsigned *buf, uint32_t *buf_seq)
+{
+	for (unsigned spins = 0;; spins++) {
+		uint32_t q0 = atomic_load_explicit(&c->buf_seq[0], memory_order_acquire);
+		uint64_t w0 = atomic_load_explicit(&c->buf_wno[0], memory_order_relaxed);
+		uint32_t q1 = atomic_load_explicit(&c->buf_seq[1], memory_order_acquire);
+		uint64_t w1 = atomic_load_explicit(&c->buf_wno[1], memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		int stable = atomic_load_explicit(&c->buf_seq[0], memory_order_relaxed) == q0 &&
+		             atomic_load_explicit(&c->buf_seq[1], memory_order_relaxed) == q1;
+		/* Both odd happens only while a writer takes over from one that died mid-write. */
+		if (stable && !((q0 & 1) && (q1 & 1))) {
+			unsigned b = (q0 & 1) ? 1 : (q1 & 1) ? 0 : (w1 > w0 ? 1 : 0);
+			*buf = b;
+			*buf_seq = b ? q1 : q0;
+			return b ? w1 : w0;
+		}
+		hakoi_cpu_relax();
+		if ((spins & 1023) == 1023) {
+			sched_yield(); /* the writer may be preempted mid-copy */
+		}
+	}
+}
+
+uint64_t hako_channel_seq(const hako_channel_t *ch)
+{
+	unsigned b;
+	uint32_t q;
+	return ch != NULL ? newest_write(ch->c, &b, &q) : 0;
+}
+
 int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out, uint64_t *seq_out)
 {
 	if (ch == NULL || (buf == NULL && cap > 0)) {
 		return HAKO_EINVAL;
 	}
 	struct hakoi_channel *c = ch->c;
-	for (unsigned spins = 0;; spins++) {
-		uint64_t n = atomic_load_explicit(&c->seq, memory_order_acquire);
-		if (n == 0) {
+	for (;;) {
+		unsigned b;
+		uint32_t s1;
+		uint64_t wno = newest_write(c, &b, &s1);
+		size_t len =
+		    wno == 0 ? 0 : atomic_load_explicit(&c->buf_len[b], memory_order_relaxed);
+		size_t copy = len < cap ? len : cap;
+		if (copy > c->size) {
+			copy = c->size;
+		}
+		if (copy > 0) {
+			memcpy(buf, ch->buf[b], copy);
+		}
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed) == s1) {
 			if (len_out != NULL) {
-				*len_out = 0;
+				*len_out = len;
 			}
 			if (seq_out != NULL) {
-				*seq_out = 0;
+				*seq_out = wno;
 			}
-			return 0;
+			return len > cap ? HAKO_ETOOBIG : 0;
 		}
-		unsigned b = (unsigned)(n & 1);
-		uint32_t s1 = atomic_load_explicit(&c->buf_seq[b], memory_order_acquire);
-		if ((s1 & 1) == 0) {
-			size_t len = atomic_load_explicit(&c->buf_len[b], memory_order_relaxed);
-			size_t copy = len < cap ? len : cap;
-			if (copy > c->size) {
-				copy = c->size;
-			}
-			memcpy(buf, ch->buf[b], copy);
-			atomic_thread_fence(memory_order_acquire);
-			uint32_t s2 = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed);
-			if (s1 == s2) {
-				if (len_out != NULL) {
-					*len_out = len;
-				}
-				if (seq_out != NULL) {
-					*seq_out = n;
-				}
-				return len > cap ? HAKO_ETOOBIG : 0;
-			}
-		}
-		hakoi_cpu_relax();
-		if ((spins & 1023) == 1023) {
-			sched_yield(); /* the writer may be preempted mid-copy */
-		}
+		/* The writer lapped us twice during the copy: take the newer one. */
 	}
 }
 
@@ -288,7 +309,12 @@ struct seq_wait {
 static int seq_changed(void *arg)
 {
 	struct seq_wait *w = arg;
-	return atomic_load(&w->c->seq) != w->seen;
+	unsigned b;
+	uint32_t q;
+	/* A seq_cst load of the counter the writer stores (seq_cst) before it looks for waiters:
+	 * a writer that saw no waiter has then made its buffer visible to this check. */
+	(void)atomic_load(&w->c->seq);
+	return newest_write(w->c, &b, &q) != w->seen;
 }
 
 int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
@@ -314,6 +340,8 @@ void hakoi_channels_reset(hako_domain_t *dom)
 		}
 		atomic_store(&c->buf_len[0], 0);
 		atomic_store(&c->buf_len[1], 0);
+		atomic_store(&c->buf_wno[0], 0);
+		atomic_store(&c->buf_wno[1], 0);
 		atomic_store(&c->seq, 0);
 		atomic_fetch_add(&c->notify, 1);
 		if (atomic_load(&c->waiters) != 0) {
@@ -333,7 +361,9 @@ int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int 
 		snprintf(out[i].robot, sizeof(out[i].robot), "%s", c->robot);
 		out[i].channel_id = c->channel_id;
 		out[i].size = c->size;
-		out[i].seq = atomic_load(&c->seq);
+		unsigned b;
+		uint32_t q;
+		out[i].seq = newest_write(c, &b, &q);
 		out[i].index = (int)i;
 	}
 	if (count != NULL) {

@@ -165,6 +165,12 @@ void hako_member_step_done(hako_member_t *m)
 	atomic_store(&a->time_usec, t);
 	atomic_store_explicit(&a->steps, atomic_load_explicit(&a->steps, memory_order_relaxed) + 1,
 	                      memory_order_relaxed);
-	atomic_store_explicit(&a->heartbeat, hako_now_usec(), memory_order_relaxed);
+	hako_time_t now = hako_now_usec();
+	atomic_store_explicit(&a->heartbeat, now, memory_order_relaxed);
 	hakoi_try_advance(m->dom);
+	/* Assets that never sleep never reach the wait slices that look for a dead conductor. */
+	if (now - m->last_master_check >= HAKOI_WAIT_SLICE_USEC) {
+		m->last_master_check = now;
+		step_slice(m);
+	}
 }

@@ -14,6 +14,7 @@
 struct recv_event {
 	hako_channel_t *ch;
 	uint64_t seen;
+	uint32_t resets; /* reset count when `seen` was taken: a reset restarts the numbers */
 	void (*on_recv)(int);
 };
 
@@ -169,16 +170,27 @@ int hako_asset_unregister(void)
 	return 0;
 }
 
+/* 1 if the event's channel was written since it was last consumed (and consume it). */
+static int consume_recv_event(struct recv_event *e)
+{
+	uint32_t resets = hako_domain_reset_count(g.dom);
+	if (resets != e->resets) {
+		e->resets = resets;
+		e->seen = 0;
+	}
+	uint64_t s = hako_channel_seq(e->ch);
+	if (s == e->seen) {
+		return 0;
+	}
+	e->seen = s;
+	return 1;
+}
+
 static void dispatch_recv_events(void)
 {
 	for (int i = 0; i < g.event_count; i++) {
 		struct recv_event *e = &g.events[i];
-		if (e->on_recv == NULL) {
-			continue;
-		}
-		uint64_t s = hako_channel_seq(e->ch);
-		if (s != e->seen) {
-			e->seen = s;
+		if (e->on_recv != NULL && consume_recv_event(e)) {
 			e->on_recv(i);
 		}
 	}
@@ -412,6 +424,7 @@ int hako_asset_register_data_recv_event(const char *robo_name, HakoPduChannelIdT
 	}
 	int id = g.event_count++;
 	g.events[id].ch = ch;
+	g.events[id].resets = hako_domain_reset_count(g.dom);
 	g.events[id].seen = hako_channel_seq(ch);
 	g.events[id].on_recv = on_recv;
 	pthread_mutex_unlock(&g.lock);
@@ -430,12 +443,7 @@ int hako_asset_check_data_recv_event(const char *robo_name, HakoPduChannelIdType
 	for (int i = 0; i < g.event_count; i++) {
 		struct recv_event *e = &g.events[i];
 		if (e->ch == ch && e->on_recv == NULL) {
-			uint64_t s = hako_channel_seq(ch);
-			if (s != e->seen) {
-				e->seen = s;
-				return 0;
-			}
-			return ENOENT;
+			return consume_recv_event(e) ? 0 : ENOENT;
 		}
 	}
 	return ENOENT;

@@ -96,6 +96,7 @@ void hakoi_try_transition(hako_domain_t *dom)
 	case HAKO_STATE_STOPPING: set_state(dom, HAKO_STATE_STOPPED); break;
 	case HAKO_STATE_RESETTING:
 		reset_clocks(dom);
+		atomic_fetch_add(&dom->hdr->reset_count, 1);
 		set_state(dom, HAKO_STATE_STOPPED);
 		break;
 	}
@@ -131,6 +132,11 @@ int hako_domain_state(hako_domain_t *dom)
 		return HAKO_EINVAL;
 	}
 	return (int)atomic_load(&dom->hdr->state);
+}
+
+uint32_t hako_domain_reset_count(hako_domain_t *dom)
+{
+	return dom != NULL ? atomic_load(&dom->hdr->reset_count) : 0;
 }
 
 hako_time_t hako_domain_world_time(hako_domain_t *dom)
@@ -274,6 +280,7 @@ int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info)
 	info->state = (int)atomic_load(&h->state);
 	info->world_time = atomic_load(&h->world_time);
 	info->world_steps = atomic_load(&h->world_steps);
+	info->reset_count = atomic_load(&h->reset_count);
 	if (hakoi_lock(dom) == 0) {
 		snprintf(info->error_reason, sizeof(info->error_reason), "%s", h->error_reason);
 		hakoi_unlock(dom);

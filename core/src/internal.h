@@ -53,6 +53,7 @@ struct hakoi_header {
 	/* Written by whoever advances the clock. */
 	_Alignas(HAKOI_CACHELINE) _Atomic int64_t world_time;
 	_Atomic uint64_t world_steps;
+	_Atomic uint32_t reset_count; /* completed resets: channel sequence numbers restart */
 
 	/* Futex words. seq: the world clock moved or the state / an event changed (assets wait
 	 * on it). master_seq: something the master must look at. */
@@ -86,12 +87,14 @@ struct hakoi_channel {
 	uint32_t stride;   /* size rounded up to the cache line */
 	uint64_t data_off; /* two buffers of `stride` bytes from the arena start */
 	char robot[HAKO_NAME_MAX];
-	/* Data path. seq = number of the last complete write; buffer (seq & 1) holds it. */
+	/* Data path. seq = the writers' counter: number of the last write; buffer (n & 1) gets
+	 * write n. Readers go by buf_wno instead (see newest_write in channel.c). */
 	_Alignas(HAKOI_CACHELINE) _Atomic uint64_t seq;
 	_Atomic uint32_t wlock;      /* pid of the writer inside a write, 0 if none */
 	_Atomic uint32_t buf_seq[2]; /* per-buffer seqlock: odd while being written */
 	_Atomic uint32_t buf_len[2];
-	_Atomic uint32_t notify; /* futex word, bumped by a write when there are waiters */
+	_Atomic uint64_t buf_wno[2]; /* number of the write a buffer holds, 0 = none */
+	_Atomic uint32_t notify;     /* futex word, bumped by a write when there are waiters */
 	_Atomic uint32_t waiters;
 };
 
@@ -124,6 +127,7 @@ struct hako_member {
 	uint32_t generation;
 	char name[HAKO_NAME_MAX];
 	hako_time_t delta;
+	hako_time_t last_master_check; /* busy assets look for a dead conductor this often */
 };
 
 /* proc.c */

@@ -101,6 +101,7 @@ typedef struct hako_domain_info {
 	int state;              /* hako_state_t */
 	hako_time_t world_time; /* T_c */
 	uint64_t world_steps;   /* times T_c advanced since the last reset */
+	uint32_t reset_count;   /* resets completed since creation */
 	char error_reason[256]; /* why the domain is in Error ("" otherwise) */
 } hako_domain_info_t;
 
@@ -110,6 +111,9 @@ int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info);
 
 int hako_domain_state(hako_domain_t *dom);
 hako_time_t hako_domain_world_time(hako_domain_t *dom);
+/* Resets completed since creation: channel sequence numbers restart from 0 at each, so a reader
+ * remembering a sequence number also remembers this. */
+uint32_t hako_domain_reset_count(hako_domain_t *dom);
 /* Stopped -> Runnable; Running when every asset acknowledged. */
 int hako_domain_start(hako_domain_t *dom);
 /* Running (or Runnable) -> Stopping; Stopped when every asset acknowledged. */
@@ -215,7 +219,8 @@ int32_t hako_channel_id(const hako_channel_t *ch);
 /* Write len (<= size) bytes. Never waits for readers. Concurrent writers are serialised. */
 int hako_channel_write(hako_channel_t *ch, const void *data, size_t len);
 /* Read the latest PDU (never torn). *len_out gets its length (0 if never written), *seq_out
- * its write sequence number (0 = never written). Either pointer may be NULL. A buffer smaller
+ * the number of the write that produced it (0 = never written); successive reads never go back
+ * to an older write. Either pointer may be NULL. A buffer smaller
  * than the PDU gives HAKO_ETOOBIG (the first `cap` bytes are copied). */
 int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out,
                       uint64_t *seq_out);

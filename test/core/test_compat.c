@@ -1,0 +1,548 @@
+/* The Hakoniwa-compatible asset API (hako_asset.h). It keeps one asset per process, so each
+ * test runs it in a forked child; the test process is the conductor (creator + master) and
+ * drives start / stop / reset where needed. Children report through HTU_CHECK (exit code) and
+ * shared counters. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hako/hako_asset.h"
+#include "hako_test_util.h"
+
+#define PDUDEF                                                                                     \
+	"{\n"                                                                                      \
+	"  \"robots\": [\n"                                                                        \
+	"    {\n"                                                                                  \
+	"      \"name\": \"Robo\",\n"                                                              \
+	"      \"rpc_pdu_readers\": [],\n"                                                         \
+	"      \"rpc_pdu_writers\": [],\n"                                                         \
+	"      \"shm_pdu_readers\": [\n"                                                           \
+	"        {\"type\": \"geometry_msgs/Twist\", \"org_name\": \"motor\",\n"                   \
+	"         \"name\": \"Robo_motor\", \"channel_id\": 0, \"pdu_size\": 48,\n"                \
+	"         \"write_cycle\": 1, \"method_type\": \"SHM\"}\n"                                 \
+	"      ],\n"                                                                               \
+	"      \"shm_pdu_writers\": [\n"                                                           \
+	"        {\"type\": \"geometry_msgs/Twist\", \"org_name\": \"pos\",\n"                     \
+	"         \"name\": \"Robo_pos\", \"channel_id\": 1, \"pdu_size\": 72,\n"                  \
+	"         \"write_cycle\": 1, \"method_type\": \"SHM\"}\n"                                 \
+	"      ]\n"                                                                                \
+	"    }\n"                                                                                  \
+	"  ]\n"                                                                                    \
+	"}\n"
+
+/* Shared between the test and its child. */
+struct shared {
+	_Atomic int registered;
+	_Atomic int force_stop;
+	_Atomic int initialized;
+	_Atomic int resets;
+	_Atomic int steps;
+	_Atomic int recv_calls;
+	_Atomic int recv_last_id;
+	_Atomic int rule_violations;
+	_Atomic int cycles_done;
+};
+
+struct fx {
+	char name[HAKO_NAME_MAX];
+	char dir[256];
+	char pdudef[512];
+	hako_domain_t *dom;
+	hako_master_t *master;
+	struct shared *sh;
+};
+
+static struct fx *cur; /* the children read it (a copy of the test's memory) */
+
+static int setup(void **state, const char *test)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	htu_domain_name(test, f->name, sizeof(f->name));
+	assert_non_null(htu_tmpdir(f->dir, sizeof(f->dir)));
+	snprintf(f->pdudef, sizeof(f->pdudef), "%s/pdudef.json", f->dir);
+	assert_int_equal(htu_write_file(f->pdudef, PDUDEF), 0);
+	hako_domain_config_t cfg;
+	hako_domain_config_default(&cfg);
+	cfg.max_assets = 4;
+	cfg.max_channels = 16;
+	cfg.arena_bytes = 1 << 20;
+	assert_int_equal(hako_domain_create(f->name, &cfg, &f->dom), 0);
+	hako_master_config_t mc = {1000, 1000, 0};
+	assert_int_equal(hako_master_start(f->dom, &mc, &f->master), 0);
+	f->sh = htu_shared_alloc(sizeof(*f->sh));
+	assert_non_null(f->sh);
+	setenv("HAKO_DOMAIN", f->name, 1);
+	cur = f;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	htu_kill_children();
+	unsetenv("HAKO_DOMAIN");
+	hako_master_stop(f->master);
+	hako_domain_close(f->dom);
+	htu_remove_domain(f->name);
+	htu_remove_tmpdirs();
+	htu_shared_free(f->sh, sizeof(*f->sh));
+	free(f);
+	cur = NULL;
+	return 0;
+}
+
+#define SETUP(test)                                                                                \
+	static int setup_##test(void **state)                                                      \
+	{                                                                                          \
+		return setup(state, #test);                                                        \
+	}
+
+/* Run fn in a child and expect it to exit 0. */
+static void in_child(void (*fn)(void *))
+{
+	pid_t pid = htu_fork(fn, cur);
+	assert_true(pid > 0);
+	assert_true(htu_join_child(pid, HTU_TIMEOUT_USEC));
+}
+
+static int wait_registered(struct fx *f)
+{
+	int ok;
+	HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->registered) != 0, HTU_TIMEOUT_USEC);
+	return ok && atomic_load(&f->sh->registered) == 1;
+}
+
+/* ---- register, pdudef, PDU read / write ---- */
+
+static int never_called(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	abort();
+}
+
+static void register_child(void *p)
+{
+	struct fx *f = p;
+	hako_asset_callbacks_t cb = {0};
+	/* Before register: no-ops or refusals, never crashes. */
+	HTU_CHECK(hako_asset_domain() == NULL && hako_asset_member() == NULL);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(hako_asset_start(), EINVAL);
+	HTU_CHECK_RC(hako_asset_pdu_create("Robo", 0, 8), EINVAL);
+	HTU_CHECK_RC(hako_trigger_event(HAKO_TRIGGER_EVENT_ID_START), EINVAL);
+	HTU_CHECK_RC(hako_asset_register(NULL, f->pdudef, &cb, 1000, HAKO_ASSET_MODEL_PLANT),
+	             EINVAL);
+	HTU_CHECK_RC(hako_asset_register("a", f->pdudef, &cb, 0, HAKO_ASSET_MODEL_PLANT), EINVAL);
+	hako_asset_callbacks_t both = cb;
+	both.on_simulation_step = never_called;
+	both.on_manual_timing_control = never_called;
+	HTU_CHECK_RC(hako_asset_register("a", f->pdudef, &both, 1000, HAKO_ASSET_MODEL_PLANT),
+	             EINVAL);
+	char missing[600];
+	snprintf(missing, sizeof(missing), "%s/missing.json", f->dir);
+	HTU_CHECK_RC(hako_asset_register("a", missing, &cb, 1000, HAKO_ASSET_MODEL_PLANT), ENOENT);
+	HTU_CHECK_RC(hako_asset_last_error(NULL), HAKO_ENOENT);
+
+	HTU_CHECK_RC(hako_asset_register("asset1", f->pdudef, &cb, 1000, HAKO_ASSET_MODEL_PLANT),
+	             0);
+	HTU_CHECK(hako_asset_member() != NULL);
+	HTU_CHECK_RC(hako_asset_register("asset2", NULL, &cb, 1000, HAKO_ASSET_MODEL_PLANT),
+	             EEXIST);
+	hako_channel_t *ch;
+	HTU_CHECK_RC(hako_channel_lookup(hako_asset_domain(), "Robo", 0, &ch), 0);
+	HTU_CHECK_RC(hako_channel_size(ch), 48);
+	HTU_CHECK_RC(hako_channel_lookup(hako_asset_domain(), "Robo", 1, &ch), 0);
+	HTU_CHECK_RC(hako_channel_size(ch), 72);
+
+	char buf[100], out[100];
+	for (int i = 0; i < 100; i++) {
+		buf[i] = (char)(i + 1);
+	}
+	HTU_CHECK_RC(hako_asset_pdu_write("Robo", 1, buf, 72), 0);
+	memset(out, 0, sizeof(out));
+	HTU_CHECK_RC(hako_asset_pdu_read("Robo", 1, out, 72), 0);
+	HTU_CHECK(memcmp(buf, out, 72) == 0);
+	/* A shorter read gets the first bytes. */
+	memset(out, 0, sizeof(out));
+	HTU_CHECK_RC(hako_asset_pdu_read("Robo", 1, out, 10), 0);
+	HTU_CHECK(memcmp(buf, out, 10) == 0 && out[10] == 0);
+	/* A shorter write reads back zero-padded. */
+	HTU_CHECK_RC(hako_asset_pdu_write("Robo", 1, "abc", 3), 0);
+	memset(out, 0x7f, sizeof(out));
+	HTU_CHECK_RC(hako_asset_pdu_read("Robo", 1, out, 72), 0);
+	HTU_CHECK(memcmp(out, "abc", 3) == 0);
+	for (int i = 3; i < 72; i++) {
+		HTU_CHECK(out[i] == 0);
+	}
+	/* Larger than the channel, or unknown channels. */
+	HTU_CHECK_RC(hako_asset_pdu_read("Robo", 1, out, 100), EINVAL);
+	HTU_CHECK_RC(hako_asset_pdu_write("Robo", 1, buf, 100), EINVAL);
+	HTU_CHECK_RC(hako_asset_pdu_read("Nobody", 0, out, 8), ENOENT);
+	HTU_CHECK_RC(hako_asset_last_error(NULL), HAKO_ENOENT);
+	HTU_CHECK_RC(hako_asset_pdu_write("Robo", 9, buf, 8), ENOENT);
+
+	HTU_CHECK_RC(hako_asset_pdu_create("Extra", 3, 16), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("Extra", 3, 16), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("Extra", 3, 17), EINVAL);
+	HTU_CHECK_RC(hako_asset_last_error(NULL), HAKO_ESIZE);
+	HTU_CHECK_RC(hako_asset_pdu_write("Extra", 3, buf, 16), 0);
+	HTU_CHECK_RC(hako_trigger_event(99), EINVAL);
+
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+	HTU_CHECK(hako_asset_member() == NULL);
+	/* The name is free again, also for this process. */
+	HTU_CHECK_RC(hako_asset_register("asset1", NULL, &cb, 2000, HAKO_ASSET_MODEL_PLANT), 0);
+	HTU_CHECK_RC(hako_member_delta(hako_asset_member()), 2000);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+}
+
+SETUP(register_pdudef)
+static void test_register_pdudef(void **state)
+{
+	struct fx *f = *state;
+	in_child(register_child);
+	hako_channel_info_t list[8];
+	int count = 0;
+	assert_int_equal(hako_domain_list_channels(f->dom, list, 8, &count), 0);
+	assert_int_equal(count, 3);
+	int found = 0;
+	for (int i = 0; i < count; i++) {
+		if (strcmp(list[i].robot, "Robo") == 0 && list[i].channel_id == 0) {
+			assert_int_equal(list[i].size, 48);
+			assert_int_equal(list[i].seq, 0);
+			found |= 1;
+		} else if (strcmp(list[i].robot, "Robo") == 0 && list[i].channel_id == 1) {
+			assert_int_equal(list[i].size, 72);
+			assert_int_equal(list[i].seq, 2);
+			found |= 2;
+		} else if (strcmp(list[i].robot, "Extra") == 0) {
+			assert_int_equal(list[i].seq, 1);
+			found |= 4;
+		}
+	}
+	assert_int_equal(found, 7);
+	hako_domain_info_t info;
+	assert_int_equal(hako_domain_get_info(f->dom, &info), 0);
+	assert_int_equal(info.asset_count, 0); /* unregistered */
+}
+
+static void no_conductor_child(void *p)
+{
+	(void)p;
+	setenv("HAKO_DOMAIN", "t-there-is-no-such-domain", 1);
+	HTU_CHECK_RC(hako_asset_register("a", NULL, NULL, 1000, HAKO_ASSET_MODEL_CONTROLLER), EIO);
+	HTU_CHECK_RC(hako_asset_last_error(NULL), HAKO_ENOMASTER);
+	HTU_CHECK(hako_asset_member() == NULL);
+}
+
+SETUP(register_no_conductor)
+static void test_register_no_conductor(void **state)
+{
+	(void)state;
+	in_child(no_conductor_child);
+}
+
+/* ---- data receive events ---- */
+
+static void recv_flag_child(void *p)
+{
+	(void)p;
+	int id = -1;
+	HTU_CHECK_RC(hako_asset_register("flags", NULL, NULL, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("R", 5, 16), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("R", 6, 16), 0);
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("R", 99, NULL, &id), ENOENT);
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("R", 5, NULL, &id), 0);
+	HTU_CHECK(id >= 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), ENOENT);
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "x", 1), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), ENOENT);
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "y", 1), 0);
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "z", 1), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), ENOENT);
+	/* Not subscribed, or no such channel. */
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 6, "y", 1), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 6), ENOENT);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("Q", 5), ENOENT);
+}
+
+SETUP(recv_flag_mode)
+static void test_recv_flag_mode(void **state)
+{
+	(void)state;
+	in_child(recv_flag_child);
+}
+
+static void on_recv(int id)
+{
+	atomic_fetch_add(&cur->sh->recv_calls, 1);
+	atomic_store(&cur->sh->recv_last_id, id);
+}
+
+/* A reset sets the channel's sequence number back to 0; writes after it must still count as
+ * new data for flag-mode and callback-mode subscribers. Two runs with the usual lifecycle: in each,
+ * the asset writes the channel three times and then checks for new data. */
+static int flag_manual(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	struct shared *sh = cur->sh;
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	for (int i = 0; i < 3; i++) {
+		HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "abc", 3), 0);
+	}
+	int run = atomic_load(&sh->initialized);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), ENOENT);
+	/* The same for a callback-mode subscriber: one call at the next step. */
+	for (int i = 0; i < 3; i++) {
+		HTU_CHECK_RC(hako_asset_pdu_write("R", 6, "abc", 3), 0);
+	}
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), run);
+	atomic_store(&sh->cycles_done, run);
+	while (hako_asset_usleep(1000) == 0) {
+	}
+	return 0;
+}
+
+static int count_init(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	atomic_fetch_add(&cur->sh->initialized, 1);
+	return 0;
+}
+
+static void recv_after_reset_child(void *p)
+{
+	struct fx *f = p;
+	hako_asset_callbacks_t cb = {0};
+	cb.on_initialize = count_init;
+	cb.on_manual_timing_control = flag_manual;
+	HTU_CHECK_RC(hako_asset_register("flags", NULL, &cb, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("R", 5, 16), 0);
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("R", 5, NULL, NULL), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("R", 6, 16), 0);
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("R", 6, on_recv, NULL), 0);
+	atomic_store(&f->sh->registered, 1);
+	HTU_CHECK_RC(hako_asset_start(), EINTR);
+	HTU_CHECK_RC(hako_asset_start(), EINTR);
+}
+
+SETUP(recv_after_reset)
+static void test_recv_after_reset(void **state)
+{
+	struct fx *f = *state;
+	pid_t pid = htu_fork(recv_after_reset_child, f);
+	assert_true(pid > 0);
+	assert_true(wait_registered(f));
+	for (int run = 1; run <= 2; run++) {
+		int ok;
+		assert_int_equal(hako_domain_start(f->dom), 0);
+		HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->cycles_done) == run || htu_child_exited(pid),
+		               HTU_TIMEOUT_USEC);
+		if (atomic_load(&f->sh->cycles_done) != run) {
+			break; /* the child failed its check: its exit status says where */
+		}
+		assert_int_equal(hako_domain_stop(f->dom), 0);
+		assert_int_equal(
+		    hako_domain_wait_state(f->dom, HAKO_STATE_STOPPED, HTU_TIMEOUT_USEC), 0);
+		assert_int_equal(hako_domain_reset(f->dom), 0);
+		assert_int_equal(
+		    hako_domain_wait_state(f->dom, HAKO_STATE_STOPPED, HTU_TIMEOUT_USEC), 0);
+	}
+	assert_true(htu_join_child(pid, HTU_TIMEOUT_USEC));
+}
+
+static int manual(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	struct shared *sh = cur->sh;
+	/* Callbacks run at the start of the next step, once however many writes came. */
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 0);
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "1", 1), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 0);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 1);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 1);
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "2", 1), 0);
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "3", 1), 0);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 2);
+	/* Flag-mode check does not see callback-mode subscriptions. */
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("R", 5), ENOENT);
+
+	/* usleep: ceil(us / delta) steps, 0 = one step, under the clock rules. */
+	hako_time_t t0 = hako_asset_current_time();
+	HTU_CHECK(t0 > 0);
+	HTU_CHECK_RC(hako_asset_usleep(5000), 0);
+	HTU_CHECK_RC(hako_asset_current_time(), t0 + 5000);
+	HTU_CHECK_RC(hako_asset_usleep(0), 0);
+	HTU_CHECK_RC(hako_asset_current_time(), t0 + 6000);
+	HTU_CHECK_RC(hako_asset_usleep(1500), 0);
+	HTU_CHECK_RC(hako_asset_current_time(), t0 + 8000);
+	HTU_CHECK(hako_asset_simulation_time() >= hako_asset_current_time());
+	HTU_CHECK_RC(hako_asset_min_asset_time(), hako_asset_current_time());
+	return 0;
+}
+
+static void recv_callback_child(void *p)
+{
+	struct fx *f = p;
+	hako_asset_callbacks_t cb = {0};
+	cb.on_manual_timing_control = manual;
+	int id = -1;
+	HTU_CHECK_RC(hako_asset_register("cb", NULL, &cb, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("R", 5, 16), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("R", 6, 16), 0);
+	int other = -1;
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("R", 6, NULL, &other), 0);
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("R", 5, on_recv, &id), 0);
+	HTU_CHECK(id >= 0 && id != other);
+	atomic_store(&f->sh->registered, 1);
+	/* This asset starts the run itself; the manual callback returns while running. */
+	HTU_CHECK_RC(hako_trigger_event(HAKO_TRIGGER_EVENT_ID_START), 0);
+	HTU_CHECK_RC(hako_asset_start(), 0);
+	HTU_CHECK_RC(atomic_load(&f->sh->recv_last_id), id);
+	HTU_CHECK_RC(hako_trigger_event(HAKO_TRIGGER_EVENT_ID_STOP), 0);
+	HTU_CHECK_RC(hako_member_ack(hako_asset_member(), HAKO_EVENT_STOP), 0);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+}
+
+SETUP(recv_callback_mode)
+static void test_recv_callback_mode(void **state)
+{
+	struct fx *f = *state;
+	in_child(recv_callback_child);
+	assert_int_equal(atomic_load(&f->sh->recv_calls), 2);
+	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+}
+
+/* ---- hako_asset_start over start / stop / reset cycles ---- */
+
+static int on_init(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	atomic_fetch_add(&cur->sh->initialized, 1);
+	return 0;
+}
+
+static int on_step(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	/* The step runs from t_i to t_i + dt_i, allowed only when t_i + dt_i <= T_c. */
+	if (hako_asset_current_time() + 1000 > hako_asset_simulation_time()) {
+		atomic_fetch_add(&cur->sh->rule_violations, 1);
+	}
+	atomic_fetch_add(&cur->sh->steps, 1);
+	return 0;
+}
+
+static int on_reset(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	atomic_fetch_add(&cur->sh->resets, 1);
+	return 0;
+}
+
+static void cycles_child(void *p)
+{
+	struct fx *f = p;
+	hako_asset_callbacks_t cb = {0};
+	cb.on_initialize = on_init;
+	cb.on_simulation_step = on_step;
+	cb.on_reset = on_reset;
+	HTU_CHECK_RC(hako_asset_register("cycler", NULL, &cb, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	atomic_store(&f->sh->registered, 1);
+	for (int i = 0; i < 2; i++) {
+		HTU_CHECK_RC(hako_asset_start(), EINTR);
+		HTU_CHECK_RC(hako_asset_current_time(), 0); /* after the reset */
+		atomic_fetch_add(&f->sh->cycles_done, 1);
+	}
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+}
+
+SETUP(start_returns_eintr)
+static void test_start_returns_eintr(void **state)
+{
+	struct fx *f = *state;
+	pid_t pid = htu_fork(cycles_child, f);
+	assert_true(pid > 0);
+	assert_true(wait_registered(f));
+	int last_steps = 0;
+	for (int cycle = 1; cycle <= 2; cycle++) {
+		int ok;
+		assert_int_equal(hako_domain_start(f->dom), 0);
+		assert_int_equal(
+		    hako_domain_wait_state(f->dom, HAKO_STATE_RUNNING, HTU_TIMEOUT_USEC), 0);
+		HTU_WAIT_UNTIL(ok, hako_domain_world_time(f->dom) >= 20000, HTU_TIMEOUT_USEC);
+		assert_true(ok);
+		assert_int_equal(hako_domain_stop(f->dom), 0);
+		assert_int_equal(
+		    hako_domain_wait_state(f->dom, HAKO_STATE_STOPPED, HTU_TIMEOUT_USEC), 0);
+		assert_int_equal(atomic_load(&f->sh->resets), cycle - 1);
+		assert_int_equal(hako_domain_reset(f->dom), 0);
+		assert_int_equal(
+		    hako_domain_wait_state(f->dom, HAKO_STATE_STOPPED, HTU_TIMEOUT_USEC), 0);
+		assert_int_equal(hako_domain_world_time(f->dom), 0);
+		assert_int_equal(atomic_load(&f->sh->initialized), cycle);
+		assert_int_equal(atomic_load(&f->sh->resets), cycle);
+		assert_true(atomic_load(&f->sh->steps) >= last_steps + 19);
+		last_steps = atomic_load(&f->sh->steps);
+	}
+	assert_true(htu_join_child(pid, HTU_TIMEOUT_USEC));
+	assert_int_equal(atomic_load(&f->sh->cycles_done), 2);
+	assert_int_equal(atomic_load(&f->sh->rule_violations), 0);
+}
+
+static int force_stop(void)
+{
+	return atomic_load(&cur->sh->force_stop);
+}
+
+static void force_stop_child(void *p)
+{
+	struct fx *f = p;
+	HTU_CHECK_RC(hako_asset_register("forced", NULL, NULL, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	atomic_store(&f->sh->registered, 1);
+	HTU_CHECK_RC(hako_asset_start_no_wait(force_stop), EINTR);
+	HTU_CHECK_RC(hako_asset_last_error(NULL), HAKO_EINTR);
+}
+
+SETUP(start_no_wait_force_stop)
+static void test_start_no_wait_force_stop(void **state)
+{
+	struct fx *f = *state;
+	pid_t pid = htu_fork(force_stop_child, f);
+	assert_true(pid > 0);
+	assert_true(wait_registered(f));
+	htu_sleep_usec(20000);
+	atomic_store(&f->sh->force_stop, 1);
+	assert_true(htu_join_child(pid, HTU_TIMEOUT_USEC));
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
+
+int main(void)
+{
+	htu_init();
+	const struct CMUnitTest tests[] = {
+	    T(register_pdudef),          T(register_no_conductor), T(recv_flag_mode),
+	    T(recv_after_reset),         T(recv_callback_mode),    T(start_returns_eintr),
+	    T(start_no_wait_force_stop),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
