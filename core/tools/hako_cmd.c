@@ -1,0 +1,1348 @@
+/* hako-cmd: run the conductor of a domain and look at or drive it from the shell. The commands
+ * of Hakoniwa's hako-cmd (start, stop, reset, status, ls) plus a foreground conductor, PDU dump,
+ * domain info, live clock view and segment removal.
+ *
+ * Exit codes: 0 success, 1 failure (message on stderr), 2 usage error.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hako/domain.h"
+#include "hako/error.h"
+#include "hako/log.h"
+#include "hako/pdudef.h"
+
+#ifndef HAKO_VERSION
+#define HAKO_VERSION "unknown"
+#endif
+
+#define EXIT_USAGE         2
+#define DEFAULT_WAIT_MS    5000
+#define DEFAULT_WATCH_MS   500
+#define DEFAULT_DELTA_USEC 1000
+
+static const char *opt_domain; /* -d / --domain, else HAKO_DOMAIN, else "default" */
+
+static const char *dname(void)
+{
+	return opt_domain != NULL ? opt_domain : hako_domain_default_name();
+}
+
+static void errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void errf(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("hako-cmd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* The tool reports the errors it understands in its own words; the library's log lines would
+ * only repeat them. HAKO_LOG set by the user always wins. */
+static void library_quiet(int quiet)
+{
+	if (getenv("HAKO_LOG") == NULL) {
+		hako_log_set_level(quiet ? HAKO_LOG_OFF : HAKO_LOG_WARN);
+	}
+}
+
+/* ---- usage ---- */
+
+struct command {
+	const char *name;
+	const char *synopsis;
+	const char *brief;   /* one line for the overview */
+	const char *summary; /* the first paragraph of the command's help */
+	const char *options;
+	int (*run)(const struct command *cmd, int argc, char **argv);
+};
+
+static const char common_options[] =
+    "  -d, --domain NAME     domain to act on (default: $HAKO_DOMAIN, else \"default\")\n"
+    "  -h, --help            show this help\n";
+
+/* Length of the word at text: up to a space outside brackets, so "[--config FILE]" stays
+ * on one line. */
+static int word_len(const char *text)
+{
+	int depth = 0, i = 0;
+	for (; text[i] != '\0' && (text[i] != ' ' || depth > 0); i++) {
+		depth += text[i] == '[' || text[i] == '<';
+		depth -= (text[i] == ']' || text[i] == '>') && depth > 0;
+	}
+	return i;
+}
+
+/* The words of text on lines of at most `width` columns. The cursor is at column `col`;
+ * continuation lines start at column `indent`. */
+static void print_wrapped(FILE *out, const char *text, int col, int indent, int width)
+{
+	int first = 1;
+	while (*text != '\0') {
+		int len = word_len(text);
+		if (!first && col + 1 + len > width) {
+			fprintf(out, "\n%*s", indent, "");
+			col = indent;
+		} else if (!first) {
+			fputc(' ', out);
+			col++;
+		}
+		fprintf(out, "%.*s", len, text);
+		col += len;
+		first = 0;
+		text += len;
+		text += strspn(text, " ");
+	}
+	fputc('\n', out);
+}
+
+static void command_usage(const struct command *cmd, FILE *out)
+{
+	int col = fprintf(out, "usage: hako-cmd %s", cmd->name);
+	if (cmd->synopsis[0] != '\0') {
+		fputc(' ', out);
+		print_wrapped(out, cmd->synopsis, col + 1, col + 1, 80);
+	} else {
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+	print_wrapped(out, cmd->summary, 0, 0, 80);
+	fprintf(out, "\noptions:\n%s%s", cmd->options, common_options);
+}
+
+static int usage_error(const struct command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int usage_error(const struct command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "hako-cmd%s%s: ", cmd != NULL ? " " : "", cmd != NULL ? cmd->name : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'hako-cmd %s%s--help'.\n", cmd != NULL ? cmd->name : "",
+	        cmd != NULL ? " " : "");
+	return EXIT_USAGE;
+}
+
+/* ---- option parsing shared by the commands ---- */
+
+/* clang-format off */
+#define COMMON_LONG_OPTIONS {"domain", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}
+/* clang-format on */
+
+/* Handles -d, -h and parse errors. Returns -1 to go on, else the exit code. */
+static int common_option(const struct command *cmd, int c, char **argv)
+{
+	switch (c) {
+	case 'd':
+		if (optarg[0] == '\0') {
+			return usage_error(cmd, "the domain name must not be empty");
+		}
+		opt_domain = optarg;
+		return -1;
+	case 'h': command_usage(cmd, stdout); return 0;
+	case ':': return usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+	case '?':
+		if (optopt != 0) {
+			return usage_error(cmd, "unknown option '-%c'", optopt);
+		}
+		return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	default: return usage_error(cmd, "unexpected option");
+	}
+}
+
+static int parse_i64(const struct command *cmd, const char *opt, const char *s, int64_t min,
+                     int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min) {
+		return usage_error(cmd, "%s: '%s' is not an integer >= %lld", opt, s,
+		                   (long long)min);
+	}
+	*out = v;
+	return -1;
+}
+
+static int parse_double(const struct command *cmd, const char *opt, const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0.0)) {
+		return usage_error(cmd, "%s: '%s' is not a number >= 0", opt, s);
+	}
+	*out = v;
+	return -1;
+}
+
+static int no_operands(const struct command *cmd, int argc, char **argv)
+{
+	if (optind < argc) {
+		return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	}
+	return -1;
+}
+
+/* ---- domain access ---- */
+
+static int open_domain(hako_domain_t **dom)
+{
+	library_quiet(1);
+	int r = hako_domain_open(dname(), dom);
+	library_quiet(0);
+	switch (r) {
+	case 0: return 0;
+	case HAKO_ENOENT:
+		errf("no domain '%s' (is a conductor running? start one with: hako-cmd conductor)",
+		     dname());
+		break;
+	case HAKO_EMAGIC:
+	case HAKO_EVERSION:
+		errf("domain '%s': /dev/shm/hako.%s is not a segment of this hako version (%s); "
+		     "remove it with: hako-cmd clean",
+		     dname(), dname(), hako_strerror(r));
+		break;
+	case HAKO_EPERM:
+		errf("domain '%s': permission denied (the segment belongs to another user)",
+		     dname());
+		break;
+	default: errf("cannot open domain '%s': %s", dname(), hako_strerror(r)); break;
+	}
+	return 1;
+}
+
+static int get_info(hako_domain_t *dom, hako_domain_info_t *info)
+{
+	int r = hako_domain_get_info(dom, info);
+	if (r != 0) {
+		errf("domain '%s': cannot read its header: %s", dname(), hako_strerror(r));
+		return 1;
+	}
+	return 0;
+}
+
+/* The registered assets, in a malloc'ed array (*count entries). */
+static hako_asset_info_t *list_assets(hako_domain_t *dom, int *count)
+{
+	int max = 64;
+	for (;;) {
+		hako_asset_info_t *a = calloc((size_t)max, sizeof(*a));
+		int n = 0;
+		if (a == NULL) {
+			errf("out of memory");
+			return NULL;
+		}
+		int r = hako_domain_list_assets(dom, a, max, &n);
+		if (r != 0) {
+			errf("domain '%s': cannot list the assets: %s", dname(), hako_strerror(r));
+			free(a);
+			return NULL;
+		}
+		if (n <= max) {
+			*count = n;
+			return a;
+		}
+		free(a);
+		max = n + 16; /* more registered meanwhile */
+	}
+}
+
+static hako_channel_info_t *list_channels(hako_domain_t *dom, int *count)
+{
+	int max = 64;
+	for (;;) {
+		hako_channel_info_t *c = calloc((size_t)max, sizeof(*c));
+		int n = 0;
+		if (c == NULL) {
+			errf("out of memory");
+			return NULL;
+		}
+		int r = hako_domain_list_channels(dom, c, max, &n);
+		if (r != 0) {
+			errf("domain '%s': cannot list the channels: %s", dname(),
+			     hako_strerror(r));
+			free(c);
+			return NULL;
+		}
+		if (n <= max) {
+			*count = n;
+			return c;
+		}
+		free(c);
+		max = n + 16;
+	}
+}
+
+static double sec(hako_time_t usec)
+{
+	return (double)usec / 1e6;
+}
+
+static double msec(hako_time_t usec)
+{
+	return (double)usec / 1e3;
+}
+
+static const char *event_name(int ev)
+{
+	static const char *const names[] = {"-", "start", "stop", "reset", "error"};
+	return ev >= 0 && ev <= HAKO_EVENT_ERROR ? names[ev] : "?";
+}
+
+static const char *policy_name(hako_liveness_policy_t p)
+{
+	return p == HAKO_LIVENESS_REMOVE ? "remove" : "error";
+}
+
+/* "is running", "is in error" */
+static const char *state_phrase(int state, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %s", state == HAKO_STATE_ERROR ? "is in" : "is",
+	         hako_state_name(state));
+	return buf;
+}
+
+static void print_factor(FILE *out, double factor)
+{
+	if (factor == 0.0) {
+		fprintf(out, "0 = as fast as possible");
+	} else {
+		fprintf(out, "%g", factor);
+	}
+}
+
+static const char *human_bytes(uint64_t b, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024.0 && u < 4) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0) {
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	} else {
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	}
+	return buf;
+}
+
+/* Block the signals that end a foreground command, for sigwait. A shell starts background
+ * jobs of a script with SIGINT ignored, and an ignored signal is discarded even when blocked:
+ * reset it so that `kill -INT` still works. SIGHUP stays ignored under nohup. */
+static void stop_signals(sigset_t *set, int hup)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	struct sigaction old;
+	if (hup && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN) {
+		sigaddset(set, SIGHUP);
+	}
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+/* ---- conductor ---- */
+
+static int cmd_conductor(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"delta-usec", required_argument, NULL, 'D'},
+	                                         {"max-delay-usec", required_argument, NULL, 'M'},
+	                                         {"real-time-factor", required_argument, NULL, 'f'},
+	                                         {"config", required_argument, NULL, 'c'},
+	                                         {"quiet", no_argument, NULL, 'q'},
+	                                         COMMON_LONG_OPTIONS,
+	                                         {NULL, 0, NULL, 0}};
+	hako_master_config_t mc = {DEFAULT_DELTA_USEC, 0, 0.0};
+	const char *config = getenv("HAKO_CORE_CONFIG");
+	int quiet = 0, c, r;
+	while ((c = getopt_long(argc, argv, ":d:hc:q", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'D': r = parse_i64(cmd, "--delta-usec", optarg, 1, &mc.delta_usec); break;
+		case 'M':
+			r = parse_i64(cmd, "--max-delay-usec", optarg, 1, &mc.max_delay_usec);
+			break;
+		case 'f':
+			r = parse_double(cmd, "--real-time-factor", optarg, &mc.real_time_factor);
+			break;
+		case 'c':
+			config = optarg;
+			r = -1;
+			break;
+		case 'q':
+			quiet = 1;
+			r = -1;
+			break;
+		default: r = common_option(cmd, c, argv); break;
+		}
+		if (r >= 0) {
+			return r;
+		}
+	}
+	if ((r = no_operands(cmd, argc, argv)) >= 0) {
+		return r;
+	}
+	if (mc.max_delay_usec == 0) {
+		mc.max_delay_usec = mc.delta_usec;
+	}
+	if (mc.real_time_factor > 1e6) {
+		return usage_error(cmd, "--real-time-factor: at most 1000000");
+	}
+	if (mc.max_delay_usec < mc.delta_usec) {
+		return usage_error(cmd, "--max-delay-usec (%lld) must be >= --delta-usec (%lld)",
+		                   (long long)mc.max_delay_usec, (long long)mc.delta_usec);
+	}
+
+	hako_domain_config_t cfg;
+	hako_domain_config_default(&cfg);
+	if (config != NULL && config[0] != '\0') {
+		hako_error_t err;
+		char msg[1200];
+		if (hako_domain_config_load(&cfg, config, &err) != 0) {
+			errf("%s", hako_error_format(&err, msg, sizeof(msg)));
+			return 1;
+		}
+	}
+
+	/* Block the signals before the master thread exists so that only sigwait sees them. */
+	sigset_t sigs;
+	stop_signals(&sigs, 1);
+
+	hako_domain_t *dom = NULL;
+	library_quiet(1);
+	r = hako_domain_create(dname(), &cfg, &dom);
+	library_quiet(0);
+	if (r == HAKO_EBUSY) {
+		hako_domain_t *other = NULL;
+		hako_domain_info_t info;
+		if (hako_domain_open(dname(), &other) == 0 &&
+		    hako_domain_get_info(other, &info) == 0) {
+			errf("domain '%s' already has a conductor (pid %d)", dname(),
+			     info.master_pid);
+		} else {
+			errf("domain '%s' already has a conductor", dname());
+		}
+		hako_domain_close(other);
+		return 1;
+	}
+	if (r == HAKO_EMAGIC || r == HAKO_EVERSION) {
+		errf("domain '%s': /dev/shm/hako.%s is not a segment of this hako version; "
+		     "remove it with: hako-cmd clean",
+		     dname(), dname());
+		return 1;
+	}
+	if (r != 0) {
+		char b[32];
+		errf("cannot create domain '%s' (%u assets, %u channels, %s of PDU arena): %s",
+		     dname(), cfg.max_assets, cfg.max_channels,
+		     human_bytes(cfg.arena_bytes, b, sizeof(b)), hako_strerror(r));
+		return 1;
+	}
+	hako_master_t *master = NULL;
+	r = hako_master_start(dom, &mc, &master);
+	if (r != 0) {
+		errf("cannot start the master of domain '%s': %s", dname(), hako_strerror(r));
+		hako_domain_close(dom);
+		hako_domain_remove(dname());
+		return 1;
+	}
+	if (!quiet && getenv("HAKO_LOG") == NULL) {
+		hako_log_set_level(HAKO_LOG_INFO); /* registrations and transitions, as they come */
+	}
+	printf("hako-cmd: conductor of domain '%s' running (pid %d, delta %lld us, max delay "
+	       "%lld us, real-time factor ",
+	       dname(), (int)getpid(), (long long)mc.delta_usec, (long long)mc.max_delay_usec);
+	print_factor(stdout, mc.real_time_factor);
+	printf("); Ctrl-C to stop\n");
+	fflush(stdout);
+
+	int sig = 0;
+	while (sigwait(&sigs, &sig) != 0) {
+	}
+	hako_domain_info_t info;
+	hako_domain_get_info(dom, &info);
+	hako_master_stop(master);
+	hako_log_set_level(HAKO_LOG_WARN);
+	/* Remove the segment only if it is still ours (clean --force may have replaced it). */
+	hako_domain_t *now = NULL;
+	hako_domain_info_t cur;
+	int ours = 1;
+	library_quiet(1);
+	if (hako_domain_open(dname(), &now) != 0) {
+		ours = 0;
+	} else if (hako_domain_get_info(now, &cur) == 0 && cur.master_pid != (int)getpid()) {
+		ours = 0;
+	}
+	library_quiet(0);
+	hako_domain_close(now);
+	hako_domain_close(dom);
+	if (ours) {
+		hako_domain_remove(dname());
+	}
+	printf("hako-cmd: conductor of domain '%s' stopped by %s (state %s, world time %.3f s); "
+	       "%s\n",
+	       dname(),
+	       sig == SIGINT    ? "SIGINT"
+	       : sig == SIGTERM ? "SIGTERM"
+	                        : "SIGHUP",
+	       hako_state_name(info.state), sec(info.world_time),
+	       ours ? "segment removed" : "the segment was already gone");
+	return 0;
+}
+
+/* ---- start / stop / reset ---- */
+
+struct transition {
+	const char *verb;
+	int (*fire)(hako_domain_t *dom);
+	int target;
+	int event; /* what the assets must acknowledge */
+};
+
+static const char *state_hint(const struct transition *t, int state)
+{
+	if (state == HAKO_STATE_ERROR) {
+		return strcmp(t->verb, "reset") == 0 ? "" : " (leave it with: hako-cmd reset)";
+	}
+	if (state == HAKO_STATE_STOPPING || state == HAKO_STATE_RESETTING ||
+	    state == HAKO_STATE_RUNNABLE) {
+		return " (a transition is in progress; see: hako-cmd ls)";
+	}
+	if (strcmp(t->verb, "reset") == 0 && state == HAKO_STATE_RUNNING) {
+		return " (stop it first: hako-cmd stop)";
+	}
+	return "";
+}
+
+/* Names the assets that have not acknowledged `event` yet. */
+static void print_pending(hako_domain_t *dom, int event)
+{
+	int n = 0, shown = 0;
+	hako_asset_info_t *a = list_assets(dom, &n);
+	if (a == NULL) {
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if (a[i].event != event) {
+			continue;
+		}
+		fprintf(stderr, "%s%s (pid %d%s)",
+		        shown == 0 ? "  not acknowledged yet by: " : ", ", a[i].name, a[i].pid,
+		        a[i].alive ? "" : ", dead");
+		shown++;
+	}
+	if (shown > 0) {
+		fputc('\n', stderr);
+	}
+	free(a);
+}
+
+static int transition(const struct command *cmd, const struct transition *t, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"no-wait", no_argument, NULL, 'n'},
+	                                         {"timeout-ms", required_argument, NULL, 't'},
+	                                         COMMON_LONG_OPTIONS,
+	                                         {NULL, 0, NULL, 0}};
+	int no_wait = 0, c, r;
+	int64_t timeout_ms = DEFAULT_WAIT_MS;
+	while ((c = getopt_long(argc, argv, ":d:ht:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			no_wait = 1;
+			r = -1;
+			break;
+		case 't': r = parse_i64(cmd, "--timeout-ms", optarg, 0, &timeout_ms); break;
+		default: r = common_option(cmd, c, argv); break;
+		}
+		if (r >= 0) {
+			return r;
+		}
+	}
+	if ((r = no_operands(cmd, argc, argv)) >= 0) {
+		return r;
+	}
+	hako_domain_t *dom;
+	if (open_domain(&dom) != 0) {
+		return 1;
+	}
+	int before = hako_domain_state(dom);
+	int rc = 1;
+	r = t->fire(dom);
+	if (r == HAKO_ESTATE) {
+		int now = hako_domain_state(dom);
+		char phrase[32];
+		errf("cannot %s: domain '%s' %s%s", t->verb, dname(),
+		     state_phrase(now, phrase, sizeof(phrase)), state_hint(t, now));
+		goto out;
+	}
+	if (r == HAKO_ENOMASTER) {
+		hako_domain_info_t info;
+		hako_domain_get_info(dom, &info);
+		errf("cannot %s: the conductor of domain '%s' (pid %d) is not running; start one "
+		     "with: hako-cmd conductor",
+		     t->verb, dname(), info.master_pid);
+		goto out;
+	}
+	if (r != 0) {
+		errf("cannot %s domain '%s': %s", t->verb, dname(), hako_strerror(r));
+		goto out;
+	}
+	if (no_wait) {
+		printf("domain '%s': %s requested (now %s)\n", dname(), t->verb,
+		       hako_state_name(hako_domain_state(dom)));
+		rc = 0;
+		goto out;
+	}
+	r = hako_domain_wait_state(dom, t->target, timeout_ms * 1000);
+	int now = hako_domain_state(dom);
+	if (r == 0) {
+		/* A reset passes through resetting: say so, "stopped -> stopped" reads like nothing
+		 * happened. */
+		printf("domain '%s': %s -> %s%s\n", dname(), hako_state_name(before),
+		       t->event == HAKO_EVENT_RESET ? "resetting -> " : "", hako_state_name(now));
+		rc = 0;
+	} else if (now == HAKO_STATE_ERROR) {
+		hako_domain_info_t info;
+		hako_domain_get_info(dom, &info);
+		errf("%s failed: domain '%s' went to error: %s", t->verb, dname(),
+		     info.error_reason[0] != '\0' ? info.error_reason : "(no reason recorded)");
+	} else {
+		errf("%s: timed out after %.1f s: domain '%s' is still %s", t->verb,
+		     (double)timeout_ms / 1000.0, dname(), hako_state_name(now));
+		print_pending(dom, t->event);
+	}
+out:
+	hako_domain_close(dom);
+	return rc;
+}
+
+static int cmd_start(const struct command *cmd, int argc, char **argv)
+{
+	static const struct transition t = {"start", hako_domain_start, HAKO_STATE_RUNNING,
+	                                    HAKO_EVENT_START};
+	return transition(cmd, &t, argc, argv);
+}
+
+static int cmd_stop(const struct command *cmd, int argc, char **argv)
+{
+	static const struct transition t = {"stop", hako_domain_stop, HAKO_STATE_STOPPED,
+	                                    HAKO_EVENT_STOP};
+	return transition(cmd, &t, argc, argv);
+}
+
+static int cmd_reset(const struct command *cmd, int argc, char **argv)
+{
+	static const struct transition t = {"reset", hako_domain_reset, HAKO_STATE_STOPPED,
+	                                    HAKO_EVENT_RESET};
+	return transition(cmd, &t, argc, argv);
+}
+
+/* ---- status / ls / info ---- */
+
+static int simple_options(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
+	int c, r;
+	while ((c = getopt_long(argc, argv, ":d:h", longopts, NULL)) != -1) {
+		if ((r = common_option(cmd, c, argv)) >= 0) {
+			return r;
+		}
+	}
+	return no_operands(cmd, argc, argv);
+}
+
+static void print_conductor(const hako_domain_info_t *info)
+{
+	if (info->master_pid == 0) {
+		printf("none\n");
+	} else {
+		printf("pid %d, %s\n", info->master_pid,
+		       info->master_alive ? "alive" : "DEAD (start a new one: hako-cmd conductor)");
+	}
+}
+
+static int cmd_status(const struct command *cmd, int argc, char **argv)
+{
+	int r = simple_options(cmd, argc, argv);
+	if (r >= 0) {
+		return r;
+	}
+	hako_domain_t *dom;
+	hako_domain_info_t info;
+	if (open_domain(&dom) != 0) {
+		return 1;
+	}
+	if (get_info(dom, &info) != 0) {
+		hako_domain_close(dom);
+		return 1;
+	}
+	int n = 0, alive = 0;
+	hako_asset_info_t *a = list_assets(dom, &n);
+	for (int i = 0; a != NULL && i < n; i++) {
+		alive += a[i].alive != 0;
+	}
+	free(a);
+	printf("status=%s\n", hako_state_name(info.state));
+	printf("domain      %s\n", info.name);
+	printf("world time  %.3f s (%" PRIu64 " steps)\n", sec(info.world_time), info.world_steps);
+	printf("assets      %d", n);
+	if (alive != n) {
+		printf(" (%d alive)", alive);
+	}
+	printf("\nconductor   ");
+	print_conductor(&info);
+	if (info.state == HAKO_STATE_ERROR) {
+		printf("error       %s\n",
+		       info.error_reason[0] != '\0' ? info.error_reason : "(no reason recorded)");
+	}
+	hako_domain_close(dom);
+	return 0;
+}
+
+static int cmd_ls(const struct command *cmd, int argc, char **argv)
+{
+	int r = simple_options(cmd, argc, argv);
+	if (r >= 0) {
+		return r;
+	}
+	hako_domain_t *dom;
+	if (open_domain(&dom) != 0) {
+		return 1;
+	}
+	int n = 0;
+	hako_asset_info_t *a = list_assets(dom, &n);
+	hako_domain_close(dom);
+	if (a == NULL) {
+		return 1;
+	}
+	if (n == 0) {
+		printf("no assets registered in domain '%s'\n", dname());
+		free(a);
+		return 0;
+	}
+	int w = 4;
+	for (int i = 0; i < n; i++) {
+		int len = (int)strlen(a[i].name);
+		w = len > w ? len : w;
+	}
+	printf("%-*s  %3s  %7s  %5s  %10s  %9s  %8s  %10s  %13s  %7s\n", w, "NAME", "ID", "PID",
+	       "ALIVE", "TIME[s]", "DELTA[us]", "LAG[ms]", "STEPS", "HEARTBEAT[ms]", "PENDING");
+	for (int i = 0; i < n; i++) {
+		printf("%-*s  %3d  %7d  %5s  %10.3f  %9lld  %8.3f  %10" PRIu64 "  %13lld  %7s\n", w,
+		       a[i].name, a[i].id, a[i].pid, a[i].alive ? "yes" : "NO", sec(a[i].time_usec),
+		       (long long)a[i].delta_usec, msec(a[i].lag_usec), a[i].steps,
+		       (long long)(a[i].heartbeat_age_usec / 1000), event_name(a[i].event));
+	}
+	free(a);
+	return 0;
+}
+
+static int cmd_info(const struct command *cmd, int argc, char **argv)
+{
+	int r = simple_options(cmd, argc, argv);
+	if (r >= 0) {
+		return r;
+	}
+	hako_domain_t *dom;
+	hako_domain_info_t info;
+	char b1[32], b2[32];
+	if (open_domain(&dom) != 0) {
+		return 1;
+	}
+	if (get_info(dom, &info) != 0) {
+		hako_domain_close(dom);
+		return 1;
+	}
+	int nch = 0;
+	hako_channel_info_t *ch = list_channels(dom, &nch);
+	hako_domain_close(dom);
+	if (ch == NULL) {
+		return 1;
+	}
+	printf("domain          %s (/dev/shm/hako.%s)\n", info.name, info.name);
+	printf("layout version  %u\n", info.layout_version);
+	printf("assets          %u of %u\n", info.asset_count, info.max_assets);
+	printf("channels        %u of %u\n", info.channel_count, info.max_channels);
+	printf("PDU arena       %" PRIu64 " of %" PRIu64 " bytes used (%s of %s)\n",
+	       info.arena_used, info.arena_bytes, human_bytes(info.arena_used, b1, sizeof(b1)),
+	       human_bytes(info.arena_bytes, b2, sizeof(b2)));
+	printf("segment         %" PRIu64 " bytes (%s, pages backed only when touched)\n",
+	       info.segment_bytes, human_bytes(info.segment_bytes, b1, sizeof(b1)));
+	printf("conductor       ");
+	print_conductor(&info);
+	if (info.heartbeat_timeout_usec > 0) {
+		printf("heartbeat       timeout %lld ms\n",
+		       (long long)(info.heartbeat_timeout_usec / 1000));
+	} else {
+		printf("heartbeat       off (only the pid is checked)\n");
+	}
+	printf("liveness        %s (%s)\n", policy_name(info.liveness_policy),
+	       info.liveness_policy == HAKO_LIVENESS_REMOVE
+	           ? "a dead asset is removed and the simulation goes on"
+	           : "a dead asset puts the domain in error");
+	printf("clock           delta %lld us, max delay %lld us, real-time factor ",
+	       (long long)info.delta_usec, (long long)info.max_delay_usec);
+	print_factor(stdout, info.real_time_factor);
+	printf("\nstate           %s\n", hako_state_name(info.state));
+	if (info.state == HAKO_STATE_ERROR) {
+		printf("error           %s\n", info.error_reason);
+	}
+	printf("world time      %.3f s (%" PRIu64 " steps)\n", sec(info.world_time),
+	       info.world_steps);
+	if (nch == 0) {
+		printf("\nno channels\n");
+		free(ch);
+		return 0;
+	}
+	int w = 5;
+	for (int i = 0; i < nch; i++) {
+		int len = (int)strlen(ch[i].robot);
+		w = len > w ? len : w;
+	}
+	printf("\n%-*s  %6s  %10s  %10s\n", w, "ROBOT", "ID", "SIZE", "SEQ");
+	for (int i = 0; i < nch; i++) {
+		printf("%-*s  %6d  %10u  %10" PRIu64 "\n", w, ch[i].robot, ch[i].channel_id,
+		       ch[i].size, ch[i].seq);
+	}
+	free(ch);
+	return 0;
+}
+
+/* ---- pdu ---- */
+
+static void hex_dump(const uint8_t *p, size_t len)
+{
+	for (size_t off = 0; off < len; off += 16) {
+		printf("%08zx ", off);
+		for (size_t i = 0; i < 16; i++) {
+			if (i == 8) {
+				putchar(' ');
+			}
+			if (off + i < len) {
+				printf(" %02x", p[off + i]);
+			} else {
+				printf("   ");
+			}
+		}
+		printf("  |");
+		for (size_t i = 0; i < 16 && off + i < len; i++) {
+			putchar(isprint(p[off + i]) ? p[off + i] : '.');
+		}
+		printf("|\n");
+	}
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The Hakoniwa meta header, when the PDU carries one. */
+static void print_meta(const uint8_t *p, size_t len)
+{
+	if (len < 24 || le32(p) != 0x12345678u) {
+		return;
+	}
+	printf("meta: version %u, base offset %u, heap offset %u, total size %u, epoch %u, "
+	       "flags 0x%02x\n",
+	       le32(p + 4), le32(p + 8), le32(p + 12), le32(p + 16), p[20], p[21]);
+}
+
+static int cmd_pdu(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"pdudef", required_argument, NULL, 'p'},
+	                                         {"raw", no_argument, NULL, 'r'},
+	                                         COMMON_LONG_OPTIONS,
+	                                         {NULL, 0, NULL, 0}};
+	const char *pdudef = getenv("HAKO_PDUDEF");
+	int raw = 0, c, r;
+	while ((c = getopt_long(argc, argv, ":d:hp:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			pdudef = optarg;
+			r = -1;
+			break;
+		case 'r':
+			raw = 1;
+			r = -1;
+			break;
+		default: r = common_option(cmd, c, argv); break;
+		}
+		if (r >= 0) {
+			return r;
+		}
+	}
+	if (argc - optind != 2) {
+		return usage_error(cmd, "need <robot> and <channel-id|name>");
+	}
+	const char *robot = argv[optind], *which = argv[optind + 1];
+
+	hako_pdudef_t *def = NULL;
+	if (pdudef != NULL && pdudef[0] != '\0') {
+		hako_error_t err;
+		char msg[1200];
+		if (hako_pdudef_load(pdudef, &def, &err) != 0) {
+			errf("%s", hako_error_format(&err, msg, sizeof(msg)));
+			return 1;
+		}
+	}
+	const hako_pdudef_pdu_t *pdu = NULL;
+	char *end;
+	errno = 0;
+	long id = strtol(which, &end, 10);
+	int rc = 1;
+	if (errno != 0 || end == which || *end != '\0' || id < 0 || id > INT32_MAX) {
+		if (def == NULL) {
+			errf("'%s' is not a channel id; give --pdudef FILE (or set HAKO_PDUDEF) to "
+			     "look PDUs up by name",
+			     which);
+			goto out_def;
+		}
+		pdu = hako_pdudef_find(def, robot, which);
+		if (pdu == NULL) {
+			errf("%s: no PDU '%s' for robot '%s'", def->path, which, robot);
+			goto out_def;
+		}
+		id = pdu->channel_id;
+	} else if (def != NULL) {
+		pdu = hako_pdudef_find_channel(def, robot, (int32_t)id);
+	}
+
+	hako_domain_t *dom;
+	if (open_domain(&dom) != 0) {
+		goto out_def;
+	}
+	hako_channel_t *ch;
+	r = hako_channel_lookup(dom, robot, (int32_t)id, &ch);
+	if (r != 0) {
+		errf("domain '%s' has no channel %s/%ld (the channels are listed by: hako-cmd "
+		     "info)",
+		     dname(), robot, id);
+		goto out_dom;
+	}
+	size_t size = hako_channel_size(ch), len = 0;
+	uint64_t seq = 0;
+	uint8_t *buf = malloc(size);
+	if (buf == NULL) {
+		errf("out of memory");
+		goto out_dom;
+	}
+	r = hako_channel_read(ch, buf, size, &len, &seq);
+	if (r != 0) {
+		errf("cannot read channel %s/%ld: %s", robot, id, hako_strerror(r));
+		free(buf);
+		goto out_dom;
+	}
+	if (raw) {
+		fwrite(buf, 1, len, stdout);
+	} else {
+		printf("%s/%ld", robot, id);
+		if (pdu != NULL) {
+			printf(" \"%s\" (%s)", pdu->name, pdu->type);
+		}
+		if (seq == 0) {
+			printf(": never written (channel size %zu bytes)\n", size);
+		} else {
+			printf(": seq %" PRIu64 ", %zu of %zu bytes\n", seq, len, size);
+			print_meta(buf, len);
+			hex_dump(buf, len);
+		}
+	}
+	free(buf);
+	rc = 0;
+out_dom:
+	hako_domain_close(dom);
+out_def:
+	hako_pdudef_free(def);
+	return rc;
+}
+
+/* ---- clean ---- */
+
+static int cmd_clean(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"force", no_argument, NULL, 'f'}, COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
+	int force = 0, c, r;
+	while ((c = getopt_long(argc, argv, ":d:hf", longopts, NULL)) != -1) {
+		if (c == 'f') {
+			force = 1;
+		} else if ((r = common_option(cmd, c, argv)) >= 0) {
+			return r;
+		}
+	}
+	if ((r = no_operands(cmd, argc, argv)) >= 0) {
+		return r;
+	}
+	hako_domain_t *dom = NULL;
+	library_quiet(1);
+	r = hako_domain_open(dname(), &dom);
+	library_quiet(0);
+	if (r == HAKO_ENOENT) {
+		errf("no domain '%s': nothing to clean", dname());
+		return 1;
+	}
+	if (r == 0) {
+		hako_domain_info_t info;
+		int n = 0, alive = 0;
+		hako_domain_get_info(dom, &info);
+		hako_asset_info_t *a = list_assets(dom, &n);
+		for (int i = 0; a != NULL && i < n; i++) {
+			alive += a[i].alive != 0;
+		}
+		free(a);
+		hako_domain_close(dom);
+		if (info.master_alive && !force) {
+			errf("domain '%s' has a live conductor (pid %d); stop it with Ctrl-C or "
+			     "kill %d, or remove the segment anyway with: hako-cmd clean --force",
+			     dname(), info.master_pid, info.master_pid);
+			return 1;
+		}
+		if (alive > 0) {
+			printf("note: %d asset process%s still attached; %s keep%s the old "
+			       "segment mapped\n",
+			       alive, alive == 1 ? " is" : "es are", alive == 1 ? "it" : "they",
+			       alive == 1 ? "s" : "");
+		}
+	}
+	/* A segment that does not open (another layout version, garbage) is removed too: that is
+	 * what clean is for. */
+	r = hako_domain_remove(dname());
+	if (r != 0) {
+		errf("cannot remove /dev/shm/hako.%s: %s", dname(), hako_strerror(r));
+		return 1;
+	}
+	printf("domain '%s' removed (/dev/shm/hako.%s)\n", dname(), dname());
+	return 0;
+}
+
+/* ---- watch ---- */
+
+struct drift {
+	char name[HAKO_NAME_MAX];
+	hako_time_t max;
+};
+
+static struct drift *drift_of(struct drift *d, int cap, const hako_asset_info_t *a)
+{
+	if (a->id < 0 || a->id >= cap) {
+		return NULL;
+	}
+	struct drift *e = &d[a->id];
+	if (strcmp(e->name, a->name) != 0) { /* a new asset in this slot */
+		snprintf(e->name, sizeof(e->name), "%s", a->name);
+		e->max = 0;
+	}
+	return e;
+}
+
+static void watch_block(const hako_domain_info_t *info, const hako_asset_info_t *a, int n,
+                        struct drift *d, int cap, double rate, int64_t interval_ms)
+{
+	time_t now = time(NULL);
+	char clock[16];
+	strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&now));
+	printf("domain '%s'  %s  world %.3f s (%" PRIu64 " steps)", info->name,
+	       hako_state_name(info->state), sec(info->world_time), info->world_steps);
+	if (rate >= 0.0 && info->state == HAKO_STATE_RUNNING) {
+		printf("  %.2fx real time", rate);
+	}
+	printf("\n%s  every %lld ms, Ctrl-C to quit  Dmax %.3f ms\n", clock, (long long)interval_ms,
+	       msec(info->max_delay_usec));
+	if (info->state == HAKO_STATE_ERROR) {
+		printf("error: %s\n", info->error_reason);
+	}
+	if (n == 0) {
+		printf("no assets\n");
+		return;
+	}
+	int w = 5;
+	for (int i = 0; i < n; i++) {
+		int len = (int)strlen(a[i].name);
+		w = len > w ? len : w;
+	}
+	printf("%-*s  %10s  %10s  %14s  %10s  %5s\n", w, "ASSET", "TIME[s]", "DRIFT[ms]",
+	       "MAX DRIFT[ms]", "STEPS", "ALIVE");
+	for (int i = 0; i < n; i++) {
+		struct drift *e = drift_of(d, cap, &a[i]);
+		hako_time_t max = 0;
+		if (e != NULL) {
+			e->max = a[i].lag_usec > e->max ? a[i].lag_usec : e->max;
+			max = e->max;
+		}
+		printf("%-*s  %10.3f  %10.3f  %14.3f  %10" PRIu64 "  %5s\n", w, a[i].name,
+		       sec(a[i].time_usec), msec(a[i].lag_usec), msec(max), a[i].steps,
+		       a[i].alive ? "yes" : "NO");
+	}
+}
+
+static int cmd_watch(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"interval-ms", required_argument, NULL, 'i'},
+	                                         {"count", required_argument, NULL, 'n'},
+	                                         COMMON_LONG_OPTIONS,
+	                                         {NULL, 0, NULL, 0}};
+	int64_t interval_ms = DEFAULT_WATCH_MS, count = 0;
+	int c, r;
+	while ((c = getopt_long(argc, argv, ":d:hi:n:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i': r = parse_i64(cmd, "--interval-ms", optarg, 10, &interval_ms); break;
+		case 'n': r = parse_i64(cmd, "--count", optarg, 0, &count); break;
+		default: r = common_option(cmd, c, argv); break;
+		}
+		if (r >= 0) {
+			return r;
+		}
+	}
+	if ((r = no_operands(cmd, argc, argv)) >= 0) {
+		return r;
+	}
+	hako_domain_t *dom;
+	hako_domain_info_t info;
+	if (open_domain(&dom) != 0) {
+		return 1;
+	}
+	if (get_info(dom, &info) != 0) {
+		hako_domain_close(dom);
+		return 1;
+	}
+	int cap = (int)info.max_assets;
+	struct drift *d = calloc((size_t)cap, sizeof(*d));
+	if (d == NULL) {
+		errf("out of memory");
+		hako_domain_close(dom);
+		return 1;
+	}
+	sigset_t sigs;
+	stop_signals(&sigs, 0);
+	int tty = isatty(STDOUT_FILENO);
+	int rc = 0;
+	hako_time_t prev_world = -1, prev_wall = 0;
+	for (int64_t iter = 1;; iter++) {
+		int n = 0;
+		if (get_info(dom, &info) != 0) {
+			rc = 1;
+			break;
+		}
+		hako_asset_info_t *a = list_assets(dom, &n);
+		if (a == NULL) {
+			rc = 1;
+			break;
+		}
+		hako_time_t wall = hako_now_usec();
+		double rate = -1.0;
+		if (prev_world >= 0 && wall > prev_wall && info.world_time >= prev_world) {
+			rate = (double)(info.world_time - prev_world) / (double)(wall - prev_wall);
+		}
+		prev_world = info.world_time;
+		prev_wall = wall;
+		if (tty) {
+			printf("\033[H\033[2J"); /* home, clear screen */
+		} else if (iter > 1) {
+			putchar('\n');
+		}
+		watch_block(&info, a, n, d, cap, rate, interval_ms);
+		free(a);
+		fflush(stdout);
+		if (!info.master_alive) {
+			errf("the conductor of domain '%s' (pid %d) is gone", dname(),
+			     info.master_pid);
+			rc = 1;
+			break;
+		}
+		if (count > 0 && iter >= count) {
+			break;
+		}
+		struct timespec ts = {(time_t)(interval_ms / 1000),
+		                      (long)(interval_ms % 1000) * 1000000};
+		if (sigtimedwait(&sigs, NULL, &ts) > 0) {
+			if (tty) {
+				putchar('\n');
+			}
+			break;
+		}
+	}
+	/* The summary stays on screen after the live view. */
+	int shown = 0;
+	for (int i = 0; i < cap; i++) {
+		if (d[i].name[0] != '\0') {
+			printf("%s%s %.3f ms", shown == 0 ? "max drift seen: " : ", ", d[i].name,
+			       msec(d[i].max));
+			shown++;
+		}
+	}
+	if (shown > 0) {
+		printf(" (Dmax %.3f ms)\n", msec(info.max_delay_usec));
+	}
+	free(d);
+	hako_domain_close(dom);
+	return rc;
+}
+
+/* ---- dispatch ---- */
+
+static int cmd_help(const struct command *cmd, int argc, char **argv);
+
+static const struct command commands[] = {
+    {"conductor", "[--delta-usec N] [--max-delay-usec N] [--real-time-factor F] [--config FILE]",
+     "create the domain and run its conductor in the foreground",
+     "Create the domain and run its conductor (the master: state transitions, liveness, "
+     "pacing) in the foreground until Ctrl-C or SIGTERM; the segment is removed on exit.",
+     "  --delta-usec N        world clock step dT_c in microseconds (default 1000)\n"
+     "  --max-delay-usec N    Dmax: how far the world may run ahead of any asset\n"
+     "                        (default: the delta, i.e. lock-step)\n"
+     "  --real-time-factor F  0 = as fast as possible (default), 1 = wall-clock pace,\n"
+     "                        2 = twice as fast as the wall clock\n"
+     "  --config FILE         core config JSON: max_assets, max_channels, arena_bytes,\n"
+     "                        heartbeat_timeout_usec, liveness_policy\n"
+     "                        (default: $HAKO_CORE_CONFIG)\n"
+     "  -q, --quiet           do not log registrations and state changes\n",
+     cmd_conductor},
+    {"start", "[--no-wait] [--timeout-ms N]", "start the simulation and wait until it runs",
+     "Start the simulation (stopped -> runnable -> running once every asset acknowledged) and "
+     "wait for running.",
+     "  --no-wait             return once the start is requested\n"
+     "  --timeout-ms N        how long to wait for the new state (default 5000)\n",
+     cmd_start},
+    {"stop", "[--no-wait] [--timeout-ms N]", "stop the simulation and wait until it has stopped",
+     "Stop the simulation (running -> stopping -> stopped once every asset acknowledged) and "
+     "wait for stopped.",
+     "  --no-wait             return once the stop is requested\n"
+     "  --timeout-ms N        how long to wait for the new state (default 5000)\n",
+     cmd_stop},
+    {"reset", "[--no-wait] [--timeout-ms N]", "reset clocks and PDUs, or leave the error state",
+     "Reset a stopped simulation (clocks and PDUs back to zero; the assets run on_reset), or "
+     "leave the error state (dead assets are removed); wait for stopped.",
+     "  --no-wait             return once the reset is requested\n"
+     "  --timeout-ms N        how long to wait for the new state (default 5000)\n",
+     cmd_reset},
+    {"status", "", "state, world time, assets, conductor (and why, in error)",
+     "Print status=<state> as Hakoniwa does, then the world time, the number of assets, the "
+     "conductor and, in the error state, the reason.",
+     "", cmd_status},
+    {"ls", "", "table of the assets and their clocks",
+     "List the registered assets: id, pid, liveness, clock t_i, step, lag behind the world "
+     "clock, steps done, heartbeat age and the event they have not acknowledged yet.",
+     "", cmd_ls},
+    {"pdu", "[--pdudef FILE] [--raw] <robot> <channel-id|name>",
+     "hex dump of the latest PDU of a channel",
+     "Hex dump of the latest PDU of a channel with its write sequence number and length; a PDU "
+     "name is looked up in the pdudef.",
+     "  --pdudef FILE         pdudef JSON to look PDU names up in (default: $HAKO_PDUDEF)\n"
+     "  --raw                 write the bare bytes to stdout\n",
+     cmd_pdu},
+    {"info", "", "capacities, clock parameters and channels of the domain",
+     "Print the layout version, capacities and their use, conductor, liveness policy, clock "
+     "parameters, world time and the list of PDU channels.",
+     "", cmd_info},
+    {"watch", "[--interval-ms N] [--count N]", "live view of the clocks and their drift",
+     "Live view of the state, the world time and each asset's clock with its drift behind the "
+     "world clock (and the largest drift seen), until Ctrl-C.",
+     "  --interval-ms N       refresh period (default 500, at least 10)\n"
+     "  --count N             stop after N refreshes (default: until Ctrl-C)\n",
+     cmd_watch},
+    {"clean", "[--force]", "remove the shared-memory segment of the domain",
+     "Remove the shared-memory segment of the domain (also one of another hako version).",
+     "  -f, --force           remove it even though its conductor is alive\n", cmd_clean},
+    {"help", "[command]", "help of hako-cmd or of a command",
+     "Show the help of hako-cmd or of one command.", "", cmd_help},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(commands[i].name, name) == 0) {
+			return &commands[i];
+		}
+	}
+	return NULL;
+}
+
+static void tool_usage(FILE *out)
+{
+	fprintf(out, "usage: hako-cmd [-d NAME] <command> [options]\n\n"
+	             "Run the conductor of a hako domain (one shared-memory simulation on this "
+	             "machine),\nand look at or drive it.\n\ncommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		fprintf(out, "  %-10s  %s\n", commands[i].name, commands[i].brief);
+	}
+	fprintf(out,
+	        "\noptions:\n%s  -V, --version         print the version\n\n"
+	        "'hako-cmd <command> --help' describes a command. Environment: HAKO_DOMAIN, "
+	        "HAKO_CORE_CONFIG,\nHAKO_PDUDEF, HAKO_LOG=debug|info|warn|error.\n",
+	        common_options);
+}
+
+static int cmd_help(const struct command *cmd, int argc, char **argv)
+{
+	(void)cmd;
+	if (argc <= 1) {
+		tool_usage(stdout);
+		return 0;
+	}
+	const struct command *c = find_command(argv[1]);
+	if (c == NULL) {
+		return usage_error(NULL, "unknown command '%s'", argv[1]);
+	}
+	command_usage(c, stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"domain", required_argument, NULL, 'd'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {"version", no_argument, NULL, 'V'},
+	                                         {NULL, 0, NULL, 0}};
+	int c;
+	opterr = 0;
+	/* '+': stop at the command name; its options are parsed by the command. */
+	while ((c = getopt_long(argc, argv, "+:d:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': opt_domain = optarg; break;
+		case 'h': tool_usage(stdout); return 0;
+		case 'V': printf("hako-cmd %s\n", HAKO_VERSION); return 0;
+		case ':': return usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			if (optopt != 0) {
+				return usage_error(NULL, "unknown option '-%c'", optopt);
+			}
+			return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		tool_usage(stderr);
+		return EXIT_USAGE;
+	}
+	const struct command *cmd = find_command(argv[optind]);
+	if (cmd == NULL) {
+		return usage_error(NULL, "unknown command '%s'", argv[optind]);
+	}
+	if (opt_domain != NULL && opt_domain[0] == '\0') {
+		return usage_error(NULL, "the domain name must not be empty");
+	}
+	int sub_argc = argc - optind;
+	char **sub_argv = argv + optind;
+	optind = 0; /* re-initialise getopt for the command's options; its argv[0] is its name */
+	int r = cmd->run(cmd, sub_argc, sub_argv);
+	fflush(stdout);
+	return r;
+}

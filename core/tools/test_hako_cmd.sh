@@ -1,0 +1,233 @@
+#!/bin/bash
+# tools.hako_cmd: drive hako-cmd against a real conductor and the hello assets, checking what
+# every command prints and its exit status.
+#
+# usage: test_hako_cmd.sh HAKO_CMD HELLO_WRITER HELLO_READER HELLO_PDUDEF
+set -u
+
+HAKO_CMD=$1
+WRITER=$2
+READER=$3
+PDUDEF=$4
+
+export HAKO_DOMAIN="hakocmd-test-$$"
+unset HAKO_PDUDEF HAKO_CORE_CONFIG HAKO_LOG
+tmp=$(mktemp -d)
+fails=0
+pids=()
+
+cleanup() {
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	"$HAKO_CMD" clean --force >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# expect RC CMD...: run CMD, keep its stdout+stderr in $out, check its exit status.
+expect() {
+	local want=$1
+	shift
+	out=$("$@" 2>&1)
+	local rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		echo "FAIL: '$*' exited $rc, expected $want; its output:"
+		echo "$out" | sed 's/^/    /'
+		fails=$((fails + 1))
+	fi
+}
+
+# has REGEX: the output of the last command matches REGEX (extended).
+has() {
+	if ! grep -qE -- "$1" <<<"$out"; then
+		echo "FAIL: the output of the last command lacks /$1/:"
+		echo "$out" | sed 's/^/    /'
+		fails=$((fails + 1))
+	fi
+}
+
+# until_ok SECONDS CMD...: retry CMD every 50 ms until it succeeds.
+until_ok() {
+	local tries=$(($1 * 20))
+	shift
+	for ((i = 0; i < tries; i++)); do
+		if "$@" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "FAIL: '$*' did not succeed within the time limit"
+	fails=$((fails + 1))
+	return 1
+}
+
+hako() {
+	"$HAKO_CMD" "$@"
+}
+
+both_registered() {
+	local o
+	o=$(hako ls) && grep -q '^writer ' <<<"$o" && grep -q '^reader ' <<<"$o"
+}
+
+D=$HAKO_DOMAIN
+
+# ---- usage ----
+expect 2 hako
+has 'usage: hako-cmd'
+expect 0 hako --help
+has 'conductor +create the domain'
+expect 0 hako start --help
+has 'usage: hako-cmd start'
+expect 0 hako help watch
+has '--interval-ms'
+expect 2 hako bogus
+has "unknown command 'bogus'"
+expect 2 hako status --bogus
+has "hako-cmd status: unknown option '--bogus'"
+expect 2 hako conductor --delta-usec x
+has "not an integer"
+expect 2 hako conductor --delta-usec 1000 --max-delay-usec 10
+has 'must be >= --delta-usec'
+
+# ---- no domain yet ----
+expect 1 hako status
+has "no domain '$D' \(is a conductor running\? start one with: hako-cmd conductor\)"
+expect 1 hako -d "$D-other" ls
+has "no domain '$D-other'"
+expect 1 hako clean
+has 'nothing to clean'
+
+# ---- a conductor ----
+"$HAKO_CMD" conductor --real-time-factor 1 >"$tmp/conductor.out" 2>&1 &
+cpid=$!
+pids+=("$cpid")
+until_ok 5 hako status || exit 1
+
+expect 1 hako conductor
+has "domain '$D' already has a conductor \(pid $cpid\)"
+expect 0 hako status
+has '^status=stopped$'
+has "conductor +pid $cpid, alive"
+has '^assets +0$'
+expect 0 hako info
+has '^layout version +[0-9]+'
+has '^assets +0 of 64$'
+has 'clock +delta 1000 us, max delay 1000 us, real-time factor 1'
+has '^liveness +error'
+has '^no channels$'
+expect 0 hako ls
+has "no assets registered in domain '$D'"
+expect 1 hako clean
+has "domain '$D' has a live conductor \(pid $cpid\)"
+
+# ---- two assets ----
+"$WRITER" "$PDUDEF" >"$tmp/writer.out" 2>&1 &
+wpid=$!
+"$READER" "$PDUDEF" >"$tmp/reader.out" 2>&1 &
+rpid=$!
+pids+=("$wpid" "$rpid")
+until_ok 5 both_registered || {
+	cat "$tmp/writer.out" "$tmp/reader.out"
+	exit 1
+}
+
+expect 0 hako ls
+has '^NAME +ID +PID +ALIVE +TIME\[s\] +DELTA\[us\] +LAG\[ms\] +STEPS +HEARTBEAT\[ms\] +PENDING$'
+has "^writer +[0-9]+ +$wpid +yes +0\.000 +1000 "
+has "^reader +[0-9]+ +$rpid +yes +0\.000 +1000 "
+expect 0 hako info
+has '^channels +1 of 4096$'
+has '^Robot +0 +32 +0$'
+expect 0 hako pdu Robot 0
+has '^Robot/0: never written \(channel size 32 bytes\)$'
+expect 1 hako pdu Robot counter
+has "'counter' is not a channel id; give --pdudef FILE"
+
+expect 0 hako start
+has "^domain '$D': stopped -> running$"
+expect 1 hako start
+has "cannot start: domain '$D' is running"
+sleep 0.3
+expect 0 hako status
+has '^status=running$'
+has '^world time +[0-9]+\.[0-9]{3} s \([1-9][0-9]* steps\)$'
+has '^assets +2$'
+expect 0 hako watch --count 2 --interval-ms 100
+has "^domain '$D' +running +world"
+has '^ASSET +TIME\[s\] +DRIFT\[ms\] +MAX DRIFT\[ms\] +STEPS +ALIVE$'
+has '^writer +[0-9]+\.[0-9]{3} +'
+has '^max drift seen: .*\(Dmax 1\.000 ms\)$'
+expect 1 hako reset
+has "cannot reset: domain '$D' is running \(stop it first: hako-cmd stop\)"
+
+expect 0 hako stop
+has "^domain '$D': running -> stopped$"
+expect 1 hako stop
+has "cannot stop: domain '$D' is stopped"
+expect 0 hako pdu Robot 0
+has '^Robot/0: seq [1-9][0-9]*, 32 of 32 bytes$'
+has '^meta: version 1, base offset 24, heap offset 32, total size 32, epoch 0'
+has '^00000000  78 56 34 12 01 00 00 00  18 00 00 00 20 00 00 00  \|xV4'
+expect 0 hako pdu --pdudef "$PDUDEF" Robot counter
+has '^Robot/0 "counter" \(std_msgs/UInt64\): seq [1-9]'
+expect 0 env HAKO_PDUDEF="$PDUDEF" "$HAKO_CMD" pdu Robot counter
+has '"counter"'
+expect 1 hako pdu Robot 7
+has "domain '$D' has no channel Robot/7"
+expect 1 hako pdu --pdudef "$PDUDEF" Robot nosuch
+has "no PDU 'nosuch' for robot 'Robot'"
+
+expect 0 hako reset
+has "^domain '$D': stopped -> resetting -> stopped$"
+# After one start/stop/reset cycle the hello assets report and exit 0.
+for p in "$wpid" "$rpid"; do
+	if ! wait "$p"; then
+		echo "FAIL: asset process $p exited non-zero"
+		cat "$tmp/writer.out" "$tmp/reader.out"
+		fails=$((fails + 1))
+	fi
+done
+out=$(cat "$tmp/writer.out")
+has '^\[writer\] done: [1-9][0-9]* steps'
+expect 0 hako ls
+has 'no assets registered'
+
+# ---- the conductor stops on SIGINT and removes the segment ----
+kill -INT "$cpid"
+wait "$cpid"
+crc=$?
+out=$(cat "$tmp/conductor.out")
+if [ "$crc" -ne 0 ]; then
+	echo "FAIL: the conductor exited $crc on SIGINT"
+	fails=$((fails + 1))
+fi
+has "^hako-cmd: conductor of domain '$D' running \(pid $cpid, delta 1000 us"
+has "^hako-cmd: conductor of domain '$D' stopped by SIGINT .*segment removed$"
+expect 1 hako status
+has "no domain '$D'"
+
+# ---- a dead conductor leaves a segment that clean removes ----
+"$HAKO_CMD" conductor -q >/dev/null 2>&1 &
+kpid=$!
+pids+=("$kpid")
+until_ok 5 hako status || exit 1
+{
+	kill -KILL "$kpid"
+	wait "$kpid"
+} 2>/dev/null # no "Killed" notice from the shell
+expect 0 hako status
+has "conductor +pid $kpid, DEAD"
+expect 1 hako start
+has "cannot start: the conductor of domain '$D' \(pid $kpid\) is not running"
+expect 0 hako clean
+has "^domain '$D' removed"
+expect 1 hako status
+
+if [ "$fails" -ne 0 ]; then
+	echo "tools.hako_cmd: $fails check(s) failed"
+	exit 1
+fi
+echo "tools.hako_cmd: all checks passed"
