@@ -17,6 +17,10 @@ static int world_may_advance(hako_domain_t *dom, hako_time_t world, hako_time_t 
                              hako_time_t dmax)
 {
 	struct hakoi_header *h = dom->hdr;
+	hako_time_t stop_at = atomic_load_explicit(&h->stop_at, memory_order_relaxed);
+	if (stop_at > 0 && world + delta > stop_at) {
+		return 0; /* the master stops the run there */
+	}
 	uint32_t hwm = atomic_load(&h->asset_hwm);
 	uint32_t seen = 0;
 	for (uint32_t i = 0; i < hwm; i++) {
@@ -44,6 +48,10 @@ static int advance_from(hako_domain_t *dom, hako_time_t world, hako_time_t delta
 	}
 	atomic_fetch_add_explicit(&h->world_steps, 1, memory_order_relaxed);
 	hakoi_wake_assets(dom);
+	hako_time_t stop_at = atomic_load_explicit(&h->stop_at, memory_order_relaxed);
+	if (stop_at > 0 && world + delta >= stop_at) {
+		hakoi_wake_master(dom);
+	}
 	return 1;
 }
 

@@ -68,6 +68,7 @@ static void reset_clocks(hako_domain_t *dom)
 	struct hakoi_header *h = dom->hdr;
 	atomic_store(&h->world_time, 0);
 	atomic_store(&h->world_steps, 0);
+	atomic_store(&h->stop_at, 0);
 	uint32_t hwm = atomic_load(&h->asset_hwm);
 	for (uint32_t i = 0; i < hwm; i++) {
 		atomic_store(&dom->assets[i].time_usec, 0);
@@ -132,6 +133,49 @@ int hako_domain_state(hako_domain_t *dom)
 		return HAKO_EINVAL;
 	}
 	return (int)atomic_load(&dom->hdr->state);
+}
+
+int hako_domain_set_stop_time(hako_domain_t *dom, hako_time_t world_usec)
+{
+	if (dom == NULL || world_usec < 0) {
+		return HAKO_EINVAL;
+	}
+	atomic_store(&dom->hdr->stop_at, world_usec);
+	hakoi_wake_master(dom);
+	hakoi_wake_assets(dom);
+	return 0;
+}
+
+hako_time_t hako_domain_stop_time(hako_domain_t *dom)
+{
+	return dom != NULL ? atomic_load(&dom->hdr->stop_at) : 0;
+}
+
+struct world_wait {
+	hako_domain_t *dom;
+	hako_time_t t;
+};
+
+static int world_reached(void *arg)
+{
+	struct world_wait *w = arg;
+	if (atomic_load(&w->dom->hdr->world_time) >= w->t) {
+		return 1;
+	}
+	uint32_t st = atomic_load(&w->dom->hdr->state);
+	return st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE ? 0 : HAKO_EINTR;
+}
+
+int hako_domain_wait_world_time(hako_domain_t *dom, hako_time_t world_usec,
+                                hako_time_t timeout_usec)
+{
+	if (dom == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct world_wait w = {dom, world_usec};
+	int r = hakoi_wait(&dom->hdr->seq, &dom->hdr->waiters, world_reached, &w, 0, timeout_usec,
+	                   NULL, NULL);
+	return r == 1 ? 0 : r;
 }
 
 uint32_t hako_domain_reset_count(hako_domain_t *dom)
@@ -272,6 +316,8 @@ int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info)
 	info->channel_count = atomic_load(&h->channel_count);
 	info->master_pid = h->creator_pid;
 	info->master_alive = hakoi_master_alive(dom);
+	info->master_running = info->master_alive && atomic_load(&h->master_running);
+	info->stop_at = atomic_load(&h->stop_at);
 	info->delta_usec = atomic_load(&h->delta_usec);
 	info->max_delay_usec = atomic_load(&h->max_delay_usec);
 	info->real_time_factor = (double)atomic_load(&h->rtf_milli) / 1000.0;

@@ -54,6 +54,7 @@ struct hakoi_header {
 	_Alignas(HAKOI_CACHELINE) _Atomic int64_t world_time;
 	_Atomic uint64_t world_steps;
 	_Atomic uint32_t reset_count; /* completed resets: channel sequence numbers restart */
+	_Atomic int64_t stop_at;      /* world time at which the run stops; 0 = none */
 
 	/* Futex words. seq: the world clock moved or the state / an event changed (assets wait
 	 * on it). master_seq: something the master must look at. */

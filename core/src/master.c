@@ -37,6 +37,15 @@ static void *master_main(void *arg)
 			next_liveness = now + HAKOI_LIVENESS_PERIOD_USEC;
 		}
 		hako_time_t sleep_until = next_liveness;
+		hako_time_t stop_at = atomic_load(&h->stop_at);
+		if (stop_at > 0 && atomic_load(&h->state) == HAKO_STATE_RUNNING &&
+		    atomic_load(&h->world_time) >= stop_at) {
+			HAKO_INFO("domain '%s': stop time %lld us reached", dom->name,
+			          (long long)stop_at);
+			atomic_store(&h->stop_at, 0);
+			hako_domain_stop(dom);
+			continue;
+		}
 		uint64_t rtf_milli = atomic_load(&h->rtf_milli);
 		if (rtf_milli != 0 && atomic_load(&h->state) == HAKO_STATE_RUNNING) {
 			hako_time_t period =

@@ -475,16 +475,80 @@ static void test_threads_paced(void **state)
 	assert_true(info.real_time_factor == 100.0);
 }
 
+/* Threads step freely until the stop time; the world halts exactly there and the master stops
+ * the run by itself. */
+static void stop_at_exactly(struct fx *f, struct stepper *s, hako_time_t stop_at)
+{
+	assert_int_equal(hako_domain_set_stop_time(f->dom, stop_at), 0);
+	assert_int_equal(hako_domain_stop_time(f->dom), stop_at);
+	for (int i = 0; i < f->n; i++) {
+		s[i].f = f;
+		s[i].i = i;
+		assert_int_equal(pthread_create(&f->threads[i], NULL, stepper_main, &s[i]), 0);
+		f->nthreads++;
+	}
+	assert_int_equal(hako_domain_wait_world_time(f->dom, stop_at, HTU_TIMEOUT_USEC), 0);
+	assert_int_equal(hako_domain_wait_state(f->dom, HAKO_STATE_STOPPED, HTU_TIMEOUT_USEC), 0);
+	for (int i = 0; i < f->nthreads; i++) {
+		pthread_join(f->threads[i], NULL);
+	}
+	f->nthreads = 0;
+	assert_int_equal(hako_domain_world_time(f->dom), stop_at);
+	assert_int_equal(hako_domain_stop_time(f->dom), 0); /* cleared once reached */
+	for (int i = 0; i < f->n; i++) {
+		assert_int_equal(hako_member_time(f->m[i]), stop_at);
+		assert_int_equal(atomic_load(&s[i].steps), stop_at / hako_member_delta(f->m[i]));
+		assert_int_equal(atomic_load(&s[i].end_rc), HAKO_EINTR);
+	}
+	/* A wait for a time the stopped run will never reach ends at once. */
+	assert_int_equal(hako_domain_wait_world_time(f->dom, stop_at + 1000, HTU_TIMEOUT_USEC),
+	                 HAKO_EINTR);
+}
+
+SETUP(stop_time_free_running)
+static void test_stop_time_free_running(void **state)
+{
+	struct fx *f = *state;
+	const hako_time_t d[] = {1000, 1000, 2000};
+	static struct stepper s[3];
+	memset(s, 0, sizeof(s));
+	start_master(f, 1000, 2000, 0);
+	add_members(f, 3, d);
+	run(f);
+	stop_at_exactly(f, s, 500000);
+}
+
+SETUP(stop_time_paced)
+static void test_stop_time_paced(void **state)
+{
+	struct fx *f = *state;
+	const hako_time_t d[] = {1000, 1000};
+	static struct stepper s[2];
+	memset(s, 0, sizeof(s));
+	start_master(f, 1000, 1000, 100.0);
+	add_members(f, 2, d);
+	run(f);
+	stop_at_exactly(f, s, 100000);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
-	    T(lockstep),         T(run_ahead),       T(start_barrier),
-	    T(different_deltas), T(odd_deltas),      T(unregister_unblocks),
-	    T(late_joiner),      T(stop_interrupts), T(threads_free_running),
+	    T(lockstep),
+	    T(run_ahead),
+	    T(start_barrier),
+	    T(different_deltas),
+	    T(odd_deltas),
+	    T(unregister_unblocks),
+	    T(late_joiner),
+	    T(stop_interrupts),
+	    T(threads_free_running),
 	    T(threads_paced),
+	    T(stop_time_free_running),
+	    T(stop_time_paced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,8 +91,9 @@ typedef struct hako_domain_info {
 	uint64_t segment_bytes;
 	uint32_t asset_count;
 	uint32_t channel_count;
-	int master_pid;   /* 0 when no master runs */
-	int master_alive; /* the master process is alive */
+	int master_pid;     /* 0 when no master runs */
+	int master_alive;   /* the process that created the domain is alive */
+	int master_running; /* ... and its master thread runs */
 	hako_time_t delta_usec;
 	hako_time_t max_delay_usec;
 	double real_time_factor;
@@ -102,6 +103,7 @@ typedef struct hako_domain_info {
 	hako_time_t world_time; /* T_c */
 	uint64_t world_steps;   /* times T_c advanced since the last reset */
 	uint32_t reset_count;   /* resets completed since creation */
+	hako_time_t stop_at;    /* world time at which the run stops, 0 = none */
 	char error_reason[256]; /* why the domain is in Error ("" otherwise) */
 } hako_domain_info_t;
 
@@ -121,6 +123,14 @@ int hako_domain_stop(hako_domain_t *dom);
 /* Stopped -> Resetting -> Stopped (clocks and channels back to zero); Error -> Resetting:
  * dead assets are removed first. */
 int hako_domain_reset(hako_domain_t *dom);
+/* Let the world clock advance up to world_usec and no further; once it is reached the master
+ * stops the run (Running -> Stopping) and clears the stop time. 0 = no stop time. */
+int hako_domain_set_stop_time(hako_domain_t *dom, hako_time_t world_usec);
+hako_time_t hako_domain_stop_time(hako_domain_t *dom);
+/* Wait until world time >= world_usec. HAKO_EINTR if the run stops or fails first,
+ * HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
+int hako_domain_wait_world_time(hako_domain_t *dom, hako_time_t world_usec,
+                                hako_time_t timeout_usec);
 /* Wait until the state is `state` (or Error). HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
 int hako_domain_wait_state(hako_domain_t *dom, int state, hako_time_t timeout_usec);
 
