@@ -176,6 +176,10 @@ void hako_member_step_done(hako_member_t *m)
 	hako_time_t now = hako_now_usec();
 	atomic_store_explicit(&a->heartbeat, now, memory_order_relaxed);
 	hakoi_try_advance(m->dom);
+	hako_time_t stop_at = atomic_load_explicit(&m->dom->hdr->stop_at, memory_order_relaxed);
+	if (stop_at > 0 && t + m->delta > stop_at) {
+		hakoi_wake_master(m->dom); /* this asset is done: the run may be complete */
+	}
 	/* Assets that never sleep never reach the wait slices that look for a dead conductor. */
 	if (now - m->last_master_check >= HAKOI_WAIT_SLICE_USEC) {
 		m->last_master_check = now;

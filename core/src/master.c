@@ -24,6 +24,21 @@ static void master_sleep(hako_master_t *m, hako_time_t usec)
 	atomic_fetch_sub(&h->master_waiters, 1);
 }
 
+/* At the stop time: no asset can step any more (t_i + dt_i > stop_at for all i), so every
+ * asset has run exactly the steps that fit before the stop time. */
+static int all_assets_done(hako_domain_t *dom, hako_time_t stop_at)
+{
+	uint32_t hwm = atomic_load(&dom->hdr->asset_hwm);
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct hakoi_asset *a = &dom->assets[i];
+		if (atomic_load(&a->in_use) && !atomic_load(&a->dead) &&
+		    atomic_load(&a->time_usec) + a->delta_usec <= stop_at) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static void *master_main(void *arg)
 {
 	hako_master_t *m = arg;
@@ -39,7 +54,7 @@ static void *master_main(void *arg)
 		hako_time_t sleep_until = next_liveness;
 		hako_time_t stop_at = atomic_load(&h->stop_at);
 		if (stop_at > 0 && atomic_load(&h->state) == HAKO_STATE_RUNNING &&
-		    atomic_load(&h->world_time) >= stop_at) {
+		    atomic_load(&h->world_time) >= stop_at && all_assets_done(dom, stop_at)) {
 			HAKO_INFO("domain '%s': stop time %lld us reached", dom->name,
 			          (long long)stop_at);
 			atomic_store(&h->stop_at, 0);
