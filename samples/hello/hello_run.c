@@ -6,8 +6,8 @@
  * that the reader saw the writer's counter. Exit status 0 only if all of that went right.
  *
  * The assets use the Hakoniwa-compatible API; hello-run, the conductor's side, uses the handle
- * API of hako/domain.h, including one asset of its own (the timekeeper, below) that ends the
- * run at exactly the requested simulated time.
+ * API of hako/domain.h. A stop time set in the domain ends the run at exactly the requested
+ * simulated time: the world clock halts there and the master stops the run.
  */
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
@@ -15,9 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,44 +229,11 @@ static int wait_registered(hako_domain_t *dom)
 	}
 }
 
-/* The timekeeper: hello-run's own asset, in lock-step with the others. The world clock may
- * run at most Dmax ahead of every asset, so an asset that stops stepping at duration - Dmax
- * holds the world at exactly `duration`, however fast it runs; a thread that polled the clock
- * would see it late, hundreds of steps past the end. */
-struct timekeeper {
-	hako_member_t *member;
-	hako_time_t until;     /* world time to stop at */
-	hako_time_t max_delay; /* Dmax */
-	hako_time_t wall_end;  /* when the world got there */
-	int result;            /* 0, or HAKO_EINTR if the simulation stopped before */
-	_Atomic int done;
-};
-
-static void *timekeeper_main(void *arg)
+/* Wait until the master stopped the run at the stop time; 0, or 1 after a failure or Ctrl-C.
+ * The world halts at the stop time by itself, so this may poll at leisure. */
+static int run_until_stopped(hako_domain_t *dom, hako_time_t *wall_end)
 {
-	struct timekeeper *tk = arg;
-	hako_member_t *m = tk->member;
-	int r = 0;
-	while (r == 0 && hako_member_time(m) + tk->max_delay < tk->until) {
-		if ((r = hako_member_step_wait(m)) == 0) {
-			hako_member_step_done(m);
-		}
-	}
-	/* The next step is allowed once the world reached t + delta = until (Dmax = delta). */
-	if (r == 0) {
-		r = hako_member_step_wait(m);
-	}
-	tk->wall_end = hako_now_usec();
-	tk->result = r;
-	atomic_store(&tk->done, 1);
-	return NULL;
-}
-
-/* Wait for the timekeeper; 0, or 1 after a failure or Ctrl-C. The world waits for us at the
- * end, so this may poll at leisure. */
-static int run_until_done(hako_domain_t *dom, struct timekeeper *tk)
-{
-	while (!atomic_load(&tk->done)) {
+	for (;;) {
 		if (interrupted) {
 			return 1;
 		}
@@ -276,17 +241,20 @@ static int run_until_done(hako_domain_t *dom, struct timekeeper *tk)
 		if (c != NULL) {
 			return child_failed(c, "while the simulation ran");
 		}
-		sleep_usec(10000);
+		int r = hako_domain_wait_state(dom, HAKO_STATE_STOPPED, SLICE_USEC);
+		if (r == 0) {
+			*wall_end = hako_now_usec();
+			return 0;
+		}
+		if (r != HAKO_ETIMEDOUT) {
+			hako_domain_info_t info;
+			hako_domain_get_info(dom, &info);
+			fail("the simulation ended early: the domain is %s%s%s",
+			     hako_state_name(info.state), info.error_reason[0] != '\0' ? ": " : "",
+			     info.error_reason);
+			return 1;
+		}
 	}
-	if (tk->result != 0) {
-		hako_domain_info_t info;
-		hako_domain_get_info(dom, &info);
-		fail("the simulation ended early: the domain is %s%s%s",
-		     hako_state_name(info.state), info.error_reason[0] != '\0' ? ": " : "",
-		     info.error_reason);
-		return 1;
-	}
-	return 0;
 }
 
 static int wait_children(void)
@@ -448,8 +416,6 @@ int main(int argc, char **argv)
 
 	hako_domain_t *dom = NULL;
 	hako_master_t *master = NULL;
-	struct timekeeper tk;
-	memset(&tk, 0, sizeof(tk));
 	int report[2] = {-1, -1};
 	int rc = 1;
 	int r = hako_domain_create(domain, NULL, &dom);
@@ -490,10 +456,8 @@ int main(int argc, char **argv)
 	if (wait_registered(dom) != 0) {
 		goto out;
 	}
-	tk.until = duration;
-	tk.max_delay = mc.max_delay_usec;
-	if ((r = hako_member_register(dom, "timekeeper", mc.delta_usec, &tk.member)) != 0) {
-		fail("cannot register the timekeeper: %s", hako_strerror(r));
+	if ((r = hako_domain_set_stop_time(dom, duration)) != 0) {
+		fail("cannot set the stop time: %s", hako_strerror(r));
 		goto out;
 	}
 	printf("hello-run: 'writer' (pid %d) and 'reader' (pid %d) registered; running %.3f s of "
@@ -504,32 +468,11 @@ int main(int argc, char **argv)
 		fail("cannot start the simulation: %s", hako_strerror(r));
 		goto out;
 	}
-	hako_member_ack(tk.member, HAKO_EVENT_START);
-	if (wait_state(dom, HAKO_STATE_RUNNING, "start") != 0) {
+	hako_time_t wall_end = 0;
+	if (run_until_stopped(dom, &wall_end) != 0) {
 		goto out;
 	}
-	pthread_t thread;
-	if (pthread_create(&thread, NULL, timekeeper_main, &tk) != 0) {
-		fail("cannot create the timekeeper thread");
-		goto out;
-	}
-	r = run_until_done(dom, &tk);
-	if (r != 0) {
-		hako_domain_stop(dom); /* the timekeeper's step_wait returns */
-	}
-	pthread_join(thread, NULL);
-	if (r != 0) {
-		goto out;
-	}
-	hako_time_t wall = tk.wall_end - wall0;
-	if ((r = hako_domain_stop(dom)) != 0) {
-		fail("cannot stop the simulation: %s", hako_strerror(r));
-		goto out;
-	}
-	hako_member_ack(tk.member, HAKO_EVENT_STOP);
-	if (wait_state(dom, HAKO_STATE_STOPPED, "stop") != 0) {
-		goto out;
-	}
+	hako_time_t wall = wall_end - wall0;
 	hako_domain_info_t info;
 	hako_domain_get_info(dom, &info);
 	/* What the writer published last, as a third opinion. */
@@ -545,7 +488,6 @@ int main(int argc, char **argv)
 		fail("cannot reset the simulation: %s", hako_strerror(r));
 		goto out;
 	}
-	hako_member_ack(tk.member, HAKO_EVENT_RESET);
 	if (wait_state(dom, HAKO_STATE_STOPPED, "reset") != 0 || wait_children() != 0) {
 		goto out;
 	}
@@ -603,7 +545,6 @@ out:
 		rc = 128 + interrupted;
 	}
 	kill_children();
-	hako_member_unregister(tk.member);
 	hako_master_stop(master);
 	hako_domain_close(dom);
 	hako_domain_remove(domain);
