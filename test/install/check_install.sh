@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install the build tree into a temporary prefix and build a program against it twice: with
+# pkg-config and with find_package(hako). Usage: check_install.sh <build-dir> <source-dir>
+set -eu
+build=$1
+src=$2
+tmp=$(mktemp -d /tmp/hako-install-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log"
+export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046
+cc "$src/consumer.c" $(pkg-config --cflags --libs hako) -Wl,-rpath,"$tmp/prefix/lib" -o "$tmp/consumer-pc"
+"$tmp/consumer-pc" | grep -qx "hako consumer ok"
+mkdir "$tmp/cm"
+cat > "$tmp/cm/CMakeLists.txt" <<EOT
+cmake_minimum_required(VERSION 3.18)
+project(consumer C)
+find_package(hako REQUIRED)
+add_executable(consumer "$src/consumer.c")
+target_link_libraries(consumer hako::hako_core)
+EOT
+cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/cm.log"
+cmake --build "$tmp/cm/build" > "$tmp/cm-build.log"
+LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cm/build/consumer" | grep -qx "hako consumer ok"
+for f in bin/hako-cmd include/hako/hako_asset.h include/hako/domain.h lib/pkgconfig/hako.pc \
+         lib/cmake/hako/hakoConfig.cmake; do
+  test -e "$tmp/prefix/$f" || { echo "missing after install: $f"; exit 1; }
+done
+echo "install check ok"
