@@ -1,0 +1,116 @@
+/* The binary PDU format of Hakoniwa: [meta 24 B][base][heap], little-endian.
+ *
+ * meta: magic u32 0x12345678 @0, version u32 1 @4, base offset u32 (24) @8, heap offset u32
+ * (24 + base size rounded up to 8) @12, total size u32 @16, epoch u8 @20, flags u8 @21, two
+ * reserved bytes. The base is the C struct of the type (hako/msg.h); a variable array in it is
+ * {int32 length, int32 offset from the heap start}; the heap holds the elements, packed. For an
+ * array of structs all the elements' fixed parts come first, then their nested payloads.
+ *
+ * Everything read from a buffer is bounds checked: a PDU that lies about its offsets or lengths
+ * is refused, never read past.
+ */
+#ifndef HAKO_PDU_H
+#define HAKO_PDU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/error.h"
+#include "hako/msg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HAKO_PDU_META_SIZE    24u
+#define HAKO_PDU_MAGIC        0x12345678u
+#define HAKO_PDU_VERSION      1u
+#define HAKO_PDU_EPOCH_OFFSET 20u
+
+/* Classes of hako_pdu_classify (the values of Hakoniwa's hako_pdu_classify_metadata). */
+enum hako_pdu_class {
+	HAKO_PDU_INVALID = 0,       /* shorter than the meta header, or another magic / version */
+	HAKO_PDU_UNINITIALIZED = 1, /* 24 zero bytes: a channel never written */
+	HAKO_PDU_VALID = 2,
+};
+
+typedef struct hako_pdu_meta {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t base_off;
+	uint32_t heap_off;
+	uint32_t total_size;
+	uint8_t epoch;
+	uint8_t flags;
+} hako_pdu_meta_t;
+
+/* Look at the meta header only. */
+int hako_pdu_classify(const void *pdu, size_t len);
+
+/* Read the meta header; HAKO_EPROTO unless the class is VALID and the offsets are coherent
+ * (base_off == 24, heap_off >= base_off and 8-aligned, heap_off <= total_size <= len). */
+int hako_pdu_meta_read(const void *pdu, size_t len, hako_pdu_meta_t *meta);
+
+/* The epoch byte (a generation tag, compared only for equality). get: HAKO_EPROTO unless VALID.
+ * set: a release store, so a writer that sets it last makes it the commit marker of the PDU. */
+int hako_pdu_get_epoch(const void *pdu, size_t len, uint8_t *epoch);
+int hako_pdu_set_epoch(void *pdu, size_t len, uint8_t epoch);
+
+/* Check a whole PDU of `type`: meta as above, heap_off == 24 + align8(type->size), and every
+ * variable array at any depth inside [heap start, total_size) with no arithmetic overflow.
+ * 0, or HAKO_EPROTO with err->message naming the field path ("points[2].data: ..."). */
+int hako_pdu_validate(const hako_msg_type_t *type, const void *pdu, size_t len, hako_error_t *err);
+
+/* Pointer to the base struct of a valid PDU (pdu + 24). */
+static inline void *hako_pdu_base(void *pdu)
+{
+	return (uint8_t *)pdu + HAKO_PDU_META_SIZE;
+}
+
+/* The elements of the variable array whose {length, offset} reference sits at `ref` (inside the
+ * PDU's base or heap), each elem_size bytes: NULL (and *count = 0) if the reference points
+ * outside the PDU or the length is negative or overflows. An empty array gives a non-NULL
+ * pointer and *count = 0. */
+const void *hako_pdu_varray(const void *pdu, size_t len, const void *ref, uint32_t elem_size,
+                            uint32_t *count);
+
+/* ---- Writing ---- */
+
+typedef struct hako_pdu_writer {
+	uint8_t *buf;
+	size_t cap;
+	uint32_t heap_off;
+	uint32_t used; /* bytes written so far, meta included */
+	int error;     /* first error (HAKO_ETOOBIG when cap is too small), 0 if none */
+	size_t needed; /* bytes the PDU would need, also past cap */
+} hako_pdu_writer_t;
+
+/* Start a PDU of `type` in buf: meta (epoch 0), zeroed base. Returns the error, if any. */
+int hako_pdu_writer_init(hako_pdu_writer_t *w, const hako_msg_type_t *type, void *buf, size_t cap);
+/* Give the variable-array reference at `ref` (inside this PDU's base or heap) count elements of
+ * elem_size bytes at the end of the heap; returns them zeroed, or NULL after an error (the
+ * writer keeps counting `needed`). Allocate a struct array before its elements' own arrays. */
+void *hako_pdu_writer_varray(hako_pdu_writer_t *w, void *ref, uint32_t count, uint32_t elem_size);
+/* Write total_size; *len = the PDU's size. Returns w->error. */
+int hako_pdu_writer_finish(hako_pdu_writer_t *w, size_t *len);
+
+/* ---- JSON ---- */
+
+/* A PDU of `type` as JSON text: an object with the field names of the .msg; numbers for numeric
+ * fields (uint8[] too, as an array of numbers), true/false for bool, strings escaped. The PDU is
+ * validated first. *out is malloc'd and NUL-terminated. flags: HAKO_PDU_JSON_PRETTY. */
+#define HAKO_PDU_JSON_PRETTY 1
+int hako_pdu_to_json(const hako_msg_type_t *type, const void *pdu, size_t len, int flags,
+                     char **out, hako_error_t *err);
+
+/* Encode JSON text as a PDU of `type` into buf (cap bytes); *len = its size. Missing fields are
+ * zero; unknown fields, wrong kinds, out-of-range numbers, fixed arrays of another length and
+ * strings of 128 bytes or more are refused (err names the field path, line and column). If cap
+ * is too small: HAKO_ETOOBIG and *len = the size needed. */
+int hako_pdu_from_json(const hako_msg_type_t *type, const char *json, size_t json_len, void *buf,
+                       size_t cap, size_t *len, hako_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int hakoi_placeholder_pdu_json;
