@@ -134,21 +134,29 @@ static int may_step(void *arg)
 	return r == HAKO_EAGAIN ? 0 : (r == 0 ? 1 : r);
 }
 
+/* Every 100 ms of waiting or stepping: heartbeat, and make sure the conductor still runs. */
 static int step_slice(void *arg)
 {
 	hako_member_t *m = arg;
+	struct hakoi_header *h = m->dom->hdr;
 	hako_member_heartbeat(m);
-	if (!hakoi_master_alive(m->dom)) {
-		if (hakoi_lock(m->dom) == 0) {
-			if (atomic_load(&m->dom->hdr->state) != HAKO_STATE_ERROR) {
-				hakoi_set_error(m->dom, "conductor (pid %d) died",
-				                m->dom->hdr->creator_pid);
-			}
-			hakoi_unlock(m->dom);
-		}
-		return HAKO_EINTR;
+	int alive = hakoi_master_alive(m->dom);
+	if (alive && atomic_load(&h->master_running)) {
+		return 0;
 	}
-	return 0;
+	if (hakoi_lock(m->dom) == 0) {
+		uint32_t st = atomic_load(&h->state);
+		if (st != HAKO_STATE_ERROR && st != HAKO_STATE_STOPPED) {
+			if (alive) {
+				hakoi_set_error(m->dom, "conductor (pid %d) stopped its master",
+				                h->creator_pid);
+			} else {
+				hakoi_set_error(m->dom, "conductor (pid %d) died", h->creator_pid);
+			}
+		}
+		hakoi_unlock(m->dom);
+	}
+	return HAKO_EINTR;
 }
 
 int hako_member_step_wait(hako_member_t *m)

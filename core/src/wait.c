@@ -78,10 +78,19 @@ int hakoi_wait(_Atomic uint32_t *word, _Atomic uint32_t *waiters, hakoi_cond_fn 
 			}
 		}
 	}
+	hako_time_t last_slice = start;
 	for (;;) {
 		hako_time_t now = hako_now_usec();
 		if (deadline >= 0 && now >= deadline) {
 			return HAKO_ETIMEDOUT;
+		}
+		/* Also when other processes keep waking us: a waiter that never times out must
+		 * still heartbeat and look for a dead conductor. */
+		if (slice != NULL && now - last_slice >= HAKOI_WAIT_SLICE_USEC) {
+			last_slice = now;
+			if ((r = slice(slice_arg)) != 0) {
+				return r;
+			}
 		}
 		hako_time_t slice_usec = HAKOI_WAIT_SLICE_USEC;
 		if (deadline >= 0 && deadline - now < slice_usec) {
@@ -100,8 +109,11 @@ int hakoi_wait(_Atomic uint32_t *word, _Atomic uint32_t *waiters, hakoi_cond_fn 
 		if ((r = cond(arg)) != 0) {
 			return r;
 		}
-		if (timed_out && slice != NULL && (r = slice(slice_arg)) != 0) {
-			return r;
+		if (timed_out && slice != NULL) {
+			last_slice = hako_now_usec();
+			if ((r = slice(slice_arg)) != 0) {
+				return r;
+			}
 		}
 	}
 }

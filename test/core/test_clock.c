@@ -531,6 +531,41 @@ static void test_stop_time_paced(void **state)
 	stop_at_exactly(f, s, 100000);
 }
 
+/* The conductor process lives on but stops its master thread while assets run free: the run
+ * must not go on without liveness checks; the assets' next look at it puts the domain in Error. */
+SETUP(master_stopped)
+static void test_master_stopped(void **state)
+{
+	struct fx *f = *state;
+	const hako_time_t d[] = {1000, 1000};
+	static struct stepper s[2];
+	memset(s, 0, sizeof(s));
+	start_master(f, 1000, 1000, 0);
+	add_members(f, 2, d);
+	run(f);
+	for (int i = 0; i < f->n; i++) {
+		s[i].f = f;
+		s[i].i = i;
+		assert_int_equal(pthread_create(&f->threads[i], NULL, stepper_main, &s[i]), 0);
+		f->nthreads++;
+	}
+	int ok;
+	HTU_WAIT_UNTIL(ok, hako_domain_world_time(f->dom) >= 10000, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	hako_master_stop(f->master);
+	f->master = NULL;
+	assert_int_equal(hako_domain_wait_state(f->dom, HAKO_STATE_ERROR, HTU_TIMEOUT_USEC), 0);
+	for (int i = 0; i < f->nthreads; i++) {
+		pthread_join(f->threads[i], NULL);
+		assert_int_equal(atomic_load(&s[i].end_rc), HAKO_EINTR);
+	}
+	f->nthreads = 0;
+	hako_domain_info_t info;
+	assert_int_equal(hako_domain_get_info(f->dom, &info), 0);
+	assert_int_equal(info.master_running, 0);
+	assert_non_null(strstr(info.error_reason, "stopped its master"));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
@@ -549,6 +584,7 @@ int main(void)
 	    T(threads_paced),
 	    T(stop_time_free_running),
 	    T(stop_time_paced),
+	    T(master_stopped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
