@@ -56,9 +56,13 @@ int hako_pdu_meta_read(const void *pdu, size_t len, hako_pdu_meta_t *meta);
 int hako_pdu_get_epoch(const void *pdu, size_t len, uint8_t *epoch);
 int hako_pdu_set_epoch(void *pdu, size_t len, uint8_t epoch);
 
-/* Check a whole PDU of `type`: meta as above, heap_off == 24 + align8(type->size), and every
- * variable array at any depth inside [heap start, total_size) with no arithmetic overflow.
- * 0, or HAKO_EPROTO with err->message naming the field path ("points[2].data: ..."). */
+/* Check a whole PDU of `type`: meta as above, heap_off == 24 + align8(type->size), every
+ * variable array at any depth inside [heap start, total_size) with no arithmetic overflow
+ * (length x element size at most INT32_MAX), the arrays together no larger than the heap
+ * (Hakoniwa's writers never let two arrays share heap bytes; sharing would let a small PDU
+ * blow up in JSON), and every string slot NUL-terminated.
+ * 0, or HAKO_EPROTO with err->message naming the field path ("points[2].data: ..."); HAKO_EINVAL
+ * for a NULL type or PDU. */
 int hako_pdu_validate(const hako_msg_type_t *type, const void *pdu, size_t len, hako_error_t *err);
 
 /* Pointer to the base struct of a valid PDU (pdu + 24). */
@@ -68,9 +72,10 @@ static inline void *hako_pdu_base(void *pdu)
 }
 
 /* The elements of the variable array whose {length, offset} reference sits at `ref` (inside the
- * PDU's base or heap), each elem_size bytes: NULL (and *count = 0) if the reference points
- * outside the PDU or the length is negative or overflows. An empty array gives a non-NULL
- * pointer and *count = 0. */
+ * PDU's base or heap), each elem_size bytes: NULL (and *count = 0) if the meta is not coherent,
+ * the reference points outside the PDU or the length is negative or overflows. An empty array
+ * gives a non-NULL pointer and *count = 0. The heap is packed, so elements are not aligned:
+ * read them with memcpy. */
 const void *hako_pdu_varray(const void *pdu, size_t len, const void *ref, uint32_t elem_size,
                             uint32_t *count);
 
@@ -85,28 +90,49 @@ typedef struct hako_pdu_writer {
 	size_t needed; /* bytes the PDU would need, also past cap */
 } hako_pdu_writer_t;
 
-/* Start a PDU of `type` in buf: meta (epoch 0), zeroed base. Returns the error, if any. */
+/* Start a PDU of `type` in buf: meta (epoch 0), zeroed base. Returns the error, if any:
+ * HAKO_EINVAL (no type, or buf NULL with cap > 0), HAKO_ETOOBIG (cap below the fixed part).
+ * A sizing pass: buf NULL and cap 0, then the same calls as for real (writer_varray returns
+ * NULL and does not look at ref, so NULL will do); finish gives the size in *len. */
 int hako_pdu_writer_init(hako_pdu_writer_t *w, const hako_msg_type_t *type, void *buf, size_t cap);
-/* Give the variable-array reference at `ref` (inside this PDU's base or heap) count elements of
- * elem_size bytes at the end of the heap; returns them zeroed, or NULL after an error (the
- * writer keeps counting `needed`). Allocate a struct array before its elements' own arrays. */
+/* Give the variable-array reference at `ref` count elements of elem_size bytes at the end of
+ * the heap; returns them zeroed, or NULL after an error. ref must lie in the part of the
+ * buffer written so far (base or heap), else HAKO_EINVAL. The heap is packed: the elements are
+ * not aligned, fill them with memcpy. count 0 gives a non-NULL pointer to no bytes (the offset
+ * is the current end of the heap, as Hakoniwa writes it). Past cap: HAKO_ETOOBIG, and the writer
+ * keeps counting `needed` (SIZE_MAX if the PDU would exceed INT32_MAX bytes). Allocate a
+ * struct array before its elements' own arrays, element by element (Hakoniwa's order). */
 void *hako_pdu_writer_varray(hako_pdu_writer_t *w, void *ref, uint32_t count, uint32_t elem_size);
-/* Write total_size; *len = the PDU's size. Returns w->error. */
+/* Write total_size; *len = w->needed (the PDU's size; after HAKO_ETOOBIG the size it needs).
+ * Returns w->error. The epoch stays 0: set it last, with hako_pdu_set_epoch. */
 int hako_pdu_writer_finish(hako_pdu_writer_t *w, size_t *len);
 
 /* ---- JSON ---- */
 
-/* A PDU of `type` as JSON text: an object with the field names of the .msg; numbers for numeric
- * fields (uint8[] too, as an array of numbers), true/false for bool, strings escaped. The PDU is
- * validated first. *out is malloc'd and NUL-terminated. flags: HAKO_PDU_JSON_PRETTY. */
+/* A PDU of `type` as JSON text: an object with the fields in .msg order, nested types as
+ * objects, fixed and variable arrays as arrays (uint8[], byte[], char[] too: of numbers), bool
+ * as true/false (any nonzero is true), integers as numbers except uint64 above INT64_MAX, a
+ * decimal string ("18446744073709551615"). float32/float64: the shortest decimal that reads
+ * back as the same value (always with a '.' or an exponent: 1.0, 0.1, 1e-05); NaN and the
+ * infinities as the strings "nan", "inf", "-inf". Strings escaped; a byte that is not part of
+ * valid UTF-8 is written as \udcXX, XX its value (Python's "surrogateescape": a lone surrogate
+ * is JSON by RFC 8259 and no character, and hako_pdu_from_json reads it back as that byte, so
+ * such strings round-trip byte for byte; strict parsers such as jansson refuse it).
+ * The PDU is validated first (HAKO_EPROTO). *out is malloc'd and NUL-terminated.
+ * flags: HAKO_PDU_JSON_PRETTY (2-space indent, arrays of numbers on one line). */
 #define HAKO_PDU_JSON_PRETTY 1
 int hako_pdu_to_json(const hako_msg_type_t *type, const void *pdu, size_t len, int flags,
                      char **out, hako_error_t *err);
 
-/* Encode JSON text as a PDU of `type` into buf (cap bytes); *len = its size. Missing fields are
- * zero; unknown fields, wrong kinds, out-of-range numbers, fixed arrays of another length and
- * strings of 128 bytes or more are refused (err names the field path, line and column). If cap
- * is too small: HAKO_ETOOBIG and *len = the size needed. */
+/* Encode JSON text as a PDU of `type` into buf (cap bytes); *len = its size. Takes what
+ * hako_pdu_to_json writes (JSON -> PDU -> JSON is the identity), plus integers written as reals
+ * with an integral value (7.0, 1e3) and reals written as integers. Missing fields are zero.
+ * HAKO_ECONFIG for text that is not JSON, unknown or repeated fields, wrong kinds (null too),
+ * out-of-range numbers, fixed arrays of another length, strings of 128 bytes or more or with
+ * \u0000: err->message names the field path ("points[1].data[3]: 300 is out of range for
+ * uint8"), err->line/column where the value starts, err->file is left empty. If cap is too
+ * small: HAKO_ETOOBIG and *len = the size needed (buf NULL, cap 0 asks for it; SIZE_MAX if the
+ * PDU would pass INT32_MAX bytes). buf is written only on success; the PDU's epoch is 0. */
 int hako_pdu_from_json(const hako_msg_type_t *type, const char *json, size_t json_len, void *buf,
                        size_t cap, size_t *len, hako_error_t *err);
 
