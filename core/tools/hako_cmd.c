@@ -1,6 +1,7 @@
 /* hako-cmd: run the conductor of a domain and look at or drive it from the shell. The commands
- * of Hakoniwa's hako-cmd (start, stop, reset, status, ls) plus a foreground conductor, PDU dump,
- * domain info, live clock view and segment removal.
+ * of Hakoniwa's hako-cmd (start, stop, reset, status, ls) plus a foreground conductor, PDUs read
+ * and written as JSON, the PDU types and their layout, domain info, live clock view and segment
+ * removal.
  *
  * Exit codes: 0 success, 1 failure (message on stderr), 2 usage error.
  */
@@ -19,6 +20,8 @@
 #include "hako/domain.h"
 #include "hako/error.h"
 #include "hako/log.h"
+#include "hako/msg.h"
+#include "hako/pdu.h"
 #include "hako/pdudef.h"
 
 #ifndef HAKO_VERSION
@@ -864,22 +867,138 @@ static void print_meta(const uint8_t *p, size_t len)
 	       le32(p + 4), le32(p + 8), le32(p + 12), le32(p + 16), p[20], p[21]);
 }
 
+/* A channel named on the command line: robot, id, and its pdudef entry if there is one. */
+struct pdu_target {
+	const char *robot;
+	long id;
+	hako_pdudef_t *def;
+	const hako_pdudef_pdu_t *pdu; /* NULL without a pdudef entry */
+	const char *type;             /* --type, else the pdudef's, else NULL */
+};
+
+/* Resolve <robot> <channel-id|name>, loading the pdudef when one is given. 0 or 1 (said why). */
+static int pdu_target(struct pdu_target *t, const char *pdudef, const char *type, const char *robot,
+                      const char *which)
+{
+	memset(t, 0, sizeof(*t));
+	t->robot = robot;
+	if (pdudef != NULL && pdudef[0] != '\0') {
+		hako_error_t err;
+		char msg[1200];
+		if (hako_pdudef_load(pdudef, &t->def, &err) != 0) {
+			errf("%s", hako_error_format(&err, msg, sizeof(msg)));
+			return 1;
+		}
+	}
+	char *end;
+	errno = 0;
+	t->id = strtol(which, &end, 10);
+	if (errno != 0 || end == which || *end != '\0' || t->id < 0 || t->id > INT32_MAX) {
+		if (t->def == NULL) {
+			errf("'%s' is not a channel id; give --pdudef FILE (or set HAKO_PDUDEF) to "
+			     "look PDUs up by name",
+			     which);
+			return 1;
+		}
+		t->pdu = hako_pdudef_find(t->def, robot, which);
+		if (t->pdu == NULL) {
+			errf("%s: no PDU '%s' for robot '%s'", t->def->path, which, robot);
+			return 1;
+		}
+		t->id = t->pdu->channel_id;
+	} else if (t->def != NULL) {
+		t->pdu = hako_pdudef_find_channel(t->def, robot, (int32_t)t->id);
+	}
+	t->type = type != NULL ? type : t->pdu != NULL ? t->pdu->type : NULL;
+	return 0;
+}
+
+/* "Robot/0 "counter" (std_msgs/UInt64)" */
+static void print_target(const struct pdu_target *t)
+{
+	printf("%s/%ld", t->robot, t->id);
+	if (t->pdu != NULL) {
+		printf(" \"%s\"", t->pdu->name);
+	}
+	if (t->type != NULL) {
+		printf(" (%s)", t->type);
+	}
+}
+
+/* The type `name` from a registry over $HAKO_MSG_PATH and the built-in packages. 0, or the
+ * error code with `why` saying what went wrong. */
+static int find_type(const char *name, hako_msg_registry_t **reg, const hako_msg_type_t **type,
+                     char *why, size_t len)
+{
+	hako_error_t err;
+	hako_error_clear(&err);
+	int r = hako_msg_registry_create(reg);
+	if (r != 0) {
+		snprintf(why, len, "cannot create the type registry: %s", hako_strerror(r));
+		return r;
+	}
+	r = hako_msg_registry_get(*reg, name, type, &err);
+	if (r != 0) {
+		if (err.message[0] != '\0') {
+			hako_error_format(&err, why, len);
+		} else {
+			snprintf(why, len, "%s: %s", name, hako_strerror(r));
+		}
+	}
+	return r;
+}
+
+/* The PDU as JSON (malloc'ed), or NULL with `why` saying why not. */
+static char *pdu_json(const char *type_name, const uint8_t *buf, size_t len, char *why, size_t wlen)
+{
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *type;
+	char *json = NULL;
+	if (find_type(type_name, &reg, &type, why, wlen) == 0) {
+		hako_error_t err;
+		hako_error_clear(&err);
+		if (hako_pdu_to_json(type, buf, len, HAKO_PDU_JSON_PRETTY, &json, &err) != 0) {
+			char msg[1200];
+			snprintf(why, wlen, "not a valid %s PDU: %s", type_name,
+			         hako_error_format(&err, msg, sizeof(msg)));
+			json = NULL;
+		}
+	}
+	hako_msg_registry_destroy(reg);
+	return json;
+}
+
 static int cmd_pdu(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"pdudef", required_argument, NULL, 'p'},
+	                                         {"type", required_argument, NULL, 't'},
 	                                         {"raw", no_argument, NULL, 'r'},
+	                                         {"hex", no_argument, NULL, 'x'},
+	                                         {"json", no_argument, NULL, 'j'},
 	                                         COMMON_LONG_OPTIONS,
 	                                         {NULL, 0, NULL, 0}};
-	const char *pdudef = getenv("HAKO_PDUDEF");
-	int raw = 0, c, r;
-	while ((c = getopt_long(argc, argv, ":d:hp:", longopts, NULL)) != -1) {
+	const char *pdudef = getenv("HAKO_PDUDEF"), *type = NULL;
+	int raw = 0, hex = 0, json_only = 0, c, r;
+	while ((c = getopt_long(argc, argv, ":d:hp:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			pdudef = optarg;
 			r = -1;
 			break;
+		case 't':
+			type = optarg;
+			r = -1;
+			break;
 		case 'r':
 			raw = 1;
+			r = -1;
+			break;
+		case 'x':
+			hex = 1;
+			r = -1;
+			break;
+		case 'j':
+			json_only = 1;
 			r = -1;
 			break;
 		default: r = common_option(cmd, c, argv); break;
@@ -891,86 +1010,354 @@ static int cmd_pdu(const struct command *cmd, int argc, char **argv)
 	if (argc - optind != 2) {
 		return usage_error(cmd, "need <robot> and <channel-id|name>");
 	}
-	const char *robot = argv[optind], *which = argv[optind + 1];
-
-	hako_pdudef_t *def = NULL;
-	if (pdudef != NULL && pdudef[0] != '\0') {
-		hako_error_t err;
-		char msg[1200];
-		if (hako_pdudef_load(pdudef, &def, &err) != 0) {
-			errf("%s", hako_error_format(&err, msg, sizeof(msg)));
-			return 1;
-		}
+	if (raw + hex + json_only > 1) {
+		return usage_error(cmd, "--raw, --hex and --json exclude each other");
 	}
-	const hako_pdudef_pdu_t *pdu = NULL;
-	char *end;
-	errno = 0;
-	long id = strtol(which, &end, 10);
+	struct pdu_target t;
 	int rc = 1;
-	if (errno != 0 || end == which || *end != '\0' || id < 0 || id > INT32_MAX) {
-		if (def == NULL) {
-			errf("'%s' is not a channel id; give --pdudef FILE (or set HAKO_PDUDEF) to "
-			     "look PDUs up by name",
-			     which);
-			goto out_def;
-		}
-		pdu = hako_pdudef_find(def, robot, which);
-		if (pdu == NULL) {
-			errf("%s: no PDU '%s' for robot '%s'", def->path, which, robot);
-			goto out_def;
-		}
-		id = pdu->channel_id;
-	} else if (def != NULL) {
-		pdu = hako_pdudef_find_channel(def, robot, (int32_t)id);
+	hako_domain_t *dom = NULL;
+	uint8_t *buf = NULL;
+	if (pdu_target(&t, pdudef, type, argv[optind], argv[optind + 1]) != 0) {
+		goto out;
 	}
-
-	hako_domain_t *dom;
+	if (json_only && t.type == NULL) {
+		errf("--json: the type of %s/%ld is not known; give --pdudef FILE (or set "
+		     "HAKO_PDUDEF) or --type PKG/TYPE",
+		     t.robot, t.id);
+		goto out;
+	}
 	if (open_domain(&dom) != 0) {
-		goto out_def;
+		goto out;
 	}
 	hako_channel_t *ch;
-	r = hako_channel_lookup(dom, robot, (int32_t)id, &ch);
+	r = hako_channel_lookup(dom, t.robot, (int32_t)t.id, &ch);
 	if (r != 0) {
 		errf("domain '%s' has no channel %s/%ld (the channels are listed by: hako-cmd "
 		     "info)",
-		     dname(), robot, id);
-		goto out_dom;
+		     dname(), t.robot, t.id);
+		goto out;
 	}
 	size_t size = hako_channel_size(ch), len = 0;
 	uint64_t seq = 0;
-	uint8_t *buf = malloc(size);
+	buf = malloc(size);
 	if (buf == NULL) {
 		errf("out of memory");
-		goto out_dom;
+		goto out;
 	}
 	r = hako_channel_read(ch, buf, size, &len, &seq);
 	if (r != 0) {
-		errf("cannot read channel %s/%ld: %s", robot, id, hako_strerror(r));
-		free(buf);
-		goto out_dom;
+		errf("cannot read channel %s/%ld: %s", t.robot, t.id, hako_strerror(r));
+		goto out;
 	}
 	if (raw) {
 		fwrite(buf, 1, len, stdout);
-	} else {
-		printf("%s/%ld", robot, id);
-		if (pdu != NULL) {
-			printf(" \"%s\" (%s)", pdu->name, pdu->type);
-		}
+		rc = 0;
+		goto out;
+	}
+	char why[1400];
+	if (json_only) {
+		char *json = seq == 0 ? NULL : pdu_json(t.type, buf, len, why, sizeof(why));
 		if (seq == 0) {
-			printf(": never written (channel size %zu bytes)\n", size);
+			errf("%s/%ld has never been written", t.robot, t.id);
+		} else if (json == NULL) {
+			errf("%s", why);
 		} else {
-			printf(": seq %" PRIu64 ", %zu of %zu bytes\n", seq, len, size);
-			print_meta(buf, len);
-			hex_dump(buf, len);
+			printf("%s\n", json);
+			rc = 0;
+		}
+		free(json);
+		goto out;
+	}
+	print_target(&t);
+	if (seq == 0) {
+		printf(": never written (channel size %zu bytes)\n", size);
+		rc = 0;
+		goto out;
+	}
+	printf(": seq %" PRIu64 ", %zu of %zu bytes\n", seq, len, size);
+	print_meta(buf, len);
+	char *json = NULL;
+	if (!hex && t.type != NULL) {
+		json = pdu_json(t.type, buf, len, why, sizeof(why));
+		if (json == NULL) {
+			printf("note: %s; hex dump instead\n", why);
 		}
 	}
-	free(buf);
+	if (json != NULL) {
+		printf("%s\n", json);
+		free(json);
+	} else {
+		hex_dump(buf, len);
+	}
 	rc = 0;
-out_dom:
+out:
+	free(buf);
 	hako_domain_close(dom);
-out_def:
-	hako_pdudef_free(def);
+	hako_pdudef_free(t.def);
 	return rc;
+}
+
+/* ---- pdu-write ---- */
+
+/* All of stdin, NUL-terminated, or NULL. */
+static char *read_stdin(size_t *len)
+{
+	size_t cap = 4096, used = 0, n;
+	char *buf = malloc(cap);
+	while (buf != NULL && (n = fread(buf + used, 1, cap - used - 1, stdin)) > 0) {
+		used += n;
+		if (cap - used < 2) {
+			char *nbuf = realloc(buf, cap * 2);
+			if (nbuf == NULL) {
+				free(buf);
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+	}
+	if (buf != NULL) {
+		buf[used] = '\0';
+		*len = used;
+	}
+	return buf;
+}
+
+static int cmd_pdu_write(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"pdudef", required_argument, NULL, 'p'},
+	                                         {"type", required_argument, NULL, 't'},
+	                                         COMMON_LONG_OPTIONS,
+	                                         {NULL, 0, NULL, 0}};
+	const char *pdudef = getenv("HAKO_PDUDEF"), *type_opt = NULL;
+	int c, r;
+	while ((c = getopt_long(argc, argv, ":d:hp:t:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			pdudef = optarg;
+			r = -1;
+			break;
+		case 't':
+			type_opt = optarg;
+			r = -1;
+			break;
+		default: r = common_option(cmd, c, argv); break;
+		}
+		if (r >= 0) {
+			return r;
+		}
+	}
+	if (argc - optind != 3) {
+		return usage_error(cmd, "need <robot>, <name|channel-id> and '<json>'");
+	}
+	struct pdu_target t;
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *type;
+	hako_domain_t *dom = NULL;
+	uint8_t *buf = NULL;
+	char *text = NULL;
+	size_t text_len = 0;
+	int rc = 1;
+	if (pdu_target(&t, pdudef, type_opt, argv[optind], argv[optind + 1]) != 0) {
+		goto out;
+	}
+	if (t.type == NULL) {
+		errf("the type of %s/%ld is not known; give --pdudef FILE (or set HAKO_PDUDEF) "
+		     "or --type PKG/TYPE",
+		     t.robot, t.id);
+		goto out;
+	}
+	char why[1400];
+	if (find_type(t.type, &reg, &type, why, sizeof(why)) != 0) {
+		errf("%s", why);
+		goto out;
+	}
+	if (strcmp(argv[optind + 2], "-") == 0) {
+		text = read_stdin(&text_len);
+		if (text == NULL) {
+			errf("cannot read the JSON from stdin");
+			goto out;
+		}
+	} else {
+		text_len = strlen(argv[optind + 2]);
+	}
+	if (open_domain(&dom) != 0) {
+		goto out;
+	}
+	hako_channel_t *ch;
+	r = hako_channel_lookup(dom, t.robot, (int32_t)t.id, &ch);
+	if (r != 0) {
+		errf("domain '%s' has no channel %s/%ld (the channels are listed by: hako-cmd "
+		     "info)",
+		     dname(), t.robot, t.id);
+		goto out;
+	}
+	size_t size = hako_channel_size(ch), len = 0;
+	buf = malloc(size);
+	if (buf == NULL) {
+		errf("out of memory");
+		goto out;
+	}
+	hako_error_t err;
+	hako_error_clear(&err);
+	r = hako_pdu_from_json(type, text != NULL ? text : argv[optind + 2], text_len, buf, size,
+	                       &len, &err);
+	if (r == HAKO_ETOOBIG) {
+		errf("%s/%ld: the PDU needs %zu bytes, the channel has %zu", t.robot, t.id, len,
+		     size);
+		goto out;
+	}
+	if (r != 0) {
+		char msg[1200];
+		errf("JSON for %s: %s", t.type, hako_error_format(&err, msg, sizeof(msg)));
+		goto out;
+	}
+	r = hako_channel_write(ch, buf, len);
+	if (r != 0) {
+		errf("cannot write channel %s/%ld: %s", t.robot, t.id, hako_strerror(r));
+		goto out;
+	}
+	print_target(&t);
+	printf(": wrote %zu of %zu bytes (seq %" PRIu64 ")\n", len, size, hako_channel_seq(ch));
+	rc = 0;
+out:
+	free(text);
+	free(buf);
+	hako_domain_close(dom);
+	hako_msg_registry_destroy(reg);
+	hako_pdudef_free(t.def);
+	return rc;
+}
+
+/* ---- types / type ---- */
+
+static int cmd_types(const struct command *cmd, int argc, char **argv)
+{
+	int r = simple_options(cmd, argc, argv);
+	if (r >= 0) {
+		return r;
+	}
+	hako_msg_registry_t *reg;
+	char **names = NULL;
+	size_t n = 0;
+	if ((r = hako_msg_registry_create(&reg)) != 0) {
+		errf("cannot create the type registry: %s", hako_strerror(r));
+		return 1;
+	}
+	r = hako_msg_registry_list(reg, &names, &n);
+	if (r != 0) {
+		errf("cannot list the types: %s", hako_strerror(r));
+		hako_msg_registry_destroy(reg);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		printf("%s\n", names[i]);
+	}
+	hako_msg_names_free(names, n);
+	hako_msg_registry_destroy(reg);
+	return 0;
+}
+
+/* The type of f as the .msg writes it: "float64[9]", "geometry_msgs/Vector3", "uint8[]". */
+static const char *field_type(const hako_msg_field_t *f, char *buf, size_t len)
+{
+	const char *base =
+	    f->kind == HAKO_MSG_STRUCT ? f->type->full_name : hako_msg_kind_name(f->kind);
+	if (f->form == HAKO_MSG_ARRAY) {
+		snprintf(buf, len, "%s[%" PRIu32 "]", base, f->count);
+	} else if (f->form == HAKO_MSG_VARRAY) {
+		snprintf(buf, len, "%s[]", base);
+	} else {
+		snprintf(buf, len, "%s", base);
+	}
+	return buf;
+}
+
+/* Width of the FIELD column: the longest indented field name. */
+static int field_width(const hako_msg_type_t *t, int depth)
+{
+	int w = 5;
+	for (size_t i = 0; i < t->field_count; i++) {
+		const hako_msg_field_t *f = &t->fields[i];
+		int len = depth * 2 + (int)strlen(f->name);
+		w = len > w ? len : w;
+		if (f->kind == HAKO_MSG_STRUCT) {
+			len = field_width(f->type, depth + 1);
+			w = len > w ? len : w;
+		}
+	}
+	return w;
+}
+
+/* The fields of t, nested ones indented under their field. Offsets are from the start of the
+ * base (`origin` is where t starts in it) until an array of structs: the fields of its elements
+ * are shown from the start of one element, as "+N". Returns 1 if it showed such offsets. */
+static int print_fields(const hako_msg_type_t *t, uint32_t origin, int per_elem, int depth,
+                        int width)
+{
+	static const char *const forms[] = {"single", "array", "varray"};
+	int relative = per_elem;
+	for (size_t i = 0; i < t->field_count; i++) {
+		const hako_msg_field_t *f = &t->fields[i];
+		char off[24], count[16], ty[HAKO_MSG_FULL_MAX + 16];
+		snprintf(off, sizeof(off), "%s%" PRIu32, per_elem ? "+" : "", origin + f->offset);
+		if (f->form == HAKO_MSG_ARRAY) {
+			snprintf(count, sizeof(count), "%" PRIu32, f->count);
+		} else {
+			snprintf(count, sizeof(count), "-");
+		}
+		printf("%8s  %8" PRIu32 "  %-7s  %-6s  %5s  %*s%-*s  %s\n", off, f->size,
+		       hako_msg_kind_name(f->kind), forms[f->form], count, depth * 2, "",
+		       width - depth * 2, f->name, field_type(f, ty, sizeof(ty)));
+		if (f->kind != HAKO_MSG_STRUCT) {
+			continue;
+		}
+		if (f->form == HAKO_MSG_SINGLE) {
+			relative |=
+			    print_fields(f->type, origin + f->offset, per_elem, depth + 1, width);
+		} else {
+			relative |= print_fields(f->type, 0, 1, depth + 1, width);
+		}
+	}
+	return relative;
+}
+
+static int cmd_type(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
+	int c, r;
+	while ((c = getopt_long(argc, argv, ":d:h", longopts, NULL)) != -1) {
+		if ((r = common_option(cmd, c, argv)) >= 0) {
+			return r;
+		}
+	}
+	if (argc - optind != 1) {
+		return usage_error(cmd, "need one <pkg/Type>");
+	}
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *t;
+	char why[1400];
+	if (find_type(argv[optind], &reg, &t, why, sizeof(why)) != 0) {
+		errf("%s", why);
+		hako_msg_registry_destroy(reg);
+		return 1;
+	}
+	uint32_t fixed = hako_msg_pdu_fixed_size(t);
+	printf("%s (%s)\n", t->full_name, t->path);
+	printf("size %" PRIu32 ", align %" PRIu32 ", fixed PDU size %" PRIu32
+	       " bytes (24 meta + base rounded up to 8)%s\n",
+	       t->size, t->align, fixed, t->has_varray ? " + heap for the variable arrays" : "");
+	if (t->field_count == 0) {
+		printf("no fields\n");
+	} else {
+		int w = field_width(t, 0);
+		printf("\n%8s  %8s  %-7s  %-6s  %5s  %-*s  %s\n", "OFFSET", "SIZE", "KIND", "FORM",
+		       "COUNT", w, "FIELD", "TYPE");
+		if (print_fields(t, 0, 0, 0, w)) {
+			printf("\n+N: offset in one element of the array above it\n");
+		}
+	}
+	hako_msg_registry_destroy(reg);
+	return 0;
 }
 
 /* ---- clean ---- */
@@ -1240,13 +1627,35 @@ static const struct command commands[] = {
      "List the registered assets: id, pid, liveness, clock t_i, step, lag behind the world "
      "clock, steps done, heartbeat age and the event they have not acknowledged yet.",
      "", cmd_ls},
-    {"pdu", "[--pdudef FILE] [--raw] <robot> <channel-id|name>",
-     "hex dump of the latest PDU of a channel",
-     "Hex dump of the latest PDU of a channel with its write sequence number and length; a PDU "
-     "name is looked up in the pdudef.",
-     "  --pdudef FILE         pdudef JSON to look PDU names up in (default: $HAKO_PDUDEF)\n"
+    {"pdu", "[--pdudef FILE] [--type PKG/TYPE] [--hex|--json|--raw] <robot> <channel-id|name>",
+     "the latest PDU of a channel, as JSON when its type is known",
+     "Print the latest PDU of a channel with its write sequence number and length: as JSON when "
+     "the type is known (from the pdudef or --type), else as a hex dump. A PDU name is looked "
+     "up in the pdudef.",
+     "  --pdudef FILE         pdudef JSON to look PDU names and types up in\n"
+     "                        (default: $HAKO_PDUDEF)\n"
+     "  --type PKG/TYPE       the PDU's type (default: the pdudef's)\n"
+     "  --hex                 hex dump even when the type is known\n"
+     "  --json                print the JSON alone (fails if the type is unknown)\n"
      "  --raw                 write the bare bytes to stdout\n",
      cmd_pdu},
+    {"pdu-write", "[--pdudef FILE] [--type PKG/TYPE] <robot> <name|channel-id> '<json>'",
+     "write a PDU given as JSON to a channel",
+     "Encode JSON (an object with the field names of the type's .msg; '-' reads it from "
+     "stdin) as a PDU of the channel's type and write it to the channel. Missing fields are "
+     "zero; the PDU must fit the channel.",
+     "  --pdudef FILE         pdudef JSON to look PDU names and types up in\n"
+     "                        (default: $HAKO_PDUDEF)\n"
+     "  --type PKG/TYPE       the PDU's type (default: the pdudef's)\n",
+     cmd_pdu_write},
+    {"types", "", "list the known PDU types",
+     "List the PDU types the .msg search path knows: the folders of $HAKO_MSG_PATH (separated "
+     "by ':') and the built-in packages.",
+     "", cmd_types},
+    {"type", "<pkg/Type>", "layout of a PDU type: offset, size and kind of every field",
+     "Print the layout of a PDU type: size, alignment and fixed PDU size, and every field with "
+     "its offset, size, kind, form and count, nested fields indented under theirs.",
+     "", cmd_type},
     {"info", "", "capacities, clock parameters and channels of the domain",
      "Print the layout version, capacities and their use, conductor, liveness policy, clock "
      "parameters, world time and the list of PDU channels.",
@@ -1287,7 +1696,7 @@ static void tool_usage(FILE *out)
 	fprintf(out,
 	        "\noptions:\n%s  -V, --version         print the version\n\n"
 	        "'hako-cmd <command> --help' describes a command. Environment: HAKO_DOMAIN, "
-	        "HAKO_CORE_CONFIG,\nHAKO_PDUDEF, HAKO_LOG=debug|info|warn|error.\n",
+	        "HAKO_CORE_CONFIG,\nHAKO_PDUDEF, HAKO_MSG_PATH, HAKO_LOG=debug|info|warn|error.\n",
 	        common_options);
 }
 

@@ -92,6 +92,39 @@ has "not an integer"
 expect 2 hako conductor --delta-usec 1000 --max-delay-usec 10
 has 'must be >= --delta-usec'
 
+# ---- types (no domain needed) ----
+expect 0 hako types
+has '^geometry_msgs/Twist$'
+has '^hako_msgs/ExecutionUnitRuntimeStatus$'
+has '^std_msgs/UInt64$'
+expect 0 hako type geometry_msgs/Twist
+has '^geometry_msgs/Twist \(<builtin>/geometry_msgs/Twist\.msg\)$'
+has '^size 48, align 8, fixed PDU size 72 bytes'
+has '^ +OFFSET +SIZE +KIND +FORM +COUNT +FIELD +TYPE$'
+has '^ +24 +24 +struct +single +- +angular +geometry_msgs/Vector3$'
+has '^ +40 +8 +float64 +single +-    z +float64$' # indented under angular
+expect 0 hako type sensor_msgs/PointCloud2
+has '^ +144 +8 +struct +varray +- +fields +sensor_msgs/PointField\[\]$'
+has '^ +\+128 +4 +uint32 +single +-    offset +uint32$'
+has 'heap for the variable arrays'
+expect 0 hako type sensor_msgs/Imu
+has ' +72 +float64 +array +9 +orientation_covariance +float64\[9\]$'
+expect 1 hako type nosuch_msgs/Thing
+has 'nosuch_msgs/Thing'
+expect 2 hako type
+has 'need one <pkg/Type>'
+mkdir -p "$tmp/msg/my_msgs"
+printf 'bool on\nstring[2] names\n' >"$tmp/msg/my_msgs/Switch.msg"
+printf 'int32 ok\nbogus_type x\n' >"$tmp/msg/my_msgs/Broken.msg"
+expect 0 env HAKO_MSG_PATH="$tmp/msg" "$HAKO_CMD" types
+has '^my_msgs/Switch$'
+has '^geometry_msgs/Twist$'
+expect 0 env HAKO_MSG_PATH="$tmp/msg" "$HAKO_CMD" type my_msgs/Switch
+has '^size 260, align 4'
+has '^ +4 +256 +string +array +2 +names +string\[2\]$'
+expect 1 env HAKO_MSG_PATH="$tmp/msg" "$HAKO_CMD" type my_msgs/Broken
+has 'my_msgs/Broken\.msg:2:'
+
 # ---- no domain yet ----
 expect 1 hako status
 has "no domain '$D' \(is a conductor running\? start one with: hako-cmd conductor\)"
@@ -173,6 +206,58 @@ has '^meta: version 1, base offset 24, heap offset 32, total size 32, epoch 0'
 has '^00000000  78 56 34 12 01 00 00 00  18 00 00 00 20 00 00 00  \|xV4'
 expect 0 hako pdu --pdudef "$PDUDEF" Robot counter
 has '^Robot/0 "counter" \(std_msgs/UInt64\): seq [1-9]'
+has '^meta: version 1, base offset 24'
+has '^  "data": [1-9][0-9]*$'
+expect 0 hako pdu --pdudef "$PDUDEF" --hex Robot counter
+has '^00000000  78 56 34 12 01 00 00 00  18 00 00 00 20 00 00 00  \|xV4'
+expect 0 hako pdu --type std_msgs/UInt64 Robot 0
+has '^Robot/0 \(std_msgs/UInt64\): seq [1-9]'
+has '"data": [1-9]'
+expect 0 hako pdu --type nosuch_msgs/Thing Robot 0
+has '^note: .*nosuch_msgs/Thing.*; hex dump instead$'
+has '^00000000  78 56 34 12'
+expect 0 hako pdu --type std_msgs/String Robot 0
+has '^note: not a valid std_msgs/String PDU: .*; hex dump instead$'
+expect 1 hako pdu --json Robot 0
+has 'the type of Robot/0 is not known'
+expect 2 hako pdu --json --hex Robot 0
+has 'exclude each other'
+
+# ---- pdu-write: the values written are the values pdu prints ----
+expect 0 hako pdu-write --pdudef "$PDUDEF" Robot counter '{"data": 9007199254740993}'
+has '^Robot/0 "counter" \(std_msgs/UInt64\): wrote 32 of 32 bytes \(seq [1-9][0-9]*\)$'
+expect 0 hako pdu --pdudef "$PDUDEF" --json Robot counter
+has '"data": 9007199254740993'
+expect 0 hako pdu --pdudef "$PDUDEF" --hex Robot counter
+has '^00000010  20 00 00 00 00 00 00 00  01 00 00 00 00 00 20 00  \|'
+echo '{"data": 42}' >"$tmp/in.json"
+expect 0 env HAKO_PDUDEF="$PDUDEF" "$HAKO_CMD" pdu-write Robot 0 - <"$tmp/in.json"
+has 'wrote 32 of 32 bytes'
+expect 0 hako pdu --type std_msgs/UInt64 --json Robot 0
+has '^\{?"data": 42\}?$|^  "data": 42$'
+if ! "$HAKO_CMD" pdu --raw Robot 0 >"$tmp/raw.bin" ||
+	[ "$(od -An -tx1 -j24 -N1 "$tmp/raw.bin" | tr -d ' ')" != "2a" ]; then
+	echo "FAIL: pdu --raw does not write the bare bytes of the PDU pdu-write wrote"
+	fails=$((fails + 1))
+fi
+expect 1 hako pdu-write --pdudef "$PDUDEF" Robot counter '{"data": 1, "nosuch": 2}'
+has 'JSON for std_msgs/UInt64: .*nosuch'
+expect 1 hako pdu-write --pdudef "$PDUDEF" Robot counter '{"data": '
+has 'JSON for std_msgs/UInt64: '
+expect 1 hako pdu-write --pdudef "$PDUDEF" Robot counter '{"data": -1}'
+has 'JSON for std_msgs/UInt64: .*data'
+expect 1 hako pdu-write Robot 0 '{"data": 1}'
+has 'the type of Robot/0 is not known; give --pdudef FILE'
+expect 1 hako pdu-write --type geometry_msgs/Twist Robot 0 '{"linear": {"x": 1}}'
+has 'Robot/0: the PDU needs 72 bytes, the channel has 32'
+expect 1 hako pdu-write --type nosuch_msgs/Thing Robot 0 '{}'
+has 'nosuch_msgs/Thing'
+expect 1 hako pdu-write --type std_msgs/UInt64 Robot 9 '{}'
+has "domain '$D' has no channel Robot/9"
+expect 2 hako pdu-write Robot 0
+has "need <robot>, <name\|channel-id> and '<json>'"
+expect 0 hako pdu --pdudef "$PDUDEF" --json Robot counter
+has '"data": 42' # the refused writes changed nothing
 expect 0 env HAKO_PDUDEF="$PDUDEF" "$HAKO_CMD" pdu Robot counter
 has '"counter"'
 expect 1 hako pdu Robot 7
