@@ -1,0 +1,265 @@
+/* Runtime delegation, RD-Light: one execution unit (EU) has instances in several processes of
+ * one domain; exactly one of them, the owner, steps the model and writes the EU's PDUs. The owner
+ * hands the EU over with its context; epochs fence off anything the old owner still writes.
+ *
+ * Control plane, per EU (hako_msgs types, Hakoniwa's format):
+ *   status  ExecutionUnitRuntimeStatus {config_hash, unit_count = 1, status[1], epoch[1],
+ *           curr_owner_node_id[1], next_owner_node_id[1]}; status 0 OwnerStable,
+ *           1 OwnerReleasing, 2 OwnerActivating
+ *   context ExecutionUnitRuntimeContext {config_hash, epoch, owner_id, context[]}; context[] =
+ *           an RD header (magic "RDCX" u32, version u16, header length u16, release world
+ *           time i64, model step u64: 24 bytes) + the application's bytes
+ *
+ * World times (`now`): the time the asset's clock has once the current step is done, i.e.
+ * hako_member_time() + hako_member_delta() after hako_member_step_wait() returned.
+ *
+ * Hand-off (world time decides, so no lock or compare-and-swap is needed between processes):
+ *   1. owner A, after its model step at world time t: hako_rd_release(next = B, ctx):
+ *      writes Context(epoch e+1, ctx) then Status(Releasing, e+1, curr A, next B); A stops
+ *      stepping the EU.
+ *   2. standby B, at each of its steps at asset time s: hako_rd_poll sees Releasing with
+ *      next == B; if the context's epoch equals the status epoch and t < s <= t + timeout, it
+ *      hands the context to the application (HAKO_RD_EV_ACTIVATE), which restores the model and
+ *      calls hako_rd_activate(ok) in the same step: Status(Activating, e+1), then
+ *      Status(Stable, e+1, curr B). s > t keeps the owners' world-time intervals apart (B's
+ *      clock may be behind A's by up to Dmax: B then waits until it has passed t).
+ *      A context of another epoch is waited for (never used); a failed restore writes nothing
+ *      and B does not try that hand-off again.
+ *   3. A, at each step at asset time t': sees curr == B at epoch e+1: HAKO_RD_EV_RELEASED, A is
+ *      a standby now. If instead t' >= t + timeout + Dmax + delta (delta: the largest step of
+ *      the domain's assets, read when t + timeout is reached), B cannot activate any more (its
+ *      clock is past t + timeout, and its writes up to then are visible to A through the world
+ *      clock), so A takes the EU back: Status(Stable, e+2, curr A): HAKO_RD_EV_RECLAIMED.
+ *   Either way there is never more than one owner, and the model's steps are counted in the
+ *   context, so the new owner (or A after a reclaim) runs exactly the steps not yet run.
+ *
+ * Every PDU the owner writes carries the epoch in its meta byte 20; readers drop PDUs of another
+ * epoch than the current one. Every ownership event, model step and EU PDU write can be traced
+ * to a JSON-lines file that `hako-rd check` verifies (format and rules: docs/rd.md).
+ *
+ * A status PDU that does not validate, or carries another config_hash, is logged once and
+ * ignored (the last known state stays). After a domain reset (channels back to zero) every
+ * node starts over: the initial owner owns the EU at epoch 0. A status left by an earlier run
+ * (found at open while the world time is 0) is replaced by the initial owner one epoch later.
+ *
+ * Functions taking `uint32_t eu` take the EU's id from the config. A node handle is not
+ * thread-safe: one thread per handle.
+ */
+#ifndef HAKO_RD_H
+#define HAKO_RD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/domain.h"
+#include "hako/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HAKO_RD_MAX_EUS   64
+#define HAKO_RD_MAX_NODES 32
+#define HAKO_RD_MAX_PDUS  16 /* PDUs one EU writes */
+
+typedef enum hako_rd_status {
+	HAKO_RD_OWNER_STABLE = 0,
+	HAKO_RD_OWNER_RELEASING = 1,
+	HAKO_RD_OWNER_ACTIVATING = 2,
+} hako_rd_status_t;
+
+/* ---- Config ---- */
+
+typedef struct hako_rd_pdu_ref {
+	char robot[128];
+	char name[128];     /* PDU name in the pdudef */
+	char type[128];     /* resolved from the pdudef, e.g. "geometry_msgs/Twist" */
+	int32_t channel_id; /* resolved from the pdudef */
+	uint32_t pdu_size;  /* resolved from the pdudef */
+} hako_rd_pdu_ref_t;
+
+typedef struct hako_rd_eu_config {
+	uint32_t id;
+	char name[128];
+	char robot[128];
+	size_t write_count;
+	hako_rd_pdu_ref_t writes[HAKO_RD_MAX_PDUS]; /* the PDUs only the owner writes */
+	size_t candidate_count;
+	uint8_t candidates[HAKO_RD_MAX_NODES]; /* node ids that may own the EU */
+	uint8_t initial_owner;
+	uint32_t max_context_bytes; /* application bytes, RD header excluded */
+	hako_rd_pdu_ref_t status;   /* hako_msgs/ExecutionUnitRuntimeStatus */
+	hako_rd_pdu_ref_t context;  /* hako_msgs/ExecutionUnitRuntimeContext */
+} hako_rd_eu_config_t;
+
+/* The trigger policy (ExMonitor of RD-Light), interpreted by the application; the RD library
+ * only validates it and offers hako_rd_trigger_boundary(). */
+typedef struct hako_rd_trigger {
+	char type[32];     /* "manual" or "boundary" */
+	char axis[8];      /* boundary: the state variable compared, e.g. "x" */
+	double boundary;   /* boundary: where ownership changes (1.0 m in the forklift demo) */
+	double v_max;      /* boundary: maximum speed along axis (m/s) */
+	double hysteresis; /* boundary: distance an owner moves before it may release (m) */
+	hako_time_t cooldown_usec; /* minimum world time between two releases of one EU */
+	uint8_t low_owner;         /* boundary: node owning the EU while axis < boundary */
+	uint8_t high_owner;        /* boundary: node owning the EU while axis >= boundary */
+} hako_rd_trigger_t;
+
+typedef struct hako_rd_config {
+	char path[512];
+	char pdudef_path[512]; /* resolved relative to the RD config */
+	uint32_t config_hash;  /* FNV-1a of the file bytes: both sides must load the same file */
+	size_t node_count;
+	uint8_t node_ids[HAKO_RD_MAX_NODES];
+	char node_names[HAKO_RD_MAX_NODES][128];
+	size_t eu_count;
+	hako_rd_eu_config_t eus[HAKO_RD_MAX_EUS];
+	hako_rd_trigger_t trigger;
+	hako_time_t handoff_timeout_usec; /* world time a standby has to activate */
+} hako_rd_config_t;
+
+/* Load and validate an RD config JSON (format: docs/rd.md, schema configs/schema/rd.schema.json).
+ * Errors: HAKO_ENOENT, HAKO_ECONFIG with err = file:line:column: path: what. */
+int hako_rd_config_load(const char *path, hako_rd_config_t **out, hako_error_t *err);
+void hako_rd_config_free(hako_rd_config_t *cfg);
+const hako_rd_eu_config_t *hako_rd_config_eu(const hako_rd_config_t *cfg, const char *name);
+
+/* The boundary trigger of the forklift demo (ExMonitor policy of RD-Light). The EU belongs to
+ * low_owner while the position is below the boundary and to high_owner above it. Because a
+ * hand-off completes only when the next owner's clock gets there, up to Dmax of world time later,
+ * an owner releases early by margin = v_max * Dmax:
+ *   low_owner releases to high_owner when pos >= boundary - margin while moving up (vel > 0);
+ *   high_owner releases to low_owner when pos <= boundary + margin while moving down (vel < 0).
+ * Against flapping: an owner is armed only once it moved `hysteresis` away from where it got
+ * the EU, a standing EU (|vel| <= 1e-3) never moves, and two releases are at least
+ * cooldown_usec of world time apart. */
+typedef struct hako_rd_trigger_state {
+	int armed;
+	double acquired_at;
+	hako_time_t acquired_usec;
+} hako_rd_trigger_state_t;
+
+/* Call when this node becomes the owner (start, activation, reclaim). */
+void hako_rd_trigger_reset(hako_rd_trigger_state_t *st, double pos, hako_time_t now);
+/* The node to release to now, or 0 to keep the EU. */
+uint8_t hako_rd_trigger_boundary(const hako_rd_trigger_t *tr, hako_rd_trigger_state_t *st,
+                                 uint8_t owner, double pos, double vel, hako_time_t now,
+                                 hako_time_t max_delay_usec);
+/* margin = v_max * Dmax, in the units of pos. */
+double hako_rd_trigger_margin(const hako_rd_trigger_t *tr, hako_time_t max_delay_usec);
+
+/* ---- A process hosting EU instances for one node ---- */
+
+typedef struct hako_rd_node hako_rd_node_t;
+
+/* Open node `node_id` of cfg in domain dom: looks up / creates the control and data channels;
+ * the initial owner writes the first Status (Stable, epoch 0) if the channel was never written.
+ * node_id 0 opens an observer (a controller, a viewer, hako-rd status): it reads the state and
+ * the EU's PDUs (hako_rd_read drops stale epochs) and never owns anything.
+ * trace_path: JSON-lines trace appended to (NULL: no trace; an observer writes none).
+ * HAKO_EINVAL if node_id is not in cfg's nodes, HAKO_ESIZE if a channel exists with another
+ * size, HAKO_EIO if the trace cannot be opened. */
+int hako_rd_node_open(hako_domain_t *dom, const hako_rd_config_t *cfg, uint8_t node_id,
+                      const char *trace_path, hako_rd_node_t **out);
+void hako_rd_node_close(hako_rd_node_t *node);
+uint8_t hako_rd_node_id(const hako_rd_node_t *node);
+
+typedef struct hako_rd_eu_state {
+	hako_rd_status_t status;
+	uint8_t epoch;
+	uint8_t curr_owner;
+	uint8_t next_owner;
+	int local;                     /* this node: HAKO_RD_LOCAL_* */
+	hako_time_t release_time_usec; /* of the hand-off in progress, -1 if none */
+} hako_rd_eu_state_t;
+
+enum {
+	HAKO_RD_LOCAL_STANDBY = 0,
+	HAKO_RD_LOCAL_OWNER = 1,
+	HAKO_RD_LOCAL_RELEASING = 2, /* released, waiting for the next owner or the timeout */
+};
+
+/* The EU's state as the status channel says, and this node's role. */
+int hako_rd_get_state(hako_rd_node_t *node, uint32_t eu, hako_rd_eu_state_t *st);
+/* 1 if this node owns the EU (may step it and write its PDUs), else 0. */
+int hako_rd_is_owner(hako_rd_node_t *node, uint32_t eu);
+
+/* Owner only: hand the EU to node `next`. ctx = the application's state after its last model
+ * step; model_step = how many model steps it has run; now = world time of that step. From now
+ * on this node is RELEASING: it neither steps the EU nor writes its PDUs.
+ * HAKO_ENOTOWNER, HAKO_ETOOBIG (ctx larger than max_context_bytes), HAKO_EINVAL (next is not a
+ * candidate, or is this node). */
+int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void *ctx,
+                    size_t ctx_len, uint64_t model_step, hako_time_t now);
+
+typedef enum hako_rd_event {
+	HAKO_RD_EV_NONE = 0,
+	HAKO_RD_EV_ACTIVATE = 1,  /* standby: restore the context, then call hako_rd_activate (also
+	                             given to a releasing node the EU came straight back to: its
+	                             RELEASED is implied) */
+	HAKO_RD_EV_RELEASED = 2,  /* old owner: the next owner took over; this node is standby */
+	HAKO_RD_EV_RECLAIMED = 3, /* old owner: nobody took over in time; this node owns it again */
+} hako_rd_event_t;
+
+typedef struct hako_rd_activation {
+	uint8_t epoch;
+	uint8_t from;
+	hako_time_t release_time_usec;
+	uint64_t model_step; /* steps the context has run */
+	size_t ctx_len;      /* bytes copied to the caller's buffer */
+} hako_rd_activation_t;
+
+/* Drive the EU's state machine for this node at world/asset time now (call once per asset step,
+ * before stepping the model). *ev says what happened; for HAKO_RD_EV_ACTIVATE the context is
+ * copied to ctx (cap bytes) and described in *act. HAKO_ETOOBIG if the context does not fit
+ * in cap (nothing happens; poll again with a bigger buffer). */
+int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_event_t *ev, void *ctx,
+                 size_t cap, hako_rd_activation_t *act);
+
+/* After HAKO_RD_EV_ACTIVATE, in the same asset step: ok != 0 once the context is restored
+ * (writes Activating then Stable: this node owns the EU); ok == 0 if the restore failed
+ * (writes nothing; the old owner takes the EU back at its timeout). HAKO_ESTATE without a
+ * pending ACTIVATE, HAKO_ETIMEDOUT if now is outside (release time, release time + timeout]. */
+int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now);
+
+/* Owner only: write PDU `pdu` (index in the EU's writes) of the EU, stamping the current epoch
+ * in its meta byte 20 (pdu must be a valid registry PDU of its type: HAKO_EPROTO otherwise).
+ * HAKO_ENOTOWNER unless owner. model_time = world time of the model step the data belongs to
+ * (for the trace; the record's world time is the `now` of this step's poll). */
+int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
+                  hako_time_t model_time);
+
+/* Read PDU `pdu` of the EU; HAKO_EAGAIN if never written or its epoch is not the EU's current
+ * epoch (a stale PDU of a previous owner is dropped and counted). During a hand-off the status
+ * already has the new epoch: the old owner's last PDU is dropped until the new owner writes. */
+int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap, size_t *len);
+uint64_t hako_rd_stale_drops(const hako_rd_node_t *node);
+
+/* Record in the trace that this node ran model step `step` of the EU, covering world time
+ * [model_time - delta, model_time]. */
+void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step, hako_time_t model_time);
+
+/* ---- Trace check (hako-rd check) ---- */
+
+typedef struct hako_rd_check_result {
+	uint64_t writes;
+	uint64_t steps;
+	uint64_t handoffs;
+	uint64_t reclaims;
+	uint64_t violations;
+	char first_violation[512];
+} hako_rd_check_result_t;
+
+/* Verify the invariants on the JSON-lines traces (one or several files, e.g. one per node):
+ * at most one writer per PDU at any world time, every write carries the epoch of its writer's
+ * ownership and that ownership was current, no model step run twice or skipped (docs/rd.md).
+ * 0 if the traces could be read (look at res->violations; first_violation is the earliest in
+ * world time, "file:line: what"; each violation is also logged at info level), else an error
+ * naming the file and line. */
+int hako_rd_check(const char *const *paths, size_t count, hako_rd_check_result_t *res,
+                  hako_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

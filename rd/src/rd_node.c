@@ -1,0 +1,754 @@
+/* One node's view of its execution units: the ownership state machine of RD-Light (rd.h), the
+ * fenced writes and reads of the EU's PDUs, and the trace of every event. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hako/log.h"
+#include "hako/pdu.h"
+#include "rd_internal.h"
+
+#define SEQ_UNKNOWN UINT64_MAX /* the view must be read again from the channel */
+
+struct eu_rt {
+	const hako_rd_eu_config_t *cfg;
+	hako_channel_t *status_ch;
+	hako_channel_t *context_ch;
+	hako_channel_t *data_ch[HAKO_RD_MAX_PDUS];
+	const hako_msg_type_t *data_type[HAKO_RD_MAX_PDUS]; /* NULL: only the meta is checked */
+	char data_name[HAKO_RD_MAX_PDUS][300];              /* JSON-escaped, for the trace */
+	uint8_t *buf;                                       /* a status or context PDU */
+	size_t cap;
+
+	int local;              /* HAKO_RD_LOCAL_* */
+	uint8_t epoch;          /* of this node's ownership (OWNER) */
+	hakoi_rd_status_t view; /* the last status known to be good */
+	uint64_t view_seq;      /* the channel write behind view, 0 = none (implicit initial) */
+	int bad_logged;         /* a bad status was logged since the last good one */
+	hako_time_t now;        /* of the last poll, -1 before */
+
+	/* RELEASING */
+	uint8_t rel_epoch;
+	uint8_t rel_next;
+	hako_time_t rel_time;
+	hako_time_t reclaim_at;
+	uint64_t rel_step;
+
+	/* STANDBY: an activation handed to the application */
+	int pending;
+	uint8_t pend_epoch;
+	uint8_t pend_from;
+	hako_time_t pend_time;
+	uint64_t pend_step;
+	/* a hand-off this node gave up (restore failed, too late): not tried again */
+	int skip;
+	uint8_t skip_epoch;
+	uint8_t skip_from;
+	/* the hand-off whose context problem was logged, so it is logged once */
+	int wait_logged;
+	uint8_t wait_epoch;
+};
+
+struct hako_rd_node {
+	hako_domain_t *dom;
+	const hako_rd_config_t *cfg;
+	uint8_t id;
+	char name[128];
+	hako_msg_registry_t *reg;
+	hakoi_rd_types_t types;
+	hakoi_rd_trace_t *trace;
+	uint32_t reset_count;
+	uint64_t stale_drops;
+	size_t eu_count;
+	struct eu_rt eus[];
+};
+
+static double sec(hako_time_t usec)
+{
+	return (double)usec / 1e6;
+}
+
+static const char *node_name(const hako_rd_config_t *cfg, uint8_t id)
+{
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		if (cfg->node_ids[i] == id) {
+			return cfg->node_names[i];
+		}
+	}
+	return id == 0 ? "observer" : "?";
+}
+
+static struct eu_rt *find_eu(hako_rd_node_t *node, uint32_t eu)
+{
+	if (node == NULL) {
+		return NULL;
+	}
+	for (size_t i = 0; i < node->eu_count; i++) {
+		if (node->eus[i].cfg->id == eu) {
+			return &node->eus[i];
+		}
+	}
+	return NULL;
+}
+
+static int is_candidate(const hako_rd_eu_config_t *eu, uint8_t id)
+{
+	for (size_t i = 0; i < eu->candidate_count; i++) {
+		if (eu->candidates[i] == id) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static hakoi_rd_status_t initial_status(const hako_rd_node_t *node, const struct eu_rt *e)
+{
+	return (hakoi_rd_status_t){node->cfg->config_hash, HAKO_RD_OWNER_STABLE, 0,
+	                           e->cfg->initial_owner, e->cfg->initial_owner};
+}
+
+static void trace(hako_rd_node_t *node, const struct eu_rt *e, hako_time_t t, uint8_t epoch,
+                  const char *ev, const char *extra)
+{
+	hakoi_rd_trace_emit(node->trace, t, node->id, e->cfg->id, epoch, ev, extra);
+}
+
+/* Bring e->view up to date with the status channel. A never-written channel means the initial
+ * state; a malformed status or one of another config is logged once and ignored. */
+static void refresh(hako_rd_node_t *node, struct eu_rt *e)
+{
+	size_t len = 0;
+	uint64_t seq = 0;
+	int r = hako_channel_read(e->status_ch, e->buf, e->cap, &len, &seq);
+	if (r == 0 && seq == 0) {
+		e->view = initial_status(node, e);
+		e->view_seq = 0;
+		return;
+	}
+	if (r == 0 && seq == e->view_seq) {
+		return;
+	}
+	char why[700];
+	hakoi_rd_status_t st;
+	if (r != 0) {
+		snprintf(why, sizeof(why), "cannot read it: %s", hako_strerror(r));
+	} else if (hakoi_rd_status_decode(&node->types, e->buf, len, &st, why, sizeof(why)) == 0) {
+		if (st.config_hash == node->cfg->config_hash) {
+			e->view = st;
+			e->view_seq = seq;
+			e->bad_logged = 0;
+			return;
+		}
+		snprintf(why, sizeof(why),
+		         "written with another RD config (hash 0x%08" PRIx32 ", ours 0x%08" PRIx32
+		         " from %s)",
+		         st.config_hash, node->cfg->config_hash, node->cfg->path);
+	}
+	if (!e->bad_logged) {
+		e->bad_logged = 1;
+		HAKO_ERROR(
+		    "rd: node %u (%s): status PDU %s/%s of EU %s is unusable: %s; keeping the "
+		    "last known state (owner %u, epoch %u)",
+		    node->id, node->name, e->cfg->status.robot, e->cfg->status.name, e->cfg->name,
+		    why, e->view.curr, e->view.epoch);
+	}
+	if (r == 0) {
+		e->view_seq = seq; /* do not decode the same bad write again */
+	}
+}
+
+static int write_status(hako_rd_node_t *node, struct eu_rt *e, hako_rd_status_t status,
+                        uint8_t epoch, uint8_t curr, uint8_t next)
+{
+	hakoi_rd_status_t st = {node->cfg->config_hash, (uint8_t)status, epoch, curr, next};
+	size_t len = 0;
+	int r = hakoi_rd_status_encode(&node->types, &st, e->buf, e->cap, &len);
+	if (r == 0) {
+		r = hako_channel_write(e->status_ch, e->buf, len);
+	}
+	if (r != 0) {
+		HAKO_ERROR("rd: node %u (%s): cannot write the status of EU %s: %s", node->id,
+		           node->name, e->cfg->name, hako_strerror(r));
+		return r;
+	}
+	e->view = st;
+	e->view_seq = SEQ_UNKNOWN;
+	return 0;
+}
+
+/* The world time a releasing node waits beyond the timeout: Dmax + the largest step, so every
+ * step the standby may activate in is visible to it (rd.h). */
+static hako_time_t guard_usec(hako_rd_node_t *node)
+{
+	hako_domain_info_t info;
+	if (hako_domain_get_info(node->dom, &info) != 0) {
+		return 0;
+	}
+	hako_time_t delta = info.delta_usec;
+	int n = 0, m = 0;
+	hako_domain_list_assets(node->dom, NULL, 0, &n);
+	hako_asset_info_t *assets = n > 0 ? calloc((size_t)n, sizeof(*assets)) : NULL;
+	if (assets != NULL && hako_domain_list_assets(node->dom, assets, n, &m) == 0) {
+		for (int i = 0; i < m && i < n; i++) {
+			if (assets[i].delta_usec > delta) {
+				delta = assets[i].delta_usec;
+			}
+		}
+	}
+	free(assets);
+	return info.max_delay_usec + delta;
+}
+
+/* This node's role in a new run (open, or the first call after a domain reset). */
+static void start_run(hako_rd_node_t *node, struct eu_rt *e, int at_open)
+{
+	hako_time_t world = hako_domain_world_time(node->dom);
+	e->local = HAKO_RD_LOCAL_STANDBY;
+	e->epoch = 0;
+	e->pending = 0;
+	e->skip = 0;
+	e->wait_logged = 0;
+	e->bad_logged = 0;
+	e->now = -1;
+	e->view = initial_status(node, e); /* the last known state until a good status is read */
+	e->view_seq = SEQ_UNKNOWN;
+	refresh(node, e);
+	if (node->id != 0 && node->id == e->cfg->initial_owner) {
+		if (e->view_seq == 0) {
+			if (write_status(node, e, HAKO_RD_OWNER_STABLE, 0, node->id, node->id) ==
+			    0) {
+				e->local = HAKO_RD_LOCAL_OWNER;
+			}
+		} else if (at_open && world == 0) {
+			/* Left by an earlier run of this domain: start one epoch later, so
+			 * nothing that run wrote passes for current. */
+			uint8_t epoch = (uint8_t)(e->view.epoch + 1);
+			HAKO_INFO("rd: node %u (%s): EU %s: status of an earlier run (owner %u, "
+			          "epoch %u) replaced; this run starts at epoch %u",
+			          node->id, node->name, e->cfg->name, e->view.curr, e->view.epoch,
+			          epoch);
+			if (write_status(node, e, HAKO_RD_OWNER_STABLE, epoch, node->id,
+			                 node->id) == 0) {
+				e->local = HAKO_RD_LOCAL_OWNER;
+				e->epoch = epoch;
+			}
+		}
+	}
+	if (e->local == HAKO_RD_LOCAL_STANDBY && node->id != 0 && e->view.curr == node->id &&
+	    e->view_seq != 0 && world > 0) {
+		HAKO_WARN("rd: node %u (%s): the status says this node owns EU %s (epoch %u), but "
+		          "this process has just joined the run: it stays a standby",
+		          node->id, node->name, e->cfg->name, e->view.epoch);
+	}
+	if (node->id != 0) {
+		char extra[128];
+		snprintf(extra, sizeof(extra),
+		         ",\"run\":%" PRIu32 ",\"hash\":%" PRIu32 ",\"role\":\"%s\"",
+		         node->reset_count, node->cfg->config_hash,
+		         e->local == HAKO_RD_LOCAL_OWNER ? "owner" : "standby");
+		trace(node, e, world, e->local == HAKO_RD_LOCAL_OWNER ? e->epoch : e->view.epoch,
+		      "init", extra);
+	}
+}
+
+/* After a domain reset every channel is zero again: the run starts over from the config. */
+static void sync_reset(hako_rd_node_t *node)
+{
+	uint32_t rc = hako_domain_reset_count(node->dom);
+	if (rc == node->reset_count) {
+		return;
+	}
+	node->reset_count = rc;
+	HAKO_INFO("rd: node %u (%s): domain reset: execution units back to their initial owners",
+	          node->id, node->name);
+	for (size_t i = 0; i < node->eu_count; i++) {
+		start_run(node, &node->eus[i], 0);
+	}
+}
+
+static int open_channel(hako_rd_node_t *node, const hako_rd_pdu_ref_t *ref, hako_channel_t **ch)
+{
+	int r = hako_channel_create(node->dom, ref->robot, ref->channel_id, ref->pdu_size, ch);
+	if (r != 0) {
+		HAKO_ERROR("rd: node %u: channel %s/%s (id %" PRId32 ", %" PRIu32 " bytes): %s",
+		           node->id, ref->robot, ref->name, ref->channel_id, ref->pdu_size,
+		           hako_strerror(r));
+	}
+	return r;
+}
+
+static int open_eu(hako_rd_node_t *node, struct eu_rt *e, const hako_rd_eu_config_t *cfg)
+{
+	int r;
+	e->cfg = cfg;
+	if ((r = open_channel(node, &cfg->status, &e->status_ch)) != 0 ||
+	    (r = open_channel(node, &cfg->context, &e->context_ch)) != 0) {
+		return r;
+	}
+	for (size_t i = 0; i < cfg->write_count; i++) {
+		const hako_rd_pdu_ref_t *w = &cfg->writes[i];
+		hako_error_t err;
+		if ((r = open_channel(node, w, &e->data_ch[i])) != 0) {
+			return r;
+		}
+		if (hako_msg_registry_get(node->reg, w->type, &e->data_type[i], &err) != 0) {
+			HAKO_DEBUG("rd: type %s of %s/%s is unknown (%s): only the meta header of "
+			           "its PDUs is checked",
+			           w->type, w->robot, w->name, err.message);
+			e->data_type[i] = NULL;
+		}
+		hakoi_rd_json_escape(w->name, e->data_name[i], sizeof(e->data_name[i]));
+	}
+	e->cap = cfg->status.pdu_size > cfg->context.pdu_size ? cfg->status.pdu_size
+	                                                      : cfg->context.pdu_size;
+	e->buf = malloc(e->cap);
+	return e->buf != NULL ? 0 : HAKO_ENOMEM;
+}
+
+int hako_rd_node_open(hako_domain_t *dom, const hako_rd_config_t *cfg, uint8_t node_id,
+                      const char *trace_path, hako_rd_node_t **out)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (dom == NULL || cfg == NULL || out == NULL) {
+		return HAKO_EINVAL;
+	}
+	const char *name = node_name(cfg, node_id);
+	if (node_id != 0 && strcmp(name, "?") == 0) {
+		HAKO_ERROR("rd: node %u is not in the nodes of %s", node_id, cfg->path);
+		return HAKO_EINVAL;
+	}
+	hako_rd_node_t *node = calloc(1, sizeof(*node) + cfg->eu_count * sizeof(node->eus[0]));
+	if (node == NULL) {
+		return HAKO_ENOMEM;
+	}
+	node->dom = dom;
+	node->cfg = cfg;
+	node->id = node_id;
+	snprintf(node->name, sizeof(node->name), "%s", name);
+	node->eu_count = cfg->eu_count;
+	node->reset_count = hako_domain_reset_count(dom);
+	hako_error_t err;
+	int r = hako_msg_registry_create(&node->reg);
+	if (r == 0 && (r = hakoi_rd_types_get(node->reg, &node->types, &err)) != 0) {
+		HAKO_ERROR("rd: the control-plane types cannot be used: %s: %s", err.file,
+		           err.message);
+	}
+	for (size_t i = 0; r == 0 && i < cfg->eu_count; i++) {
+		r = open_eu(node, &node->eus[i], &cfg->eus[i]);
+	}
+	if (r == 0 && trace_path != NULL && node_id != 0) {
+		node->trace = hakoi_rd_trace_open(trace_path);
+		if (node->trace == NULL) {
+			HAKO_ERROR("rd: trace %s: %s", trace_path, strerror(errno));
+			r = HAKO_EIO;
+		}
+	}
+	if (r != 0) {
+		hako_rd_node_close(node);
+		return r;
+	}
+	for (size_t i = 0; i < node->eu_count; i++) {
+		start_run(node, &node->eus[i], 1);
+	}
+	HAKO_INFO("rd: node %u (%s) opened in domain %s: %zu execution units", node_id, node->name,
+	          hako_domain_name(dom), node->eu_count);
+	*out = node;
+	return 0;
+}
+
+void hako_rd_node_close(hako_rd_node_t *node)
+{
+	if (node == NULL) {
+		return;
+	}
+	for (size_t i = 0; i < node->eu_count; i++) {
+		free(node->eus[i].buf);
+	}
+	hakoi_rd_trace_close(node->trace);
+	hako_msg_registry_destroy(node->reg);
+	free(node);
+}
+
+uint8_t hako_rd_node_id(const hako_rd_node_t *node)
+{
+	return node != NULL ? node->id : 0;
+}
+
+int hako_rd_get_state(hako_rd_node_t *node, uint32_t eu, hako_rd_eu_state_t *st)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || st == NULL) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	refresh(node, e);
+	st->status = (hako_rd_status_t)e->view.status;
+	st->epoch = e->view.epoch;
+	st->curr_owner = e->view.curr;
+	st->next_owner = e->view.next;
+	st->local = e->local;
+	st->release_time_usec = e->local == HAKO_RD_LOCAL_RELEASING ? e->rel_time
+	                        : e->pending                        ? e->pend_time
+	                                                            : -1;
+	return 0;
+}
+
+int hako_rd_is_owner(hako_rd_node_t *node, uint32_t eu)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL) {
+		return 0;
+	}
+	sync_reset(node);
+	return e->local == HAKO_RD_LOCAL_OWNER;
+}
+
+int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void *ctx,
+                    size_t ctx_len, uint64_t model_step, hako_time_t now)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || (ctx == NULL && ctx_len > 0)) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	if (e->local != HAKO_RD_LOCAL_OWNER) {
+		return HAKO_ENOTOWNER;
+	}
+	if (ctx_len > e->cfg->max_context_bytes) {
+		HAKO_WARN("rd: node %u (%s): context of EU %s is %zu bytes; max_context_bytes is "
+		          "%" PRIu32 ": release refused",
+		          node->id, node->name, e->cfg->name, ctx_len, e->cfg->max_context_bytes);
+		return HAKO_ETOOBIG;
+	}
+	if (next == node->id || !is_candidate(e->cfg, next)) {
+		return HAKO_EINVAL;
+	}
+	uint8_t epoch = (uint8_t)(e->epoch + 1);
+	hakoi_rd_context_t cx = {
+	    node->cfg->config_hash, epoch, node->id, now, model_step, ctx, ctx_len};
+	size_t len = 0;
+	int r = hakoi_rd_context_encode(&node->types, &cx, e->buf, e->cap, &len);
+	if (r == 0) {
+		r = hako_channel_write(e->context_ch, e->buf, len);
+	}
+	if (r != 0) {
+		HAKO_ERROR("rd: node %u (%s): cannot write the context of EU %s: %s", node->id,
+		           node->name, e->cfg->name, hako_strerror(r));
+		return r;
+	}
+	/* The context is complete before the status names the next owner. */
+	if ((r = write_status(node, e, HAKO_RD_OWNER_RELEASING, epoch, node->id, next)) != 0) {
+		return r;
+	}
+	e->local = HAKO_RD_LOCAL_RELEASING;
+	e->now = now;
+	e->rel_epoch = epoch;
+	e->rel_next = next;
+	e->rel_time = now;
+	e->rel_step = model_step;
+	e->reclaim_at = -1; /* worked out at the timeout: most hand-offs never get there */
+	char extra[96];
+	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, next, model_step);
+	trace(node, e, now, epoch, "release", extra);
+	HAKO_INFO("rd: node %u (%s): EU %s released to node %u at %.6f s (epoch %u, step %" PRIu64
+	          ", %zu context bytes)",
+	          node->id, node->name, e->cfg->name, next, sec(now), epoch, model_step, ctx_len);
+	return 0;
+}
+
+/* The standby side of a hand-off: is there a release to this node whose context can be used? */
+static int poll_standby(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now, hako_rd_event_t *ev,
+                        void *ctx, size_t cap, hako_rd_activation_t *act)
+{
+	const hakoi_rd_status_t v = e->view;
+	if (v.status != HAKO_RD_OWNER_RELEASING || v.next != node->id || v.curr == node->id) {
+		e->pending = 0;
+		e->skip = 0;
+		return 0;
+	}
+	if (e->skip && e->skip_epoch == v.epoch && e->skip_from == v.curr) {
+		return 0; /* given up (restore failed, or too late) */
+	}
+	size_t len = 0;
+	uint64_t seq = 0;
+	hakoi_rd_context_t cx;
+	char why[256] = "";
+	int r = hako_channel_read(e->context_ch, e->buf, e->cap, &len, &seq);
+	if (r != 0) {
+		snprintf(why, sizeof(why), "cannot read it: %s", hako_strerror(r));
+	} else if (seq == 0) {
+		snprintf(why, sizeof(why), "it was never written");
+	} else if (hakoi_rd_context_decode(&node->types, e->buf, len, &cx, why, sizeof(why)) != 0) {
+		/* why says it */
+	} else if (cx.config_hash != node->cfg->config_hash) {
+		snprintf(why, sizeof(why), "written with another RD config (hash 0x%08" PRIx32 ")",
+		         cx.config_hash);
+	} else if (cx.epoch != v.epoch) {
+		snprintf(why, sizeof(why), "its epoch is %u", cx.epoch);
+	} else if (cx.len > e->cfg->max_context_bytes) {
+		snprintf(why, sizeof(why), "%zu bytes, more than max_context_bytes %" PRIu32,
+		         cx.len, e->cfg->max_context_bytes);
+	}
+	if (why[0] != '\0') {
+		/* Never used: wait for a context of this epoch (or for the owner's timeout). */
+		if (!e->wait_logged || e->wait_epoch != v.epoch) {
+			e->wait_logged = 1;
+			e->wait_epoch = v.epoch;
+			HAKO_WARN(
+			    "rd: node %u (%s): EU %s is released to this node at epoch %u, but "
+			    "its context %s/%s is not usable (%s); waiting",
+			    node->id, node->name, e->cfg->name, v.epoch, e->cfg->context.robot,
+			    e->cfg->context.name, why);
+		}
+		return 0;
+	}
+	if (now <= cx.release_time) {
+		return 0; /* this node's clock has not passed the release yet */
+	}
+	if (now > cx.release_time + node->cfg->handoff_timeout_usec) {
+		HAKO_WARN("rd: node %u (%s): EU %s was released to this node at %.6f s (epoch %u); "
+		          "now %.6f s is past the %.3f s timeout: not activating",
+		          node->id, node->name, e->cfg->name, sec(cx.release_time), v.epoch,
+		          sec(now), sec(node->cfg->handoff_timeout_usec));
+		e->skip = 1;
+		e->skip_epoch = v.epoch;
+		e->skip_from = v.curr;
+		return 0;
+	}
+	if (cx.len > cap || (ctx == NULL && cx.len > 0)) {
+		HAKO_ERROR("rd: node %u (%s): the context of EU %s is %zu bytes; the buffer given "
+		           "to hako_rd_poll holds %zu",
+		           node->id, node->name, e->cfg->name, cx.len, cap);
+		return HAKO_ETOOBIG;
+	}
+	if (cx.len > 0) {
+		memcpy(ctx, cx.bytes, cx.len);
+	}
+	e->pending = 1;
+	e->pend_epoch = v.epoch;
+	e->pend_from = v.curr;
+	e->pend_time = cx.release_time;
+	e->pend_step = cx.model_step;
+	if (act != NULL) {
+		*act =
+		    (hako_rd_activation_t){v.epoch, v.curr, cx.release_time, cx.model_step, cx.len};
+	}
+	*ev = HAKO_RD_EV_ACTIVATE;
+	return 0;
+}
+
+static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now,
+                          hako_rd_event_t *ev, void *ctx, size_t cap, hako_rd_activation_t *act)
+{
+	const hakoi_rd_status_t v = e->view;
+	char extra[64];
+	if (v.epoch != e->rel_epoch || v.curr == e->rel_next) {
+		/* The next owner activated (and maybe moved on already). */
+		e->local = HAKO_RD_LOCAL_STANDBY;
+		snprintf(extra, sizeof(extra), ",\"next\":%u", e->rel_next);
+		trace(node, e, now, v.epoch, "released", extra);
+		HAKO_INFO("rd: node %u (%s): EU %s taken over by node %u (epoch %u)", node->id,
+		          node->name, e->cfg->name, e->rel_next, v.epoch);
+		/* Handed straight back to this node: ACTIVATE says both. */
+		int r = poll_standby(node, e, now, ev, ctx, cap, act);
+		if (*ev == HAKO_RD_EV_NONE) {
+			*ev = HAKO_RD_EV_RELEASED;
+		}
+		return r;
+	}
+	if (now < e->rel_time + node->cfg->handoff_timeout_usec) {
+		return 0;
+	}
+	if (e->reclaim_at < 0) {
+		/* Read now, when the clock parameters and the assets are those of this run. */
+		e->reclaim_at = e->rel_time + node->cfg->handoff_timeout_usec + guard_usec(node);
+	}
+	if (now < e->reclaim_at) {
+		return 0;
+	}
+	uint8_t epoch = (uint8_t)(e->rel_epoch + 1);
+	if (write_status(node, e, HAKO_RD_OWNER_STABLE, epoch, node->id, node->id) != 0) {
+		return 0; /* logged; tried again at the next poll */
+	}
+	e->local = HAKO_RD_LOCAL_OWNER;
+	e->epoch = epoch;
+	snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, e->rel_step);
+	trace(node, e, now, epoch, "reclaim", extra);
+	HAKO_WARN("rd: node %u (%s): node %u (%s) did not activate EU %s within %.3f s of world "
+	          "time after the release at %.6f s; taking it back at %.6f s (epoch %u)",
+	          node->id, node->name, e->rel_next, node_name(node->cfg, e->rel_next),
+	          e->cfg->name, sec(node->cfg->handoff_timeout_usec), sec(e->rel_time), sec(now),
+	          epoch);
+	*ev = HAKO_RD_EV_RECLAIMED;
+	return 0;
+}
+
+int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_event_t *ev, void *ctx,
+                 size_t cap, hako_rd_activation_t *act)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || ev == NULL) {
+		return HAKO_EINVAL;
+	}
+	*ev = HAKO_RD_EV_NONE;
+	sync_reset(node);
+	e->now = now;
+	refresh(node, e);
+	switch (e->local) {
+	case HAKO_RD_LOCAL_OWNER:
+		if (e->view.epoch != e->epoch || e->view.curr != node->id) {
+			/* Fencing: the status decides. Only an outside writer gets here. */
+			HAKO_ERROR("rd: node %u (%s): the status says EU %s belongs to node %u at "
+			           "epoch %u, not to this node at epoch %u: this node stops it",
+			           node->id, node->name, e->cfg->name, e->view.curr, e->view.epoch,
+			           e->epoch);
+			e->local = HAKO_RD_LOCAL_STANDBY;
+			char extra[64];
+			snprintf(extra, sizeof(extra), ",\"next\":%u", e->view.curr);
+			trace(node, e, now, e->view.epoch, "released", extra);
+			*ev = HAKO_RD_EV_RELEASED;
+		}
+		return 0;
+	case HAKO_RD_LOCAL_RELEASING: return poll_releasing(node, e, now, ev, ctx, cap, act);
+	default: return node->id != 0 ? poll_standby(node, e, now, ev, ctx, cap, act) : 0;
+	}
+}
+
+int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	if (!e->pending || e->local != HAKO_RD_LOCAL_STANDBY) {
+		return HAKO_ESTATE;
+	}
+	e->pending = 0;
+	e->skip = 1; /* whatever happens now, this hand-off is not offered again */
+	e->skip_epoch = e->pend_epoch;
+	e->skip_from = e->pend_from;
+	if (!ok) {
+		HAKO_WARN("rd: node %u (%s): could not restore the context of EU %s (epoch %u from "
+		          "node %u): not activating; node %u takes it back after its timeout",
+		          node->id, node->name, e->cfg->name, e->pend_epoch, e->pend_from,
+		          e->pend_from);
+		return 0;
+	}
+	if (now <= e->pend_time || now > e->pend_time + node->cfg->handoff_timeout_usec) {
+		HAKO_WARN("rd: node %u (%s): activation of EU %s at %.6f s is outside (%.6f s, "
+		          "%.6f s]: refused",
+		          node->id, node->name, e->cfg->name, sec(now), sec(e->pend_time),
+		          sec(e->pend_time + node->cfg->handoff_timeout_usec));
+		return HAKO_ETIMEDOUT;
+	}
+	refresh(node, e);
+	if (e->view.status != HAKO_RD_OWNER_RELEASING || e->view.epoch != e->pend_epoch ||
+	    e->view.next != node->id || e->view.curr != e->pend_from) {
+		return HAKO_ESTATE;
+	}
+	int r = write_status(node, e, HAKO_RD_OWNER_ACTIVATING, e->pend_epoch, node->id, node->id);
+	if (r == 0) {
+		r = write_status(node, e, HAKO_RD_OWNER_STABLE, e->pend_epoch, node->id, node->id);
+	}
+	if (r != 0) {
+		return r;
+	}
+	e->local = HAKO_RD_LOCAL_OWNER;
+	e->epoch = e->pend_epoch;
+	e->now = now;
+	char extra[96];
+	snprintf(extra, sizeof(extra), ",\"from\":%u,\"step\":%" PRIu64, e->pend_from,
+	         e->pend_step);
+	trace(node, e, now, e->epoch, "activate", extra);
+	HAKO_INFO("rd: node %u (%s): EU %s activated at %.6f s (epoch %u, from node %u released "
+	          "at %.6f s, step %" PRIu64 ")",
+	          node->id, node->name, e->cfg->name, sec(now), e->epoch, e->pend_from,
+	          sec(e->pend_time), e->pend_step);
+	return 0;
+}
+
+int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
+                  hako_time_t model_time)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || data == NULL || pdu >= e->cfg->write_count) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	if (e->local != HAKO_RD_LOCAL_OWNER) {
+		return HAKO_ENOTOWNER;
+	}
+	if (len > e->cfg->writes[pdu].pdu_size) {
+		return HAKO_ETOOBIG;
+	}
+	int r;
+	if (e->data_type[pdu] != NULL &&
+	    (r = hako_pdu_validate(e->data_type[pdu], data, len, NULL)) != 0) {
+		return r;
+	}
+	if ((r = hako_pdu_set_epoch(data, len, e->epoch)) != 0 ||
+	    (r = hako_channel_write(e->data_ch[pdu], data, len)) != 0) {
+		return r;
+	}
+	char extra[400];
+	snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[pdu],
+	         (int64_t)model_time);
+	trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, "write", extra);
+	return 0;
+}
+
+int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap, size_t *len)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || buf == NULL || pdu >= e->cfg->write_count) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	size_t n = 0;
+	uint64_t seq = 0;
+	uint8_t epoch;
+	int r = hako_channel_read(e->data_ch[pdu], buf, cap, &n, &seq);
+	if (r != 0) {
+		return r;
+	}
+	if (seq == 0) {
+		return HAKO_EAGAIN;
+	}
+	if ((r = hako_pdu_get_epoch(buf, n, &epoch)) != 0) {
+		return r;
+	}
+	refresh(node, e);
+	if (epoch != e->view.epoch) {
+		node->stale_drops++;
+		HAKO_DEBUG("rd: node %u: %s/%s of epoch %u dropped (EU %s is at epoch %u)",
+		           node->id, e->cfg->writes[pdu].robot, e->cfg->writes[pdu].name, epoch,
+		           e->cfg->name, e->view.epoch);
+		return HAKO_EAGAIN;
+	}
+	if (len != NULL) {
+		*len = n;
+	}
+	return 0;
+}
+
+uint64_t hako_rd_stale_drops(const hako_rd_node_t *node)
+{
+	return node != NULL ? node->stale_drops : 0;
+}
+
+void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step, hako_time_t model_time)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || node->trace == NULL) {
+		return;
+	}
+	char extra[96];
+	snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64 ",\"mt\":%" PRId64, step,
+	         (int64_t)model_time);
+	trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, "step", extra);
+}

@@ -1,0 +1,99 @@
+/* The RD trace: one JSON object per line, each written with a single write(2) to a file opened
+ * with O_APPEND, so the nodes of several processes may share one file without tearing lines. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hako/log.h"
+#include "rd_internal.h"
+
+struct hakoi_rd_trace {
+	int fd;
+	int failed; /* a write failed: logged once */
+	char path[512];
+};
+
+hakoi_rd_trace_t *hakoi_rd_trace_open(const char *path)
+{
+	hakoi_rd_trace_t *tr = calloc(1, sizeof(*tr));
+	if (tr == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	tr->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (tr->fd < 0) {
+		int e = errno;
+		free(tr);
+		errno = e;
+		return NULL;
+	}
+	snprintf(tr->path, sizeof(tr->path), "%s", path);
+	return tr;
+}
+
+void hakoi_rd_trace_close(hakoi_rd_trace_t *tr)
+{
+	if (tr == NULL) {
+		return;
+	}
+	close(tr->fd);
+	free(tr);
+}
+
+void hakoi_rd_json_escape(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+	if (len == 0) {
+		return;
+	}
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		char tmp[8];
+		size_t n;
+		if (c == '"' || c == '\\') {
+			tmp[0] = '\\';
+			tmp[1] = (char)c;
+			n = 2;
+		} else if (c < 0x20) {
+			n = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x", c);
+		} else {
+			tmp[0] = (char)c;
+			n = 1;
+		}
+		if (o + n >= len) {
+			break;
+		}
+		memcpy(buf + o, tmp, n);
+		o += n;
+	}
+	buf[o] = '\0';
+}
+
+void hakoi_rd_trace_emit(hakoi_rd_trace_t *tr, hako_time_t t, uint8_t node, uint32_t eu,
+                         uint8_t epoch, const char *ev, const char *extra)
+{
+	if (tr == NULL) {
+		return;
+	}
+	char line[640];
+	int n = snprintf(line, sizeof(line),
+	                 "{\"t\":%" PRId64 ",\"node\":%u,\"eu\":%" PRIu32
+	                 ",\"epoch\":%u,\"ev\":\"%s\"%s}\n",
+	                 (int64_t)t, node, eu, epoch, ev, extra != NULL ? extra : "");
+	if (n < 0 || (size_t)n >= sizeof(line)) {
+		return; /* cannot happen with the records rd_node.c makes */
+	}
+	ssize_t w;
+	do {
+		w = write(tr->fd, line, (size_t)n);
+	} while (w < 0 && errno == EINTR);
+	if (w != n && !tr->failed) {
+		tr->failed = 1;
+		HAKO_ERROR("rd: trace %s: write failed (%s); later records may be missing",
+		           tr->path, w < 0 ? strerror(errno) : "short write");
+	}
+}

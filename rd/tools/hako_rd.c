@@ -1,0 +1,381 @@
+/* hako-rd: runtime delegation from the shell: validate an RD config, check RD traces, show who
+ * owns each execution unit of a running domain.
+ *
+ * Exit codes: 0 success, 1 failure or a violated invariant (message on stderr), 2 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hako/domain.h"
+#include "hako/log.h"
+#include "hako/msg.h"
+#include "hako/pdu.h"
+#include "hako/rd.h"
+#include "rd_internal.h"
+
+#ifndef HAKO_VERSION
+#define HAKO_VERSION "unknown"
+#endif
+
+#define EXIT_USAGE       2
+#define DEFAULT_WATCH_MS 500
+#define MAX_SCAN         4096
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static void errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void errf(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("hako-rd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const char usage_text[] =
+    "usage: hako-rd <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  validate FILE              load and check an RD config; print what it declares\n"
+    "  check TRACE...             verify the RD invariants on JSON-lines traces; exit 1 on\n"
+    "                             any violation (-v lists every violation)\n"
+    "  status [--config FILE] [-d DOMAIN] [--watch] [--interval MS]\n"
+    "                             each execution unit's owner, epoch and state (live with\n"
+    "                             --watch); without a config (or $HAKO_RD_CONFIG) the\n"
+    "                             domain's channels are scanned for status PDUs\n"
+    "  help                       this text\n"
+    "\n"
+    "options:\n"
+    "  -c, --config FILE          RD config (status)\n"
+    "  -d, --domain NAME          domain (default: $HAKO_DOMAIN, else \"default\")\n"
+    "  -w, --watch                redraw until Ctrl-C (status)\n"
+    "  -i, --interval MS          redraw period with --watch (default 500)\n"
+    "  -v, --verbose              more detail (check: every violation)\n"
+    "  -h, --help                 this text\n"
+    "  -V, --version              the version\n"
+    "\n"
+    "Formats: docs/rd.md.\n";
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("hako-rd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'hako-rd --help'.\n", stderr);
+	return EXIT_USAGE;
+}
+
+static const char *node_label(const hako_rd_config_t *cfg, uint8_t id, char *buf, size_t len)
+{
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		if (cfg->node_ids[i] == id) {
+			snprintf(buf, len, "%u (%s)", id, cfg->node_names[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%u", id);
+	return buf;
+}
+
+static const char *status_name(int status)
+{
+	switch (status) {
+	case HAKO_RD_OWNER_STABLE: return "stable";
+	case HAKO_RD_OWNER_RELEASING: return "releasing";
+	case HAKO_RD_OWNER_ACTIVATING: return "activating";
+	default: return "?";
+	}
+}
+
+/* ---- validate ---- */
+
+static int cmd_validate(const char *path, int verbose)
+{
+	hako_rd_config_t *cfg;
+	hako_error_t err;
+	char buf[1200];
+	if (hako_rd_config_load(path, &cfg, &err) != 0) {
+		fprintf(stderr, "%s\n", hako_error_format(&err, buf, sizeof(buf)));
+		return 1;
+	}
+	printf("%s: ok: %zu nodes, %zu execution units, trigger %s, hand-off timeout %.3f s, "
+	       "config hash 0x%08" PRIx32 "\n",
+	       path, cfg->node_count, cfg->eu_count, cfg->trigger.type,
+	       (double)cfg->handoff_timeout_usec / 1e6, cfg->config_hash);
+	for (size_t i = 0; i < cfg->eu_count; i++) {
+		const hako_rd_eu_config_t *eu = &cfg->eus[i];
+		char label[160];
+		printf("  eu %" PRIu32 " %s: robot %s, initial owner %s, candidates", eu->id,
+		       eu->name, eu->robot,
+		       node_label(cfg, eu->initial_owner, label, sizeof(label)));
+		for (size_t j = 0; j < eu->candidate_count; j++) {
+			printf("%s%u", j == 0 ? " " : ",", eu->candidates[j]);
+		}
+		printf(", context <= %" PRIu32 " bytes\n", eu->max_context_bytes);
+		if (verbose) {
+			printf("    status %s (channel %" PRId32 ", %" PRIu32 " bytes), context %s "
+			       "(channel %" PRId32 ", %" PRIu32 " bytes)\n",
+			       eu->status.name, eu->status.channel_id, eu->status.pdu_size,
+			       eu->context.name, eu->context.channel_id, eu->context.pdu_size);
+			for (size_t j = 0; j < eu->write_count; j++) {
+				printf("    writes %s (%s, channel %" PRId32 ", %" PRIu32
+				       " bytes)\n",
+				       eu->writes[j].name, eu->writes[j].type,
+				       eu->writes[j].channel_id, eu->writes[j].pdu_size);
+			}
+		}
+	}
+	hako_rd_config_free(cfg);
+	return 0;
+}
+
+/* ---- check ---- */
+
+static int cmd_check(char **paths, int count)
+{
+	hako_rd_check_result_t res;
+	hako_error_t err;
+	char buf[1200];
+	if (hako_rd_check((const char *const *)paths, (size_t)count, &res, &err) != 0) {
+		fprintf(stderr, "%s\n", hako_error_format(&err, buf, sizeof(buf)));
+		return 1;
+	}
+	printf("hako-rd check: %d trace%s\n", count, count == 1 ? "" : "s");
+	printf("  writes      %" PRIu64 "\n", res.writes);
+	printf("  model steps %" PRIu64 "\n", res.steps);
+	printf("  hand-offs   %" PRIu64 "\n", res.handoffs);
+	printf("  reclaims    %" PRIu64 "\n", res.reclaims);
+	printf("  violations  %" PRIu64 "\n", res.violations);
+	if (res.violations > 0) {
+		printf("FAIL: first violation: %s\n", res.first_violation);
+		return 1;
+	}
+	printf("OK: one owner at a time, every write by the owner at its epoch, each model step "
+	       "run once\n");
+	return 0;
+}
+
+/* ---- status ---- */
+
+static void print_header(hako_domain_t *dom)
+{
+	hako_domain_info_t info;
+	if (hako_domain_get_info(dom, &info) == 0) {
+		printf("domain %s: %s, world time %.6f s\n", info.name, hako_state_name(info.state),
+		       (double)info.world_time / 1e6);
+	}
+}
+
+static int show_config(hako_domain_t *dom, const hako_rd_config_t *cfg, hako_rd_node_t *obs)
+{
+	print_header(dom);
+	printf("config %s (hash 0x%08" PRIx32 ")\n", cfg->path, cfg->config_hash);
+	printf("%-4s %-20s %-11s %-5s %-24s %s\n", "EU", "NAME", "STATE", "EPOCH", "OWNER", "NEXT");
+	for (size_t i = 0; i < cfg->eu_count; i++) {
+		const hako_rd_eu_config_t *eu = &cfg->eus[i];
+		hako_rd_eu_state_t st;
+		char owner[160], next[160];
+		if (hako_rd_get_state(obs, eu->id, &st) != 0) {
+			return 1;
+		}
+		printf("%-4" PRIu32 " %-20s %-11s %-5u %-24s %s\n", eu->id, eu->name,
+		       status_name(st.status), st.epoch,
+		       node_label(cfg, st.curr_owner, owner, sizeof(owner)),
+		       st.status == HAKO_RD_OWNER_STABLE
+		           ? "-"
+		           : node_label(cfg, st.next_owner, next, sizeof(next)));
+	}
+	return 0;
+}
+
+/* Without a config: every channel holding a valid status PDU. */
+static int show_scan(hako_domain_t *dom, const hakoi_rd_types_t *types)
+{
+	static hako_channel_info_t chans[MAX_SCAN];
+	int n = 0;
+	if (hako_domain_list_channels(dom, chans, MAX_SCAN, &n) != 0) {
+		errf("cannot list the channels of %s", hako_domain_name(dom));
+		return 1;
+	}
+	print_header(dom);
+	printf("%-32s %-11s %-5s %-6s %-6s %s\n", "STATUS PDU (robot/channel)", "STATE", "EPOCH",
+	       "OWNER", "NEXT", "CONFIG HASH");
+	int found = 0;
+	for (int i = 0; i < n && i < MAX_SCAN; i++) {
+		hako_channel_t *ch;
+		if (chans[i].seq == 0 ||
+		    hako_channel_lookup(dom, chans[i].robot, chans[i].channel_id, &ch) != 0) {
+			continue;
+		}
+		uint8_t *buf = malloc(chans[i].size);
+		size_t len = 0;
+		hakoi_rd_status_t st;
+		char why[256];
+		if (buf != NULL && hako_channel_read(ch, buf, chans[i].size, &len, NULL) == 0 &&
+		    hakoi_rd_status_decode(types, buf, len, &st, why, sizeof(why)) == 0) {
+			char where[200];
+			snprintf(where, sizeof(where), "%.127s/%" PRId32, chans[i].robot,
+			         chans[i].channel_id);
+			printf("%-32s %-11s %-5u %-6u %-6u 0x%08" PRIx32 "\n", where,
+			       status_name(st.status), st.epoch, st.curr, st.next, st.config_hash);
+			found++;
+		}
+		free(buf);
+	}
+	if (found == 0) {
+		printf("(no status PDU written in this domain)\n");
+	}
+	return 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	while (!g_stop && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+	}
+}
+
+static int cmd_status(const char *domain, const char *config, int watch, long interval_ms)
+{
+	hako_domain_t *dom;
+	int r = hako_domain_open(domain, &dom);
+	if (r != 0) {
+		errf("domain %s: %s", domain, hako_strerror(r));
+		return 1;
+	}
+	hako_rd_config_t *cfg = NULL;
+	hako_rd_node_t *obs = NULL;
+	hako_msg_registry_t *reg = NULL;
+	hakoi_rd_types_t types;
+	hako_error_t err;
+	char buf[1200];
+	int rc = 1;
+	if (config != NULL) {
+		if (hako_rd_config_load(config, &cfg, &err) != 0) {
+			fprintf(stderr, "%s\n", hako_error_format(&err, buf, sizeof(buf)));
+			goto out;
+		}
+		if ((r = hako_rd_node_open(dom, cfg, 0, NULL, &obs)) != 0) {
+			errf("cannot watch the execution units of %s: %s", config,
+			     hako_strerror(r));
+			goto out;
+		}
+	} else if (hako_msg_registry_create(&reg) != 0 ||
+	           hakoi_rd_types_get(reg, &types, &err) != 0) {
+		errf("the RD status type cannot be used");
+		goto out;
+	}
+	int tty = isatty(STDOUT_FILENO);
+	do {
+		if (watch && tty) {
+			fputs("\033[H\033[J", stdout);
+		}
+		rc = obs != NULL ? show_config(dom, cfg, obs) : show_scan(dom, &types);
+		if (watch && !tty) {
+			putchar('\n');
+		}
+		fflush(stdout);
+		if (watch) {
+			sleep_ms(interval_ms);
+		}
+	} while (watch && !g_stop && rc == 0);
+out:
+	hako_rd_node_close(obs);
+	hako_rd_config_free(cfg);
+	hako_msg_registry_destroy(reg);
+	hako_domain_close(dom);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"config", required_argument, NULL, 'c'}, {"domain", required_argument, NULL, 'd'},
+	    {"watch", no_argument, NULL, 'w'},        {"interval", required_argument, NULL, 'i'},
+	    {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	};
+	const char *config = getenv("HAKO_RD_CONFIG");
+	const char *domain = hako_domain_default_name();
+	int watch = 0, verbose = 0, o;
+	long interval = DEFAULT_WATCH_MS;
+	if (config != NULL && config[0] == '\0') {
+		config = NULL;
+	}
+	opterr = 0;
+	/* GNU getopt moves the operands after the options: "hako-rd check -v a.jsonl" works. */
+	while ((o = getopt_long(argc, argv, ":c:d:wi:vhV", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': config = optarg; break;
+		case 'd': domain = optarg; break;
+		case 'w': watch = 1; break;
+		case 'i': {
+			char *end;
+			interval = strtol(optarg, &end, 10);
+			if (*end != '\0' || interval < 10) {
+				return usage_error("--interval: '%s' is not a number of ms >= 10",
+				                   optarg);
+			}
+			break;
+		}
+		case 'v': verbose = 1; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		case 'V': printf("hako-rd %s\n", HAKO_VERSION); return 0;
+		case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default: return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		return usage_error("no command");
+	}
+	const char *cmd = argv[optind++];
+	if (getenv("HAKO_LOG") == NULL) {
+		hako_log_set_level(verbose && strcmp(cmd, "check") == 0 ? HAKO_LOG_INFO
+		                                                        : HAKO_LOG_ERROR);
+	}
+	int rest = argc - optind;
+	if (strcmp(cmd, "validate") == 0) {
+		if (rest != 1) {
+			return usage_error("validate needs one RD config file");
+		}
+		return cmd_validate(argv[optind], verbose);
+	}
+	if (strcmp(cmd, "check") == 0) {
+		if (rest < 1) {
+			return usage_error("check needs at least one trace file");
+		}
+		return cmd_check(argv + optind, rest);
+	}
+	if (strcmp(cmd, "status") == 0) {
+		if (rest != 0) {
+			return usage_error("unexpected argument '%s'", argv[optind]);
+		}
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		return cmd_status(domain, config, watch, interval);
+	}
+	if (strcmp(cmd, "help") == 0) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	return usage_error("unknown command '%s'", cmd);
+}
