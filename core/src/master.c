@@ -24,7 +24,9 @@ static void master_sleep(hako_master_t *m, hako_time_t usec)
 	atomic_fetch_sub(&h->master_waiters, 1);
 }
 
-/* At the stop time: no asset can step any more (t_i + dt_i > stop_at for all i), so every
+/* At the stop time (the world cannot take another step without passing it, so a stop time
+ * that is not a multiple of the world step stops at the last step before it): no asset can
+ * step any more (t_i + dt_i > stop_at for all i), so every
  * asset has run exactly the steps that fit before the stop time. */
 static int all_assets_done(hako_domain_t *dom, hako_time_t stop_at)
 {
@@ -54,7 +56,8 @@ static void *master_main(void *arg)
 		hako_time_t sleep_until = next_liveness;
 		hako_time_t stop_at = atomic_load(&h->stop_at);
 		if (stop_at > 0 && atomic_load(&h->state) == HAKO_STATE_RUNNING &&
-		    atomic_load(&h->world_time) >= stop_at && all_assets_done(dom, stop_at)) {
+		    atomic_load(&h->world_time) + atomic_load(&h->delta_usec) > stop_at &&
+		    all_assets_done(dom, stop_at)) {
 			HAKO_INFO("domain '%s': stop time %lld us reached", dom->name,
 			          (long long)stop_at);
 			atomic_store(&h->stop_at, 0);

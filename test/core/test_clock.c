@@ -531,6 +531,33 @@ static void test_stop_time_paced(void **state)
 	stop_at_exactly(f, s, 100000);
 }
 
+/* A stop time between two world steps: the run stops at the last step before it. */
+SETUP(stop_time_between_steps)
+static void test_stop_time_between_steps(void **state)
+{
+	struct fx *f = *state;
+	const hako_time_t d[] = {1000, 1000};
+	static struct stepper s[2];
+	memset(s, 0, sizeof(s));
+	start_master(f, 1000, 1000, 0);
+	add_members(f, 2, d);
+	run(f);
+	assert_int_equal(hako_domain_set_stop_time(f->dom, 100500), 0);
+	for (int i = 0; i < f->n; i++) {
+		s[i].f = f;
+		s[i].i = i;
+		assert_int_equal(pthread_create(&f->threads[i], NULL, stepper_main, &s[i]), 0);
+		f->nthreads++;
+	}
+	assert_int_equal(hako_domain_wait_state(f->dom, HAKO_STATE_STOPPED, HTU_TIMEOUT_USEC), 0);
+	for (int i = 0; i < f->nthreads; i++) {
+		pthread_join(f->threads[i], NULL);
+		assert_int_equal(atomic_load(&s[i].steps), 100);
+	}
+	f->nthreads = 0;
+	assert_int_equal(hako_domain_world_time(f->dom), 100000);
+}
+
 /* The conductor process lives on but stops its master thread while assets run free: the run
  * must not go on without liveness checks; the assets' next look at it puts the domain in Error. */
 SETUP(master_stopped)
@@ -585,6 +612,7 @@ int main(void)
 	    T(stop_time_free_running),
 	    T(stop_time_paced),
 	    T(master_stopped),
+	    T(stop_time_between_steps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

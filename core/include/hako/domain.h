@@ -123,9 +123,10 @@ int hako_domain_stop(hako_domain_t *dom);
 /* Stopped -> Resetting -> Stopped (clocks and channels back to zero); Error -> Resetting:
  * dead assets are removed first. */
 int hako_domain_reset(hako_domain_t *dom);
-/* Let the world clock advance up to world_usec and no further. Once it is reached and every
- * asset has run the steps that fit before it, the master stops the run (Running -> Stopping)
- * and clears the stop time. 0 = no stop time. Cleared by reset. */
+/* Let the world clock advance up to world_usec and no further. Once the world cannot take
+ * another step without passing it (it reached world_usec, or the last multiple of its step
+ * before it) and every asset has run the steps that fit before it, the master stops the run
+ * (Running -> Stopping) and clears the stop time. 0 = no stop time. Cleared by reset. */
 int hako_domain_set_stop_time(hako_domain_t *dom, hako_time_t world_usec);
 hako_time_t hako_domain_stop_time(hako_domain_t *dom);
 /* Wait until world time >= world_usec. HAKO_EINTR if the run stops or fails first,
