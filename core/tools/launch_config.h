@@ -1,0 +1,86 @@
+/* The launch file of hako-launch: loaded, validated and resolved (variables expanded, commands
+ * found, paths made absolute) in one go, so that a broken file is refused before anything
+ * starts, with "file:line:column: path: message". */
+#ifndef HAKOI_LAUNCH_CONFIG_H
+#define HAKOI_LAUNCH_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "hako/domain.h"
+#include "hako/error.h"
+
+#define HAKOI_LAUNCH_PROC_NAME_MAX   64 /* also the name of its log file */
+#define HAKOI_LAUNCH_DEFAULT_TIMEOUT 10000
+#define HAKOI_LAUNCH_DEFAULT_GRACE   5000
+#define HAKOI_LAUNCH_DEFAULT_RESTART 3
+
+typedef enum hakoi_launch_wait {
+	HAKOI_LAUNCH_WAIT_NOTHING = 0,
+	HAKOI_LAUNCH_WAIT_ASSET = 1, /* until an asset of that name is registered in the domain */
+	HAKOI_LAUNCH_WAIT_LOG = 2,   /* until a line of its output holds a substring */
+} hakoi_launch_wait_t;
+
+typedef enum hakoi_launch_phase {
+	HAKOI_LAUNCH_PHASE_RUN = 0,   /* started before the simulation, stopped with it */
+	HAKOI_LAUNCH_PHASE_AFTER = 1, /* run to completion after the simulation stopped */
+} hakoi_launch_phase_t;
+
+typedef struct hakoi_launch_env {
+	char *key;
+	char *value; /* expanded */
+} hakoi_launch_env_t;
+
+typedef struct hakoi_launch_proc {
+	char *name;
+	char *command; /* as written, expanded */
+	char *exe;     /* the file that runs: an absolute path */
+	char **argv;   /* argv[0] = command, then the args; NULL-terminated */
+	size_t argc;   /* entries before the NULL */
+	hakoi_launch_env_t *env;
+	size_t env_count;
+	char *cwd; /* absolute; NULL = the current directory of hako-launch */
+	hakoi_launch_wait_t wait_for;
+	char *wait_what; /* asset name or log substring */
+	long long timeout_ms;
+	int restart_on_failure;
+	int max_restarts;
+	hakoi_launch_phase_t phase;
+	int echo;
+} hakoi_launch_proc_t;
+
+typedef struct hakoi_launch_config {
+	char *file;   /* as given */
+	char *dir;    /* absolute folder of the file */
+	char *domain; /* from the file, else the caller's default */
+	hako_master_config_t master;
+	hako_time_t stop_at_usec;  /* 0 = none */
+	char *core_config;         /* absolute, NULL = none */
+	hako_domain_config_t core; /* defaults + environment, then core_config */
+	char *log_dir;             /* as written (relative to the current directory), expanded */
+	char *log_dir_abs;
+	char **path; /* absolute folders from "path" */
+	size_t path_count;
+	long long grace_ms;
+	hakoi_launch_proc_t *procs;
+	size_t proc_count;
+} hakoi_launch_config_t;
+
+typedef struct hakoi_launch_options {
+	const char *default_domain; /* when the file has no "domain" */
+	const char *const *search;  /* --path folders, searched before "path" and $PATH */
+	size_t search_count;
+} hakoi_launch_options_t;
+
+/* Load and check file. *out is NULL on failure and err says where and why (HAKO_ECONFIG for a
+ * bad file, HAKO_ENOENT when it is missing, HAKO_ENOMEM). */
+int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
+                      hakoi_launch_config_t **out, hako_error_t *err);
+
+/* Accepts NULL. */
+void hakoi_launch_free(hakoi_launch_config_t *cfg);
+
+/* Everything that was loaded, one item a line (the data-driven tests compare it). */
+void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out);
+
+#endif

@@ -1,0 +1,417 @@
+#!/bin/bash
+# launch.<scenario>: run hako-launch on a launch file written here, with launch-test-asset as
+# the processes, and check its exit status, its last line, the logs, and that no process and no
+# domain segment is left behind.
+#
+# usage: test_launch.sh SCENARIO HAKO_LAUNCH TEST_ASSET HAKO_CMD
+set -u
+
+SCENARIO=$1
+LAUNCH=$2
+ASSET_DIR=$(cd "$(dirname "$3")" && pwd -P)
+HAKO_CMD=$4
+
+unset HAKO_DOMAIN HAKO_CORE_CONFIG HAKO_LOG NO_COLOR
+tmp=$(mktemp -d) || exit 1
+cd "$tmp" || exit 1
+fails=0
+bg_pids=()
+
+# Every pid the test processes printed ("pid=N" first thing in their logs).
+logged_pids() {
+	cat logs/*/*.log 2>/dev/null | sed -n 's/^pid=\([0-9]*\)$/\1/p'
+}
+
+# alive PID: the process exists and is not a zombie (an orphan's zombie waits for init, which
+# in a container may never reap it).
+alive() {
+	local state
+	state=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# The domains hako-launch created (from its first line).
+domains() {
+	cat out*.txt 2>/dev/null | sed -n "s/^hako-launch: domain '\([^']*\)'.*/\1/p"
+}
+
+cleanup() {
+	for p in "${bg_pids[@]}" $(logged_pids); do
+		kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	for d in $(domains); do
+		"$HAKO_CMD" -d "$d" clean --force >/dev/null 2>&1
+	done
+	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*"
+	fails=$((fails + 1))
+}
+
+show() {
+	echo "---- $1"
+	sed 's/^/    /' "$1"
+}
+
+# launch RC NAME [OPTIONS...]: run hako-launch on NAME.json; its output goes to out-NAME.txt.
+launch() {
+	local want=$1 name=$2
+	shift 2
+	timeout -s KILL 60 "$LAUNCH" --path "$ASSET_DIR" "$@" "$name.json" >"out-$name.txt" 2>&1
+	local rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "hako-launch $name.json exited $rc, expected $want"
+		show "out-$name.txt"
+	fi
+}
+
+# has FILE REGEX: a line of FILE matches REGEX (extended).
+has() {
+	if ! grep -qE -- "$2" "$1"; then
+		fail "$1 lacks /$2/"
+		show "$1"
+	fi
+}
+
+lacks() {
+	if grep -qE -- "$2" "$1"; then
+		fail "$1 has /$2/"
+		show "$1"
+	fi
+}
+
+# last_line FILE TEXT: the last line of FILE is exactly TEXT.
+last_line() {
+	local got
+	got=$(tail -n 1 "$1")
+	if [ "$got" != "$2" ]; then
+		fail "last line of $1 is '$got', expected '$2'"
+		show "$1"
+	fi
+}
+
+# Nothing left: no logged pid alive, no segment of the domains.
+all_gone() {
+	local p d
+	for p in $(logged_pids); do
+		if alive "$p"; then
+			fail "process $p is still alive"
+			ps -o pid,pgid,stat,args -p "$p"
+		fi
+	done
+	for d in $(domains); do
+		if [ -e "/dev/shm/hako.$d" ]; then
+			fail "the segment of domain '$d' is left"
+		fi
+	done
+	if [ -z "$(logged_pids)" ]; then
+		fail "no pid in the logs: nothing was checked"
+	fi
+}
+
+# wait_for_line FILE REGEX SECONDS
+wait_for_line() {
+	local i
+	for ((i = 0; i < $3 * 20; i++)); do
+		grep -qE -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "$1 never showed /$2/"
+	show "$1"
+	return 1
+}
+
+asset() { # asset NAME [ARGS...]: a process entry of launch-test-asset registering NAME
+	local name=$1
+	shift
+	local args="\"--asset\", \"$name\""
+	for a in "$@"; do args="$args, \"$a\""; done
+	echo "{\"name\": \"$name\", \"command\": \"launch-test-asset\", \"args\": [$args], \"wait_for\": {\"asset\": \"$name\"}}"
+}
+
+case $SCENARIO in
+run_ok)
+	# Two assets to a stop time: exit 0, logs, and world time exactly at the stop time.
+	cat >run.json <<-EOF
+	{
+	  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 500000},
+	  "log_dir": "logs/run",
+	  "processes": [
+	    $(asset a --print-every-usec 100000),
+	    $(asset b)
+	  ]
+	}
+	EOF
+	"$LAUNCH" --path "$ASSET_DIR" --check run.json >out-check.txt 2>&1 || fail "--check failed"
+	has out-check.txt "^process a phase=run echo=true$"
+	has out-check.txt "^  exe $ASSET_DIR/launch-test-asset$"
+	has out-check.txt '^  wait_for asset "b" timeout_ms=10000$'
+	[ -e logs/run ] && fail "--check created the log folder"
+	launch 0 run
+	for f in a b hako-launch; do
+		[ -s "logs/run/$f.log" ] || fail "logs/run/$f.log is missing or empty"
+	done
+	has logs/run/a.log '^done asset=a time=500000 steps=500$'
+	has logs/run/b.log '^done asset=b time=500000 steps=500$'
+	has logs/run/a.log '^t=500000$'
+	has out-run.txt '^\[a\] t=300000$'
+	has out-run.txt '^hako-launch: stop time reached: the simulation stopped at world time 0\.500 s$'
+	has out-run.txt "^hako-launch: a \(pid [0-9]+\) exited with code 0$"
+	has logs/run/hako-launch.log '^hako-launch: stop time reached'
+	last_line out-run.txt "$(grep '^hako-launch: done: world time 0.500 s in ' out-run.txt)"
+	has out-run.txt '; logs in logs/run$'
+	# --no-echo and --quiet: the logs keep everything, the terminal only the last line.
+	sed 's#"logs/run"#"logs/quiet"#' run.json >quiet.json
+	launch 0 quiet --no-echo --quiet
+	has logs/quiet/a.log '^done asset=a time=500000 steps=500$'
+	lacks out-quiet.txt '^\[a\]'
+	[ "$(wc -l <out-quiet.txt)" -eq 1 ] || { fail "--quiet printed more than one line"; show out-quiet.txt; }
+	has out-quiet.txt '^hako-launch: done: world time 0\.500 s'
+	all_gone
+	;;
+early_exit)
+	# b exits with code 3 during the run: all stopped, exit 1, the last line names b.
+	cat >early.json <<-EOF
+	{
+	  "conductor": {"stop_at_usec": 10000000, "real_time_factor": 1},
+	  "log_dir": "logs/early",
+	  "grace_ms": 3000,
+	  "processes": [
+	    $(asset a),
+	    $(asset b --exit-at-usec 200000 --exit-code 3),
+	    {"name": "mon", "command": "launch-test-asset"},
+	    {"name": "report", "command": "launch-test-asset", "args": ["--say", "report"], "phase": "after"}
+	  ]
+	}
+	EOF
+	launch 1 early
+	last_line out-early.txt 'hako-launch: FAILED: process "b" exited with code 3'
+	has logs/early/b.log '^exiting with code 3 at t=200000$'
+	has out-early.txt '^hako-launch: the "after" processes were not run$'
+	[ -e logs/early/report.log ] && fail "the after process ran"
+	all_gone
+	;;
+crash)
+	cat >crash.json <<-EOF
+	{
+	  "conductor": {"stop_at_usec": 5000000},
+	  "log_dir": "logs/crash",
+	  "processes": [$(asset a), $(asset c --die-at-usec 50000)]
+	}
+	EOF
+	launch 1 crash
+	last_line out-crash.txt 'hako-launch: FAILED: process "c" was killed by signal 9 (Killed)'
+	# An asset process that leaves with code 0 in the middle of the run: the domain error
+	# names it.
+	cat >zero.json <<-EOF
+	{
+	  "conductor": {"stop_at_usec": 5000000},
+	  "log_dir": "logs/zero",
+	  "processes": [$(asset a), $(asset z --exit-at-usec 50000 --exit-code 0)]
+	}
+	EOF
+	launch 1 zero
+	has out-zero.txt "^hako-launch: FAILED: process \"z\" \(asset 'z'\) exited with code 0: domain error: asset 'z' is dead"
+	all_gone
+	;;
+wait_log)
+	# srv prints its line after 0.5 s; a starts only then.
+	cat >log.json <<-EOF
+	{
+	  "conductor": {"stop_at_usec": 100000},
+	  "log_dir": "logs/log",
+	  "processes": [
+	    {"name": "srv", "command": "launch-test-asset", "args": ["--say", "listening on 42", "--say-delay-ms", "500"],
+	     "wait_for": {"log": "listening on", "timeout_ms": 5000}},
+	    $(asset a)
+	  ]
+	}
+	EOF
+	launch 0 log
+	has out-log.txt '^\[srv\] listening on 42$'
+	has out-log.txt '^hako-launch: srv is ready \(did print "listening on" (0\.[4-9][0-9]|[1-9][0-9]*\.[0-9]+) s after it started\)$'
+	ready=$(grep -n '^hako-launch: srv is ready' out-log.txt | cut -d: -f1)
+	started=$(grep -n '^hako-launch: started a ' out-log.txt | cut -d: -f1)
+	[ -n "$ready" ] && [ -n "$started" ] && [ "$ready" -lt "$started" ] ||
+		{ fail "a started before srv was ready"; show out-log.txt; }
+	has out-log.txt '^hako-launch: stopping srv \(pid [0-9]+, not an asset\): SIGTERM$'
+	# A line that never comes.
+	sed 's#"logs/log"#"logs/never"#; s#"timeout_ms": 5000#"timeout_ms": 600#; s#"listening on",#"never printed",#' log.json >never.json
+	launch 1 never
+	last_line out-never.txt 'hako-launch: FAILED: process "srv" did not print "never printed" within 600 ms'
+	lacks out-never.txt 'started a '
+	all_gone
+	;;
+asset_timeout)
+	cat >lazy.json <<-EOF
+	{
+	  "log_dir": "logs/lazy",
+	  "processes": [
+	    $(asset a),
+	    {"name": "lazy", "command": "launch-test-asset", "wait_for": {"asset": "lazy", "timeout_ms": 700}}
+	  ]
+	}
+	EOF
+	launch 1 lazy
+	last_line out-lazy.txt "hako-launch: FAILED: process \"lazy\" did not register asset 'lazy' within 700 ms"
+	all_gone
+	;;
+restart)
+	# helper fails once, is restarted, and the run goes on.
+	cat >restart.json <<-EOF
+	{
+	  "conductor": {"stop_at_usec": 1000000, "real_time_factor": 2},
+	  "log_dir": "logs/restart",
+	  "processes": [
+	    $(asset a),
+	    {"name": "helper", "command": "launch-test-asset", "args": ["--exit-now", "--exit-code", "4", "--once", "$tmp/once"],
+	     "restart": "on-failure", "max_restarts": 2}
+	  ]
+	}
+	EOF
+	launch 0 restart
+	has out-restart.txt '^hako-launch: helper \(pid [0-9]+\) exited with code 4; restarting it in 0\.25 s \(restart 1 of 2\)$'
+	has out-restart.txt '^hako-launch: restarted helper \(pid [0-9]+\)$'
+	has logs/restart/helper.log '^---- hako-launch: restart 1 of 2 ----$'
+	[ "$(grep -c '^pid=' logs/restart/helper.log)" -eq 2 ] || { fail "helper did not run twice"; show logs/restart/helper.log; }
+	has logs/restart/a.log '^done asset=a time=1000000 steps=1000$'
+	# A helper that always fails: restarted max_restarts times, then the launch fails.
+	sed 's#"logs/restart"#"logs/always"#; s#, "--once", "[^"]*"##; s#"max_restarts": 2#"max_restarts": 1#; s#"stop_at_usec": 1000000#"stop_at_usec": 20000000#' restart.json >always.json
+	launch 1 always
+	last_line out-always.txt 'hako-launch: FAILED: process "helper" exited with code 4 (after 1 restart)'
+	all_gone
+	;;
+restart_asset)
+	# b's asset dies in the run: b is restarted and the simulation starts again from 0.
+	cat >again.json <<-EOF
+	{
+	  "conductor": {"stop_at_usec": 300000},
+	  "log_dir": "logs/again",
+	  "grace_ms": 1000,
+	  "processes": [
+	    $(asset a --loop),
+	    {"name": "b", "command": "launch-test-asset", "args": ["--asset", "b", "--loop", "--die-at-usec", "100000", "--once", "$tmp/once"],
+	     "wait_for": {"asset": "b"}, "restart": "on-failure"}
+	  ]
+	}
+	EOF
+	launch 0 again
+	has out-again.txt '^hako-launch: b \(pid [0-9]+\) was killed by signal 9 \(Killed\); restarting it \(restart 1 of 3\) and the simulation from world time 0$'
+	has out-again.txt '^hako-launch: simulation restarted from world time 0 \(b restarted 1 of 3 times\)$'
+	has logs/again/a.log '^done asset=a time=300000 steps=300$'
+	has logs/again/b.log '^done asset=b time=300000 steps=300$'
+	has out-again.txt '^hako-launch: done: world time 0\.300 s'
+	all_gone
+	;;
+sigint)
+	# Ctrl-C while it runs: clean stop, exit 130, children gone (one ignores SIGTERM).
+	cat >int.json <<-EOF
+	{
+	  "conductor": {"real_time_factor": 1},
+	  "log_dir": "logs/int",
+	  "grace_ms": 1000,
+	  "processes": [
+	    $(asset a),
+	    {"name": "stubborn", "command": "launch-test-asset", "args": ["--ignore-term"]},
+	    {"name": "report", "command": "launch-test-asset", "phase": "after"}
+	  ]
+	}
+	EOF
+	"$LAUNCH" --path "$ASSET_DIR" int.json >out-int.txt 2>&1 &
+	pid=$!
+	bg_pids+=("$pid")
+	if wait_for_line out-int.txt '^hako-launch: simulation running' 20; then
+		sleep 0.3
+		kill -INT "$pid"
+	fi
+	timeout 30 tail --pid="$pid" -f /dev/null
+	wait "$pid"
+	rc=$?
+	[ "$rc" -eq 130 ] || { fail "hako-launch exited $rc after SIGINT, expected 130"; show out-int.txt; }
+	last_line out-int.txt 'hako-launch: stopped by SIGINT; every process has ended'
+	has out-int.txt '^hako-launch: stubborn \(pid [0-9]+\) ignored SIGTERM: SIGKILL$'
+	has logs/int/a.log '^done asset=a time=[0-9]+ steps=[0-9]+$'
+	[ -e logs/int/report.log ] && fail "the after process ran after Ctrl-C"
+	all_gone
+	;;
+killed)
+	# hako-launch itself killed with SIGKILL: its children die with it.
+	cat >kill.json <<-EOF
+	{
+	  "conductor": {"real_time_factor": 1},
+	  "log_dir": "logs/kill",
+	  "processes": [$(asset a), {"name": "plain", "command": "launch-test-asset"}]
+	}
+	EOF
+	"$LAUNCH" --path "$ASSET_DIR" kill.json >out-kill.txt 2>&1 &
+	pid=$!
+	bg_pids+=("$pid")
+	wait_for_line out-kill.txt '^hako-launch: simulation running' 20 && kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	sleep 0.5
+	for p in $(logged_pids); do
+		alive "$p" && fail "process $p outlived hako-launch"
+	done
+	[ -n "$(logged_pids)" ] || fail "no pid in the logs"
+	;;
+after)
+	# An "after" process runs once the simulation stopped; one that fails fails the launch.
+	cat >after.json <<-EOF
+	{
+	  "conductor": {"stop_at_usec": 200000},
+	  "log_dir": "logs/after",
+	  "processes": [
+	    $(asset a),
+	    {"name": "report", "command": "launch-test-asset", "args": ["--say", "report: all fine", "--sleep-ms", "0"], "phase": "after"}
+	  ]
+	}
+	EOF
+	launch 0 after
+	has out-after.txt '^\[report\] report: all fine$'
+	stop=$(grep -n '^hako-launch: stop time reached' out-after.txt | cut -d: -f1)
+	report=$(grep -n '^\[report\] report: all fine' out-after.txt | cut -d: -f1)
+	adone=$(grep -n '^\[a\] done asset=a' out-after.txt | cut -d: -f1)
+	[ -n "$stop" ] && [ -n "$report" ] && [ -n "$adone" ] && [ "$adone" -lt "$report" ] &&
+		[ "$stop" -lt "$report" ] || { fail "report did not run after the simulation"; show out-after.txt; }
+	has out-after.txt '^hako-launch: report \(pid [0-9]+\) exited with code 0$'
+	sed 's#"logs/after"#"logs/after5"#; s#"--say", "report: all fine"#"--exit-now", "--exit-code", "5"#' after.json >after5.json
+	launch 1 after5
+	last_line out-after5.txt 'hako-launch: FAILED: process "report" exited with code 5'
+	all_gone
+	;;
+busy_domain)
+	# The domain has a conductor already: refused, naming it.
+	d="launch-busy-$$"
+	"$HAKO_CMD" -d "$d" conductor -q >out-conductor.txt 2>&1 &
+	cpid=$!
+	bg_pids+=("$cpid")
+	wait_for_line out-conductor.txt 'running' 10
+	cat >busy.json <<-EOF
+	{"domain": "$d", "log_dir": "logs/busy", "processes": [$(asset a)]}
+	EOF
+	launch 1 busy
+	last_line out-busy.txt "hako-launch: FAILED: domain '$d' already has a conductor (pid $cpid); hako-launch is the conductor of its domain: stop that one or choose another \"domain\""
+	[ -e logs/busy/a.log ] && fail "a process was started"
+	kill -INT "$cpid"
+	wait "$cpid"
+	[ -e "/dev/shm/hako.$d" ] && fail "the conductor's segment is left"
+	# A broken launch file: exit 2 with file:line:column.
+	printf '{\n  "processes": [{"name": "x", "command": "no-such-program-here"}]\n}\n' >bad.json
+	launch 2 bad
+	has out-bad.txt '^hako-launch: bad\.json:2:42: processes\[0\]\.command: process "x": "no-such-program-here" not found \(looked in '
+	;;
+*)
+	echo "unknown scenario $SCENARIO"
+	exit 2
+	;;
+esac
+
+if [ "$fails" -ne 0 ]; then
+	echo "launch.$SCENARIO: $fails failure(s)"
+	exit 1
+fi
+echo "launch.$SCENARIO: ok"
