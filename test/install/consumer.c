@@ -1,6 +1,9 @@
-/* A program built against an installed hako: the Hakoniwa-style include and the handle API. */
+/* A program built against an installed hako: the Hakoniwa-style include, the handle API, and a
+ * generated PDU type header. */
 #include <hako_asset.h>
 #include <hako/domain.h>
+#include <hako/msgs/geometry_msgs/Twist.h>
+#include <hako/pdu.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +12,15 @@ int main(void)
 	hako_domain_config_t cfg;
 	hako_domain_config_default(&cfg);
 	if (cfg.max_assets == 0 || strcmp(hako_strerror(HAKO_ESIZE), "size mismatch") != 0) {
+		return 1;
+	}
+	unsigned char pdu[HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST];
+	if (hako_pdu_geometry_msgs_Twist_init(pdu, sizeof(pdu)) != 0) {
+		return 1;
+	}
+	Hako_Twist *t = hako_pdu_geometry_msgs_Twist_base(pdu);
+	t->linear.x = 1.5;
+	if (hako_pdu_classify(pdu, sizeof(pdu)) != HAKO_PDU_VALID) {
 		return 1;
 	}
 	printf("hako consumer ok\n");
