@@ -23,6 +23,7 @@
 
 #include "bench_common.h"
 #include "hako/msg.h"
+#include "hako/msgs/geometry_msgs/Twist.h"
 #include "hako/pdu.h"
 
 enum { OP_MEMCPY, OP_ENCODE, OP_DECODE, OP_TO_JSON, OP_FROM_JSON, NOPS };
@@ -232,25 +233,40 @@ static const uint8_t *varray(const payload_t *p, const uint8_t *ref, uint32_t el
 	return a;
 }
 
-/* Twist: o[0] linear, o[1] angular (each 3 float64). */
+/* Twist, a fixed-size type, goes through its generated header (hako-msggen), as C code using
+ * the type does: init + the struct's fields on encode; hako_pdu_geometry_msgs_Twist_get (for a
+ * type without variable arrays or strings, the same checks as hako_pdu_validate, inline) + the
+ * fields on decode. o[0] linear, o[1] angular (each 3 float64). */
 static void twist_encode(payload_t *p)
 {
 	const twist_app_t *v = p->in;
-	hako_pdu_writer_t w;
-	hako_pdu_writer_init(&w, p->type, p->dst, p->cap);
-	uint8_t *b = hako_pdu_base(p->dst);
-	memcpy(b + p->o[0], v->linear, sizeof(v->linear));
-	memcpy(b + p->o[1], v->angular, sizeof(v->angular));
-	finish(p, &w);
+	if (hako_pdu_geometry_msgs_Twist_init(p->dst, p->cap) != 0) {
+		die("%s: encode: buffer too small", p->name);
+	}
+	Hako_Twist *b = hako_pdu_geometry_msgs_Twist_base(p->dst);
+	b->linear.x = v->linear[0];
+	b->linear.y = v->linear[1];
+	b->linear.z = v->linear[2];
+	b->angular.x = v->angular[0];
+	b->angular.y = v->angular[1];
+	b->angular.z = v->angular[2];
+	p->enc_len = HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST;
+	((uint8_t *)p->dst)[HAKO_PDU_EPOCH_OFFSET] = ++p->epoch;
 }
 
 static void twist_decode(payload_t *p)
 {
 	twist_app_t *v = p->out;
-	validate(p);
-	const uint8_t *b = p->pdu + HAKO_PDU_META_SIZE;
-	memcpy(v->linear, b + p->o[0], sizeof(v->linear));
-	memcpy(v->angular, b + p->o[1], sizeof(v->angular));
+	const Hako_Twist *b = hako_pdu_geometry_msgs_Twist_get(p->pdu, p->pdu_len);
+	if (b == NULL) {
+		die("%s: decode: PDU refused", p->name);
+	}
+	v->linear[0] = b->linear.x;
+	v->linear[1] = b->linear.y;
+	v->linear[2] = b->linear.z;
+	v->angular[0] = b->angular.x;
+	v->angular[1] = b->angular.y;
+	v->angular[2] = b->angular.z;
 }
 
 static int twist_same(const payload_t *p)

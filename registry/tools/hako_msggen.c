@@ -433,6 +433,22 @@ static const char *const pdu_types_header =
     "\treturn 0;\n"
     "}\n"
     "\n"
+    "/* A PDU of a type without variable arrays or strings is well formed when its meta header\n"
+    " * is: magic, version, base offset 24, heap offset 24 + base rounded up to 8, total size\n"
+    " * between the heap offset and len. This is hako_pdu_validate for such types, inline. */\n"
+    "static inline int hako_pdu_gen_check_fixed(const void *pdu, size_t len, uint32_t base_size)\n"
+    "{\n"
+    "\tuint32_t heap_off = HAKO_PDU_META_SIZE + ((base_size + 7u) & ~7u);\n"
+    "\tuint32_t meta[5];\n"
+    "\tif (pdu == NULL || len < heap_off) {\n"
+    "\t\treturn 0;\n"
+    "\t}\n"
+    "\tmemcpy(meta, pdu, sizeof(meta));\n"
+    "\treturn meta[0] == HAKO_PDU_MAGIC && meta[1] == HAKO_PDU_VERSION &&\n"
+    "\t       meta[2] == HAKO_PDU_META_SIZE && meta[3] == heap_off && meta[4] >= heap_off &&\n"
+    "\t       meta[4] <= len;\n"
+    "}\n"
+    "\n"
     "/* hako_pdu_gen_init, and w set up as hako_pdu_writer_init sets it up for the same type,\n"
     " * so that hako_pdu_writer_varray and hako_pdu_writer_finish (hako/pdu.h) work on it. */\n"
     "static inline int hako_pdu_gen_writer_init(hako_pdu_writer_t *w, void *pdu, size_t cap,\n"
@@ -559,6 +575,19 @@ static void write_varray_helpers(FILE *o, const char *s, const hako_msg_field_t 
 	    f->name, e, s, mn, s, e, mn, e);
 }
 
+/* A string field at any depth (fixed arrays and nested structs included). */
+static int has_string(const hako_msg_type_t *t)
+{
+	for (size_t i = 0; i < t->field_count; i++) {
+		const hako_msg_field_t *f = &t->fields[i];
+		if (f->kind == HAKO_MSG_STRING ||
+		    (f->kind == HAKO_MSG_STRUCT && f->type != NULL && has_string(f->type))) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int write_header(struct gen *g, const hako_msg_type_t *t)
 {
 	char s[2 * HAKO_MSG_NAME_MAX], m[2 * HAKO_MSG_NAME_MAX], path[1024];
@@ -671,6 +700,20 @@ static int write_header(struct gen *g, const hako_msg_type_t *t)
 	        "\treturn hako_pdu_gen_init(pdu, cap, (uint32_t)sizeof(Hako_%s));\n"
 	        "}\n",
 	        t->full_name, s, s, s, t->full_name, s, s);
+	if (!t->has_varray && !has_string(t)) {
+		fprintf(
+		    o,
+		    "\n/* The base struct of a PDU of %s of len bytes, NULL unless the PDU is\n"
+		    " * well formed (for this type, which holds no variable array and no string,\n"
+		    " * that is exactly what hako_pdu_validate checks). */\n"
+		    "static inline const Hako_%s *hako_pdu_%s_get(const void *pdu, size_t len)\n"
+		    "{\n"
+		    "\treturn hako_pdu_gen_check_fixed(pdu, len, (uint32_t)sizeof(Hako_%s))\n"
+		    "\t           ? (const Hako_%s *)((const uint8_t *)pdu + HAKO_PDU_META_SIZE)\n"
+		    "\t           : NULL;\n"
+		    "}\n",
+		    t->full_name, s, s, s, s);
+	}
 	if (t->has_varray) {
 		fprintf(
 		    o,

@@ -69,6 +69,53 @@ static char *to_json(const hako_msg_type_t *t, const void *pdu, size_t len)
 	return json;
 }
 
+/* The inline _get of a fixed type accepts exactly what hako_pdu_validate accepts, on every
+ * single-byte change of the meta header and on every length. */
+static void test_fixed_get_agrees_with_validate(void **state)
+{
+	(void)state;
+	hako_msg_registry_t *reg;
+	const hako_msg_type_t *twist;
+	assert_int_equal(hako_msg_registry_create(&reg), 0);
+	assert_int_equal(hako_msg_registry_get(reg, "geometry_msgs/Twist", &twist, NULL), 0);
+	uint8_t good[HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST + 8];
+	memset(good, 0, sizeof(good));
+	assert_int_equal(hako_pdu_geometry_msgs_Twist_init(good, sizeof(good)), 0);
+	hako_pdu_geometry_msgs_Twist_base(good)->angular.z = 0.5;
+	const Hako_Twist *t =
+	    hako_pdu_geometry_msgs_Twist_get(good, HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST);
+	assert_non_null(t);
+	assert_true(t->angular.z == 0.5);
+	int accepted = 0;
+	for (size_t len = 0; len <= sizeof(good); len++) {
+		for (int byte = -1; byte < (int)HAKO_PDU_META_SIZE; byte++) {
+			for (int v = 0; v < 4; v++) {
+				uint8_t pdu[sizeof(good)];
+				memcpy(pdu, good, sizeof(pdu));
+				if (byte >= 0) {
+					static const uint8_t values[4] = {0x00, 0x01, 0x48, 0xff};
+					if (pdu[byte] == values[v]) {
+						continue;
+					}
+					pdu[byte] = values[v];
+				} else if (v > 0) {
+					continue;
+				}
+				int by_get = hako_pdu_geometry_msgs_Twist_get(pdu, len) != NULL;
+				int by_validate = hako_pdu_validate(twist, pdu, len, NULL) == 0;
+				if (by_get != by_validate) {
+					fail_msg("len %zu, byte %d = 0x%02x: _get %d, validate %d",
+					         len, byte, byte >= 0 ? pdu[byte] : 0, by_get,
+					         by_validate);
+				}
+				accepted += by_get;
+			}
+		}
+	}
+	assert_true(accepted > 0); /* the epoch, flags and reserved bytes may take any value */
+	hako_msg_registry_destroy(reg);
+}
+
 static void test_sizes(void **state)
 {
 	(void)state;
@@ -254,6 +301,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_fixed_get_agrees_with_validate),
 	    cmocka_unit_test(test_fixed_type_written_through_struct),
 	    cmocka_unit_test(test_varray_written_through_helpers),
 	    cmocka_unit_test(test_writer_too_small),
