@@ -15,7 +15,6 @@
 
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,75 +22,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hako_cases.h"
 #include "launch_config.h"
 
 #define MIN_CASES 20
 
 static const char *cases_dir = "cases";
 
-struct test_case {
-	char name[256];
-	char dir[PATH_MAX];
-};
-
-static char *read_all(const char *path)
+static void run_case(const char *case_dir, const char *input, char *actual, size_t len, void *arg)
 {
-	FILE *f = fopen(path, "rb");
-	if (f == NULL) {
-		return NULL;
-	}
-	size_t cap = 4096, used = 0, n;
-	char *buf = malloc(cap);
-	while (buf != NULL && (n = fread(buf + used, 1, cap - used - 1, f)) > 0) {
-		used += n;
-		if (cap - used < 2) {
-			cap *= 2;
-			char *nbuf = realloc(buf, cap);
-			if (nbuf == NULL) {
-				free(buf);
-			}
-			buf = nbuf;
-		}
-	}
-	fclose(f);
-	if (buf != NULL) {
-		buf[used] = '\0';
-	}
-	return buf;
-}
-
-static void trim_end(char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ')) {
-		s[--n] = '\0';
-	}
-}
-
-/* Replace every occurrence of from in s (of capacity cap) with to (not longer than from). */
-static void replace_all(char *s, const char *from, const char *to)
-{
-	size_t fl = strlen(from), tl = strlen(to);
-	char *hit = s;
-	while (fl > 0 && (hit = strstr(hit, from)) != NULL) {
-		memmove(hit + tl, hit + fl, strlen(hit + fl) + 1);
-		memcpy(hit, to, tl);
-		hit += tl;
-	}
-}
-
-static void run_case(void **state)
-{
-	const struct test_case *tc = *state;
-	char expected_path[PATH_MAX + 16], real[PATH_MAX], prefix[PATH_MAX + 1], old[PATH_MAX];
-	snprintf(expected_path, sizeof(expected_path), "%s/expected.txt", tc->dir);
-	char *expected = read_all(expected_path);
-	assert_non_null(expected);
-	trim_end(expected);
-	assert_non_null(realpath(tc->dir, real));
-	snprintf(prefix, sizeof(prefix), "%s/", real);
+	(void)input;
+	(void)arg;
+	char old[PATH_MAX];
 	assert_non_null(getcwd(old, sizeof(old)));
-	assert_int_equal(chdir(real), 0);
+	assert_int_equal(chdir(case_dir), 0);
 
 	setenv("PATH", "/nonexistent-launch-path", 1);
 	setenv("LAUNCH_TEST_VAR", "value", 1);
@@ -104,9 +48,7 @@ static void run_case(void **state)
 	hakoi_launch_options_t opt = {"launch-test", search,
 	                              stat("search", &st) == 0 && S_ISDIR(st.st_mode) ? 1u : 0u};
 
-	char *actual = NULL;
-	size_t actual_len = 0;
-	FILE *out = open_memstream(&actual, &actual_len);
+	FILE *out = fmemopen(actual, len, "w");
 	assert_non_null(out);
 	hakoi_launch_config_t *cfg = NULL;
 	hako_error_t err;
@@ -124,18 +66,6 @@ static void run_case(void **state)
 	fclose(out);
 	hakoi_launch_free(cfg);
 	assert_int_equal(chdir(old), 0);
-	replace_all(actual, prefix, "");
-	replace_all(actual, real, ".");
-	trim_end(actual);
-
-	int same = strcmp(expected, actual) == 0;
-	if (!same) {
-		print_error("case %s\n--- expected\n%s\n--- actual\n%s\n", tc->name, expected,
-		            actual);
-	}
-	free(expected);
-	free(actual);
-	assert_true(same);
 }
 
 /* A missing file is HAKO_ENOENT with the file named. */
@@ -152,59 +82,16 @@ static void missing_file(void **state)
 	                    "/nonexistent/launch.json: cannot read: No such file or directory");
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(((const struct test_case *)a)->name, ((const struct test_case *)b)->name);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
 		cases_dir = argv[1];
 	}
-	DIR *d = opendir(cases_dir);
-	if (d == NULL) {
-		fprintf(stderr, "cannot open %s\n", cases_dir);
-		return 1;
-	}
-	size_t cap = 64, n = 0;
-	struct test_case *cases = calloc(cap, sizeof(*cases));
-	struct dirent *e;
-	while (cases != NULL && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.') {
-			continue;
-		}
-		if (n == cap) {
-			cap *= 2;
-			struct test_case *nc = realloc(cases, cap * sizeof(*cases));
-			if (nc == NULL) {
-				break;
-			}
-			cases = nc;
-		}
-		snprintf(cases[n].name, sizeof(cases[n].name), "%s", e->d_name);
-		snprintf(cases[n].dir, sizeof(cases[n].dir), "%s/%s", cases_dir, e->d_name);
-		n++;
-	}
-	closedir(d);
-	if (cases == NULL || n < MIN_CASES) {
-		fprintf(stderr, "only %zu cases in %s (expected at least %d)\n", n, cases_dir,
-		        MIN_CASES);
-		free(cases);
-		return 1;
-	}
-	qsort(cases, n, sizeof(*cases), by_name);
-	struct CMUnitTest *tests = calloc(n + 1, sizeof(*tests));
-	if (tests == NULL) {
-		free(cases);
-		return 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		tests[i] = (struct CMUnitTest){cases[i].name, run_case, NULL, NULL, &cases[i]};
-	}
-	tests[n] = (struct CMUnitTest){"missing_file", missing_file, NULL, NULL, NULL};
-	int rc = _cmocka_run_group_tests("launch_config", tests, n + 1, NULL, NULL);
-	free(tests);
-	free(cases);
+	int rc = htc_run_cases("launch_config", cases_dir, "launch.json", MIN_CASES, HTC_EVERY_DIR,
+	                       run_case, NULL);
+	const struct CMUnitTest api[] = {
+	    cmocka_unit_test(missing_file),
+	};
+	rc += cmocka_run_group_tests_name("launch_config_api", api, NULL, NULL);
 	return rc;
 }

@@ -4,7 +4,8 @@ add_executable(test_msg test_msg.c)
 target_compile_definitions(test_msg PRIVATE
   HAKO_MSG_CASES="${CMAKE_CURRENT_SOURCE_DIR}/msg_cases"
   HAKO_MSG_BUILTIN_DIR="${PROJECT_SOURCE_DIR}/registry/msg")
-target_link_libraries(test_msg PRIVATE hako_registry PkgConfig::CMOCKA Threads::Threads)
+target_link_libraries(test_msg PRIVATE hako_registry hako_testcases PkgConfig::CMOCKA
+                      Threads::Threads)
 add_test(NAME registry.msg COMMAND test_msg ${CMAKE_CURRENT_SOURCE_DIR}/msg_cases)
 
 # embed_msgs.cmake run on msg_embed/ (quotes, backslashes, '?', tabs, CRLF, a text too long for

@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "hako/msg.h"
+#include "hako_cases.h"
 
 #ifndef HAKO_MSG_CASES
 #define HAKO_MSG_CASES "msg_cases"
@@ -36,40 +36,7 @@
 
 static const char *cases_dir = HAKO_MSG_CASES;
 
-struct test_case {
-	char name[256];
-	char dir[1024];
-};
-
 /* ---- helpers ---- */
-
-static char *read_all(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (f == NULL) {
-		return NULL;
-	}
-	size_t cap = 4096;
-	size_t used = 0;
-	char *buf = malloc(cap);
-	size_t n;
-	while (buf != NULL && (n = fread(buf + used, 1, cap - used - 1, f)) > 0) {
-		used += n;
-		if (cap - used < 2) {
-			cap *= 2;
-			char *nbuf = realloc(buf, cap);
-			if (nbuf == NULL) {
-				free(buf);
-			}
-			buf = nbuf;
-		}
-	}
-	fclose(f);
-	if (buf != NULL) {
-		buf[used] = '\0';
-	}
-	return buf;
-}
 
 static void write_file(const char *dir, const char *rel, const char *text)
 {
@@ -106,42 +73,6 @@ static void rm_tree(const char *dir)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static void trim_end(char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ')) {
-		s[--n] = '\0';
-	}
-}
-
-/* Replace every occurrence of from with to (to no longer than from). */
-static void replace_all(char *s, const char *from, const char *to)
-{
-	size_t flen = strlen(from);
-	size_t tlen = strlen(to);
-	char *hit;
-	char *p = s;
-	while (flen > 0 && (hit = strstr(p, from)) != NULL) {
-		memmove(hit + tlen, hit + flen, strlen(hit + flen) + 1);
-		memcpy(hit, to, tlen);
-		p = hit + tlen;
-	}
-}
-
-static void append(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	if (used >= len) {
-		return;
-	}
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
-
 static const char *form_name(hako_msg_form_t form)
 {
 	switch (form) {
@@ -155,11 +86,11 @@ static const char *form_name(hako_msg_form_t form)
 static void format_type(const hako_msg_type_t *t, char *buf, size_t len)
 {
 	buf[0] = '\0';
-	append(buf, len, "ok\ntype %s size=%u align=%u varray=%d\n", t->full_name,
-	       (unsigned)t->size, (unsigned)t->align, t->has_varray);
+	htc_append(buf, len, "ok\ntype %s size=%u align=%u varray=%d\n", t->full_name,
+	           (unsigned)t->size, (unsigned)t->align, t->has_varray);
 	for (size_t i = 0; i < t->field_count; i++) {
 		const hako_msg_field_t *f = &t->fields[i];
-		append(
+		htc_append(
 		    buf, len, "%s %s %s %u %u %u\n", f->name,
 		    f->kind == HAKO_MSG_STRUCT ? f->type->full_name : hako_msg_kind_name(f->kind),
 		    form_name(f->form), (unsigned)f->offset, (unsigned)f->size, (unsigned)f->count);
@@ -214,95 +145,28 @@ static void check_field(const hako_msg_type_t *t, const char *name, hako_msg_kin
 
 /* ---- data-driven cases ---- */
 
-static void run_case(void **state)
+static void run_case(const char *case_dir, const char *input, char *actual, size_t len, void *arg)
 {
-	const struct test_case *tc = *state;
-	char input[1100];
-	char expected_path[1100];
-	char prefix[1100];
-	snprintf(input, sizeof(input), "%s/input.msg", tc->dir);
-	snprintf(expected_path, sizeof(expected_path), "%s/expected.txt", tc->dir);
-	snprintf(prefix, sizeof(prefix), "%s/", tc->dir);
-
-	char *expected = read_all(expected_path);
-	char *text = read_all(input);
-	assert_non_null(expected);
+	(void)arg;
+	char *text = htc_read_all(input, NULL);
 	assert_non_null(text);
-	trim_end(expected);
 
-	static char actual[65536];
 	hako_msg_registry_t *reg = new_registry();
-	assert_int_equal(hako_msg_registry_add_path(reg, tc->dir), 0);
+	assert_int_equal(hako_msg_registry_add_path(reg, case_dir), 0);
 	const hako_msg_type_t *t = NULL;
 	hako_error_t err;
 	int rc = hako_msg_registry_add_text(reg, "case", "Input", text, input, &t, &err);
 	if (rc == 0) {
 		assert_non_null(t);
 		assert_string_equal(t->path, input);
-		format_type(t, actual, sizeof(actual));
+		format_type(t, actual, len);
 	} else {
 		assert_null(t);
 		assert_int_equal(rc, HAKO_ECONFIG);
-		hako_error_format(&err, actual, sizeof(actual));
-		replace_all(actual, prefix, "");
-		replace_all(actual, tc->dir, ".");
+		hako_error_format(&err, actual, len);
 	}
-	trim_end(actual);
 	hako_msg_registry_destroy(reg);
-
-	int same = strcmp(expected, actual) == 0;
-	if (!same) {
-		print_error("case %s\n--- expected\n%s\n--- actual\n%s\n", tc->name, expected,
-		            actual);
-	}
-	free(expected);
 	free(text);
-	assert_true(same);
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(((const struct test_case *)a)->name, ((const struct test_case *)b)->name);
-}
-
-static size_t find_cases(struct test_case **out)
-{
-	DIR *dir = opendir(cases_dir);
-	size_t count = 0;
-	size_t cap = 0;
-	struct test_case *cases = NULL;
-	struct dirent *de;
-	*out = NULL;
-	if (dir == NULL) {
-		return 0;
-	}
-	while ((de = readdir(dir)) != NULL) {
-		struct test_case tc;
-		char expected[1100];
-		struct stat st;
-		if (de->d_name[0] == '.') {
-			continue;
-		}
-		snprintf(tc.name, sizeof(tc.name), "%s", de->d_name);
-		snprintf(tc.dir, sizeof(tc.dir), "%s/%s", cases_dir, de->d_name);
-		snprintf(expected, sizeof(expected), "%s/expected.txt", tc.dir);
-		if (stat(expected, &st) != 0) {
-			continue;
-		}
-		if (count == cap) {
-			cap = cap > 0 ? cap * 2 : 64;
-			struct test_case *ncases = realloc(cases, cap * sizeof(*cases));
-			if (ncases == NULL) {
-				break;
-			}
-			cases = ncases;
-		}
-		cases[count++] = tc;
-	}
-	closedir(dir);
-	qsort(cases, count, sizeof(*cases), by_name);
-	*out = cases;
-	return count;
 }
 
 /* ---- layout ---- */
@@ -756,7 +620,7 @@ static void test_builtins_sorted_and_same_as_files(void **state)
 
 		char path[1024];
 		snprintf(path, sizeof(path), "%s/%s/%s.msg", HAKO_MSG_BUILTIN_DIR, pkg, name);
-		char *file = read_all(path);
+		char *file = htc_read_all(path, NULL);
 		assert_non_null(file);
 		assert_string_equal(hako_msg_builtin_text(pkg, name), file);
 		assert_true(file[0] == '#'); /* each starts with a line saying what it is */
@@ -1207,26 +1071,8 @@ int main(int argc, char **argv)
 		cases_dir = argv[1];
 	}
 	unsetenv("HAKO_MSG_PATH"); /* the caller's folders must not change what the tests see */
-	struct test_case *cases;
-	size_t count = find_cases(&cases);
-	if (count < MIN_CASES) {
-		fprintf(stderr, "only %zu cases found in %s\n", count, cases_dir);
-		free(cases);
-		return 1;
-	}
-	struct CMUnitTest *tests = calloc(count, sizeof(*tests));
-	if (tests == NULL) {
-		free(cases);
-		return 1;
-	}
-	for (size_t i = 0; i < count; i++) {
-		tests[i].name = cases[i].name;
-		tests[i].test_func = run_case;
-		tests[i].initial_state = &cases[i];
-	}
-	int failed = _cmocka_run_group_tests("msg_cases", tests, count, NULL, NULL);
-	free(tests);
-	free(cases);
+	int failed =
+	    htc_run_cases("msg_cases", cases_dir, "input.msg", MIN_CASES, 0, run_case, NULL);
 
 	const struct CMUnitTest api[] = {
 	    cmocka_unit_test(test_layout_twist),

@@ -9,13 +9,12 @@
 
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "hako/pdudef.h"
+#include "hako_cases.h"
 
 #ifndef HAKO_PDUDEF_CASES
 #define HAKO_PDUDEF_CASES "cases"
@@ -25,171 +24,39 @@
 
 static const char *cases_dir = HAKO_PDUDEF_CASES;
 
-struct test_case {
-	char name[256];
-	char dir[1024];
-};
-
-static char *read_all(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (f == NULL) {
-		return NULL;
-	}
-	size_t cap = 4096;
-	size_t used = 0;
-	char *buf = malloc(cap);
-	size_t n;
-	while (buf != NULL && (n = fread(buf + used, 1, cap - used - 1, f)) > 0) {
-		used += n;
-		if (cap - used < 2) {
-			cap *= 2;
-			char *nbuf = realloc(buf, cap);
-			if (nbuf == NULL) {
-				free(buf);
-			}
-			buf = nbuf;
-		}
-	}
-	fclose(f);
-	if (buf != NULL) {
-		buf[used] = '\0';
-	}
-	return buf;
-}
-
-static void trim_end(char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ')) {
-		s[--n] = '\0';
-	}
-}
-
-/* Remove every occurrence of prefix from s, so paths read relative to the case folder. */
-static void strip_all(char *s, const char *prefix)
-{
-	size_t plen = strlen(prefix);
-	char *hit;
-	while (plen > 0 && (hit = strstr(s, prefix)) != NULL) {
-		memmove(hit, hit + plen, strlen(hit + plen) + 1);
-	}
-}
-
-static void append(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	if (used >= len) {
-		return;
-	}
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
-
 static void format_def(const hako_pdudef_t *def, char *buf, size_t len)
 {
 	buf[0] = '\0';
-	append(buf, len, "ok\n");
+	htc_append(buf, len, "ok\n");
 	for (size_t i = 0; i < def->robot_count; i++) {
 		const hako_pdudef_robot_t *r = &def->robots[i];
-		append(buf, len, "robot %s\n", r->name);
+		htc_append(buf, len, "robot %s\n", r->name);
 		for (size_t j = 0; j < r->pdu_count; j++) {
 			const hako_pdudef_pdu_t *p = &r->pdus[j];
-			append(buf, len, "  pdu %s ch=%d size=%u type=%s r=%d w=%d\n", p->name,
-			       (int)p->channel_id, (unsigned)p->pdu_size, p->type, p->is_reader,
-			       p->is_writer);
+			htc_append(buf, len, "  pdu %s ch=%d size=%u type=%s r=%d w=%d\n", p->name,
+			           (int)p->channel_id, (unsigned)p->pdu_size, p->type, p->is_reader,
+			           p->is_writer);
 		}
 	}
 }
 
-static void run_case(void **state)
+static void run_case(const char *case_dir, const char *input, char *actual, size_t len, void *arg)
 {
-	const struct test_case *tc = *state;
-	char input[1100];
-	char expected_path[1100];
-	char prefix[1100];
-	snprintf(input, sizeof(input), "%s/input.json", tc->dir);
-	snprintf(expected_path, sizeof(expected_path), "%s/expected.txt", tc->dir);
-	snprintf(prefix, sizeof(prefix), "%s/", tc->dir);
-
-	char *expected = read_all(expected_path);
-	assert_non_null(expected);
-	trim_end(expected);
-
-	static char actual[65536];
+	(void)case_dir;
+	(void)arg;
 	hako_pdudef_t *def = NULL;
 	hako_error_t err;
 	int rc = hako_pdudef_load(input, &def, &err);
 	if (rc == 0) {
 		assert_non_null(def);
 		assert_string_equal(def->path, input);
-		format_def(def, actual, sizeof(actual));
+		format_def(def, actual, len);
 	} else {
 		assert_null(def);
 		assert_true(rc == HAKO_ECONFIG || rc == HAKO_ENOENT);
-		hako_error_format(&err, actual, sizeof(actual));
-		strip_all(actual, prefix);
+		hako_error_format(&err, actual, len);
 	}
-	trim_end(actual);
 	hako_pdudef_free(def);
-
-	int same = strcmp(expected, actual) == 0;
-	if (!same) {
-		print_error("case %s\n--- expected\n%s\n--- actual\n%s\n", tc->name, expected,
-		            actual);
-	}
-	free(expected);
-	assert_true(same);
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(((const struct test_case *)a)->name, ((const struct test_case *)b)->name);
-}
-
-/* Every folder under cases_dir that holds an expected.txt, sorted by name. */
-static size_t find_cases(struct test_case **out)
-{
-	DIR *dir = opendir(cases_dir);
-	size_t count = 0;
-	size_t cap = 0;
-	struct test_case *cases = NULL;
-	struct dirent *de;
-	*out = NULL;
-	if (dir == NULL) {
-		return 0;
-	}
-	while ((de = readdir(dir)) != NULL) {
-		struct test_case tc;
-		char expected[1100];
-		struct stat st;
-		if (de->d_name[0] == '.') {
-			continue;
-		}
-		snprintf(tc.name, sizeof(tc.name), "%s", de->d_name);
-		snprintf(tc.dir, sizeof(tc.dir), "%s/%s", cases_dir, de->d_name);
-		snprintf(expected, sizeof(expected), "%s/expected.txt", tc.dir);
-		if (stat(expected, &st) != 0) {
-			continue;
-		}
-		if (count == cap) {
-			cap = cap > 0 ? cap * 2 : 64;
-			struct test_case *ncases = realloc(cases, cap * sizeof(*cases));
-			if (ncases == NULL) {
-				break;
-			}
-			cases = ncases;
-		}
-		cases[count++] = tc;
-	}
-	closedir(dir);
-	qsort(cases, count, sizeof(*cases), by_name);
-	*out = cases;
-	return count;
 }
 
 static void case_path(char *buf, size_t len, const char *name)
@@ -318,26 +185,8 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		cases_dir = argv[1];
 	}
-	struct test_case *cases;
-	size_t count = find_cases(&cases);
-	if (count < MIN_CASES) {
-		fprintf(stderr, "only %zu cases found in %s\n", count, cases_dir);
-		free(cases);
-		return 1;
-	}
-	struct CMUnitTest *tests = calloc(count, sizeof(*tests));
-	if (tests == NULL) {
-		free(cases);
-		return 1;
-	}
-	for (size_t i = 0; i < count; i++) {
-		tests[i].name = cases[i].name;
-		tests[i].test_func = run_case;
-		tests[i].initial_state = &cases[i];
-	}
-	int failed = _cmocka_run_group_tests("pdudef_cases", tests, count, NULL, NULL);
-	free(tests);
-	free(cases);
+	int failed =
+	    htc_run_cases("pdudef_cases", cases_dir, "input.json", MIN_CASES, 0, run_case, NULL);
 
 	const struct CMUnitTest api[] = {
 	    cmocka_unit_test(test_lookups),
