@@ -1,0 +1,192 @@
+/* Endpoint config files (Hakoniwa's formats, so existing configs load unchanged): the endpoint
+ * file, the cache and comm files it names, the optional pdudef, and the container file that lists
+ * the endpoints of each node. Schemas: configs/schema/{endpoint,cache,comm,
+ * endpoint_container}.schema.json.
+ *
+ * Every key of these files is either stored here (and honoured by the endpoint) or refused with
+ * a message: unknown keys are errors. Fields stored beyond what Hakoniwa's own endpoint reads:
+ *  - websocket options secure (only false: "TLS is not supported"), ping_interval_sec,
+ *    handshake_timeout_ms, connect/read/write_timeout_ms;
+ *  - tcp/udp options blocking (false = the comm thread never waits on a socket), every tcp
+ *    option, linger, udp broadcast and multicast;
+ *  - hako's own options max_body_bytes (default 16 MiB, 1..1 GiB) and send_queue_depth
+ *    (default 256, 1..65536) of tcp, udp and websocket;
+ *  - container entries' direction and mode.
+ * Refused: tcp "expected_clients" (Hakoniwa's TCP mux).
+ *
+ * Paths in a file are relative to the folder of that file. Errors fill a hako_error_t with
+ * file:line:column of the offending value and "path: what"; an error inside a referenced file
+ * names that file.
+ */
+#ifndef HAKO_ENDPOINT_CONFIG_H
+#define HAKO_ENDPOINT_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/endpoint_cache.h"
+#include "hako/error.h"
+#include "hako/pdudef.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HAKO_ENDPOINT_NAME_MAX      257 /* bytes including the NUL: names are 1..256 chars */
+#define HAKO_ENDPOINT_PATH_MAX      512
+#define HAKO_ENDPOINT_MAX_BODY      (1u << 30)
+#define HAKO_ENDPOINT_DEFAULT_BODY  (16u << 20)
+#define HAKO_ENDPOINT_DEFAULT_SENDQ 256u
+#define HAKO_ENDPOINT_MAX_SENDQ     65536u
+
+typedef enum hako_comm_protocol {
+	HAKO_COMM_TCP = 0,
+	HAKO_COMM_UDP = 1,
+	HAKO_COMM_SHM = 2,
+	HAKO_COMM_WEBSOCKET = 3,
+} hako_comm_protocol_t;
+
+typedef enum hako_comm_direction {
+	HAKO_COMM_IN = 1,
+	HAKO_COMM_OUT = 2,
+	HAKO_COMM_INOUT = 3, /* the default */
+} hako_comm_direction_t;
+
+typedef enum hako_comm_role {
+	HAKO_COMM_ROLE_NONE = 0, /* udp, shm */
+	HAKO_COMM_SERVER = 1,
+	HAKO_COMM_CLIENT = 2,
+} hako_comm_role_t;
+
+typedef enum hako_shm_impl {
+	HAKO_SHM_CALLBACK = 0,
+	HAKO_SHM_POLL = 1,
+} hako_shm_impl_t;
+
+/* local / remote. tcp, udp: address (IPv4/IPv6 literal, family AF_INET/AF_INET6) + port.
+ * websocket local: port (address "0.0.0.0" unless given); remote: host + port + path ("/"). */
+typedef struct hako_comm_addr {
+	int present;
+	int family;
+	char address[64];
+	char host[256];
+	char path[256];
+	uint16_t port;
+} hako_comm_addr_t;
+
+typedef struct hako_comm_tcp_options {
+	uint32_t backlog;            /* 5 */
+	uint32_t connect_timeout_ms; /* 1000 */
+	uint32_t read_timeout_ms;    /* 1000 */
+	uint32_t write_timeout_ms;   /* 1000 */
+	int blocking;                /* 1 */
+	int reuse_address;           /* 1 */
+	int keepalive;               /* 1 */
+	int no_delay;                /* 1 */
+	uint32_t recv_buffer_size;   /* 8192 */
+	uint32_t send_buffer_size;   /* 8192 */
+	int linger_enabled;          /* 0 */
+	uint32_t linger_timeout_sec; /* 0 */
+} hako_comm_tcp_options_t;
+
+typedef struct hako_comm_udp_options {
+	uint32_t buffer_size; /* 8192 */
+	uint32_t timeout_ms;  /* 1000 */
+	int blocking;         /* 1 */
+	int reuse_address;    /* 1 */
+	int broadcast;        /* 0 */
+	int multicast_enabled;
+	char multicast_group[64];     /* a multicast address, required when enabled */
+	char multicast_interface[64]; /* "0.0.0.0" */
+	uint32_t multicast_ttl;       /* 1 */
+} hako_comm_udp_options_t;
+
+typedef struct hako_comm_ws_options {
+	uint32_t ping_interval_sec;    /* 0 = no pings */
+	uint32_t handshake_timeout_ms; /* 5000 */
+	uint32_t connect_timeout_ms;   /* 1000 */
+	uint32_t read_timeout_ms;      /* 1000 */
+	uint32_t write_timeout_ms;     /* 1000 */
+} hako_comm_ws_options_t;
+
+typedef struct hako_comm_shm_pdu {
+	char name[HAKO_PDUDEF_NAME_MAX];
+	int notify_on_recv;
+	int32_t channel_id; /* from the pdudef */
+	uint32_t pdu_size;  /* from the pdudef */
+} hako_comm_shm_pdu_t;
+
+typedef struct hako_comm_shm_robot {
+	char name[HAKO_PDUDEF_NAME_MAX];
+	size_t pdu_count;
+	hako_comm_shm_pdu_t *pdus;
+} hako_comm_shm_robot_t;
+
+typedef struct hako_comm_config {
+	char path[HAKO_ENDPOINT_PATH_MAX];
+	char name[HAKO_ENDPOINT_NAME_MAX]; /* "" when absent */
+	hako_comm_protocol_t protocol;
+	hako_comm_direction_t direction;
+	int raw_version; /* 1 or 2 (default) */
+	hako_comm_role_t role;
+	hako_comm_addr_t local;
+	hako_comm_addr_t remote;
+	uint32_t max_body_bytes;
+	uint32_t send_queue_depth;
+	hako_comm_tcp_options_t tcp;
+	hako_comm_udp_options_t udp;
+	hako_comm_ws_options_t ws;
+	/* shm */
+	hako_shm_impl_t shm_impl;
+	char asset_name[HAKO_ENDPOINT_NAME_MAX];
+	size_t robot_count;
+	hako_comm_shm_robot_t *robots;
+} hako_comm_config_t;
+
+typedef struct hako_cache_config {
+	char path[HAKO_ENDPOINT_PATH_MAX];
+	char name[HAKO_ENDPOINT_NAME_MAX]; /* "" when absent */
+	hako_cache_mode_t mode;
+	uint32_t depth; /* 1..1024; 1 for latest */
+} hako_cache_config_t;
+
+typedef struct hako_endpoint_config {
+	char path[HAKO_ENDPOINT_PATH_MAX];
+	char name[HAKO_ENDPOINT_NAME_MAX];
+	hako_cache_config_t cache;
+	hako_comm_config_t *comm; /* NULL: in-process only */
+	hako_pdudef_t *pdudef;    /* NULL: no pdu_def_path */
+} hako_endpoint_config_t;
+
+/* Load an endpoint file and the files it names. Returns 0, HAKO_ECONFIG, HAKO_ENOENT (a file is
+ * missing), HAKO_EIO, HAKO_ENOMEM, HAKO_ENAMETOOLONG or HAKO_EINVAL (NULL argument); *out is NULL
+ * on error. */
+int hako_endpoint_config_load(const char *path, hako_endpoint_config_t **out, hako_error_t *err);
+void hako_endpoint_config_free(hako_endpoint_config_t *cfg);
+
+typedef struct hako_endpoint_entry {
+	char id[HAKO_ENDPOINT_NAME_MAX];          /* the endpoint's name once opened */
+	char config_path[HAKO_ENDPOINT_PATH_MAX]; /* resolved */
+	char direction[8];                        /* "" when absent, else in | out | inout */
+	char mode[64];                            /* "" when absent (e.g. local, wire) */
+	hako_endpoint_config_t *config;
+} hako_endpoint_entry_t;
+
+typedef struct hako_endpoint_container {
+	char path[HAKO_ENDPOINT_PATH_MAX];
+	char node_id[HAKO_ENDPOINT_NAME_MAX];
+	size_t count;
+	hako_endpoint_entry_t *entries;
+} hako_endpoint_container_t;
+
+/* Load the endpoints of node_id from a container file (an array of {nodeId, endpoints[]}); every
+ * node's entries are checked, only node_id's endpoint files are loaded. Same errors as
+ * hako_endpoint_config_load; a node_id that is not in the file is HAKO_ECONFIG. */
+int hako_endpoint_container_load(const char *path, const char *node_id,
+                                 hako_endpoint_container_t **out, hako_error_t *err);
+void hako_endpoint_container_free(hako_endpoint_container_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

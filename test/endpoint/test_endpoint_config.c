@@ -1,0 +1,221 @@
+/* Endpoint config loaders: data-driven cases (cases/<name>/endpoint.json, the cache, comm and
+ * pdudef files it names, and expected.txt) and the API around them. A case folder holding
+ * container.json loads that container for node "node1" instead.
+ *
+ * expected.txt is either "ok" followed by what was loaded, or the exact error line with file
+ * paths written relative to the case folder. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hako/endpoint_config.h"
+#include "hako_cases.h"
+
+#define MIN_CASES 25
+
+static const char *cases_dir = "cases";
+
+static const char *const protocols[] = {"tcp", "udp", "shm", "websocket"};
+static const char *const dirs[] = {"?", "in", "out", "inout"};
+static const char *const roles[] = {"none", "server", "client"};
+
+static void format_addr(char *buf, size_t len, const char *what, const hako_comm_addr_t *a)
+{
+	if (!a->present) {
+		return;
+	}
+	htc_append(buf, len, "  %s address=%s host=%s port=%u path=%s\n", what, a->address, a->host,
+	           a->port, a->path);
+}
+
+static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
+{
+	htc_append(buf, len, "comm %s protocol=%s direction=%s v%d role=%s\n", cc->name,
+	           protocols[cc->protocol], dirs[cc->direction], cc->raw_version, roles[cc->role]);
+	format_addr(buf, len, "local", &cc->local);
+	format_addr(buf, len, "remote", &cc->remote);
+	switch (cc->protocol) {
+	case HAKO_COMM_TCP: {
+		const hako_comm_tcp_options_t *t = &cc->tcp;
+		htc_append(buf, len,
+		           "  tcp backlog=%u connect=%u read=%u write=%u blocking=%d reuse=%d "
+		           "keepalive=%d no_delay=%d rcvbuf=%u sndbuf=%u linger=%d/%u\n",
+		           t->backlog, t->connect_timeout_ms, t->read_timeout_ms,
+		           t->write_timeout_ms, t->blocking, t->reuse_address, t->keepalive,
+		           t->no_delay, t->recv_buffer_size, t->send_buffer_size, t->linger_enabled,
+		           t->linger_timeout_sec);
+		break;
+	}
+	case HAKO_COMM_UDP: {
+		const hako_comm_udp_options_t *u = &cc->udp;
+		htc_append(buf, len,
+		           "  udp buffer=%u timeout=%u blocking=%d reuse=%d broadcast=%d "
+		           "multicast=%d group=%s interface=%s ttl=%u\n",
+		           u->buffer_size, u->timeout_ms, u->blocking, u->reuse_address,
+		           u->broadcast, u->multicast_enabled, u->multicast_group,
+		           u->multicast_interface, u->multicast_ttl);
+		break;
+	}
+	case HAKO_COMM_WEBSOCKET: {
+		const hako_comm_ws_options_t *w = &cc->ws;
+		htc_append(buf, len,
+		           "  websocket ping=%u handshake=%u connect=%u read=%u write=%u\n",
+		           w->ping_interval_sec, w->handshake_timeout_ms, w->connect_timeout_ms,
+		           w->read_timeout_ms, w->write_timeout_ms);
+		break;
+	}
+	case HAKO_COMM_SHM:
+		htc_append(buf, len, "  shm impl=%s asset=%s\n",
+		           cc->shm_impl == HAKO_SHM_POLL ? "poll" : "callback", cc->asset_name);
+		for (size_t i = 0; i < cc->robot_count; i++) {
+			const hako_comm_shm_robot_t *r = &cc->robots[i];
+			htc_append(buf, len, "  robot %s\n", r->name);
+			for (size_t j = 0; j < r->pdu_count; j++) {
+				htc_append(buf, len,
+				           "    pdu %s ch=%" PRId32 " size=%" PRIu32 " notify=%d\n",
+				           r->pdus[j].name, r->pdus[j].channel_id,
+				           r->pdus[j].pdu_size, r->pdus[j].notify_on_recv);
+			}
+		}
+		break;
+	}
+	if (cc->protocol != HAKO_COMM_SHM) {
+		htc_append(buf, len, "  max_body_bytes=%u send_queue_depth=%u\n",
+		           cc->max_body_bytes, cc->send_queue_depth);
+	}
+}
+
+static void format_endpoint(const hako_endpoint_config_t *cfg, char *buf, size_t len)
+{
+	htc_append(buf, len, "endpoint %s\n", cfg->name);
+	htc_append(buf, len, "cache %s name=%s mode=%s depth=%u\n", cfg->cache.path,
+	           cfg->cache.name, cfg->cache.mode == HAKO_CACHE_QUEUE ? "queue" : "latest",
+	           cfg->cache.depth);
+	if (cfg->pdudef != NULL) {
+		htc_append(buf, len, "pdudef %s robots=%zu\n", cfg->pdudef->path,
+		           cfg->pdudef->robot_count);
+	}
+	if (cfg->comm != NULL) {
+		htc_append(buf, len, "comm_path %s\n", cfg->comm->path);
+		format_comm(cfg->comm, buf, len);
+	} else {
+		htc_append(buf, len, "comm none\n");
+	}
+}
+
+static void report_error(int rc, const hako_error_t *err, char *actual, size_t len)
+{
+	assert_true(rc == HAKO_ECONFIG || rc == HAKO_ENOENT);
+	hako_error_format(err, actual, len);
+}
+
+static void run_case(const char *case_dir, const char *input, char *actual, size_t len, void *arg)
+{
+	(void)arg;
+	char container[1100];
+	hako_error_t err;
+	actual[0] = '\0';
+	snprintf(container, sizeof(container), "%s/container.json", case_dir);
+	if (access(container, F_OK) == 0) {
+		hako_endpoint_container_t *ct = NULL;
+		int rc = hako_endpoint_container_load(container, "node1", &ct, &err);
+		if (rc != 0) {
+			assert_null(ct);
+			report_error(rc, &err, actual, len);
+			return;
+		}
+		htc_append(actual, len, "ok\n");
+		for (size_t i = 0; i < ct->count; i++) {
+			const hako_endpoint_entry_t *en = &ct->entries[i];
+			htc_append(actual, len, "entry %s %s direction=%s mode=%s\n", en->id,
+			           en->config_path, en->direction, en->mode);
+			format_endpoint(en->config, actual, len);
+		}
+		hako_endpoint_container_free(ct);
+		return;
+	}
+	hako_endpoint_config_t *cfg = NULL;
+	int rc = hako_endpoint_config_load(input, &cfg, &err);
+	if (rc == 0) {
+		assert_non_null(cfg);
+		assert_string_equal(cfg->path, input);
+		htc_append(actual, len, "ok\n");
+		format_endpoint(cfg, actual, len);
+	} else {
+		assert_null(cfg);
+		report_error(rc, &err, actual, len);
+	}
+	hako_endpoint_config_free(cfg);
+}
+
+static void test_api_errors(void **state)
+{
+	(void)state;
+	hako_endpoint_config_t *cfg = (hako_endpoint_config_t *)&cfg; /* must be reset to NULL */
+	hako_endpoint_container_t *ct = (hako_endpoint_container_t *)&ct;
+	hako_error_t err;
+	assert_int_equal(hako_endpoint_config_load("/nonexistent/endpoint.json", &cfg, &err),
+	                 HAKO_ENOENT);
+	assert_null(cfg);
+	assert_string_equal(err.file, "/nonexistent/endpoint.json");
+	assert_int_equal(hako_endpoint_config_load(NULL, &cfg, &err), HAKO_EINVAL);
+	assert_int_equal(hako_endpoint_config_load("x", NULL, &err), HAKO_EINVAL);
+	assert_int_equal(hako_endpoint_container_load("x", NULL, &ct, &err), HAKO_EINVAL);
+	assert_null(ct);
+	char path[1100];
+	snprintf(path, sizeof(path), "%s/err_cache_missing/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, &err), HAKO_ENOENT);
+	assert_true(err.line > 0);
+	snprintf(path, sizeof(path), "%s/err_unknown_key/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, NULL), HAKO_ECONFIG);
+	hako_endpoint_config_free(NULL);
+	hako_endpoint_container_free(NULL);
+}
+
+/* The defaults of the reference, when a file gives no options. */
+static void test_defaults(void **state)
+{
+	(void)state;
+	char path[1100];
+	hako_endpoint_config_t *cfg;
+	snprintf(path, sizeof(path), "%s/ok_inmemory/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, NULL), 0);
+	assert_null(cfg->comm);
+	assert_null(cfg->pdudef);
+	assert_int_equal(cfg->cache.mode, HAKO_CACHE_LATEST);
+	assert_int_equal(cfg->cache.depth, 1);
+	hako_endpoint_config_free(cfg);
+	snprintf(path, sizeof(path), "%s/ok_udp_defaults/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, NULL), 0);
+	assert_int_equal(cfg->comm->raw_version, 2);
+	assert_int_equal(cfg->comm->max_body_bytes, 16u << 20);
+	assert_int_equal(cfg->comm->send_queue_depth, 256);
+	assert_int_equal(cfg->comm->udp.buffer_size, 8192);
+	assert_int_equal(cfg->comm->udp.multicast_ttl, 1);
+	assert_string_equal(cfg->comm->udp.multicast_interface, "0.0.0.0");
+	hako_endpoint_config_free(cfg);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) {
+		cases_dir = argv[1];
+	}
+	int failed = htc_run_cases("endpoint_config_cases", cases_dir, "endpoint.json", MIN_CASES,
+	                           HTC_EVERY_DIR, run_case, NULL);
+	const struct CMUnitTest api[] = {
+	    cmocka_unit_test(test_api_errors),
+	    cmocka_unit_test(test_defaults),
+	};
+	failed += cmocka_run_group_tests(api, NULL, NULL);
+	return failed;
+}
