@@ -237,20 +237,34 @@ static int get_info(hako_domain_t *dom, hako_domain_info_t *info)
 	return 0;
 }
 
-/* The registered assets, in a malloc'ed array (*count entries). */
-static hako_asset_info_t *list_assets(hako_domain_t *dom, int *count)
+typedef int (*lister_t)(hako_domain_t *dom, void *out, int max, int *count);
+
+static int assets_lister(hako_domain_t *dom, void *out, int max, int *count)
+{
+	return hako_domain_list_assets(dom, out, max, count);
+}
+
+static int channels_lister(hako_domain_t *dom, void *out, int max, int *count)
+{
+	return hako_domain_list_channels(dom, out, max, count);
+}
+
+/* What a lister returns, in a malloc'ed array (*count entries), however many there are. */
+static void *fetch_list(hako_domain_t *dom, lister_t lister, size_t elem, const char *what,
+                        int *count)
 {
 	int max = 64;
 	for (;;) {
-		hako_asset_info_t *a = calloc((size_t)max, sizeof(*a));
+		void *a = calloc((size_t)max, elem);
 		int n = 0;
 		if (a == NULL) {
 			errf("out of memory");
 			return NULL;
 		}
-		int r = hako_domain_list_assets(dom, a, max, &n);
+		int r = lister(dom, a, max, &n);
 		if (r != 0) {
-			errf("domain '%s': cannot list the assets: %s", dname(), hako_strerror(r));
+			errf("domain '%s': cannot list the %s: %s", dname(), what,
+			     hako_strerror(r));
 			free(a);
 			return NULL;
 		}
@@ -263,30 +277,14 @@ static hako_asset_info_t *list_assets(hako_domain_t *dom, int *count)
 	}
 }
 
+static hako_asset_info_t *list_assets(hako_domain_t *dom, int *count)
+{
+	return fetch_list(dom, assets_lister, sizeof(hako_asset_info_t), "assets", count);
+}
+
 static hako_channel_info_t *list_channels(hako_domain_t *dom, int *count)
 {
-	int max = 64;
-	for (;;) {
-		hako_channel_info_t *c = calloc((size_t)max, sizeof(*c));
-		int n = 0;
-		if (c == NULL) {
-			errf("out of memory");
-			return NULL;
-		}
-		int r = hako_domain_list_channels(dom, c, max, &n);
-		if (r != 0) {
-			errf("domain '%s': cannot list the channels: %s", dname(),
-			     hako_strerror(r));
-			free(c);
-			return NULL;
-		}
-		if (n <= max) {
-			*count = n;
-			return c;
-		}
-		free(c);
-		max = n + 16;
-	}
+	return fetch_list(dom, channels_lister, sizeof(hako_channel_info_t), "channels", count);
 }
 
 static double sec(hako_time_t usec)
