@@ -13,7 +13,7 @@ int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta
 	if (out != NULL) {
 		*out = NULL;
 	}
-	if (dom == NULL || out == NULL || delta_usec < 1) {
+	if (dom == NULL || out == NULL || delta_usec < 1 || delta_usec > HAKOI_MAX_STEP_USEC) {
 		return HAKO_EINVAL;
 	}
 	int r = hakoi_valid_name(name, HAKO_NAME_MAX);

@@ -185,17 +185,10 @@ int32_t hako_channel_id(const hako_channel_t *ch)
 	return ch != NULL ? ch->c->channel_id : -1;
 }
 
-int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
+/* Writers (and a reset) are serialised; the lock holds the writer's pid so a writer killed
+ * mid-write cannot wedge the channel. */
+static void writer_lock(struct hakoi_channel *c)
 {
-	if (ch == NULL || (data == NULL && len > 0)) {
-		return HAKO_EINVAL;
-	}
-	struct hakoi_channel *c = ch->c;
-	if (len > c->size) {
-		return HAKO_ETOOBIG;
-	}
-	/* One writer is the contract; a second one is serialised rather than corrupting data.
-	 * The lock holds the writer's pid so a writer killed mid-write cannot wedge the channel. */
 	uint32_t me = hakoi_self_pid();
 	for (unsigned spins = 1;; spins++) {
 		uint32_t holder = 0;
@@ -211,12 +204,37 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 			sched_yield();
 		}
 	}
-	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
-	unsigned b = (unsigned)(n & 1);
+}
+
+static void writer_unlock(struct hakoi_channel *c)
+{
+	atomic_store_explicit(&c->wlock, 0, memory_order_release);
+}
+
+/* Open buffer b for writing (odd sequence word); returns the even base to close it with. */
+static uint32_t buffer_open(struct hakoi_channel *c, unsigned b)
+{
 	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed);
 	s += s & 1; /* a writer that died mid-write left it odd */
 	atomic_store_explicit(&c->buf_seq[b], s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
+	return s;
+}
+
+int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
+{
+	if (ch == NULL || (data == NULL && len > 0)) {
+		return HAKO_EINVAL;
+	}
+	struct hakoi_channel *c = ch->c;
+	if (len > c->size) {
+		return HAKO_ETOOBIG;
+	}
+	/* One writer is the contract; a second one is serialised rather than corrupting data. */
+	writer_lock(c);
+	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+	unsigned b = (unsigned)(n & 1);
+	uint32_t s = buffer_open(c, b);
 	if (len > 0) {
 		memcpy(ch->buf[b], data, len);
 	}
@@ -224,7 +242,7 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	atomic_store_explicit(&c->buf_wno[b], n, memory_order_relaxed);
 	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
 	atomic_store(&c->seq, n);
-	atomic_store_explicit(&c->wlock, 0, memory_order_release);
+	writer_unlock(c);
 	/* Wake sleeping readers only: no syscall when nobody waits. */
 	if (atomic_load(&c->waiters) != 0) {
 		atomic_fetch_add(&c->notify, 1);
@@ -334,15 +352,23 @@ void hakoi_channels_reset(hako_domain_t *dom)
 	uint32_t count = atomic_load(&dom->hdr->channel_count);
 	for (uint32_t i = 0; i < count; i++) {
 		struct hakoi_channel *c = &dom->channels[i];
-		/* Zero only what was written: untouched pages of the sparse arena stay unbacked. */
-		if (atomic_load(&c->seq) != 0) {
-			memset(dom->arena + c->data_off, 0, 2ull * c->stride);
+		/* As a writer would: a reader copying meanwhile sees the buffers open and retries.
+		 */
+		writer_lock(c);
+		int written = atomic_load(&c->seq) != 0;
+		for (unsigned b = 0; b < 2; b++) {
+			uint32_t s = buffer_open(c, b);
+			/* Zero only what was written: untouched arena pages stay unbacked. */
+			if (written) {
+				memset(dom->arena + c->data_off + b * (uint64_t)c->stride, 0,
+				       c->stride);
+			}
+			atomic_store_explicit(&c->buf_len[b], 0, memory_order_relaxed);
+			atomic_store_explicit(&c->buf_wno[b], 0, memory_order_relaxed);
+			atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
 		}
-		atomic_store(&c->buf_len[0], 0);
-		atomic_store(&c->buf_len[1], 0);
-		atomic_store(&c->buf_wno[0], 0);
-		atomic_store(&c->buf_wno[1], 0);
 		atomic_store(&c->seq, 0);
+		writer_unlock(c);
 		atomic_fetch_add(&c->notify, 1);
 		if (atomic_load(&c->waiters) != 0) {
 			hakoi_futex_wake_all(&c->notify);

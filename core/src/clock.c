@@ -17,9 +17,13 @@ static int world_may_advance(hako_domain_t *dom, hako_time_t world, hako_time_t 
                              hako_time_t dmax)
 {
 	struct hakoi_header *h = dom->hdr;
-	hako_time_t stop_at = atomic_load_explicit(&h->stop_at, memory_order_relaxed);
+	hako_time_t stop_at = atomic_load(&h->stop_at);
 	if (stop_at > 0 && world + delta > stop_at) {
 		return 0; /* the master stops the run there */
+	}
+	/* The master stops the run before it clears the stop time: seen cleared, seen stopping. */
+	if (atomic_load(&h->state) != HAKO_STATE_RUNNING) {
+		return 0;
 	}
 	uint32_t hwm = atomic_load(&h->asset_hwm);
 	uint32_t seen = 0;

@@ -137,7 +137,7 @@ int hako_domain_state(hako_domain_t *dom)
 
 int hako_domain_set_stop_time(hako_domain_t *dom, hako_time_t world_usec)
 {
-	if (dom == NULL || world_usec < 0) {
+	if (dom == NULL || world_usec < 0 || world_usec > HAKOI_MAX_TIME_USEC) {
 		return HAKO_EINVAL;
 	}
 	atomic_store(&dom->hdr->stop_at, world_usec);

@@ -16,6 +16,10 @@
 #define HAKOI_WAIT_SLICE_USEC 100000
 /* The master checks liveness this often: a killed asset is noticed well within 1 s. */
 #define HAKOI_LIVENESS_PERIOD_USEC 100000
+/* Steps, Dmax and stop times are bounded (2^40 us = 12.7 days per step) so clock sums never
+ * overflow int64. */
+#define HAKOI_MAX_STEP_USEC (1ll << 40)
+#define HAKOI_MAX_TIME_USEC (1ll << 60)
 
 /* Segment header, at offset 0. Everything after `ready` is valid once magic is set. */
 struct hakoi_header {

@@ -13,11 +13,12 @@ struct hako_master {
 	_Atomic int stop;
 };
 
-static void master_sleep(hako_master_t *m, hako_time_t usec)
+/* `seen` is the futex word as read before the conditions were checked: a report that bumps it
+ * afterwards, while no waiter was announced yet, makes the wait return at once. */
+static void master_sleep(hako_master_t *m, hako_time_t usec, uint32_t seen)
 {
 	struct hakoi_header *h = m->dom->hdr;
 	atomic_fetch_add(&h->master_waiters, 1);
-	uint32_t seen = atomic_load(&h->master_seq);
 	if (!atomic_load(&m->stop) && usec > 0) {
 		hakoi_futex_wait(&h->master_seq, seen, usec);
 	}
@@ -48,6 +49,7 @@ static void *master_main(void *arg)
 	struct hakoi_header *h = dom->hdr;
 	hako_time_t next_liveness = 0, next_tick = 0;
 	while (!atomic_load(&m->stop)) {
+		uint32_t seen = atomic_load(&h->master_seq);
 		hako_time_t now = hako_now_usec();
 		if (now >= next_liveness) {
 			hakoi_check_liveness(dom, now);
@@ -60,8 +62,11 @@ static void *master_main(void *arg)
 		    all_assets_done(dom, stop_at)) {
 			HAKO_INFO("domain '%s': stop time %lld us reached", dom->name,
 			          (long long)stop_at);
-			atomic_store(&h->stop_at, 0);
+			/* The state first: an asset that reads the cleared stop time then sees
+			 * that the run is stopping (world_may_advance) and takes no step past it.
+			 */
 			hako_domain_stop(dom);
+			atomic_store(&h->stop_at, 0);
 			continue;
 		}
 		uint64_t rtf_milli = atomic_load(&h->rtf_milli);
@@ -92,7 +97,7 @@ static void *master_main(void *arg)
 		} else {
 			next_tick = 0;
 		}
-		master_sleep(m, sleep_until - now);
+		master_sleep(m, sleep_until - now, seen);
 	}
 	return NULL;
 }
@@ -110,12 +115,16 @@ int hako_master_start(hako_domain_t *dom, const hako_master_config_t *cfg, hako_
 		           dom->name);
 		return HAKO_EPERM;
 	}
-	if (cfg->delta_usec < 1 || cfg->max_delay_usec < cfg->delta_usec ||
-	    !(cfg->real_time_factor >= 0.0) || cfg->real_time_factor > 1e6) {
-		HAKO_ERROR("master: need delta >= 1 us, max_delay >= delta, real_time_factor >= 0 "
-		           "(got %lld, %lld, %g)",
-		           (long long)cfg->delta_usec, (long long)cfg->max_delay_usec,
-		           cfg->real_time_factor);
+	if (cfg->delta_usec < 1 || cfg->delta_usec > HAKOI_MAX_STEP_USEC ||
+	    cfg->max_delay_usec < cfg->delta_usec || cfg->max_delay_usec > HAKOI_MAX_STEP_USEC ||
+	    !(cfg->real_time_factor >= 0.0) || cfg->real_time_factor > 1e6 ||
+	    (cfg->real_time_factor > 0.0 && cfg->real_time_factor < 0.001)) {
+		HAKO_ERROR(
+		    "master: need 1 us <= delta <= max_delay <= 2^40 us, real_time_factor 0 or "
+		    "in [0.001, 1e6] "
+		    "(got %lld, %lld, %g)",
+		    (long long)cfg->delta_usec, (long long)cfg->max_delay_usec,
+		    cfg->real_time_factor);
 		return HAKO_EINVAL;
 	}
 	if (atomic_exchange(&dom->hdr->master_running, 1) != 0) {

@@ -531,6 +531,24 @@ static void test_stop_time_paced(void **state)
 	stop_at_exactly(f, s, 100000);
 }
 
+/* Times whose sums could overflow int64 are refused where they enter. */
+SETUP(time_bounds)
+static void test_time_bounds(void **state)
+{
+	struct fx *f = *state;
+	hako_member_t *m = NULL;
+	hako_master_config_t mc = {1000, (hako_time_t)1 << 41, 0};
+	assert_int_equal(hako_master_start(f->dom, &mc, &f->master), HAKO_EINVAL);
+	mc.max_delay_usec = 1000;
+	mc.real_time_factor = 0.0001; /* would round to 0 = free running */
+	assert_int_equal(hako_master_start(f->dom, &mc, &f->master), HAKO_EINVAL);
+	assert_int_equal(hako_member_register(f->dom, "huge", (hako_time_t)1 << 41, &m),
+	                 HAKO_EINVAL);
+	assert_int_equal(hako_domain_set_stop_time(f->dom, INT64_MAX), HAKO_EINVAL);
+	start_master(f, 1000, (hako_time_t)1 << 40, 0.001);
+	assert_int_equal(hako_member_register(f->dom, "big", (hako_time_t)1 << 40, &f->m[0]), 0);
+}
+
 /* A stop time between two world steps: the run stops at the last step before it. */
 SETUP(stop_time_between_steps)
 static void test_stop_time_between_steps(void **state)
@@ -613,6 +631,7 @@ int main(void)
 	    T(stop_time_paced),
 	    T(master_stopped),
 	    T(stop_time_between_steps),
+	    T(time_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
