@@ -85,7 +85,7 @@ int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta
 	m->dom = dom;
 	m->slot = a;
 	m->id = free_slot;
-	m->generation = a->generation;
+	m->generation = atomic_load(&a->generation);
 	m->delta = delta_usec;
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	hakoi_unlock(dom);
@@ -102,7 +102,7 @@ fail:
 
 static int mine(const hako_member_t *m)
 {
-	return atomic_load(&m->slot->in_use) && m->slot->generation == m->generation;
+	return atomic_load(&m->slot->in_use) && atomic_load(&m->slot->generation) == m->generation;
 }
 
 void hako_member_unregister(hako_member_t *m)

@@ -103,7 +103,7 @@ int hakoi_advance_once(hako_domain_t *dom)
 
 static int mine(const hako_member_t *m)
 {
-	return atomic_load(&m->slot->in_use) && m->slot->generation == m->generation;
+	return atomic_load(&m->slot->in_use) && atomic_load(&m->slot->generation) == m->generation;
 }
 
 int hako_member_step_poll(hako_member_t *m)
@@ -179,6 +179,9 @@ void hako_member_step_done(hako_member_t *m)
 		return;
 	}
 	struct hakoi_asset *a = m->slot;
+	if (!mine(m)) {
+		return; /* removed (dead by liveness) meanwhile: the slot may be someone else's */
+	}
 	hako_time_t t = atomic_load_explicit(&a->time_usec, memory_order_relaxed) + m->delta;
 	/* seq_cst store: pairs with the loads in world_may_advance of the other assets, so of two
 	 * assets finishing together at least one sees both clocks and advances the world. */

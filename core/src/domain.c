@@ -122,7 +122,7 @@ void hakoi_free_slot(hako_domain_t *dom, struct hakoi_asset *a)
 	atomic_store(&a->event, HAKO_EVENT_NONE);
 	atomic_store(&a->checked_in, 0);
 	atomic_store(&a->dead, 0);
-	a->generation++;
+	atomic_fetch_add(&a->generation, 1);
 	atomic_store(&a->in_use, 0);
 	atomic_fetch_sub(&dom->hdr->asset_count, 1);
 }

@@ -70,7 +70,7 @@ struct hakoi_header {
 
 struct hakoi_asset {
 	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t in_use;
-	uint32_t generation;
+	_Atomic uint32_t generation; /* bumped when the slot is freed: stale handles see it */
 	char name[HAKO_NAME_MAX];
 	int32_t pid;
 	uint64_t start_time;
