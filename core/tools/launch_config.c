@@ -16,17 +16,10 @@
 
 #include "json_pos.h"
 
-#define DEPTH_MAX 6 /* deepest path checked is processes[i].wait_for.asset */
-
 /* The file being checked, the path of the value being checked and the variables known so far.
  * After an error the path is left as it was: nothing reads it again. */
 struct ctx {
-	hako_error_t *err;
-	const char *file;
-	const char *text;
-	size_t len;
-	hakoi_json_seg_t path[DEPTH_MAX];
-	size_t depth;
+	hakoi_jctx_t j; /* file, text, path: errors point at file:line:column */
 	const hakoi_launch_options_t *opt;
 	hakoi_launch_config_t *cfg;
 	char cwd[PATH_MAX];
@@ -36,56 +29,26 @@ struct ctx {
 	const char *var_log_dir;
 };
 
-static void push_key(struct ctx *c, const char *key)
-{
-	assert(c->depth < DEPTH_MAX);
-	c->path[c->depth++] = (hakoi_json_seg_t){.key = key};
-}
+#define push_key(c, key)     hakoi_jctx_push_key(&(c)->j, (key))
+#define push_index(c, index) hakoi_jctx_push_index(&(c)->j, (index))
+#define pop(c)               hakoi_jctx_pop(&(c)->j)
+#define fail_oom(c)          hakoi_jctx_fail_oom(&(c)->j)
 
-static void push_index(struct ctx *c, size_t index)
-{
-	assert(c->depth < DEPTH_MAX);
-	c->path[c->depth++] = (hakoi_json_seg_t){.index = index};
-}
-
-static void pop(struct ctx *c)
-{
-	c->depth--;
-}
-
-/* Report the value at the current path, positioned at its first `at` segments: a missing value
- * has no position, so it points at the object that lacks it. */
+/* Report the value at the current path, positioned at its first `at` segments (json_pos.h). */
 static int fail_at(struct ctx *c, size_t at, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail_at(struct ctx *c, size_t at, int code, const char *fmt, ...)
 {
-	char where[256];
 	char what[1024];
-	int line = 0;
-	int column = 0;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	hakoi_json_path_format(c->path, c->depth, where, sizeof(where));
-	while (hakoi_json_pos(c->text, c->len, c->path, at, &line, &column) != 0) {
-		line = column = 0;
-		if (at == 0) {
-			break;
-		}
-		at--;
-	}
-	return hako_error_set(c->err, code, c->file, line, column, "%s: %s",
-	                      where[0] != '\0' ? where : "top level", what);
+	return hakoi_jctx_report(&c->j, at, code, what);
 }
 
-#define fail(c, ...)       fail_at((c), (c)->depth, HAKO_ECONFIG, __VA_ARGS__)
-#define fail_missing(c, e) fail_at((c), (c)->depth - 1, HAKO_ECONFIG, "missing (must be %s)", (e))
-
-static int fail_oom(struct ctx *c)
-{
-	return hako_error_set(c->err, HAKO_ENOMEM, c->file, 0, 0, "out of memory");
-}
+#define fail(c, ...)       fail_at((c), (c)->j.depth, HAKO_ECONFIG, __VA_ARGS__)
+#define fail_missing(c, e) fail_at((c), (c)->j.depth - 1, HAKO_ECONFIG, "missing (must be %s)", (e))
 
 /* ---- small checks ---- */
 
@@ -964,8 +927,8 @@ int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
 	json_error_t je;
 	int r;
 	memset(&c, 0, sizeof(c));
-	c.err = err;
-	c.file = file;
+	c.j.err = err;
+	c.j.file = file;
 	c.opt = opt;
 	hako_error_clear(err);
 	if (out == NULL || file == NULL) {
@@ -981,8 +944,8 @@ int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
 		return hako_error_set(err, e == ENOENT ? HAKO_ENOENT : HAKO_EIO, file, 0, 0,
 		                      "cannot read: %s", strerror(e));
 	}
-	c.text = text;
-	c.len = len;
+	c.j.text = text;
+	c.j.len = len;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (root == NULL) {
 		r = hako_error_set(err, HAKO_ECONFIG, file, je.line > 0 ? je.line : 0,

@@ -13,98 +13,27 @@
 #include "hako/log.h"
 #include "json_pos.h"
 
-#define DEPTH_MAX 10
-#define COUNT(a)  (sizeof(a) / sizeof((a)[0]))
-#define MAX_MS    3600000 /* an hour */
-#define MAX_BUF   (1 << 30)
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_MS   3600000 /* an hour */
+#define MAX_BUF  (1 << 30)
 
 struct ctx {
-	hako_error_t *err;
-	const char *file;
-	const char *text;
-	size_t len;
-	hakoi_json_seg_t path[DEPTH_MAX];
-	size_t depth;
+	hakoi_jctx_t j;           /* file, text, path: errors point at file:line:column */
 	const hako_pdudef_t *def; /* comm files: the endpoint's pdudef, or NULL */
 	void *out;
 };
 
 typedef int (*load_fn)(struct ctx *c, json_t *root);
 
-static void push_key(struct ctx *c, const char *key)
-{
-	c->path[c->depth++] = (hakoi_json_seg_t){.key = key};
-}
-
-static void push_index(struct ctx *c, size_t index)
-{
-	c->path[c->depth++] = (hakoi_json_seg_t){.index = index};
-}
-
-static void pop(struct ctx *c)
-{
-	c->depth--;
-}
-
-/* Report the value at the current path, positioned at its first `at` segments (a missing value
- * has no position: it points at the object that lacks it). */
-static int report(struct ctx *c, size_t at, int code, const char *what)
-{
-	char where[256];
-	int line = 0, column = 0;
-	hakoi_json_path_format(c->path, c->depth, where, sizeof(where));
-	while (hakoi_json_pos(c->text, c->len, c->path, at, &line, &column) != 0) {
-		line = column = 0;
-		if (at == 0) {
-			break;
-		}
-		at--;
-	}
-	return hako_error_set(c->err, code, c->file, line, column, "%s: %s",
-	                      where[0] != '\0' ? where : "top level", what);
-}
-
-static int fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(struct ctx *c, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	return report(c, c->depth, HAKO_ECONFIG, what);
-}
-
-static int fail_missing(struct ctx *c, const char *expected)
-{
-	char what[256];
-	snprintf(what, sizeof(what), "missing (must be %s)", expected);
-	return report(c, c->depth - 1, HAKO_ECONFIG, what);
-}
-
-static int fail_oom(struct ctx *c)
-{
-	return hako_error_set(c->err, HAKO_ENOMEM, c->file, 0, 0, "out of memory");
-}
-
-/* Members of obj not in known[] are refused. */
-static int check_keys(struct ctx *c, json_t *obj, const char *const *known, size_t n)
-{
-	const char *key;
-	json_t *v;
-	json_object_foreach(obj, key, v)
-	{
-		size_t i = 0;
-		while (i < n && strcmp(known[i], key) != 0) {
-			i++;
-		}
-		if (i == n) {
-			push_key(c, key);
-			return fail(c, "unknown key");
-		}
-	}
-	return 0;
-}
+/* The shared place-in-document helpers of json_pos.h. */
+#define push_key(c, key)             hakoi_jctx_push_key(&(c)->j, (key))
+#define push_index(c, index)         hakoi_jctx_push_index(&(c)->j, (index))
+#define pop(c)                       hakoi_jctx_pop(&(c)->j)
+#define report(c, at, code, what)    hakoi_jctx_report(&(c)->j, (at), (code), (what))
+#define fail(c, ...)                 hakoi_jctx_fail(&(c)->j, __VA_ARGS__)
+#define fail_missing(c, expected)    hakoi_jctx_fail_missing(&(c)->j, (expected))
+#define fail_oom(c)                  hakoi_jctx_fail_oom(&(c)->j)
+#define check_keys(c, obj, known, n) hakoi_jctx_check_keys(&(c)->j, (obj), (known), (n))
 
 /* An object member; absent optional members return NULL with *rc = 0. The key stays pushed when
  * the object is returned: the caller pops it. */
@@ -273,9 +202,9 @@ static int get_path_or_null(struct ctx *c, json_t *obj, const char *key, int req
 /* rel resolved under the folder of the current file, at the current path (pushed). */
 static int resolve(struct ctx *c, const char *rel, char *out, size_t size)
 {
-	const char *slash = strrchr(c->file, '/');
-	int dir_len = rel[0] == '/' || slash == NULL ? 0 : (int)(slash - c->file + 1);
-	int n = snprintf(out, size, "%.*s%s", dir_len, c->file, rel);
+	const char *slash = strrchr(c->j.file, '/');
+	int dir_len = rel[0] == '/' || slash == NULL ? 0 : (int)(slash - c->j.file + 1);
+	int n = snprintf(out, size, "%.*s%s", dir_len, c->j.file, rel);
 	if (n < 0 || (size_t)n >= size) {
 		return fail(c, "resolved path is too long (limit %zu bytes)", size - 1);
 	}
@@ -296,7 +225,8 @@ static int load_file(const char *path, hako_error_t *err, const hako_pdudef_t *d
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	int r;
-	struct ctx c = {.err = err, .file = path, .text = text, .len = len, .def = def, .out = out};
+	struct ctx c = {
+	    .j = {.err = err, .file = path, .text = text, .len = len}, .def = def, .out = out};
 	if (root == NULL) {
 		r = hako_error_set(err, HAKO_ECONFIG, path, jerr.line > 0 ? jerr.line : 0,
 		                   jerr.column > 0 ? jerr.column : 0, "invalid JSON: %s",
@@ -316,10 +246,10 @@ static int sub_error(struct ctx *c, int r, const hako_error_t *sub, const char *
 	if (r == HAKO_ENOENT && sub->line == 0 && strcmp(sub->file, resolved) == 0) {
 		char what[700];
 		snprintf(what, sizeof(what), "cannot open %s: %s", resolved, strerror(ENOENT));
-		return report(c, c->depth, HAKO_ENOENT, what);
+		return report(c, c->j.depth, HAKO_ENOENT, what);
 	}
-	if (c->err != NULL) {
-		*c->err = *sub;
+	if (c->j.err != NULL) {
+		*c->j.err = *sub;
 	}
 	return r;
 }
@@ -516,7 +446,7 @@ static int load_udp_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 	}
 	if (u->multicast_enabled && json_object_get(m, "group") == NULL) {
 		push_key(c, "group");
-		return report(c, c->depth - 1, HAKO_ECONFIG,
+		return report(c, c->j.depth - 1, HAKO_ECONFIG,
 		              "missing (a multicast address is required when enabled)");
 	}
 	if ((r = address_value(c, m, "group", 0, u->multicast_group, sizeof(u->multicast_group),
@@ -730,7 +660,7 @@ static int check_addrs(struct ctx *c, json_t *root, hako_comm_config_t *cc)
 		char what[128];
 		push_key(c, need);
 		snprintf(what, sizeof(what), "missing (%s needs %s)", why, need);
-		return report(c, c->depth - 1, HAKO_ECONFIG, what);
+		return report(c, c->j.depth - 1, HAKO_ECONFIG, what);
 	}
 	if (refuse != NULL && json_object_get(root, refuse) != NULL) {
 		push_key(c, refuse);

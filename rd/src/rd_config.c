@@ -14,100 +14,28 @@
 #include "json_pos.h"
 #include "rd_internal.h"
 
-#define DEPTH_MAX            8
 #define DEFAULT_TIMEOUT_USEC 2000000
 #define MAX_TIMEOUT_USEC     86400000000LL /* a day of world time */
 #define MAX_EU_ID            65535
 #define COUNT(a)             (sizeof(a) / sizeof((a)[0]))
 
 struct ctx {
-	hako_error_t *err;
-	const char *file;
-	const char *text;
-	size_t len;
-	hakoi_json_seg_t path[DEPTH_MAX];
-	size_t depth;
+	hakoi_jctx_t j; /* file, text, path: errors point at file:line:column */
 	hako_rd_config_t *cfg;
 	hako_pdudef_t *def;
 	hako_msg_registry_t *reg;
 	hakoi_rd_types_t types;
 };
 
-static void push_key(struct ctx *c, const char *key)
-{
-	c->path[c->depth++] = (hakoi_json_seg_t){.key = key};
-}
-
-static void push_index(struct ctx *c, size_t index)
-{
-	c->path[c->depth++] = (hakoi_json_seg_t){.index = index};
-}
-
-static void pop(struct ctx *c)
-{
-	c->depth--;
-}
-
-/* Report the value at the current path, positioned at its first `at` segments (a missing value
- * has no position: it points at the object that lacks it). */
-static int report(struct ctx *c, size_t at, int code, const char *what)
-{
-	char where[256];
-	int line = 0, column = 0;
-	hakoi_json_path_format(c->path, c->depth, where, sizeof(where));
-	while (hakoi_json_pos(c->text, c->len, c->path, at, &line, &column) != 0) {
-		line = column = 0;
-		if (at == 0) {
-			break;
-		}
-		at--;
-	}
-	return hako_error_set(c->err, code, c->file, line, column, "%s: %s",
-	                      where[0] != '\0' ? where : "top level", what);
-}
-
-static int fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(struct ctx *c, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	return report(c, c->depth, HAKO_ECONFIG, what);
-}
-
-/* The member at the top of the path is missing: "missing (must be <expected>)". */
-static int fail_missing(struct ctx *c, const char *expected)
-{
-	char what[256];
-	snprintf(what, sizeof(what), "missing (must be %s)", expected);
-	return report(c, c->depth - 1, HAKO_ECONFIG, what);
-}
-
-static int fail_oom(struct ctx *c)
-{
-	return hako_error_set(c->err, HAKO_ENOMEM, c->file, 0, 0, "out of memory");
-}
-
-/* Members of obj not in known[] are refused. */
-static int check_keys(struct ctx *c, json_t *obj, const char *const *known, size_t n)
-{
-	const char *key;
-	json_t *v;
-	json_object_foreach(obj, key, v)
-	{
-		size_t i = 0;
-		while (i < n && strcmp(known[i], key) != 0) {
-			i++;
-		}
-		if (i == n) {
-			push_key(c, key);
-			return fail(c, "unknown key");
-		}
-	}
-	return 0;
-}
+/* The shared place-in-document helpers of json_pos.h. */
+#define push_key(c, key)             hakoi_jctx_push_key(&(c)->j, (key))
+#define push_index(c, index)         hakoi_jctx_push_index(&(c)->j, (index))
+#define pop(c)                       hakoi_jctx_pop(&(c)->j)
+#define report(c, at, code, what)    hakoi_jctx_report(&(c)->j, (at), (code), (what))
+#define fail(c, ...)                 hakoi_jctx_fail(&(c)->j, __VA_ARGS__)
+#define fail_missing(c, expected)    hakoi_jctx_fail_missing(&(c)->j, (expected))
+#define fail_oom(c)                  hakoi_jctx_fail_oom(&(c)->j)
+#define check_keys(c, obj, known, n) hakoi_jctx_check_keys(&(c)->j, (obj), (known), (n))
 
 /* A non-empty string shorter than size bytes. */
 static int get_string(struct ctx *c, json_t *obj, const char *key, char *out, size_t size)
@@ -307,10 +235,10 @@ static int load_pdudef(struct ctx *c, json_t *root)
 		return r;
 	}
 	push_key(c, "pdudef");
-	const char *slash = strrchr(c->file, '/');
-	int dir_len = rel[0] == '/' || slash == NULL ? 0 : (int)(slash - c->file + 1);
+	const char *slash = strrchr(c->j.file, '/');
+	int dir_len = rel[0] == '/' || slash == NULL ? 0 : (int)(slash - c->j.file + 1);
 	int n =
-	    snprintf(cfg->pdudef_path, sizeof(cfg->pdudef_path), "%.*s%s", dir_len, c->file, rel);
+	    snprintf(cfg->pdudef_path, sizeof(cfg->pdudef_path), "%.*s%s", dir_len, c->j.file, rel);
 	if (n < 0 || (size_t)n >= sizeof(cfg->pdudef_path)) {
 		return fail(c, "resolved path is too long (limit %zu bytes)",
 		            sizeof(cfg->pdudef_path) - 1);
@@ -321,12 +249,12 @@ static int load_pdudef(struct ctx *c, json_t *root)
 		char what[700];
 		snprintf(what, sizeof(what), "cannot open %s: %s", cfg->pdudef_path,
 		         strerror(ENOENT));
-		return report(c, c->depth, HAKO_ENOENT, what);
+		return report(c, c->j.depth, HAKO_ENOENT, what);
 	}
 	if (r != 0) {
 		/* The pdudef's own error points into the pdudef (or its pdutypes files). */
-		if (c->err != NULL) {
-			*c->err = perr;
+		if (c->j.err != NULL) {
+			*c->j.err = perr;
 		}
 		return r;
 	}
@@ -343,7 +271,7 @@ static int load_types(struct ctx *c)
 		if (r != 0) {
 			char buf[1200];
 			hako_error_format(&terr, buf, sizeof(buf));
-			return hako_error_set(c->err, r, c->file, 0, 0,
+			return hako_error_set(c->j.err, r, c->j.file, 0, 0,
 			                      "the RD control-plane types cannot be used: %s", buf);
 		}
 	}
@@ -702,7 +630,7 @@ int hako_rd_config_load(const char *path, hako_rd_config_t **out, hako_error_t *
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	int r;
-	struct ctx c = {.err = err, .file = path, .text = text, .len = len, .cfg = cfg};
+	struct ctx c = {.j = {.err = err, .file = path, .text = text, .len = len}, .cfg = cfg};
 	if (root == NULL) {
 		r = hako_error_set(err, HAKO_ECONFIG, path, jerr.line > 0 ? jerr.line : 0,
 		                   jerr.column > 0 ? jerr.column : 0, "invalid JSON: %s",

@@ -1,6 +1,9 @@
 #include "json_pos.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -357,5 +360,86 @@ int hakoi_read_file(const char *path, char **text, size_t *len)
 	}
 	*text = buf;
 	*len = used;
+	return 0;
+}
+
+void hakoi_jctx_push_key(hakoi_jctx_t *j, const char *key)
+{
+	if (j->depth < HAKOI_JCTX_DEPTH) {
+		j->path[j->depth] = (hakoi_json_seg_t){.key = key};
+	}
+	j->depth++;
+}
+
+void hakoi_jctx_push_index(hakoi_jctx_t *j, size_t index)
+{
+	if (j->depth < HAKOI_JCTX_DEPTH) {
+		j->path[j->depth] = (hakoi_json_seg_t){.index = index};
+	}
+	j->depth++;
+}
+
+void hakoi_jctx_pop(hakoi_jctx_t *j)
+{
+	j->depth--;
+}
+
+int hakoi_jctx_report(hakoi_jctx_t *j, size_t at, int code, const char *what)
+{
+	char where[256];
+	int line = 0, column = 0;
+	size_t depth = j->depth < HAKOI_JCTX_DEPTH ? j->depth : HAKOI_JCTX_DEPTH;
+	if (at > depth) {
+		at = depth;
+	}
+	hakoi_json_path_format(j->path, depth, where, sizeof(where));
+	while (hakoi_json_pos(j->text, j->len, j->path, at, &line, &column) != 0) {
+		line = column = 0;
+		if (at == 0) {
+			break;
+		}
+		at--;
+	}
+	return hako_error_set(j->err, code, j->file, line, column, "%s: %s",
+	                      where[0] != '\0' ? where : "top level", what);
+}
+
+int hakoi_jctx_fail(hakoi_jctx_t *j, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return hakoi_jctx_report(j, j->depth, HAKO_ECONFIG, what);
+}
+
+int hakoi_jctx_fail_missing(hakoi_jctx_t *j, const char *expected)
+{
+	char what[256];
+	snprintf(what, sizeof(what), "missing (must be %s)", expected);
+	return hakoi_jctx_report(j, j->depth - 1, HAKO_ECONFIG, what);
+}
+
+int hakoi_jctx_fail_oom(hakoi_jctx_t *j)
+{
+	return hako_error_set(j->err, HAKO_ENOMEM, j->file, 0, 0, "out of memory");
+}
+
+int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *known, size_t n)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		size_t i = 0;
+		while (i < n && strcmp(known[i], key) != 0) {
+			i++;
+		}
+		if (i == n) {
+			hakoi_jctx_push_key(j, key);
+			return hakoi_jctx_fail(j, "unknown key");
+		}
+	}
 	return 0;
 }

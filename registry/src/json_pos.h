@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "hako/error.h"
+
 /* One step of a path: an object member (key != NULL) or an array element (key == NULL). */
 typedef struct hakoi_json_seg {
 	const char *key;
@@ -20,6 +22,33 @@ int hakoi_json_pos(const char *text, size_t len, const hakoi_json_seg_t *path, s
 
 /* Write path as "robots[0].shm_pdu_readers[1].pdu_size" ("" for depth 0) into buf. */
 void hakoi_json_path_format(const hakoi_json_seg_t *path, size_t depth, char *buf, size_t len);
+
+/* A loader's place in the document it checks: the file, its text, and the path of the value
+ * being checked, so that every error says "file:line:column: path: what". */
+#define HAKOI_JCTX_DEPTH 12
+
+typedef struct hakoi_jctx {
+	hako_error_t *err;
+	const char *file;
+	const char *text;
+	size_t len;
+	hakoi_json_seg_t path[HAKOI_JCTX_DEPTH];
+	size_t depth;
+} hakoi_jctx_t;
+
+void hakoi_jctx_push_key(hakoi_jctx_t *j, const char *key);
+void hakoi_jctx_push_index(hakoi_jctx_t *j, size_t index);
+void hakoi_jctx_pop(hakoi_jctx_t *j);
+/* Report the value at the current path, positioned at its first `at` segments (a missing value
+ * has no position: it points at the object that lacks it). Returns code. */
+int hakoi_jctx_report(hakoi_jctx_t *j, size_t at, int code, const char *what);
+/* HAKO_ECONFIG at the current path. */
+int hakoi_jctx_fail(hakoi_jctx_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The member at the top of the path is missing: "missing (must be <expected>)". */
+int hakoi_jctx_fail_missing(hakoi_jctx_t *j, const char *expected);
+int hakoi_jctx_fail_oom(hakoi_jctx_t *j);
+/* Members of obj not in known[] are refused ("unknown key"). obj is a jansson json_t *. */
+int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *known, size_t n);
 
 /* Read a whole file into a malloc'd buffer (not NUL-terminated). Returns 0 or an errno value. */
 int hakoi_read_file(const char *path, char **text, size_t *len);

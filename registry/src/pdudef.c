@@ -3,7 +3,6 @@
 #include "hako/log.h"
 #include "json_pos.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -12,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PATH_LEN  512 /* hako_pdudef_t.path and hako_error_t.file */
-#define DEPTH_MAX 8   /* deepest path checked is robots[i].list[j].key */
+#define PATH_LEN 512 /* hako_pdudef_t.path and hako_error_t.file */
 
 /* One JSON file; its text is kept so errors can point at a line and column. */
 struct doc {
@@ -26,10 +24,8 @@ struct doc {
 /* The file being checked and the path of the value being checked. After an error the path is
  * left as it was when the error was reported: nothing reads it again. */
 struct ctx {
-	hako_error_t *err;
+	hakoi_jctx_t j; /* file, text and path of doc: errors point at file:line:column */
 	const struct doc *doc;
-	hakoi_json_seg_t path[DEPTH_MAX];
-	size_t depth;
 };
 
 /* A "paths" entry of the compact form; its file is read once however many robots share it. */
@@ -45,56 +41,32 @@ struct compact {
 	struct pdutypes *types;
 };
 
-static void push_key(struct ctx *c, const char *key)
+#define push_key(c, key)     hakoi_jctx_push_key(&(c)->j, (key))
+#define push_index(c, index) hakoi_jctx_push_index(&(c)->j, (index))
+#define pop(c)               hakoi_jctx_pop(&(c)->j)
+#define fail_oom(c)          hakoi_jctx_fail_oom(&(c)->j)
+
+static struct ctx ctx_for(hako_error_t *err, const struct doc *d)
 {
-	assert(c->depth < DEPTH_MAX);
-	c->path[c->depth++] = (hakoi_json_seg_t){.key = key};
+	return (struct ctx){.j = {.err = err, .file = d->file, .text = d->text, .len = d->len},
+	                    .doc = d};
 }
 
-static void push_index(struct ctx *c, size_t index)
-{
-	assert(c->depth < DEPTH_MAX);
-	c->path[c->depth++] = (hakoi_json_seg_t){.index = index};
-}
-
-static void pop(struct ctx *c)
-{
-	c->depth--;
-}
-
-/* Report the value at the current path, positioned at the first `at` segments of the path: a
- * missing value has no position, so it points at the object that lacks it. */
+/* Report the value at the current path, positioned at its first `at` segments (json_pos.h). */
 static int fail_at(struct ctx *c, size_t at, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail_at(struct ctx *c, size_t at, int code, const char *fmt, ...)
 {
-	char where[256];
 	char what[512];
-	int line = 0;
-	int column = 0;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	hakoi_json_path_format(c->path, c->depth, where, sizeof(where));
-	while (hakoi_json_pos(c->doc->text, c->doc->len, c->path, at, &line, &column) != 0) {
-		line = column = 0;
-		if (at == 0) {
-			break;
-		}
-		at--;
-	}
-	return hako_error_set(c->err, code, c->doc->file, line, column, "%s: %s",
-	                      where[0] != '\0' ? where : "top level", what);
+	return hakoi_jctx_report(&c->j, at, code, what);
 }
 
-#define fail(c, ...)       fail_at((c), (c)->depth, HAKO_ECONFIG, __VA_ARGS__)
-#define fail_missing(c, e) fail_at((c), (c)->depth - 1, HAKO_ECONFIG, "missing (must be %s)", (e))
-
-static int fail_oom(struct ctx *c)
-{
-	return hako_error_set(c->err, HAKO_ENOMEM, c->doc->file, 0, 0, "out of memory");
-}
+#define fail(c, ...)       fail_at((c), (c)->j.depth, HAKO_ECONFIG, __VA_ARGS__)
+#define fail_missing(c, e) fail_at((c), (c)->j.depth - 1, HAKO_ECONFIG, "missing (must be %s)", (e))
 
 static int errno_code(int e)
 {
@@ -308,7 +280,7 @@ static int load_pdutypes_list(struct ctx *c, hako_pdudef_robot_t *list)
  * point at the path in the pdudef; errors inside it point into the pdutypes file. */
 static int load_pdutypes(const struct ctx *c, size_t k, struct pdutypes *t)
 {
-	struct ctx at = {.err = c->err, .doc = c->doc};
+	struct ctx at = ctx_for(c->j.err, c->doc);
 	push_key(&at, "paths");
 	push_index(&at, k);
 	push_key(&at, "path");
@@ -322,12 +294,12 @@ static int load_pdutypes(const struct ctx *c, size_t k, struct pdutypes *t)
 	}
 	int e = hakoi_read_file(d.file, &d.text, &d.len);
 	if (e != 0) {
-		return fail_at(&at, at.depth, errno_code(e), "cannot open %s: %s", d.file,
+		return fail_at(&at, at.j.depth, errno_code(e), "cannot open %s: %s", d.file,
 		               strerror(e));
 	}
-	int rc = doc_parse(&d, c->err);
+	int rc = doc_parse(&d, c->j.err);
 	if (rc == 0) {
-		struct ctx in = {.err = c->err, .doc = &d};
+		struct ctx in = ctx_for(c->j.err, &d);
 		rc = load_pdutypes_list(&in, &t->list);
 	}
 	doc_free(&d);
@@ -446,7 +418,7 @@ static int load_robots(struct ctx *c, hako_pdudef_t *def, struct compact *cp)
 
 static int load_def(const struct doc *d, hako_pdudef_t *def, hako_error_t *err)
 {
-	struct ctx c = {.err = err, .doc = d};
+	struct ctx c = ctx_for(err, d);
 	if (!json_is_object(d->root)) {
 		return fail(&c, "must be an object");
 	}
