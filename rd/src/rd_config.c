@@ -67,28 +67,12 @@ static int get_string(struct ctx *c, json_t *obj, const char *key, char *out, si
 static int get_int(struct ctx *c, json_t *obj, const char *key, int required, json_int_t min,
                    json_int_t max, json_int_t *out)
 {
-	char expected[96];
-	json_t *v = json_object_get(obj, key);
-	snprintf(expected, sizeof(expected),
-	         "an integer in [%" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT "]", min, max);
-	push_key(c, key);
-	if (v == NULL) {
-		if (required) {
-			return fail_missing(c, expected);
-		}
-		pop(c);
-		return 0;
+	long long v = 0;
+	int r = hakoi_jctx_get_int(&c->j, obj, key, required, min, max, &v);
+	if (r == 0 && json_object_get(obj, key) != NULL) {
+		*out = (json_int_t)v;
 	}
-	if (!json_is_integer(v)) {
-		return fail(c, "must be %s", expected);
-	}
-	if (json_integer_value(v) < min || json_integer_value(v) > max) {
-		return fail(c, "is %" JSON_INTEGER_FORMAT "; must be %s", json_integer_value(v),
-		            expected);
-	}
-	*out = json_integer_value(v);
-	pop(c);
-	return 0;
+	return r;
 }
 
 /* A finite number (integer or real) >= min; an absent optional member leaves *out alone. */

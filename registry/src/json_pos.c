@@ -443,3 +443,29 @@ int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *k
 	}
 	return 0;
 }
+
+int hakoi_jctx_get_int(hakoi_jctx_t *j, const void *obj, const char *key, int required,
+                       long long min, long long max, long long *out)
+{
+	char expected[96];
+	json_t *v = json_object_get((const json_t *)obj, key);
+	snprintf(expected, sizeof(expected), "an integer in [%lld, %lld]", min, max);
+	hakoi_jctx_push_key(j, key);
+	if (v == NULL) {
+		if (required) {
+			return hakoi_jctx_fail_missing(j, expected);
+		}
+		hakoi_jctx_pop(j);
+		return 0;
+	}
+	if (!json_is_integer(v)) {
+		return hakoi_jctx_fail(j, "must be %s", expected);
+	}
+	long long n = (long long)json_integer_value(v);
+	if (n < min || n > max) {
+		return hakoi_jctx_fail(j, "is %lld; must be %s", n, expected);
+	}
+	*out = n;
+	hakoi_jctx_pop(j);
+	return 0;
+}

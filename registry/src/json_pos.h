@@ -50,6 +50,12 @@ int hakoi_jctx_fail_oom(hakoi_jctx_t *j);
 /* Members of obj not in known[] are refused ("unknown key"). obj is a jansson json_t *. */
 int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *known, size_t n);
 
+/* The integer member key of obj (a json_t *) in [min, max], at path.key. An absent member is
+ * an error when required ("missing (must be an integer in [min, max])"), else *out is left
+ * alone. */
+int hakoi_jctx_get_int(hakoi_jctx_t *j, const void *obj, const char *key, int required,
+                       long long min, long long max, long long *out);
+
 /* Read a whole file into a malloc'd buffer (not NUL-terminated). Returns 0 or an errno value. */
 int hakoi_read_file(const char *path, char **text, size_t *len);
 
