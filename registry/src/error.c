@@ -31,6 +31,7 @@ const char *hako_strerror(int err)
 	case HAKO_ENOTSUP: return "not supported";
 	case HAKO_ETOOBIG: return "too big";
 	case HAKO_ECRASHED: return "a process of the domain died";
+	case HAKO_ENOTCONN: return "no peer connected";
 	default: return "unknown error";
 	}
 }

@@ -32,6 +32,7 @@ enum hako_errno {
 	HAKO_ENOTSUP = -21,     /* not supported */
 	HAKO_ETOOBIG = -22,     /* buffer too small or data too large */
 	HAKO_ECRASHED = -23,    /* a process of the domain died */
+	HAKO_ENOTCONN = -24,    /* no peer connected */
 };
 
 /* A short English description of an error code ("unknown error" if none). */
