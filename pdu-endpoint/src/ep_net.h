@@ -1,0 +1,59 @@
+/* Internal: what the network comms (tcp, udp, websocket) share: socket addresses from the config,
+ * frame encoding into an owned buffer, a bounded per-peer queue of frames, a wake-up fd. */
+#ifndef HAKOI_EP_NET_H
+#define HAKOI_EP_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "hako/endpoint_cache.h"
+#include "hako/endpoint_config.h"
+#include "hako/frame.h"
+
+/* sockaddr of a config address (tcp/udp: address + port). HAKO_EINVAL if not present. */
+int hakoi_sockaddr(const hako_comm_addr_t *a, struct sockaddr_storage *ss, socklen_t *len);
+/* "127.0.0.1:54001" / "[::1]:54001" of a sockaddr, for log lines. */
+const char *hakoi_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+int hakoi_set_nonblock(int fd);
+
+/* A frame: the encoded bytes with `headroom` free bytes before them (websocket needs
+ * LWS_PRE). refs counts the peer queues holding it (a send to N peers encodes once). */
+typedef struct hakoi_frame_buf {
+	int refs; /* atomic */
+	size_t len;
+	uint8_t *data; /* = storage + headroom */
+	uint8_t storage[];
+} hakoi_frame_buf_t;
+
+/* Encode one PDU; NULL on ENOMEM / a name too long (r says which: HAKO_ENOMEM,
+ * HAKO_ENAMETOOLONG). */
+hakoi_frame_buf_t *hakoi_frame_buf_new(hako_frame_version_t v, const hako_pdu_key_t *key,
+                                       const void *data, size_t len, size_t headroom, int *r);
+void hakoi_frame_buf_ref(hakoi_frame_buf_t *f);
+void hakoi_frame_buf_unref(hakoi_frame_buf_t *f);
+
+/* A bounded FIFO of frames for one peer (not locked: the caller holds the peer's lock). The head
+ * may be partly written (off). Push on a full queue drops the oldest frame that is not partly
+ * written and returns 1 (0 otherwise; -1 if it cannot: depth 1 with the head partly written,
+ * then the new frame is not queued). */
+typedef struct hakoi_frameq {
+	hakoi_frame_buf_t **items;
+	uint32_t cap;
+	uint32_t head;
+	uint32_t count;
+	size_t off; /* bytes of the head already written */
+} hakoi_frameq_t;
+
+int hakoi_frameq_init(hakoi_frameq_t *q, uint32_t cap);
+void hakoi_frameq_free(hakoi_frameq_t *q);                      /* unrefs what is left */
+int hakoi_frameq_push(hakoi_frameq_t *q, hakoi_frame_buf_t *f); /* takes a reference */
+hakoi_frame_buf_t *hakoi_frameq_head(const hakoi_frameq_t *q);
+void hakoi_frameq_pop(hakoi_frameq_t *q); /* unrefs the head, off = 0 */
+
+/* A wake-up fd (eventfd) for a poll loop. */
+int hakoi_wake_open(void);
+void hakoi_wake_signal(int fd);
+void hakoi_wake_drain(int fd);
+
+#endif
