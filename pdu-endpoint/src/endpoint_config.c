@@ -452,7 +452,8 @@ static int load_ws_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 {
 	static const char *const keys[] = {
 	    "secure",          "ping_interval_sec", "handshake_timeout_ms", "connect_timeout_ms",
-	    "read_timeout_ms", "write_timeout_ms",  "max_body_bytes",       "send_queue_depth"};
+	    "read_timeout_ms", "write_timeout_ms",  "max_body_bytes",       "send_queue_depth",
+	    "static_dir"};
 	hako_comm_ws_options_t *w = &cc->ws;
 	int r, secure = 0;
 	if ((r = check_keys(c, o, keys, COUNT(keys))) != 0 ||
@@ -471,6 +472,22 @@ static int load_ws_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 	    (r = get_uint(c, o, "write_timeout_ms", 0, 0, MAX_MS, &w->write_timeout_ms)) != 0 ||
 	    (r = load_net_options(c, o, cc)) != 0) {
 		return r;
+	}
+	char rel[HAKO_ENDPOINT_PATH_MAX];
+	int present = 0;
+	if ((r = get_path_or_null(c, o, "static_dir", 0, rel, sizeof(rel), &present)) != 0) {
+		return r;
+	}
+	if (present) {
+		if (cc->role != HAKO_COMM_SERVER) {
+			push_key(c, "static_dir");
+			return fail(c, "only a server serves files");
+		}
+		push_key(c, "static_dir");
+		if ((r = resolve(c, rel, w->static_dir, sizeof(w->static_dir))) != 0) {
+			return r;
+		}
+		pop(c);
 	}
 	return 0;
 }
@@ -611,8 +628,8 @@ static void comm_defaults(hako_comm_config_t *cc)
 	                                    .reuse_address = 1,
 	                                    .keepalive = 1,
 	                                    .no_delay = 1,
-	                                    .recv_buffer_size = 8192,
-	                                    .send_buffer_size = 8192};
+	                                    .recv_buffer_size = 0,
+	                                    .send_buffer_size = 0};
 	cc->udp = (hako_comm_udp_options_t){.buffer_size = 8192,
 	                                    .timeout_ms = 1000,
 	                                    .blocking = 1,

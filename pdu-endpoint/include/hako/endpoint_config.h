@@ -9,6 +9,7 @@
  *    handshake_timeout_ms, connect/read/write_timeout_ms;
  *  - tcp/udp options blocking (false = the comm thread never waits on a socket), every tcp
  *    option, linger, udp broadcast and multicast;
+ *  - hako's own websocket option static_dir (a server serves that folder's files);
  *  - hako's own options max_body_bytes (default 16 MiB, 1..1 GiB) and send_queue_depth
  *    (default 256, 1..65536) of tcp, udp and websocket;
  *  - container entries' direction and mode.
@@ -83,8 +84,11 @@ typedef struct hako_comm_tcp_options {
 	int reuse_address;           /* 1 */
 	int keepalive;               /* 1 */
 	int no_delay;                /* 1 */
-	uint32_t recv_buffer_size;   /* 8192 */
-	uint32_t send_buffer_size;   /* 8192 */
+	/* SO_RCVBUF / SO_SNDBUF when set in the file. Hakoniwa's code default is 8192, which would
+	 * cap a loopback connection's window at 16 KiB; hako leaves the kernel's auto-tuning (0)
+	 * unless the file gives a size. */
+	uint32_t recv_buffer_size;   /* 0 = kernel default */
+	uint32_t send_buffer_size;   /* 0 = kernel default */
 	int linger_enabled;          /* 0 */
 	uint32_t linger_timeout_sec; /* 0 */
 } hako_comm_tcp_options_t;
@@ -107,6 +111,9 @@ typedef struct hako_comm_ws_options {
 	uint32_t connect_timeout_ms;   /* 1000 */
 	uint32_t read_timeout_ms;      /* 1000 */
 	uint32_t write_timeout_ms;     /* 1000 */
+	/* hako's own: a server serves the files of this folder over HTTP (GET); "" = none.
+	 * Resolved against the comm file's folder. */
+	char static_dir[HAKO_ENDPOINT_PATH_MAX];
 } hako_comm_ws_options_t;
 
 typedef struct hako_comm_shm_pdu {
