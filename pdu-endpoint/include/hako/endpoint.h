@@ -29,6 +29,7 @@
 #include "hako/domain.h"
 #include "hako/endpoint_cache.h"
 #include "hako/endpoint_config.h"
+#include "hako/frame.h"
 #include "hako/error.h"
 
 #ifdef __cplusplus
