@@ -1,0 +1,92 @@
+/* The bridge: forwards PDUs from a connection's source endpoint to its destinations under
+ * transfer policies (ARCHITECTURE section 5, Hakoniwa's bridge core).
+ *
+ * One policy instance per (connection, destination, PDU) -- or per (connection, destination,
+ * group) for atomic groups -- never shared:
+ *  - immediate: forwarded on arrival, in the thread that received it (the source comm's thread);
+ *  - immediate + atomic: a group is forwarded, in group order, once every member has arrived
+ *    since the last forward; the marks then reset;
+ *  - throttle(interval): at most one forward per interval; an arrival inside the window is kept
+ *    (the latest one) and sent when the window ends, so the final value always arrives;
+ *  - ticker(interval): the current value (the last that arrived) is sent every interval, also
+ *    when unchanged; nothing before the first arrival. The first tick only arms the timer.
+ *
+ * Time is injected (hako_bridge_clock_fn, microseconds): wall clock, world time, or a fake clock
+ * in tests; the library never sleeps. hako_bridge_tick() drives the time-based part (throttle
+ * trailing sends, tickers) and the sources' poll-mode receive events; the daemon calls it every
+ * delta.
+ *
+ * Epochs: each connection has an epoch (uint8, starts 0). With epoch_validation on, a PDU whose
+ * registry meta epoch (hako_pdu_get_epoch) differs, or that has no valid meta, is dropped and
+ * counted; the bridge never rewrites epochs. In an atomic group one mismatch drops the frame.
+ * A paused connection drops (and counts) what arrives and ticks nothing.
+ *
+ * Thread-safe: arrivals come from comm threads, tick and the control calls from another.
+ */
+#ifndef HAKO_BRIDGE_H
+#define HAKO_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/bridge_config.h"
+#include "hako/domain.h"
+#include "hako/endpoint.h"
+#include "hako/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef hako_time_t (*hako_bridge_clock_fn)(void *user);
+
+typedef struct hako_bridge hako_bridge_t;
+
+/* Build the bridge of cfg->node over the endpoints of `eps` (opened by the caller, e.g. with
+ * hako_endpoint_set_open on cfg->endpoints_config_path; not owned). cfg must outlive the bridge.
+ * Subscribes to the sources. Errors name the connection and endpoint. */
+int hako_bridge_create(const hako_bridge_config_t *cfg, hako_endpoint_set_t *eps,
+                       hako_bridge_clock_fn clock, void *clock_user, hako_bridge_t **out,
+                       hako_error_t *err);
+/* Unsubscribes (no callback runs after it returns) and frees. Accepts NULL. */
+void hako_bridge_destroy(hako_bridge_t *b);
+
+/* Time-based work due at clock() now, and process_recv_events of the source endpoints. Returns
+ * the number of PDUs forwarded (>= 0). */
+int hako_bridge_tick(hako_bridge_t *b);
+
+/* The earliest time a tick has work to do (a throttle window end or a ticker), or -1 if none:
+ * the daemon may sleep until then. */
+hako_time_t hako_bridge_next_due(hako_bridge_t *b);
+
+/* Connection control. HAKO_ENOENT for an unknown id. */
+int hako_bridge_set_epoch(hako_bridge_t *b, const char *connection, uint8_t epoch);
+int hako_bridge_bump_epoch(hako_bridge_t *b, const char *connection, uint8_t *new_epoch);
+int hako_bridge_get_epoch(hako_bridge_t *b, const char *connection, uint8_t *epoch);
+int hako_bridge_set_active(hako_bridge_t *b, const char *connection, int active);
+
+typedef struct hako_bridge_conn_stats {
+	char id[HAKO_BRIDGE_ID_MAX];
+	uint64_t forwarded;      /* PDUs handed to a destination (once per destination) */
+	uint64_t bytes;          /* their bytes */
+	uint64_t dropped_policy; /* arrivals a throttle replaced inside its window */
+	uint64_t dropped_epoch;  /* PDUs (atomic: frames' members) dropped by epoch validation */
+	uint64_t dropped_paused; /* arrivals while paused */
+	uint64_t send_failed;    /* destination send errors (not connected, too big, ...) */
+	uint8_t epoch;
+	int active;
+} hako_bridge_conn_stats_t;
+
+size_t hako_bridge_connection_count(const hako_bridge_t *b);
+/* Statistics of connection i (file order). HAKO_ENOENT past the end. */
+int hako_bridge_get_stats(hako_bridge_t *b, size_t i, hako_bridge_conn_stats_t *st);
+
+/* Clocks: CLOCK_MONOTONIC, and a domain's world time (hako_domain_world_time) for a bridge run
+ * as an asset. user = the hako_domain_t * for the latter. */
+hako_time_t hako_bridge_clock_wall(void *user);
+hako_time_t hako_bridge_clock_world(void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,2 @@
+/* The bridge runtime: not built yet. */
+#include "hako/bridge.h"
