@@ -1,11 +1,452 @@
-/* The shm comm: not built yet (ep_comm.h). */
-#include "ep_comm.h"
+/* The shm comm: PDUs go straight into the channels of a hako domain (no framing), keyed by
+ * (robot, channel id) with the size of the pdudef, like Hakoniwa's comm_shm.
+ *
+ * Channels keep only the latest write: shm is state sharing, not a queue. Several writes
+ * between two looks at a channel deliver only the last one; the skipped writes are visible only
+ * as a jump of the channel's sequence number and are not counted anywhere (the endpoint has no
+ * counter for "overwritten before it was read").
+ *
+ * Receiving (PDUs listed with notify_on_recv, direction in / inout):
+ *  - callback: one watcher thread per notified PDU sleeps in hako_channel_wait (a futex, no
+ *    spinning) and delivers every change it sees. The core has no wait on several channels at
+ *    once, so one thread per notified PDU is the price of waking promptly; a watcher wakes every
+ *    WATCH_TICK_USEC anyway to notice stop.
+ *  - poll: no threads; hako_endpoint_process_recv_events checks the sequence numbers and
+ *    delivers what changed.
+ * Every change is delivered, also the ones this endpoint (or this process) wrote itself: an
+ * endpoint that both writes a PDU and is notified on it receives its own writes.
+ * A domain reset restarts sequence numbers from 0; the watchers notice it (reset count) and do
+ * not deliver the zeroed content.
+ *
+ * Sending accepts any PDU of the pdudef, not only the listed ones: its channel is created on
+ * first use and cached. Lookups are lock-free: the key table is built at open and never
+ * changes; only the channel handles in it are set (atomically) after start.
+ */
+#define _POSIX_C_SOURCE 200809L
 
-static int stub_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ep_comm.h"
+#include "hako/log.h"
+
+#define WATCH_TICK_USEC 100000 /* how long stop may wait for a watcher */
+
+struct shm_comm;
+
+typedef struct shm_pdu {
+	hako_pdu_key_t key;
+	const char *name; /* the pdudef's */
+	uint32_t size;
+	int listed; /* in the comm's robots: its channel is created at start */
+	int notify; /* listed with notify_on_recv and the direction receives */
+	_Atomic(hako_channel_t *) ch;
+	/* Watcher / poll state (notify only). */
+	uint64_t seen;
+	uint32_t seen_resets;
+	uint8_t *buf; /* size bytes */
+	pthread_t thread;
+	int thread_started;
+	struct shm_comm *comm;
+} shm_pdu_t;
+
+typedef struct shm_comm {
+	hakoi_comm_ctx_t ctx;
+	size_t count; /* every PDU of the pdudef */
+	shm_pdu_t *pdus;
+	uint32_t mask;   /* slots - 1 */
+	uint32_t *slots; /* index + 1 into pdus, 0 = empty */
+	size_t notify_count;
+	shm_pdu_t **notify;
+	hako_domain_t *dom;
+	int own_dom; /* opened by start: closed by stop */
+	int started;
+	atomic_int stopping;
+	pthread_mutex_t poll_lock; /* process() may be called from several threads */
+} shm_comm_t;
+
+static uint32_t key_hash(const char *robot, int32_t id)
 {
-	(void)impl;
-	return hako_error_set(err, HAKO_ENOTSUP, ctx->cfg->path, 0, 0,
-	                      "the shm comm is not implemented yet");
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)robot; *p != '\0'; p++) {
+		h = (h ^ *p) * 16777619u;
+	}
+	h = (h ^ (uint32_t)id) * 16777619u;
+	return h ^ (h >> 15);
 }
 
-const hakoi_comm_ops_t hakoi_comm_shm_ops = {.open = stub_open};
+static shm_pdu_t *find(const shm_comm_t *c, const char *robot, int32_t id)
+{
+	for (uint32_t i = key_hash(robot, id) & c->mask;; i = (i + 1) & c->mask) {
+		uint32_t e = c->slots[i];
+		if (e == 0) {
+			return NULL;
+		}
+		shm_pdu_t *p = &c->pdus[e - 1];
+		if (p->key.channel_id == id && strcmp(p->key.robot, robot) == 0) {
+			return p;
+		}
+	}
+}
+
+static void shm_close(void *impl);
+
+static int build_table(shm_comm_t *c, hako_error_t *err)
+{
+	const hako_pdudef_t *def = c->ctx.pdudef;
+	for (size_t r = 0; r < def->robot_count; r++) {
+		c->count += def->robots[r].pdu_count;
+	}
+	uint32_t slots = 16;
+	while (slots < 2 * c->count) {
+		slots *= 2;
+	}
+	c->mask = slots - 1;
+	c->slots = calloc(slots, sizeof(*c->slots));
+	c->pdus = calloc(c->count > 0 ? c->count : 1, sizeof(*c->pdus));
+	if (c->slots == NULL || c->pdus == NULL) {
+		return hako_error_set(err, HAKO_ENOMEM, c->ctx.cfg->path, 0, 0, "out of memory");
+	}
+	size_t n = 0;
+	for (size_t r = 0; r < def->robot_count; r++) {
+		const hako_pdudef_robot_t *robot = &def->robots[r];
+		if (strlen(robot->name) >= sizeof(c->pdus[0].key.robot)) {
+			return hako_error_set(err, HAKO_ENAMETOOLONG, def->path, 0, 0,
+			                      "robot name '%s' is too long", robot->name);
+		}
+		for (size_t i = 0; i < robot->pdu_count; i++) {
+			const hako_pdudef_pdu_t *d = &robot->pdus[i];
+			if (find(c, robot->name, d->channel_id) != NULL) {
+				continue; /* a duplicate: the first one wins, as hako_pdudef_find */
+			}
+			shm_pdu_t *p = &c->pdus[n];
+			strcpy(p->key.robot, robot->name);
+			p->key.channel_id = d->channel_id;
+			p->name = d->name;
+			p->size = d->pdu_size;
+			p->comm = c;
+			atomic_init(&p->ch, NULL);
+			uint32_t s = key_hash(robot->name, d->channel_id) & c->mask;
+			while (c->slots[s] != 0) {
+				s = (s + 1) & c->mask;
+			}
+			c->slots[s] = (uint32_t)++n;
+		}
+	}
+	c->count = n;
+	return 0;
+}
+
+static int mark_listed(shm_comm_t *c, hako_error_t *err)
+{
+	const hako_comm_config_t *cfg = c->ctx.cfg;
+	int receives = cfg->direction != HAKO_COMM_OUT;
+	for (size_t r = 0; r < cfg->robot_count; r++) {
+		const hako_comm_shm_robot_t *robot = &cfg->robots[r];
+		for (size_t i = 0; i < robot->pdu_count; i++) {
+			const hako_comm_shm_pdu_t *d = &robot->pdus[i];
+			shm_pdu_t *p = find(c, robot->name, d->channel_id);
+			if (p == NULL) {
+				return hako_error_set(err, HAKO_ECONFIG, cfg->path, 0, 0,
+				                      "shm: PDU %s/%s (channel %d) is not in %s",
+				                      robot->name, d->name, (int)d->channel_id,
+				                      c->ctx.pdudef->path);
+			}
+			p->listed = 1;
+			if (d->notify_on_recv && receives && !p->notify) {
+				p->notify = 1;
+				c->notify_count++;
+			}
+		}
+	}
+	c->notify = calloc(c->notify_count > 0 ? c->notify_count : 1, sizeof(*c->notify));
+	if (c->notify == NULL) {
+		return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < c->count; i++) {
+		shm_pdu_t *p = &c->pdus[i];
+		if (p->notify) {
+			if ((p->buf = malloc(p->size)) == NULL) {
+				return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0,
+				                      "out of memory");
+			}
+			c->notify[k++] = p;
+		}
+	}
+	return 0;
+}
+
+static int shm_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
+{
+	*impl = NULL;
+	if (ctx->pdudef == NULL) {
+		return hako_error_set(err, HAKO_ECONFIG, ctx->cfg->path, 0, 0,
+		                      "shm: the endpoint has no pdu_def_path (an shm comm needs "
+		                      "the pdudef for channel ids and sizes)");
+	}
+	shm_comm_t *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		return hako_error_set(err, HAKO_ENOMEM, ctx->cfg->path, 0, 0, "out of memory");
+	}
+	c->ctx = *ctx;
+	pthread_mutex_init(&c->poll_lock, NULL);
+	int r = build_table(c, err);
+	if (r == 0) {
+		r = mark_listed(c, err);
+	}
+	if (r != 0) {
+		shm_close(c);
+		return r;
+	}
+	HAKO_DEBUG("endpoint '%s': shm comm (%s, asset '%s'): %zu PDUs in the pdudef, %zu notified",
+	           ctx->ep_name, ctx->cfg->shm_impl == HAKO_SHM_POLL ? "poll" : "callback",
+	           ctx->cfg->asset_name, c->count, c->notify_count);
+	*impl = c;
+	return 0;
+}
+
+/* Deliver p's channel if it changed since the last look. Returns 1 if delivered. */
+static int check_one(shm_pdu_t *p)
+{
+	shm_comm_t *c = p->comm;
+	hako_channel_t *ch = atomic_load_explicit(&p->ch, memory_order_acquire);
+	uint32_t resets = hako_domain_reset_count(c->dom);
+	if (resets != p->seen_resets) {
+		p->seen_resets = resets;
+		p->seen = 0;
+	}
+	if (hako_channel_seq(ch) == p->seen) {
+		return 0;
+	}
+	size_t len = 0;
+	uint64_t seq = 0;
+	int r = hako_channel_read(ch, p->buf, p->size, &len, &seq);
+	if (r != 0) {
+		/* Only a channel larger than the pdudef says could do this (created elsewhere). */
+		HAKO_WARN("endpoint '%s': shm %s/%s: read failed: %s", c->ctx.ep_name, p->key.robot,
+		          p->name, hako_strerror(r));
+		p->seen = seq;
+		return 0;
+	}
+	p->seen = seq;
+	if (seq == 0) {
+		return 0; /* reset since the last look: nothing written */
+	}
+	c->ctx.deliver(c->ctx.ep, &p->key, p->buf, len);
+	return 1;
+}
+
+static void *watch_main(void *arg)
+{
+	shm_pdu_t *p = arg;
+	shm_comm_t *c = p->comm;
+	hako_channel_t *ch = atomic_load(&p->ch);
+	while (!atomic_load_explicit(&c->stopping, memory_order_acquire)) {
+		int r = hako_channel_wait(ch, p->seen, 0, WATCH_TICK_USEC);
+		if (r != 0 && r != HAKO_ETIMEDOUT) {
+			HAKO_WARN("endpoint '%s': shm %s/%s: wait failed: %s", c->ctx.ep_name,
+			          p->key.robot, p->name, hako_strerror(r));
+			return NULL;
+		}
+		if (atomic_load_explicit(&c->stopping, memory_order_acquire)) {
+			break;
+		}
+		/* Also after a timeout: a reset followed by as many writes leaves seq unchanged. */
+		check_one(p);
+	}
+	return NULL;
+}
+
+/* The channel of p in the running domain: created (create != 0) or looked up, then cached. */
+static int attach(shm_comm_t *c, shm_pdu_t *p, int create, hako_channel_t **out)
+{
+	hako_channel_t *ch = NULL;
+	int r = create ? hako_channel_create(c->dom, p->key.robot, p->key.channel_id, p->size, &ch)
+	               : hako_channel_lookup(c->dom, p->key.robot, p->key.channel_id, &ch);
+	if (r != 0) {
+		return r;
+	}
+	/* Racing threads get the same handle from the core: storing it twice is harmless. */
+	atomic_store_explicit(&p->ch, ch, memory_order_release);
+	*out = ch;
+	return 0;
+}
+
+static void shm_stop(void *impl)
+{
+	shm_comm_t *c = impl;
+	if (!c->started) {
+		return;
+	}
+	atomic_store_explicit(&c->stopping, 1, memory_order_release);
+	for (size_t i = 0; i < c->notify_count; i++) {
+		shm_pdu_t *p = c->notify[i];
+		if (p->thread_started) {
+			pthread_join(p->thread, NULL);
+			p->thread_started = 0;
+		}
+	}
+	/* The handles belong to the domain, which may be closed before the next start. */
+	for (size_t i = 0; i < c->count; i++) {
+		atomic_store(&c->pdus[i].ch, NULL);
+	}
+	if (c->own_dom) {
+		hako_domain_close(c->dom);
+		c->own_dom = 0;
+	}
+	c->dom = NULL;
+	c->started = 0;
+}
+
+static int shm_start(void *impl, hako_domain_t *dom, hako_error_t *err)
+{
+	shm_comm_t *c = impl;
+	const char *path = c->ctx.cfg->path;
+	int r;
+	if (dom == NULL) {
+		const char *name = hako_domain_default_name();
+		if ((r = hako_domain_open(name, &dom)) != 0) {
+			return hako_error_set(
+			    err, r, path, 0, 0, "endpoint '%s': cannot open shm domain '%s': %s%s",
+			    c->ctx.ep_name, name, hako_strerror(r),
+			    r == HAKO_ENOENT ? " (is its conductor running?)" : "");
+		}
+		c->own_dom = 1;
+	}
+	c->dom = dom;
+	c->started = 1;
+	atomic_store(&c->stopping, 0);
+	for (size_t i = 0; i < c->count; i++) {
+		shm_pdu_t *p = &c->pdus[i];
+		hako_channel_t *ch;
+		if (!p->listed) {
+			continue;
+		}
+		if ((r = attach(c, p, 1, &ch)) != 0) {
+			hako_error_set(
+			    err, r, path, 0, 0,
+			    "endpoint '%s': cannot create shm channel %s/%s (channel %d, "
+			    "%u bytes) in domain '%s': %s",
+			    c->ctx.ep_name, p->key.robot, p->name, (int)p->key.channel_id, p->size,
+			    hako_domain_name(dom), hako_strerror(r));
+			shm_stop(c);
+			return r;
+		}
+	}
+	/* What is there now is old: only later writes are delivered. */
+	for (size_t i = 0; i < c->notify_count; i++) {
+		shm_pdu_t *p = c->notify[i];
+		p->seen_resets = hako_domain_reset_count(dom);
+		p->seen = hako_channel_seq(atomic_load(&p->ch));
+	}
+	if (c->ctx.cfg->shm_impl == HAKO_SHM_CALLBACK) {
+		for (size_t i = 0; i < c->notify_count; i++) {
+			shm_pdu_t *p = c->notify[i];
+			if ((r = pthread_create(&p->thread, NULL, watch_main, p)) != 0) {
+				hako_error_set(
+				    err, HAKO_ENOMEM, path, 0, 0,
+				    "endpoint '%s': cannot start the watcher of shm %s/%s: %s",
+				    c->ctx.ep_name, p->key.robot, p->name, strerror(r));
+				shm_stop(c);
+				return HAKO_ENOMEM;
+			}
+			p->thread_started = 1;
+		}
+	}
+	return 0;
+}
+
+static void shm_close(void *impl)
+{
+	shm_comm_t *c = impl;
+	if (c == NULL) {
+		return;
+	}
+	shm_stop(c);
+	for (size_t i = 0; c->pdus != NULL && i < c->count; i++) {
+		free(c->pdus[i].buf);
+	}
+	free(c->notify);
+	free(c->slots);
+	free(c->pdus);
+	pthread_mutex_destroy(&c->poll_lock);
+	free(c);
+}
+
+static int shm_send(void *impl, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	shm_comm_t *c = impl;
+	shm_pdu_t *p = find(c, key->robot, key->channel_id);
+	if (p == NULL) {
+		return HAKO_ENOENT;
+	}
+	if (len > p->size) {
+		return HAKO_ETOOBIG;
+	}
+	hako_channel_t *ch = atomic_load_explicit(&p->ch, memory_order_acquire);
+	int r;
+	if (ch == NULL && (r = attach(c, p, 1, &ch)) != 0) {
+		HAKO_WARN("endpoint '%s': cannot create shm channel %s/%s (channel %d, %u bytes) "
+		          "in domain '%s': %s",
+		          c->ctx.ep_name, p->key.robot, p->name, (int)p->key.channel_id, p->size,
+		          hako_domain_name(c->dom), hako_strerror(r));
+		return r;
+	}
+	if ((r = hako_channel_write(ch, data, len)) != 0) {
+		return r;
+	}
+	hakoi_count(&c->ctx.ctr->frames_out, 1);
+	hakoi_count(&c->ctx.ctr->bytes_out, len);
+	return 0;
+}
+
+static int shm_recv_direct(void *impl, const hako_pdu_key_t *key, void *buf, size_t cap,
+                           size_t *len)
+{
+	shm_comm_t *c = impl;
+	*len = 0;
+	shm_pdu_t *p = find(c, key->robot, key->channel_id);
+	if (p == NULL) {
+		return HAKO_EAGAIN; /* not in the pdudef: nothing can be there */
+	}
+	hako_channel_t *ch = atomic_load_explicit(&p->ch, memory_order_acquire);
+	/* Look up, not create: reading must not allocate a channel nobody writes. */
+	int r;
+	if (ch == NULL && (r = attach(c, p, 0, &ch)) != 0) {
+		return r == HAKO_ENOENT ? HAKO_EAGAIN : r;
+	}
+	uint64_t seq = 0;
+	r = hako_channel_read(ch, buf, cap, len, &seq);
+	if (r == 0 && seq == 0) {
+		return HAKO_EAGAIN; /* never written (or reset since) */
+	}
+	return r;
+}
+
+static int shm_process(void *impl)
+{
+	shm_comm_t *c = impl;
+	if (c->ctx.cfg->shm_impl != HAKO_SHM_POLL || !c->started) {
+		return 0; /* callback: the watchers deliver */
+	}
+	int n = 0;
+	pthread_mutex_lock(&c->poll_lock);
+	for (size_t i = 0; i < c->notify_count; i++) {
+		n += check_one(c->notify[i]);
+	}
+	pthread_mutex_unlock(&c->poll_lock);
+	return n;
+}
+
+const hakoi_comm_ops_t hakoi_comm_shm_ops = {
+    .open = shm_open,
+    .start = shm_start,
+    .stop = shm_stop,
+    .close = shm_close,
+    .send = shm_send,
+    .recv_direct = shm_recv_direct,
+    .process = shm_process,
+};
