@@ -1,11 +1,1046 @@
-/* The tcp comm: not built yet (ep_comm.h). */
-#include "ep_comm.h"
+/* The tcp comm: a server that serves any number of clients, or a client that keeps (re)connecting
+ * to one server. Frames are Hakoniwa's v1/v2 (hako/frame.h), one after another on the stream.
+ *
+ * Threads. One I/O thread per comm (start .. stop) runs a poll() loop over the wake-up eventfd,
+ * the listening socket (server) or the connecting socket (client), and the peers. It accepts,
+ * connects with back-off, reads, frames and delivers, writes what the senders queued, and is the
+ * only one that closes a peer. Senders (any thread, the I/O thread included, from inside a
+ * subscriber) take a reference on each peer under peers_lock and then work under the peer's own
+ * lock, so a sender never waits for the I/O thread's poll and never touches a closed fd.
+ *
+ * Send path. A PDU is encoded once (a refcounted frame buffer) and handed to every peer:
+ *  - latency: when the peer's queue is empty, nobody is writing to it and the previous send to it
+ *    is older than BATCH_GAP_NS, the sender writes the frame itself (one non-blocking send);
+ *    what the socket does not take stays queued for the I/O thread (POLLOUT);
+ *  - throughput: sends that come back to back, or find frames queued, only enqueue and wake the
+ *    I/O thread, which writes the whole queue with sendmsg(iovec) batches. The wake-up fd is
+ *    written only when the I/O thread is asleep (wake_pending), not once per PDU;
+ *  - a full queue: blocking (default) waits up to write_timeout_ms for room, then disconnects
+ *    the stuck peer; non-blocking drops the oldest queued frame. Both are counted. A send from
+ *    the I/O thread itself (a subscriber) cannot wait for it: it writes the queue inline, then
+ *    drops the oldest.
+ * While the I/O thread writes it holds no lock but marks the peer `writing`: nobody else writes,
+ * drops from or frees that queue meanwhile (senders that would drop wait for the write to end).
+ *
+ * Receive path. Per peer one buffer read in big chunks; hako_frame_needed frames the stream and
+ * the buffer only grows up to the announced frame (at most header + max_body_bytes). A protocol
+ * error closes that peer (rejected); a frame that stays incomplete with no byte arriving for
+ * read_timeout_ms drops the peer (an idle peer without a partial frame is kept).
+ */
+#define _GNU_SOURCE
 
-static int stub_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ep_comm.h"
+#include "ep_net.h"
+#include "hako/log.h"
+
+#define RX_CHUNK          (128u << 10) /* receive buffer kept per peer */
+#define IOV_BATCH         512          /* frames per sendmsg */
+#define BATCH_GAP_NS      15000u       /* sends closer than this are batched */
+#define BACKOFF_MIN_MS    50u
+#define BACKOFF_MAX_MS    1000u
+#define ACCEPT_PAUSE_MS   100u /* after EMFILE & co: do not spin on the listening socket */
+#define DEFAULT_CONN_TOUT 1000u
+
+enum { DEAD_NONE = 0, DEAD_BROKEN, DEAD_STUCK };
+
+typedef struct tcp_peer {
+	atomic_int refs; /* peers array + senders holding it */
+	char addr[64];
+	pthread_mutex_t lock;
+	pthread_cond_t room; /* queue space freed, write ended, or peer closed */
+	/* Under lock. */
+	int fd;
+	hakoi_frameq_t q;
+	int writing; /* the I/O thread is in sendmsg without the lock */
+	int closed;  /* fd closed, queue freed */
+	int dead;    /* DEAD_*: a sender saw it fail; the I/O thread closes it */
+	int dead_errno;
+	int waiters;  /* senders waiting on room */
+	int want_out; /* the socket is full: the I/O thread polls POLLOUT */
+	uint64_t last_send_ns;
+	/* I/O thread only. */
+	uint8_t *rbuf;
+	size_t rcap;
+	size_t rlen;
+	uint64_t rx_ns; /* last bytes received */
+} tcp_peer_t;
+
+typedef struct tcp_comm {
+	hakoi_comm_ctx_t ctx;
+	const hako_comm_config_t *cfg;
+	hako_frame_version_t ver;
+	int server;
+	int lfd;
+	uint16_t port;
+	int wfd;
+	atomic_int wake_pending; /* 1 = the I/O thread is awake or already signalled */
+	atomic_int stopping;
+	pthread_t tid;
+	int thread_started;
+
+	pthread_mutex_t peers_lock; /* the array; the I/O thread reads it without the lock */
+	tcp_peer_t **peers;
+	size_t npeers;
+	size_t peers_cap;
+
+	/* Client (I/O thread). */
+	struct sockaddr_storage raddr;
+	socklen_t raddr_len;
+	char raddr_str[64];
+	int cfd; /* connecting */
+	uint64_t conn_deadline_ns;
+	uint64_t retry_ns;
+	uint32_t backoff_ms;
+	int ever_connected;
+	int fail_logged;
+	uint64_t accept_pause_ns;
+} tcp_comm_t;
+
+static uint64_t now_ns(void)
 {
-	(void)impl;
-	return hako_error_set(err, HAKO_ENOTSUP, ctx->cfg->path, 0, 0,
-	                      "the tcp comm is not implemented yet");
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-const hakoi_comm_ops_t hakoi_comm_tcp_ops = {.open = stub_open};
+static void wake(tcp_comm_t *c)
+{
+	if (!atomic_exchange(&c->wake_pending, 1)) {
+		hakoi_wake_signal(c->wfd);
+	}
+}
+
+/* The comm whose I/O thread this is (a send from inside a subscriber must not wait for it). */
+static _Thread_local const tcp_comm_t *tl_io_comm;
+
+static int on_io_thread(const tcp_comm_t *c)
+{
+	return tl_io_comm == c;
+}
+
+/* ---- peers ---- */
+
+static void peer_unref(tcp_peer_t *p)
+{
+	if (atomic_fetch_sub(&p->refs, 1) != 1) {
+		return;
+	}
+	hakoi_frameq_free(&p->q);
+	free(p->rbuf);
+	pthread_cond_destroy(&p->room);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+static void set_sockopts(const tcp_comm_t *c, int fd)
+{
+	const hako_comm_tcp_options_t *o = &c->cfg->tcp;
+	int one = 1;
+	if (o->no_delay) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	if (o->keepalive) {
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	}
+	if (o->recv_buffer_size > 0) {
+		int v = (int)o->recv_buffer_size;
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	}
+	if (o->send_buffer_size > 0) {
+		int v = (int)o->send_buffer_size;
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	}
+	if (o->linger_enabled) {
+		struct linger l = {.l_onoff = 1, .l_linger = (int)o->linger_timeout_sec};
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	}
+}
+
+/* Add a connected socket as a peer (I/O thread). -1 on ENOMEM (fd closed then). */
+static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
+{
+	tcp_peer_t *p = calloc(1, sizeof(*p));
+	if (p == NULL || hakoi_frameq_init(&p->q, c->cfg->send_queue_depth) != 0) {
+		free(p);
+		close(fd);
+		return NULL;
+	}
+	atomic_init(&p->refs, 1);
+	p->fd = fd;
+	hakoi_sockaddr_str(sa, p->addr, sizeof(p->addr));
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->room, &ca);
+	pthread_condattr_destroy(&ca);
+	p->rx_ns = now_ns();
+
+	pthread_mutex_lock(&c->peers_lock);
+	if (c->npeers == c->peers_cap) {
+		size_t cap = c->peers_cap ? c->peers_cap * 2 : 8;
+		tcp_peer_t **n = realloc(c->peers, cap * sizeof(*n));
+		if (n == NULL) {
+			pthread_mutex_unlock(&c->peers_lock);
+			close(fd);
+			p->fd = -1;
+			peer_unref(p);
+			return NULL;
+		}
+		c->peers = n;
+		c->peers_cap = cap;
+	}
+	c->peers[c->npeers++] = p;
+	pthread_mutex_unlock(&c->peers_lock);
+	atomic_fetch_add_explicit(&c->ctx.ctr->peers, 1, memory_order_relaxed);
+	return p;
+}
+
+/* Close the socket and free what is queued (counted as dropped). abortive: do not linger. */
+static void peer_shut(tcp_comm_t *c, tcp_peer_t *p, int abortive)
+{
+	pthread_mutex_lock(&p->lock);
+	if (!p->closed) {
+		p->closed = 1;
+		if (abortive) {
+			struct linger l = {.l_onoff = 0, .l_linger = 0};
+			setsockopt(p->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+		}
+		close(p->fd);
+		p->fd = -1;
+		if (p->q.count > 0) {
+			hakoi_count(&c->ctx.ctr->send_dropped, p->q.count);
+		}
+		while (p->q.count > 0) {
+			hakoi_frameq_pop(&p->q);
+		}
+		pthread_cond_broadcast(&p->room);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Remove peers[i] from the array, close it and drop the array's reference. */
+static void peer_remove(tcp_comm_t *c, size_t i, int abortive)
+{
+	tcp_peer_t *p = c->peers[i];
+	pthread_mutex_lock(&c->peers_lock);
+	c->peers[i] = c->peers[--c->npeers];
+	pthread_mutex_unlock(&c->peers_lock);
+	atomic_fetch_sub_explicit(&c->ctx.ctr->peers, 1, memory_order_relaxed);
+	peer_shut(c, p, abortive);
+	peer_unref(p);
+}
+
+/* Body bytes of an encoded frame (for bytes_out). */
+static size_t frame_body_len(hako_frame_version_t v, const hakoi_frame_buf_t *f)
+{
+	if (v == HAKO_FRAME_V2) {
+		return f->len - HAKO_FRAME_V2_HEADER_SIZE;
+	}
+	const uint8_t *d = f->data;
+	uint32_t name_len =
+	    (uint32_t)d[4] | (uint32_t)d[5] << 8 | (uint32_t)d[6] << 16 | (uint32_t)d[7] << 24;
+	return f->len - 12u - name_len;
+}
+
+/* Write the queue in batches. Lock held on entry and exit (released during the syscall). */
+static void flush_locked(tcp_comm_t *c, tcp_peer_t *p)
+{
+	while (p->q.count > 0 && !p->closed && !p->dead) {
+		struct iovec iov[IOV_BATCH];
+		uint32_t n = p->q.count < IOV_BATCH ? p->q.count : IOV_BATCH;
+		size_t total = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			hakoi_frame_buf_t *f = p->q.items[(p->q.head + i) % p->q.cap];
+			size_t off = i == 0 ? p->q.off : 0;
+			iov[i].iov_base = f->data + off;
+			iov[i].iov_len = f->len - off;
+			total += f->len - off;
+		}
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = n};
+		int fd = p->fd;
+		p->writing = 1;
+		pthread_mutex_unlock(&p->lock);
+		ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int e = errno;
+		pthread_mutex_lock(&p->lock);
+		p->writing = 0;
+		if (w < 0) {
+			if (e == EINTR) {
+				continue;
+			}
+			if (e == EAGAIN || e == EWOULDBLOCK) {
+				p->want_out = 1;
+			} else {
+				p->dead = DEAD_BROKEN;
+				p->dead_errno = e;
+			}
+			break;
+		}
+		size_t left = (size_t)w;
+		uint64_t frames = 0;
+		uint64_t bytes = 0;
+		while (left > 0) {
+			hakoi_frame_buf_t *f = hakoi_frameq_head(&p->q);
+			size_t rem = f->len - p->q.off;
+			if (left < rem) {
+				p->q.off += left;
+				break;
+			}
+			left -= rem;
+			bytes += frame_body_len(c->ver, f);
+			frames++;
+			hakoi_frameq_pop(&p->q);
+		}
+		if (frames > 0) {
+			hakoi_count(&c->ctx.ctr->frames_out, frames);
+			hakoi_count(&c->ctx.ctr->bytes_out, bytes);
+		}
+		if (p->waiters > 0) {
+			pthread_cond_broadcast(&p->room);
+		}
+		if ((size_t)w < total) {
+			p->want_out = 1;
+			break;
+		}
+	}
+	if (p->waiters > 0) {
+		pthread_cond_broadcast(&p->room); /* writing ended */
+	}
+	if (p->q.count == 0) {
+		p->want_out = 0;
+	}
+}
+
+/* ---- send ---- */
+
+static void deadline_after(struct timespec *ts, uint32_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000u;
+	ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* The queue is full (lock held): make room per the options. 1 = room now (push), 0 = the frame
+ * is dropped (counted by the caller). */
+static int wait_room_locked(tcp_comm_t *c, tcp_peer_t *p, int on_io)
+{
+	const hako_comm_tcp_options_t *o = &c->cfg->tcp;
+	if (on_io) {
+		/* The I/O thread cannot wait for itself: write now, then drop the oldest. */
+		flush_locked(c, p);
+		return !p->closed && !p->dead;
+	}
+	if (!o->blocking) {
+		/* Dropping the oldest must not race with a write in progress. */
+		while (p->writing && !p->closed && !p->dead) {
+			p->waiters++;
+			pthread_cond_wait(&p->room, &p->lock);
+			p->waiters--;
+		}
+		return !p->closed && !p->dead;
+	}
+	if (o->write_timeout_ms > 0) {
+		struct timespec dl;
+		deadline_after(&dl, o->write_timeout_ms);
+		while (p->q.count >= p->q.cap && !p->closed && !p->dead) {
+			p->waiters++;
+			int w = pthread_cond_timedwait(&p->room, &p->lock, &dl);
+			p->waiters--;
+			if (w == ETIMEDOUT) {
+				break;
+			}
+		}
+	}
+	if (p->closed || p->dead) {
+		return 0;
+	}
+	if (p->q.count >= p->q.cap) {
+		HAKO_WARN("endpoint '%s': peer %s: send queue full (%u frames) for %u ms; "
+		          "connection closed",
+		          c->ctx.ep_name, p->addr, (unsigned)p->q.cap,
+		          (unsigned)o->write_timeout_ms);
+		p->dead = DEAD_STUCK;
+		return 0;
+	}
+	return 1;
+}
+
+/* Hand f to one peer. 1 = written or queued, 0 = dropped (counted here). */
+static int send_peer(tcp_comm_t *c, tcp_peer_t *p, hakoi_frame_buf_t *f, uint64_t now, int on_io)
+{
+	int need_wake = 0;
+	int handed = 0;
+	pthread_mutex_lock(&p->lock);
+	if (p->closed || p->dead) {
+		goto out;
+	}
+	uint64_t last = p->last_send_ns;
+	if (now > last) {
+		p->last_send_ns = now;
+	}
+	if (p->q.count == 0 && !p->writing && now >= last + BATCH_GAP_NS) {
+		ssize_t w = send(p->fd, f->data, f->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w == (ssize_t)f->len) {
+			pthread_mutex_unlock(&p->lock);
+			hakoi_count(&c->ctx.ctr->frames_out, 1);
+			hakoi_count(&c->ctx.ctr->bytes_out, frame_body_len(c->ver, f));
+			return 1;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			p->dead = DEAD_BROKEN;
+			p->dead_errno = errno;
+			need_wake = 1;
+			goto out;
+		}
+		hakoi_frameq_push(&p->q, f);
+		p->q.off = w > 0 ? (size_t)w : 0;
+		handed = 1;
+		need_wake = 1;
+		goto out;
+	}
+	if (p->q.count >= p->q.cap && !wait_room_locked(c, p, on_io)) {
+		need_wake = p->dead != DEAD_NONE;
+		goto out;
+	}
+	int r = hakoi_frameq_push(&p->q, f);
+	if (r == 1) {
+		hakoi_count(&c->ctx.ctr->send_dropped, 1); /* the oldest */
+	}
+	handed = r >= 0; /* -1: depth 1 with its frame partly written: this one is dropped */
+	need_wake = 1;
+out:
+	pthread_mutex_unlock(&p->lock);
+	if (!handed) {
+		hakoi_count(&c->ctx.ctr->send_dropped, 1);
+	}
+	if (need_wake) {
+		wake(c);
+	}
+	return handed;
+}
+
+static int tcp_send(void *impl, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	tcp_comm_t *c = impl;
+	if (len > c->cfg->max_body_bytes) {
+		return HAKO_ETOOBIG;
+	}
+	tcp_peer_t *stack[16];
+	tcp_peer_t **snap = stack;
+	pthread_mutex_lock(&c->peers_lock);
+	size_t n = c->npeers;
+	if (n > sizeof(stack) / sizeof(stack[0])) {
+		snap = malloc(n * sizeof(*snap));
+		if (snap == NULL) {
+			pthread_mutex_unlock(&c->peers_lock);
+			return HAKO_ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		snap[i] = c->peers[i];
+		atomic_fetch_add_explicit(&snap[i]->refs, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&c->peers_lock);
+	if (n == 0) {
+		hakoi_count(&c->ctx.ctr->send_dropped, 1);
+		return HAKO_ENOTCONN;
+	}
+	int r = 0;
+	hakoi_frame_buf_t *f = hakoi_frame_buf_new(c->ver, key, data, len, 0, &r);
+	if (f != NULL) {
+		uint64_t now = now_ns();
+		int on_io = on_io_thread(c);
+		size_t handed = 0;
+		for (size_t i = 0; i < n; i++) {
+			handed += (size_t)send_peer(c, snap[i], f, now, on_io);
+		}
+		hakoi_frame_buf_unref(f);
+		r = handed > 0 ? 0 : HAKO_ENOTCONN;
+	}
+	for (size_t i = 0; i < n; i++) {
+		peer_unref(snap[i]);
+	}
+	if (snap != stack) {
+		free(snap);
+	}
+	return r;
+}
+
+/* ---- receive (I/O thread) ---- */
+
+enum { RX_OK = 0, RX_EOF, RX_LOST, RX_REJECT };
+
+static void handle_frame(tcp_comm_t *c, tcp_peer_t *p, const hako_frame_t *fr)
+{
+	if (fr->request_type != HAKO_FRAME_PDU_DATA) {
+		hakoi_count(&c->ctx.ctr->recv_ignored, 1);
+		HAKO_DEBUG("endpoint '%s': peer %s: ignored a frame of type 0x%08x (not PDU data)",
+		           c->ctx.ep_name, p->addr, (unsigned)fr->request_type);
+		return;
+	}
+	if (c->cfg->direction == HAKO_COMM_OUT) {
+		hakoi_count(&c->ctx.ctr->recv_ignored, 1);
+		return;
+	}
+	hako_pdu_key_t key;
+	memset(&key, 0, sizeof(key));
+	memcpy(key.robot, fr->robot, sizeof(key.robot));
+	key.robot[sizeof(key.robot) - 1] = '\0';
+	key.channel_id = fr->channel_id;
+	c->ctx.deliver(c->ctx.ep, &key, fr->body, fr->body_len);
+}
+
+/* Frame and deliver what the buffer holds; keep the partial rest. RX_REJECT with why. */
+static int rx_parse(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
+{
+	size_t pos = 0;
+	size_t needed = 0;
+	int rc = RX_OK;
+	hako_error_t e;
+	for (;;) {
+		size_t avail = p->rlen - pos;
+		needed = 0;
+		if (hako_frame_needed(c->ver, p->rbuf + pos, avail, c->cfg->max_body_bytes, &needed,
+		                      &e) != 0) {
+			snprintf(why, why_len, "%s", e.message);
+			rc = RX_REJECT;
+			break;
+		}
+		if (needed == 0 || avail < needed) {
+			break;
+		}
+		hako_frame_t fr;
+		if (hako_frame_decode(c->ver, p->rbuf + pos, needed, c->cfg->max_body_bytes, &fr,
+		                      &e) != 0) {
+			snprintf(why, why_len, "%s", e.message);
+			rc = RX_REJECT;
+			break;
+		}
+		handle_frame(c, p, &fr);
+		pos += needed;
+	}
+	if (rc != RX_OK) {
+		return rc;
+	}
+	if (pos > 0) {
+		memmove(p->rbuf, p->rbuf + pos, p->rlen - pos);
+		p->rlen -= pos;
+	}
+	/* Grow only to the frame the header announced (bounded by max_body_bytes). */
+	size_t want = needed > RX_CHUNK ? needed : RX_CHUNK;
+	if (want != p->rcap && (want > p->rcap || p->rlen <= want)) {
+		uint8_t *nb = realloc(p->rbuf, want);
+		if (nb == NULL) {
+			snprintf(why, why_len, "out of memory for a frame of %zu bytes", needed);
+			return RX_REJECT;
+		}
+		p->rbuf = nb;
+		p->rcap = want;
+	}
+	return RX_OK;
+}
+
+static int rx_peer(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
+{
+	if (p->rbuf == NULL) {
+		p->rbuf = malloc(RX_CHUNK);
+		if (p->rbuf == NULL) {
+			snprintf(why, why_len, "out of memory");
+			return RX_LOST;
+		}
+		p->rcap = RX_CHUNK;
+	}
+	for (int i = 0; i < 8; i++) {
+		size_t space = p->rcap - p->rlen;
+		ssize_t r = recv(p->fd, p->rbuf + p->rlen, space, MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				return RX_OK;
+			}
+			snprintf(why, why_len, "%s", strerror(errno));
+			return RX_LOST;
+		}
+		if (r == 0) {
+			if (p->rlen > 0) {
+				snprintf(why, why_len,
+				         "end of stream in the middle of a frame (%zu bytes of it)",
+				         p->rlen);
+				return RX_REJECT;
+			}
+			return RX_EOF;
+		}
+		p->rlen += (size_t)r;
+		p->rx_ns = now_ns();
+		int rc = rx_parse(c, p, why, why_len);
+		if (rc != RX_OK) {
+			return rc;
+		}
+		if ((size_t)r < space) {
+			return RX_OK; /* drained: the next read would say EAGAIN */
+		}
+	}
+	return RX_OK;
+}
+
+/* ---- client connection (I/O thread) ---- */
+
+static void client_schedule_retry(tcp_comm_t *c, uint64_t now)
+{
+	c->retry_ns = now + (uint64_t)c->backoff_ms * 1000000u;
+	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
+}
+
+static void client_fail(tcp_comm_t *c, int e, uint64_t now)
+{
+	if (c->cfd >= 0) {
+		close(c->cfd);
+		c->cfd = -1;
+	}
+	if (!c->fail_logged) {
+		HAKO_INFO("endpoint '%s': cannot connect to %s: %s; retrying", c->ctx.ep_name,
+		          c->raddr_str, strerror(e));
+		c->fail_logged = 1;
+	} else {
+		HAKO_DEBUG("endpoint '%s': connect to %s: %s", c->ctx.ep_name, c->raddr_str,
+		           strerror(e));
+	}
+	client_schedule_retry(c, now);
+}
+
+static void client_connected(tcp_comm_t *c)
+{
+	int fd = c->cfd;
+	c->cfd = -1;
+	if (peer_add(c, fd, (const struct sockaddr *)&c->raddr) == NULL) {
+		client_fail(c, ENOMEM, now_ns());
+		return;
+	}
+	hakoi_count(&c->ctx.ctr->connects, 1);
+	if (c->ever_connected) {
+		hakoi_count(&c->ctx.ctr->reconnects, 1);
+	}
+	c->ever_connected = 1;
+	c->fail_logged = 0;
+	c->backoff_ms = BACKOFF_MIN_MS;
+	HAKO_INFO("endpoint '%s': connected to %s", c->ctx.ep_name, c->raddr_str);
+}
+
+static void client_try_connect(tcp_comm_t *c, uint64_t now)
+{
+	int fd = socket(c->raddr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		client_fail(c, errno, now);
+		return;
+	}
+	set_sockopts(c, fd);
+	c->cfd = fd;
+	if (connect(fd, (const struct sockaddr *)&c->raddr, c->raddr_len) == 0) {
+		client_connected(c);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		client_fail(c, errno, now);
+		return;
+	}
+	uint32_t t =
+	    c->cfg->tcp.connect_timeout_ms ? c->cfg->tcp.connect_timeout_ms : DEFAULT_CONN_TOUT;
+	c->conn_deadline_ns = now + (uint64_t)t * 1000000u;
+}
+
+static void client_connect_done(tcp_comm_t *c)
+{
+	int e = 0;
+	socklen_t l = sizeof(e);
+	if (getsockopt(c->cfd, SOL_SOCKET, SO_ERROR, &e, &l) != 0) {
+		e = errno;
+	}
+	if (e != 0) {
+		client_fail(c, e, now_ns());
+		return;
+	}
+	client_connected(c);
+}
+
+/* ---- server accept (I/O thread) ---- */
+
+static void server_accept(tcp_comm_t *c)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(c->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED) {
+				continue;
+			}
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				HAKO_WARN("endpoint '%s': accept: %s", c->ctx.ep_name,
+				          strerror(errno));
+				c->accept_pause_ns = now_ns() + ACCEPT_PAUSE_MS * 1000000ull;
+			}
+			return;
+		}
+		set_sockopts(c, fd);
+		tcp_peer_t *p = peer_add(c, fd, (const struct sockaddr *)&ss);
+		if (p == NULL) {
+			HAKO_WARN("endpoint '%s': out of memory for a new peer", c->ctx.ep_name);
+			continue;
+		}
+		hakoi_count(&c->ctx.ctr->accepted, 1);
+		HAKO_INFO("endpoint '%s': peer %s connected", c->ctx.ep_name, p->addr);
+	}
+}
+
+/* ---- the I/O thread ---- */
+
+static void drop_peer(tcp_comm_t *c, size_t i, int kind, const char *why)
+{
+	tcp_peer_t *p = c->peers[i];
+	const char *name = c->ctx.ep_name;
+	if (kind == RX_REJECT) {
+		hakoi_count(&c->ctx.ctr->rejected, 1);
+		HAKO_WARN("endpoint '%s': peer %s: %s; connection closed", name, p->addr, why);
+	} else {
+		hakoi_count(&c->ctx.ctr->disconnects, 1);
+		if (!c->server) {
+			HAKO_WARN("endpoint '%s': connection to %s lost: %s", name, c->raddr_str,
+			          kind == RX_EOF ? "closed by the server"
+			          : why != NULL  ? why
+			                         : "send queue stuck");
+		} else if (kind == RX_EOF) {
+			HAKO_INFO("endpoint '%s': peer %s disconnected", name, p->addr);
+		} else if (why != NULL) {
+			HAKO_WARN("endpoint '%s': peer %s: %s; connection closed", name, p->addr,
+			          why);
+		}
+	}
+	peer_remove(c, i, kind != RX_EOF);
+	if (!c->server) {
+		client_schedule_retry(c, now_ns());
+	}
+}
+
+static int ms_until(uint64_t when, uint64_t now)
+{
+	if (when <= now) {
+		return 0;
+	}
+	uint64_t ms = (when - now + 999999u) / 1000000u;
+	return ms > 60000u ? 60000 : (int)ms;
+}
+
+static void min_timeout(int *t, int v)
+{
+	if (*t < 0 || v < *t) {
+		*t = v;
+	}
+}
+
+static void *io_main(void *arg)
+{
+	tcp_comm_t *c = arg;
+	tl_io_comm = c;
+	struct pollfd *pfds = NULL;
+	size_t pcap = 0;
+	const uint64_t rto_ns = (uint64_t)c->cfg->tcp.read_timeout_ms * 1000000u;
+
+	while (!atomic_load(&c->stopping)) {
+		uint64_t now = now_ns();
+		int timeout = -1;
+		size_t np = c->npeers;
+		if (pcap < np + 2) {
+			size_t ncap = (np + 2) * 2;
+			struct pollfd *n = realloc(pfds, ncap * sizeof(*n));
+			if (n == NULL) {
+				HAKO_WARN("endpoint '%s': out of memory in the I/O loop",
+				          c->ctx.ep_name);
+				struct timespec ts = {0, 10000000};
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			pfds = n;
+			pcap = ncap;
+		}
+		/* Asleep from here: senders must signal. Then look once more for queued work. */
+		atomic_store(&c->wake_pending, 0);
+		pfds[0] = (struct pollfd){.fd = c->wfd, .events = POLLIN};
+		pfds[1] = (struct pollfd){.fd = -1};
+		if (c->server) {
+			if (now >= c->accept_pause_ns) {
+				pfds[1] = (struct pollfd){.fd = c->lfd, .events = POLLIN};
+			} else {
+				min_timeout(&timeout, ms_until(c->accept_pause_ns, now));
+			}
+		} else if (c->cfd >= 0) {
+			pfds[1] = (struct pollfd){.fd = c->cfd, .events = POLLOUT};
+			min_timeout(&timeout, ms_until(c->conn_deadline_ns, now));
+		} else if (np == 0) {
+			min_timeout(&timeout, ms_until(c->retry_ns, now));
+		}
+		for (size_t i = 0; i < np; i++) {
+			tcp_peer_t *p = c->peers[i];
+			short ev = POLLIN;
+			pthread_mutex_lock(&p->lock);
+			if (p->dead) {
+				timeout = 0;
+			} else if (p->q.count > 0) {
+				if (p->want_out) {
+					ev |= POLLOUT;
+				} else {
+					timeout = 0; /* queued by a sender: write it now */
+				}
+			}
+			pthread_mutex_unlock(&p->lock);
+			pfds[2 + i] = (struct pollfd){.fd = p->fd, .events = ev};
+			if (rto_ns > 0 && p->rlen > 0) {
+				min_timeout(&timeout, ms_until(p->rx_ns + rto_ns, now));
+			}
+		}
+		int n = poll(pfds, 2 + np, timeout);
+		atomic_store(&c->wake_pending, 1);
+		if (n < 0 && errno != EINTR) {
+			HAKO_WARN("endpoint '%s': poll: %s", c->ctx.ep_name, strerror(errno));
+		}
+		if (n > 0 && (pfds[0].revents & POLLIN)) {
+			hakoi_wake_drain(c->wfd);
+		}
+		if (atomic_load(&c->stopping)) {
+			break;
+		}
+		now = now_ns();
+		/* Peers first, last to first: dropping peers[i] moves the last (already handled)
+		 * into i. Then new connections (appended after np). */
+		char why[sizeof(((hako_error_t *)0)->message)];
+		for (size_t i = np; i-- > 0;) {
+			tcp_peer_t *p = c->peers[i];
+			short rev = n > 0 ? pfds[2 + i].revents : 0;
+			int kind = RX_OK;
+			why[0] = '\0';
+			if (rev & (POLLIN | POLLERR | POLLHUP)) {
+				kind = rx_peer(c, p, why, sizeof(why));
+			}
+			if (kind == RX_OK) {
+				pthread_mutex_lock(&p->lock);
+				if (p->q.count > 0 && !p->dead &&
+				    (!p->want_out || (rev & (POLLOUT | POLLERR)))) {
+					p->want_out = 0;
+					flush_locked(c, p);
+				}
+				if (p->dead == DEAD_BROKEN) {
+					kind = RX_LOST;
+					snprintf(why, sizeof(why), "%s", strerror(p->dead_errno));
+				} else if (p->dead == DEAD_STUCK) {
+					kind = RX_LOST;
+				}
+				pthread_mutex_unlock(&p->lock);
+			}
+			if (kind == RX_OK && rto_ns > 0 && p->rlen > 0 &&
+			    now >= p->rx_ns + rto_ns) {
+				kind = RX_LOST;
+				snprintf(why, sizeof(why),
+				         "no complete frame for %u ms (%zu bytes of one received)",
+				         (unsigned)c->cfg->tcp.read_timeout_ms, p->rlen);
+			}
+			if (kind != RX_OK) {
+				drop_peer(c, i, kind, why[0] != '\0' ? why : NULL);
+			}
+		}
+		if (n > 0 && pfds[1].fd >= 0 && pfds[1].revents != 0) {
+			if (c->server) {
+				server_accept(c);
+			} else {
+				client_connect_done(c);
+			}
+		}
+		if (!c->server) {
+			now = now_ns();
+			if (c->cfd >= 0 && now >= c->conn_deadline_ns) {
+				client_fail(c, ETIMEDOUT, now);
+			} else if (c->cfd < 0 && c->npeers == 0 && now >= c->retry_ns) {
+				client_try_connect(c, now);
+			}
+		}
+	}
+	free(pfds);
+	return NULL;
+}
+
+/* ---- life cycle ---- */
+
+static int tcp_listen(tcp_comm_t *c, hako_error_t *err)
+{
+	const hako_comm_config_t *cfg = c->cfg;
+	struct sockaddr_storage ss;
+	socklen_t sl = 0;
+	if (hakoi_sockaddr(&cfg->local, &ss, &sl) != 0) {
+		return hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0,
+		                      "tcp server: invalid local address '%s'", cfg->local.address);
+	}
+	const char *host = cfg->local.address[0] != '\0' ? cfg->local.address : "0.0.0.0";
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return hako_error_set(err, HAKO_EIO, cfg->path, 0, 0,
+		                      "cannot create a tcp socket for %s:%u: %s", host,
+		                      (unsigned)cfg->local.port, strerror(errno));
+	}
+	int one = 1;
+	if (cfg->tcp.reuse_address) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	}
+	int backlog = cfg->tcp.backlog > 0 ? (int)cfg->tcp.backlog : 5;
+	if (bind(fd, (const struct sockaddr *)&ss, sl) != 0 || listen(fd, backlog) != 0) {
+		int e = errno;
+		close(fd);
+		return hako_error_set(err, e == EADDRINUSE ? HAKO_EBUSY : HAKO_EIO, cfg->path, 0, 0,
+		                      "cannot listen on %s:%u: %s", host, (unsigned)cfg->local.port,
+		                      strerror(e));
+	}
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof(bound);
+	c->port = cfg->local.port;
+	if (getsockname(fd, (struct sockaddr *)&bound, &bl) == 0) {
+		c->port = bound.ss_family == AF_INET6
+		              ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+		              : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	}
+	c->lfd = fd;
+	return 0;
+}
+
+static void tcp_close(void *impl);
+
+static int tcp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
+{
+	const hako_comm_config_t *cfg = ctx->cfg;
+	*impl = NULL;
+	tcp_comm_t *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
+	}
+	c->ctx = *ctx;
+	c->cfg = cfg;
+	c->ver = cfg->raw_version == 1 ? HAKO_FRAME_V1 : HAKO_FRAME_V2;
+	c->server = cfg->role == HAKO_COMM_SERVER;
+	c->lfd = -1;
+	c->cfd = -1;
+	pthread_mutex_init(&c->peers_lock, NULL);
+	c->wfd = hakoi_wake_open();
+	if (c->wfd < 0) {
+		int e = errno;
+		tcp_close(c);
+		return hako_error_set(err, HAKO_EIO, cfg->path, 0, 0, "eventfd: %s", strerror(e));
+	}
+	int r = 0;
+	if (c->server) {
+		r = tcp_listen(c, err);
+	} else if (hakoi_sockaddr(&cfg->remote, &c->raddr, &c->raddr_len) != 0) {
+		r = hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0,
+		                   "tcp client: invalid remote address '%s'", cfg->remote.address);
+	} else {
+		hakoi_sockaddr_str((const struct sockaddr *)&c->raddr, c->raddr_str,
+		                   sizeof(c->raddr_str));
+	}
+	if (r != 0) {
+		tcp_close(c);
+		return r;
+	}
+	*impl = c;
+	return 0;
+}
+
+static int tcp_start(void *impl, hako_domain_t *dom, hako_error_t *err)
+{
+	(void)dom;
+	tcp_comm_t *c = impl;
+	if (c->thread_started) {
+		return hako_error_set(err, HAKO_ESTATE, c->cfg->path, 0, 0, "already started");
+	}
+	hakoi_wake_drain(c->wfd);
+	atomic_store(&c->stopping, 0);
+	atomic_store(&c->wake_pending, 0);
+	c->backoff_ms = BACKOFF_MIN_MS;
+	c->retry_ns = 0;
+	c->fail_logged = 0;
+	c->accept_pause_ns = 0;
+	int e = pthread_create(&c->tid, NULL, io_main, c);
+	if (e != 0) {
+		return hako_error_set(err, HAKO_EIO, c->cfg->path, 0, 0,
+		                      "cannot start the tcp thread: %s", strerror(e));
+	}
+	c->thread_started = 1;
+	return 0;
+}
+
+static void tcp_stop(void *impl)
+{
+	tcp_comm_t *c = impl;
+	if (!c->thread_started) {
+		return;
+	}
+	atomic_store(&c->stopping, 1);
+	hakoi_wake_signal(c->wfd);
+	pthread_join(c->tid, NULL);
+	c->thread_started = 0;
+	while (c->npeers > 0) {
+		peer_remove(c, c->npeers - 1, 1);
+	}
+	if (c->cfd >= 0) {
+		close(c->cfd);
+		c->cfd = -1;
+	}
+}
+
+static void tcp_close(void *impl)
+{
+	tcp_comm_t *c = impl;
+	if (c == NULL) {
+		return;
+	}
+	tcp_stop(c);
+	if (c->lfd >= 0) {
+		close(c->lfd);
+	}
+	if (c->wfd >= 0) {
+		close(c->wfd);
+	}
+	free(c->peers);
+	pthread_mutex_destroy(&c->peers_lock);
+	free(c);
+}
+
+static uint16_t tcp_local_port(void *impl)
+{
+	tcp_comm_t *c = impl;
+	return c->server ? c->port : 0;
+}
+
+const hakoi_comm_ops_t hakoi_comm_tcp_ops = {
+    .open = tcp_open,
+    .start = tcp_start,
+    .stop = tcp_stop,
+    .close = tcp_close,
+    .send = tcp_send,
+    .local_port = tcp_local_port,
+};
