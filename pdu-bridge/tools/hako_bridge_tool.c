@@ -1,0 +1,696 @@
+/* hako-bridge: the bridge daemon of one node. Loads the bridge file, opens and starts the node's
+ * endpoints, runs the bridge until SIGINT / SIGTERM and prints per-connection statistics on exit
+ * and on SIGUSR1. Standalone it ticks on the wall clock; with --asset it is a core asset that
+ * ticks once per step on world time. An optional control socket (--control) takes text commands.
+ *
+ * Exit status: 0 after SIGINT / SIGTERM, 1 on a runtime error (config, endpoints, domain), 2 on a
+ * usage error.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hako/bridge.h"
+#include "hako/log.h"
+
+#define PROG "hako-bridge"
+
+static volatile sig_atomic_t quit_signal;
+static volatile sig_atomic_t dump_requested;
+
+static void on_quit(int sig)
+{
+	quit_signal = sig;
+}
+
+static void on_dump(int sig)
+{
+	(void)sig;
+	dump_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: " PROG " BRIDGE_JSON --node NAME [options]\n\n"
+	    "Forwards PDUs between the endpoints of node NAME as the bridge file says\n"
+	    "(transfer policies immediate / atomic / throttle / ticker, epochs).\n\n"
+	    "options:\n"
+	    "  --node NAME        the node whose connections to run (required)\n"
+	    "  --container PATH   endpoint container file (default: the bridge file's\n"
+	    "                     endpoints_config_path)\n"
+	    "  --asset NAME       run as a core asset: tick once per step on world time\n"
+	    "  --delta-usec N     tick period in microseconds (default 1000); with --asset,\n"
+	    "                     the asset's step\n"
+	    "  --domain D         domain of shm endpoints and of --asset (default $HAKO_DOMAIN\n"
+	    "                     or \"default\")\n"
+	    "  --control PATH     control socket (Unix stream) at PATH, see below\n"
+	    "  -v, --verbose      log more (HAKO_LOG=info)\n"
+	    "  -q, --quiet        log errors only, no statistics on exit\n"
+	    "  -h, --help         show this help\n"
+	    "  --version          show the version\n\n"
+	    "Signals: SIGINT / SIGTERM stop the bridge (statistics are printed on stderr);\n"
+	    "SIGUSR1 prints the statistics and goes on.\n\n"
+	    "Control socket: connect (e.g. 'socat - UNIX-CONNECT:PATH') and write one command\n"
+	    "per line; each answer ends with a line starting with \"ok\" or \"error:\".\n"
+	    "  epoch CONN         show the epoch of connection CONN\n"
+	    "  epoch CONN N       set it to N (0..255)\n"
+	    "  bump CONN          add 1 (mod 256); answers \"ok epoch=N\"\n"
+	    "  pause CONN         drop (and count) what arrives, tick nothing\n"
+	    "  resume CONN        forward again\n"
+	    "  stats              one line per connection, then \"ok\"\n"
+	    "  help               this list\n\n"
+	    "Statistics lines: connection ID: forwarded=N bytes=N dropped_policy=N\n"
+	    "dropped_epoch=N dropped_paused=N send_failed=N epoch=N active=0|1\n\n"
+	    "Exit status: 0 after SIGINT/SIGTERM, 1 on an error, 2 on a usage error.\n");
+}
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, PROG ": ");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '" PROG " --help'.\n");
+	return 2;
+}
+
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, PROG ": ");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static int fail_err(const hako_error_t *err)
+{
+	char buf[1200];
+	return fail("%s", hako_error_format(err, buf, sizeof(buf)));
+}
+
+/* ---- statistics ---- */
+
+static int format_stats(hako_bridge_t *b, size_t i, char *buf, size_t len)
+{
+	hako_bridge_conn_stats_t st;
+	if (hako_bridge_get_stats(b, i, &st) != 0) {
+		return -1;
+	}
+	snprintf(buf, len,
+	         "connection %s: forwarded=%" PRIu64 " bytes=%" PRIu64 " dropped_policy=%" PRIu64
+	         " dropped_epoch=%" PRIu64 " dropped_paused=%" PRIu64 " send_failed=%" PRIu64
+	         " epoch=%u active=%d",
+	         st.id, st.forwarded, st.bytes, st.dropped_policy, st.dropped_epoch,
+	         st.dropped_paused, st.send_failed, (unsigned)st.epoch, st.active);
+	return 0;
+}
+
+static void print_stats(hako_bridge_t *b)
+{
+	char line[512];
+	for (size_t i = 0; format_stats(b, i, line, sizeof(line)) == 0; i++) {
+		fprintf(stderr, PROG ": %s\n", line);
+	}
+	fflush(stderr);
+}
+
+/* ---- control socket ---- */
+
+#define MAX_CLIENTS 8
+#define LINE_MAX_   512
+
+typedef struct client {
+	int fd;
+	size_t used;
+	char buf[LINE_MAX_];
+} client_t;
+
+typedef struct control {
+	hako_bridge_t *b;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int listen_fd;
+	int wake[2];
+	pthread_t thread;
+	int running;
+	client_t clients[MAX_CLIENTS];
+} control_t;
+
+static void reply(int fd, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		return;
+	}
+	if ((size_t)n > sizeof(buf) - 2) {
+		n = (int)sizeof(buf) - 2;
+	}
+	buf[n++] = '\n';
+	size_t off = 0;
+	while (off < (size_t)n) {
+		ssize_t w = send(fd, buf + off, (size_t)n - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR) {
+			continue;
+		}
+		if (w <= 0) {
+			return; /* the client went away; its read side will notice */
+		}
+		off += (size_t)w;
+	}
+}
+
+static void conn_error(int fd, int r, const char *conn)
+{
+	if (r == HAKO_ENOENT) {
+		reply(fd, "error: unknown connection '%s'", conn);
+	} else {
+		reply(fd, "error: %s", hako_strerror(r));
+	}
+}
+
+static void command(control_t *c, int fd, char *line)
+{
+	char *save = NULL;
+	char *verb = strtok_r(line, " \t\r", &save);
+	char *conn = verb != NULL ? strtok_r(NULL, " \t\r", &save) : NULL;
+	char *arg = conn != NULL ? strtok_r(NULL, " \t\r", &save) : NULL;
+	char *extra = arg != NULL ? strtok_r(NULL, " \t\r", &save) : NULL;
+	uint8_t e = 0;
+	int r;
+	if (verb == NULL) {
+		return; /* empty line */
+	}
+	if (strcmp(verb, "stats") == 0 || strcmp(verb, "help") == 0) {
+		if (conn != NULL) {
+			reply(fd, "error: usage: %s", verb);
+		} else if (verb[0] == 's') {
+			char l[512];
+			for (size_t i = 0; format_stats(c->b, i, l, sizeof(l)) == 0; i++) {
+				reply(fd, "%s", l);
+			}
+			reply(fd, "ok");
+		} else {
+			reply(
+			    fd,
+			    "epoch CONN [N] | bump CONN | pause CONN | resume CONN | stats | help");
+			reply(fd, "ok");
+		}
+		return;
+	}
+	if (conn == NULL || extra != NULL || (arg != NULL && strcmp(verb, "epoch") != 0)) {
+		reply(fd, "error: usage: epoch CONN [N] | bump CONN | pause CONN | resume CONN | "
+		          "stats | help");
+		return;
+	}
+	if (strcmp(verb, "epoch") == 0 && arg == NULL) {
+		r = hako_bridge_get_epoch(c->b, conn, &e);
+	} else if (strcmp(verb, "epoch") == 0) {
+		char *end = NULL;
+		errno = 0;
+		long v = strtol(arg, &end, 10);
+		if (errno != 0 || end == arg || *end != '\0' || v < 0 || v > 255) {
+			reply(fd, "error: epoch '%s': must be 0..255", arg);
+			return;
+		}
+		e = (uint8_t)v;
+		r = hako_bridge_set_epoch(c->b, conn, e);
+	} else if (strcmp(verb, "bump") == 0) {
+		r = hako_bridge_bump_epoch(c->b, conn, &e);
+	} else if (strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0) {
+		r = hako_bridge_set_active(c->b, conn, verb[0] == 'r');
+		if (r == 0) {
+			HAKO_INFO("connection '%s' %s", conn,
+			          verb[0] == 'r' ? "resumed" : "paused");
+			reply(fd, "ok");
+			return;
+		}
+	} else {
+		reply(fd, "error: unknown command '%s' (try 'help')", verb);
+		return;
+	}
+	if (r != 0) {
+		conn_error(fd, r, conn);
+		return;
+	}
+	if (strcmp(verb, "bump") == 0 || arg != NULL) {
+		HAKO_INFO("connection '%s': epoch %u", conn, (unsigned)e);
+	}
+	reply(fd, "ok epoch=%u", (unsigned)e);
+}
+
+/* Read what a client sent and run its complete lines. 0 = keep it, -1 = drop it. */
+static int client_input(control_t *c, client_t *cl)
+{
+	ssize_t n = recv(cl->fd, cl->buf + cl->used, sizeof(cl->buf) - 1 - cl->used, 0);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+		return 0;
+	}
+	if (n <= 0) {
+		return -1;
+	}
+	cl->used += (size_t)n;
+	cl->buf[cl->used] = '\0';
+	char *start = cl->buf;
+	char *nl;
+	while ((nl = strchr(start, '\n')) != NULL) {
+		*nl = '\0';
+		command(c, cl->fd, start);
+		start = nl + 1;
+	}
+	size_t rest = cl->used - (size_t)(start - cl->buf);
+	if (rest == sizeof(cl->buf) - 1) {
+		reply(cl->fd, "error: line too long");
+		return -1;
+	}
+	memmove(cl->buf, start, rest);
+	cl->used = rest;
+	return 0;
+}
+
+static void *control_main(void *arg)
+{
+	control_t *c = arg;
+	for (;;) {
+		struct pollfd pfd[2 + MAX_CLIENTS];
+		int who[2 + MAX_CLIENTS];
+		nfds_t n = 0;
+		pfd[n].fd = c->wake[0];
+		pfd[n++].events = POLLIN;
+		pfd[n].fd = c->listen_fd;
+		pfd[n++].events = POLLIN;
+		for (int i = 0; i < MAX_CLIENTS; i++) {
+			if (c->clients[i].fd >= 0) {
+				who[n] = i;
+				pfd[n].fd = c->clients[i].fd;
+				pfd[n++].events = POLLIN;
+			}
+		}
+		if (poll(pfd, n, -1) < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			HAKO_ERROR("control socket %s: poll: %s", c->path, strerror(errno));
+			return NULL;
+		}
+		if (pfd[0].revents != 0) {
+			return NULL;
+		}
+		for (nfds_t k = 2; k < n; k++) {
+			client_t *cl = &c->clients[who[k]];
+			if (pfd[k].revents != 0 && client_input(c, cl) != 0) {
+				close(cl->fd);
+				cl->fd = -1;
+				cl->used = 0;
+			}
+		}
+		if (pfd[1].revents & POLLIN) {
+			int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd < 0) {
+				continue;
+			}
+			int slot = -1;
+			for (int i = 0; i < MAX_CLIENTS && slot < 0; i++) {
+				slot = c->clients[i].fd < 0 ? i : -1;
+			}
+			if (slot < 0) {
+				reply(fd, "error: too many control clients");
+				close(fd);
+				continue;
+			}
+			c->clients[slot].fd = fd;
+			c->clients[slot].used = 0;
+		}
+	}
+}
+
+/* A path that is a socket nobody listens on is a leftover of a killed daemon: replace it. */
+static int control_open(control_t *c, hako_bridge_t *b, const char *path)
+{
+	memset(c, 0, sizeof(*c));
+	c->b = b;
+	c->listen_fd = -1;
+	c->wake[0] = c->wake[1] = -1;
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		c->clients[i].fd = -1;
+	}
+	struct sockaddr_un sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		return fail("--control %s: path too long (at most %zu bytes)", path,
+		            sizeof(sa.sun_path) - 1);
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	struct stat stt;
+	if (lstat(path, &stt) == 0) {
+		if (!S_ISSOCK(stt.st_mode)) {
+			return fail("--control %s: exists and is not a socket", path);
+		}
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (probe >= 0) {
+			close(probe);
+		}
+		if (live) {
+			return fail("--control %s: another process listens on it", path);
+		}
+		unlink(path);
+	}
+	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->listen_fd < 0 || bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(c->listen_fd, 4) != 0) {
+		int e = errno;
+		if (c->listen_fd >= 0) {
+			close(c->listen_fd);
+			c->listen_fd = -1;
+		}
+		return fail("--control %s: %s", path, strerror(e));
+	}
+	if (pipe2(c->wake, O_CLOEXEC) != 0) {
+		return fail("--control %s: pipe: %s", path, strerror(errno));
+	}
+	/* the thread must not take the signals meant for the main loop */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int r = pthread_create(&c->thread, NULL, control_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
+		return fail("--control %s: thread: %s", path, strerror(r));
+	}
+	c->running = 1;
+	return 0;
+}
+
+static void control_close(control_t *c)
+{
+	if (c->running) {
+		ssize_t w = write(c->wake[1], "q", 1);
+		(void)w;
+		pthread_join(c->thread, NULL);
+		c->running = 0;
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (c->clients[i].fd >= 0) {
+			close(c->clients[i].fd);
+		}
+	}
+	if (c->listen_fd >= 0) {
+		close(c->listen_fd);
+		unlink(c->path);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (c->wake[i] >= 0) {
+			close(c->wake[i]);
+		}
+	}
+}
+
+/* ---- main loops ---- */
+
+static void sleep_usec(hako_time_t usec)
+{
+	if (usec <= 0) {
+		return;
+	}
+	struct timespec ts = {.tv_sec = usec / 1000000, .tv_nsec = (long)(usec % 1000000) * 1000};
+	nanosleep(&ts, NULL); /* a signal ends it early: the loop looks at the flags */
+}
+
+static void maybe_dump(hako_bridge_t *b)
+{
+	if (dump_requested) {
+		dump_requested = 0;
+		print_stats(b);
+	}
+}
+
+static void run_wall(hako_bridge_t *b, hako_time_t delta)
+{
+	while (!quit_signal) {
+		hako_bridge_tick(b);
+		maybe_dump(b);
+		hako_time_t now = hako_now_usec();
+		hako_time_t wake = now + delta;
+		hako_time_t due = hako_bridge_next_due(b);
+		if (due >= 0 && due < wake) {
+			wake = due;
+		}
+		sleep_usec(wake - now);
+	}
+}
+
+/* As a core asset: ack every event, tick once per step while running. step_poll (not the
+ * blocking step_wait) keeps signals and statistics requests served while other assets lag. */
+static int run_asset(hako_bridge_t *b, hako_member_t *m, hako_time_t delta)
+{
+	int running = 0;
+	hako_time_t idle = delta < 400 ? delta / 2 + 1 : 200;
+	while (!quit_signal) {
+		maybe_dump(b);
+		int ev = hako_member_event(m);
+		if (ev != HAKO_EVENT_NONE) {
+			running = ev == HAKO_EVENT_START;
+			if (ev == HAKO_EVENT_ERROR) {
+				HAKO_WARN("the simulation is in error; waiting for a reset");
+			}
+			hako_member_ack(m, ev);
+		}
+		if (!running) {
+			hako_member_heartbeat(m);
+			sleep_usec(1000);
+			continue;
+		}
+		int r = hako_member_step_poll(m);
+		if (r == 0) {
+			hako_bridge_tick(b);
+			hako_member_step_done(m);
+		} else if (r == HAKO_EAGAIN) {
+			sleep_usec(idle);
+		} else if (r == HAKO_EINTR) {
+			running = 0; /* the stop / reset event follows */
+		} else {
+			return fail("asset step: %s", hako_strerror(r));
+		}
+	}
+	return 0;
+}
+
+static int needs_domain(hako_endpoint_set_t *eps)
+{
+	for (size_t i = 0; i < hako_endpoint_set_count(eps); i++) {
+		const hako_endpoint_config_t *ec =
+		    hako_endpoint_config(hako_endpoint_set_at(eps, i));
+		if (ec != NULL && ec->comm != NULL && ec->comm->protocol == HAKO_COMM_SHM) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+typedef struct options {
+	const char *bridge;
+	const char *node;
+	const char *container;
+	const char *asset;
+	const char *domain;
+	const char *control;
+	hako_time_t delta;
+	int quiet;
+} options_t;
+
+static int parse(int argc, char **argv, options_t *o)
+{
+	enum { OPT_VERSION = 256 };
+	static const struct option longopts[] = {
+	    {"node", required_argument, NULL, 'n'},
+	    {"container", required_argument, NULL, 'c'},
+	    {"asset", required_argument, NULL, 'a'},
+	    {"delta-usec", required_argument, NULL, 'd'},
+	    {"domain", required_argument, NULL, 'D'},
+	    {"control", required_argument, NULL, 'C'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, OPT_VERSION},
+	    {NULL, 0, NULL, 0},
+	};
+	memset(o, 0, sizeof(*o));
+	o->delta = 1000;
+	opterr = 0;
+	int ch;
+	while ((ch = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': o->node = optarg; break;
+		case 'c': o->container = optarg; break;
+		case 'a': o->asset = optarg; break;
+		case 'D': o->domain = optarg; break;
+		case 'C': o->control = optarg; break;
+		case 'd': {
+			char *end = NULL;
+			errno = 0;
+			long long v = strtoll(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' || v < 1 || v > 60000000) {
+				return usage_error("--delta-usec %s: must be 1..60000000", optarg);
+			}
+			o->delta = (hako_time_t)v;
+			break;
+		}
+		case 'v': hako_log_set_level(HAKO_LOG_INFO); break;
+		case 'q':
+			hako_log_set_level(HAKO_LOG_ERROR);
+			o->quiet = 1;
+			break;
+		case 'h': usage(stdout); return -1;
+		case OPT_VERSION: printf(PROG " %s\n", HAKO_VERSION); return -1;
+		case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default: return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		return usage_error("no bridge file given");
+	}
+	if (optind + 1 < argc) {
+		return usage_error("unexpected argument '%s'", argv[optind + 1]);
+	}
+	o->bridge = argv[optind];
+	if (o->node == NULL) {
+		return usage_error("--node NAME is required");
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	options_t o;
+	int r = parse(argc, argv, &o);
+	if (r != 0) {
+		return r < 0 ? 0 : r;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_quit; /* no SA_RESTART: sleeps end at once */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_dump;
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	hako_error_t err;
+	hako_bridge_config_t *cfg = NULL;
+	hako_endpoint_set_t *eps = NULL;
+	hako_domain_t *dom = NULL;
+	hako_member_t *member = NULL;
+	hako_bridge_t *b = NULL;
+	control_t ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.listen_fd = ctl.wake[0] = ctl.wake[1] = -1;
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		ctl.clients[i].fd = -1;
+	}
+	int rc = 1;
+
+	if (hako_bridge_config_load(o.bridge, o.node, o.container, &cfg, &err) != 0) {
+		fail_err(&err);
+		goto out;
+	}
+	const char *container = o.container != NULL ? o.container : cfg->endpoints_config_path;
+	if (container[0] == '\0') {
+		fail("%s: no endpoints_config_path and no --container", o.bridge);
+		goto out;
+	}
+	if (hako_endpoint_set_open(container, o.node, &eps, &err) != 0) {
+		fail_err(&err);
+		goto out;
+	}
+	if (o.asset != NULL || o.domain != NULL || needs_domain(eps)) {
+		const char *name = o.domain != NULL ? o.domain : hako_domain_default_name();
+		r = hako_domain_open(name, &dom);
+		if (r != 0) {
+			fail("domain '%s': %s (is a conductor running?)", name, hako_strerror(r));
+			goto out;
+		}
+		hako_endpoint_set_set_domain(eps, dom);
+	}
+	if (hako_endpoint_set_start(eps, &err) != 0) {
+		fail_err(&err);
+		goto out;
+	}
+	for (size_t i = 0; i < hako_endpoint_set_count(eps); i++) {
+		hako_endpoint_t *ep = hako_endpoint_set_at(eps, i);
+		if (hako_endpoint_local_port(ep) != 0) {
+			HAKO_INFO("endpoint '%s' bound to port %u", hako_endpoint_name(ep),
+			          (unsigned)hako_endpoint_local_port(ep));
+		}
+	}
+	if (hako_bridge_create(cfg, eps,
+	                       o.asset != NULL ? hako_bridge_clock_world : hako_bridge_clock_wall,
+	                       dom, &b, &err) != 0) {
+		fail_err(&err);
+		goto out;
+	}
+	if (o.control != NULL && control_open(&ctl, b, o.control) != 0) {
+		goto out;
+	}
+	if (o.asset != NULL) {
+		r = hako_member_register(dom, o.asset, o.delta, &member);
+		if (r != 0) {
+			fail("asset '%s' in domain '%s': %s", o.asset, hako_domain_name(dom),
+			     hako_strerror(r));
+			goto out;
+		}
+	}
+	HAKO_INFO("node '%s': %zu connection(s), %zu endpoint(s), %s", o.node,
+	          hako_bridge_connection_count(b), hako_endpoint_set_count(eps),
+	          o.asset != NULL ? "world time (asset)" : "wall clock");
+	rc = 0;
+	if (member != NULL) {
+		rc = run_asset(b, member, o.delta);
+	} else {
+		run_wall(b, o.delta);
+	}
+	if (quit_signal) {
+		HAKO_INFO("signal %d: stopping", (int)quit_signal);
+	}
+out:
+	control_close(&ctl);
+	hako_member_unregister(member);
+	/* stop the sources first: no arrival runs while the bridge goes away */
+	if (eps != NULL) {
+		hako_endpoint_set_stop(eps);
+	}
+	if (b != NULL && !o.quiet) {
+		print_stats(b);
+	}
+	hako_bridge_destroy(b);
+	hako_endpoint_set_close(eps);
+	hako_domain_close(dom);
+	hako_bridge_config_free(cfg);
+	return rc;
+}
