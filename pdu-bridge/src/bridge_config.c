@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "endpoint_config_internal.h"
 #include "hako/bridge_config.h"
 #include "json_pos.h"
 
@@ -362,15 +363,25 @@ static int sub_error(struct ctx *c, int r, const hako_error_t *sub, const char *
 	return r;
 }
 
+/* The node's endpoints, from the first of: the loader's container_path, the file's
+ * endpoints_config_path, the file's inline "endpoints" block (a container file's array, inline;
+ * its config_paths are relative to the bridge file). A file with both endpoints_config_path and
+ * "endpoints" is refused: which one the bridge would use is not clear. */
 static int load_container(struct ctx *c, json_t *root)
 {
 	const char *key = "endpoints_config_path";
 	hako_bridge_config_t *cfg = c->cfg;
+	json_t *inline_block = json_object_get(root, "endpoints");
 	char rel[HAKO_ENDPOINT_PATH_MAX] = "";
 	hako_error_t sub;
 	int r;
 	if ((r = get_string(c, root, key, 0, rel, sizeof(rel))) != 0) {
 		return r;
+	}
+	if (rel[0] != '\0' && inline_block != NULL) {
+		push_key(c, "endpoints");
+		return fail(c, "not allowed with endpoints_config_path (give the node's endpoints "
+		               "one way: the container file or this inline block)");
 	}
 	push_key(c, key);
 	if (rel[0] != '\0') {
@@ -394,8 +405,21 @@ static int load_container(struct ctx *c, json_t *root)
 		pop(c);
 		return 0;
 	}
+	if (inline_block != NULL) {
+		pop(c);
+		push_key(c, "endpoints");
+		r = hakoi_endpoint_container_from_json(&c->j, inline_block, c->node,
+		                                       &cfg->endpoints);
+		if (r != 0) {
+			return r;
+		}
+		pop(c);
+		return 0;
+	}
 	if (rel[0] == '\0') {
-		return fail_missing(c, "the path of the endpoint container file");
+		return report(c, c->j.depth - 1, HAKO_ECONFIG,
+		              "missing (must be the path of the endpoint container file, unless "
+		              "the file has an inline \"endpoints\" block)");
 	}
 	r = hako_endpoint_container_load(cfg->endpoints_config_path, c->node, &cfg->endpoints,
 	                                 &sub);
@@ -646,24 +670,41 @@ static int load_connections(struct ctx *c, json_t *root)
 
 /* ---- the file ---- */
 
+/* Stored as written: Hakoniwa's time source names (its create_time_source() takes these). */
+static int load_time_source(struct ctx *c, json_t *root)
+{
+	static const char *const names[] = {"real", "virtual", "hakoniwa", "hakoniwa_poll",
+	                                    "hakoniwa_callback"};
+	const char *expected =
+	    "\"real\", \"virtual\", \"hakoniwa\", \"hakoniwa_poll\" or \"hakoniwa_callback\"";
+	json_t *v = json_object_get(root, "time_source_type");
+	if (v == NULL) {
+		return 0;
+	}
+	push_key(c, "time_source_type");
+	if (!json_is_string(v)) {
+		return fail(c, "must be %s", expected);
+	}
+	for (size_t i = 0; i < COUNT(names); i++) {
+		if (strcmp(json_string_value(v), names[i]) == 0) {
+			snprintf(c->cfg->time_source_type, sizeof(c->cfg->time_source_type), "%s",
+			         names[i]);
+			pop(c);
+			return 0;
+		}
+	}
+	return fail(c, "is \"%s\"; must be %s", json_string_value(v), expected);
+}
+
 static int load_root(struct ctx *c, json_t *root)
 {
-	static const char *const keys[] = {
-	    "$schema",          "version",      "time_source_type",
-	    "transferPolicies", "nodes",        "endpoints_config_path",
-	    "wireLinks",        "pduKeyGroups", "connections"};
-	hako_bridge_config_t *cfg = c->cfg;
+	static const char *const keys[] = {"$schema",          "version",   "time_source_type",
+	                                   "transferPolicies", "nodes",     "endpoints_config_path",
+	                                   "endpoints",        "wireLinks", "pduKeyGroups",
+	                                   "connections"};
 	int r;
 	if (!json_is_object(root)) {
 		return fail(c, "must be an object");
-	}
-	if (json_object_get(root, "endpoints") != NULL) {
-		/* the published schema's per-node endpoint lists, which Hakoniwa's loader ignores
-		 */
-		push_key(c, "endpoints");
-		return fail(c,
-		            "unknown key (the node's endpoints come from endpoints_config_path or "
-		            "the container file given to the bridge)");
 	}
 	if ((r = check_keys(c, root, keys, COUNT(keys))) != 0) {
 		return r;
@@ -680,11 +721,10 @@ static int load_root(struct ctx *c, json_t *root)
 		return fail(c, "is \"%s\"; must be \"" BRIDGE_VERSION "\"", json_string_value(v));
 	}
 	pop(c);
-	if ((r = get_string(c, root, "time_source_type", 0, cfg->time_source_type,
-	                    sizeof(cfg->time_source_type))) != 0 ||
-	    (r = load_policies(c, root)) != 0 || (r = load_nodes(c, root)) != 0 ||
-	    (r = load_wire_links(c, root)) != 0 || (r = load_groups(c, root)) != 0 ||
-	    (r = load_container(c, root)) != 0 || (r = load_connections(c, root)) != 0) {
+	if ((r = load_time_source(c, root)) != 0 || (r = load_policies(c, root)) != 0 ||
+	    (r = load_nodes(c, root)) != 0 || (r = load_wire_links(c, root)) != 0 ||
+	    (r = load_groups(c, root)) != 0 || (r = load_container(c, root)) != 0 ||
+	    (r = load_connections(c, root)) != 0) {
 		return r;
 	}
 	return 0;

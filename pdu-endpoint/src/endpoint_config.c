@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hako/endpoint_config.h"
+#include "endpoint_config_internal.h"
 #include "hako/log.h"
 #include "json_pos.h"
 
@@ -344,7 +345,8 @@ static int load_addr(struct ctx *c, json_t *comm, const char *key, hako_comm_add
 			r = fail(c, "must start with '/'");
 		}
 	}
-	if (r != 0 || (r = get_uint(c, o, "port", 1, 1, 65535, &port)) != 0) {
+	/* A local port 0 binds any free port (hako_endpoint_local_port tells which). */
+	if (r != 0 || (r = get_uint(c, o, "port", 1, remote ? 1 : 0, 65535, &port)) != 0) {
 		return r;
 	}
 	a->port = (uint16_t)port;
@@ -1031,6 +1033,39 @@ int hako_endpoint_container_load(const char *path, const char *node_id,
 		snprintf(ct->path, sizeof(ct->path), "%s", path);
 		snprintf(ct->node_id, sizeof(ct->node_id), "%s", node_id);
 		r = load_file(path, err, NULL, load_container_root, &arg);
+	}
+	if (r != 0) {
+		hako_endpoint_container_free(ct);
+		return r;
+	}
+	*out = ct;
+	return 0;
+}
+
+int hakoi_endpoint_container_from_json(const hakoi_jctx_t *j, struct json_t *value,
+                                       const char *node_id, hako_endpoint_container_t **out)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (j == NULL || j->file == NULL || value == NULL || node_id == NULL || out == NULL) {
+		return hako_error_set(j != NULL ? j->err : NULL, HAKO_EINVAL, "", 0, 0,
+		                      "no context, no value, no node id or no result pointer");
+	}
+	hako_endpoint_container_t *ct = calloc(1, sizeof(*ct));
+	if (ct == NULL) {
+		return hako_error_set(j->err, HAKO_ENOMEM, j->file, 0, 0, "out of memory");
+	}
+	int r = check_path(j->file, sizeof(ct->path), j->err);
+	if (r == 0) {
+		r = check_path(node_id, sizeof(ct->node_id), j->err);
+	}
+	if (r == 0) {
+		struct container_arg arg = {.ct = ct, .node_id = node_id};
+		struct ctx c = {.j = *j, .def = NULL, .out = &arg};
+		snprintf(ct->path, sizeof(ct->path), "%s", j->file);
+		snprintf(ct->node_id, sizeof(ct->node_id), "%s", node_id);
+		r = load_container_root(&c, value);
 	}
 	if (r != 0) {
 		hako_endpoint_container_free(ct);

@@ -181,6 +181,18 @@ static void test_loaded_structure(void **state)
 	assert_int_equal(cfg->endpoints->count, 2);
 	assert_non_null(cfg->endpoints->entries[0].config->pdudef);
 	hako_bridge_config_free(cfg);
+	/* the inline block: entries loaded as from a container file, paths under the bridge's */
+	case_path(path, sizeof(path), "ok_inline_endpoints", "bridge.json");
+	assert_int_equal(hako_bridge_config_load(path, "node1", NULL, &cfg, NULL), 0);
+	assert_string_equal(cfg->endpoints_config_path, "");
+	assert_string_equal(cfg->endpoints->path, path);
+	assert_int_equal(cfg->endpoints->count, 2);
+	const hako_endpoint_entry_t *e = &cfg->endpoints->entries[1];
+	assert_string_equal(e->mode, "wire");
+	assert_non_null(strstr(e->config_path, "ok_inline_endpoints/endpoint/ep_client.json"));
+	assert_non_null(e->config->comm);
+	assert_non_null(e->config->pdudef);
+	hako_bridge_config_free(cfg);
 }
 
 int main(int argc, char **argv)

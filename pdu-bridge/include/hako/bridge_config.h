@@ -9,8 +9,17 @@
  * ids (policies, groups, members of a group, connections, nodes), a connection whose nodeId is
  * not a node, an interval missing (throttle, ticker) or present (immediate), atomic on anything
  * but immediate. Unknown keys are errors. Accepted beyond the published schema, as Hakoniwa's
- * loader does: per connection "epoch_validation" (bool, default false) and top-level
- * "time_source_type" (stored; the daemon's options choose the clock).
+ * loader does: per connection "epoch_validation" (bool, default false) and
+ * "endpoints_config_path". "time_source_type" is optional and one of Hakoniwa's time source
+ * names: "real", "virtual", "hakoniwa", "hakoniwa_poll", "hakoniwa_callback" (stored; the
+ * daemon's options choose the clock).
+ *
+ * The node's endpoints come from the first of: the loader's container_path, the file's
+ * "endpoints_config_path" (a container file), the file's inline "endpoints" block (the
+ * published schema's: the array of a container file, [{nodeId, endpoints: [{id, mode,
+ * config_path}]}], checked as that file is, errors pointing into the bridge file). A file with
+ * both endpoints_config_path and "endpoints" is refused (HAKO_ECONFIG); with a container_path,
+ * neither is opened.
  *
  * Paths are relative to the bridge file's folder.
  */
@@ -79,7 +88,7 @@ typedef struct hako_bridge_config {
 	char path[HAKO_ENDPOINT_PATH_MAX];
 	char node[HAKO_BRIDGE_ID_MAX];                      /* the node loaded for */
 	char endpoints_config_path[HAKO_ENDPOINT_PATH_MAX]; /* resolved; "" when absent */
-	char time_source_type[64];                          /* "" when absent */
+	char time_source_type[64]; /* "" when absent; else one of Hakoniwa's names (above) */
 	size_t policy_count;
 	hako_bridge_policy_cfg_t *policies;
 	size_t node_count;
@@ -91,16 +100,23 @@ typedef struct hako_bridge_config {
 	/* Only the connections whose nodeId is `node` (all connections are checked). */
 	size_t connection_count;
 	hako_bridge_connection_cfg_t *connections;
-	/* The node's endpoints (the container file loaded for `node`), NULL when the file has no
-	 * endpoints_config_path and a container path was not given to the loader. */
+	/* The node's endpoints, loaded for `node`; never NULL on success. Its path is the
+	 * container file's, or the bridge file's for the inline "endpoints" block. */
 	hako_endpoint_container_t *endpoints;
 } hako_bridge_config_t;
 
-/* Load the bridge file for `node`. container_path overrides endpoints_config_path (NULL = use
- * the file's). Endpoint references are checked against the container; without any container
- * file that is HAKO_ECONFIG ("endpoints_config_path: missing"). Returns 0, HAKO_ECONFIG,
- * HAKO_ENOENT, HAKO_EIO, HAKO_ENOMEM, HAKO_EINVAL; *out NULL on error. A node that is not in
- * "nodes" is HAKO_ECONFIG. */
+/* Load the bridge file for `node`. container_path, when not NULL, takes the place of the file's
+ * endpoints_config_path or inline "endpoints" block. Endpoint references are checked against
+ * the node's endpoints; a file without any source of them (and no container_path) is
+ * HAKO_ECONFIG ("endpoints_config_path: missing"). A node that is not in "nodes" (or not in the
+ * container) is HAKO_ECONFIG.
+ *
+ * Returns 0; HAKO_ECONFIG (a value of any of the files); HAKO_ENOENT, HAKO_EIO (a file cannot
+ * be read: the bridge file, the container file, an endpoint file or a file it names);
+ * HAKO_ENAMETOOLONG, passed through from the endpoint loaders (a path or node id too long for
+ * the container); HAKO_ENOMEM; HAKO_EINVAL (NULL arguments, a path of HAKO_ENDPOINT_PATH_MAX
+ * bytes or more, a node id empty or of HAKO_BRIDGE_ID_MAX bytes or more). *out is NULL on
+ * error. */
 int hako_bridge_config_load(const char *path, const char *node, const char *container_path,
                             hako_bridge_config_t **out, hako_error_t *err);
 void hako_bridge_config_free(hako_bridge_config_t *cfg);
