@@ -1,11 +1,777 @@
-/* The ws comm: not built yet (ep_comm.h). */
-#include "ep_comm.h"
+/* The websocket comm (libwebsockets): one binary message = one frame (ep_comm.h).
+ *
+ * One lws context per comm, made in open (a server binds there and keeps its port until close)
+ * and served by one thread between start and stop. lws is not thread-safe: every lws call but
+ * lws_cancel_service() happens in that thread (or in open/close while it does not run). A send
+ * from another thread encodes the frame once (LWS_PRE headroom), pushes it on every session's
+ * bounded queue and wakes the thread, which writes one message per WRITEABLE callback.
+ *
+ * Options (hako_comm_ws_options_t):
+ *  - ping_interval_sec: lws's validity policy (lws_retry_bo_t on the vhost and the client
+ *    connection): a PING after that many idle seconds, the connection hung up when nothing
+ *    validates it (a PONG or any data) within 3 intervals. 0 = no pings, no idle hang-up.
+ *  - handshake_timeout_ms: the vhost's timeout_secs (rounded up to seconds), which lws applies
+ *    to its network round trips: the HTTP upgrade request / response, the close handshake.
+ *  - connect_timeout_ms: the vhost's connect_timeout_secs (client; rounded up to seconds).
+ *  - read_timeout_ms, write_timeout_ms: not used. A quiet peer is not an error (liveness is
+ *    ping_interval_sec's job), and a send never waits: a slow peer's queue drops its oldest
+ *    frame (send_queue_depth, counted in send_dropped).
+ *  - static_dir: an lws file mount on "/" (default index.html) on the server's port; without
+ *    it every plain HTTP request gets 404. WebSocket upgrades on any path are PDU sessions.
+ *  - max_body_bytes: a message longer than the frame header + this is refused while it
+ *    arrives (also across fragments), as are text messages and frames that do not decode.
+ * A client reconnects with back-off (50 ms doubling to 1 s) as long as it runs.
+ */
+#define _GNU_SOURCE
 
-static int stub_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libwebsockets.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ep_comm.h"
+#include "ep_net.h"
+#include "hako/log.h"
+
+#define WS_PROTOCOL      "hako-pdu"
+#define WS_RX_CHUNK      65536u
+#define WS_RX_KEEP       (1u << 20) /* a receive buffer larger than this is freed after use */
+#define WS_BACKOFF_MIN   50u
+#define WS_BACKOFF_MAX   1000u
+#define WS_FD_LIMIT      4096u
+#define WS_CLOSE_WAIT_MS 1000u
+
+typedef struct ws_sess {
+	struct ws_sess *next;
+	struct lws *wsi;
+	hakoi_frameq_t q; /* under the comm's lock */
+	uint8_t *rx;      /* service thread only */
+	size_t rx_len;
+	size_t rx_cap;
+	int hdr_ok;
+	int rejected;
+	char peer[80];
+} ws_sess_t;
+
+typedef struct ws_comm {
+	hakoi_comm_ctx_t ctx;
+	const hako_comm_config_t *cfg;
+	int client;
+	struct lws_context *lws;
+	struct lws_vhost *vh;
+	struct lws_protocols protocols[2];
+	struct lws_http_mount mount;
+	struct lws_protocol_vhost_options mime[4];
+	lws_retry_bo_t policy;
+	uint16_t port;
+	size_t msg_limit;
+	pthread_t thread;
+	int thread_on;
+	atomic_int stopping;
+
+	pthread_mutex_t lock; /* sessions and their queues */
+	ws_sess_t *sessions;
+	uint32_t nsess;
+
+	/* service thread only */
+	int closing;
+	struct lws *client_wsi;
+	lws_sorted_usec_list_t retry_sul;
+	int retry_pending;
+	uint32_t backoff_ms;
+	int ever_connected;
+} ws_comm_t;
+
+static void log_emit(int level, const char *line)
 {
-	(void)impl;
-	return hako_error_set(err, HAKO_ENOTSUP, ctx->cfg->path, 0, 0,
-	                      "the ws comm is not implemented yet");
+	size_t n = strlen(line);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) {
+		n--;
+	}
+	if (level & LLL_ERR) {
+		HAKO_WARN("libwebsockets: %.*s", (int)n, line);
+	} else {
+		HAKO_INFO("libwebsockets: %.*s", (int)n, line);
+	}
 }
 
-const hakoi_comm_ops_t hakoi_comm_ws_ops = {.open = stub_open};
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static void log_init(void)
+{
+	lws_set_log_level(LLL_ERR | LLL_WARN, log_emit);
+}
+
+static uint32_t ms_to_secs(uint32_t ms)
+{
+	return ms == 0 ? 0 : (ms + 999u) / 1000u;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The PDU bytes of an encoded frame, for bytes_out. */
+static size_t frame_body_len(const ws_comm_t *c, const hakoi_frame_buf_t *f)
+{
+	if (c->cfg->raw_version == HAKO_FRAME_V1) {
+		const uint8_t *p = f->data + 4;
+		size_t name =
+		    (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
+		return f->len - 12 - name;
+	}
+	return f->len - HAKO_FRAME_V2_HEADER_SIZE;
+}
+
+/* ---- client connection (service thread) ---- */
+
+static void connect_now(ws_comm_t *c);
+
+static void retry_cb(lws_sorted_usec_list_t *sul)
+{
+	ws_comm_t *c = lws_container_of(sul, ws_comm_t, retry_sul);
+	c->retry_pending = 0;
+	if (!c->closing && !atomic_load(&c->stopping)) {
+		connect_now(c);
+	}
+}
+
+static void schedule_retry(ws_comm_t *c)
+{
+	if (!c->client || c->closing || c->retry_pending || c->client_wsi != NULL ||
+	    atomic_load(&c->stopping)) {
+		return;
+	}
+	c->retry_pending = 1;
+	lws_sul_schedule(c->lws, 0, &c->retry_sul, retry_cb,
+	                 (lws_usec_t)c->backoff_ms * LWS_US_PER_MS);
+	c->backoff_ms = c->backoff_ms * 2 > WS_BACKOFF_MAX ? WS_BACKOFF_MAX : c->backoff_ms * 2;
+}
+
+static void connect_now(ws_comm_t *c)
+{
+	const hako_comm_addr_t *r = &c->cfg->remote;
+	struct lws_client_connect_info i;
+	memset(&i, 0, sizeof(i));
+	i.context = c->lws;
+	i.vhost = c->vh;
+	i.address = r->host;
+	i.port = r->port;
+	i.path = r->path[0] != '\0' ? r->path : "/";
+	i.host = r->host;
+	i.origin = r->host;
+	i.local_protocol_name = WS_PROTOCOL;
+	i.retry_and_idle_policy = &c->policy;
+	i.pwsi = &c->client_wsi;
+	c->client_wsi = NULL;
+	if (lws_client_connect_via_info(&i) == NULL) {
+		c->client_wsi = NULL;
+		schedule_retry(c);
+	}
+}
+
+/* ---- sessions (service thread) ---- */
+
+static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
+{
+	if (c->closing || pss == NULL) {
+		return -1;
+	}
+	ws_sess_t *s = calloc(1, sizeof(*s));
+	if (s == NULL || hakoi_frameq_init(&s->q, c->cfg->send_queue_depth) != 0) {
+		free(s);
+		HAKO_WARN("endpoint '%s': out of memory for a websocket session", c->ctx.ep_name);
+		return -1;
+	}
+	s->wsi = wsi;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	memset(&ss, 0, sizeof(ss));
+	if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&ss, &sl) == 0) {
+		hakoi_sockaddr_str((struct sockaddr *)&ss, s->peer, sizeof(s->peer));
+	} else {
+		strcpy(s->peer, "?");
+	}
+	pthread_mutex_lock(&c->lock);
+	s->next = c->sessions;
+	c->sessions = s;
+	c->nsess++;
+	pthread_mutex_unlock(&c->lock);
+	*pss = s;
+	hakoi_ep_counters_t *ctr = c->ctx.ctr;
+	atomic_fetch_add_explicit(&ctr->peers, 1, memory_order_relaxed);
+	if (c->client) {
+		hakoi_count(&ctr->connects, 1);
+		if (c->ever_connected) {
+			hakoi_count(&ctr->reconnects, 1);
+		}
+		c->ever_connected = 1;
+		c->backoff_ms = WS_BACKOFF_MIN;
+	} else {
+		hakoi_count(&ctr->accepted, 1);
+	}
+	HAKO_DEBUG("endpoint '%s': websocket session with %s", c->ctx.ep_name, s->peer);
+	return 0;
+}
+
+static void sess_close(ws_comm_t *c, ws_sess_t **pss)
+{
+	ws_sess_t *s = pss != NULL ? *pss : NULL;
+	if (s == NULL) {
+		return;
+	}
+	*pss = NULL;
+	pthread_mutex_lock(&c->lock);
+	for (ws_sess_t **pp = &c->sessions; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			c->nsess--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	hakoi_ep_counters_t *ctr = c->ctx.ctr;
+	atomic_fetch_sub_explicit(&ctr->peers, 1, memory_order_relaxed);
+	if (!c->closing && !s->rejected) {
+		hakoi_count(&ctr->disconnects, 1);
+	}
+	HAKO_DEBUG("endpoint '%s': websocket session with %s closed", c->ctx.ep_name, s->peer);
+	hakoi_frameq_free(&s->q);
+	free(s->rx);
+	free(s);
+}
+
+static int reject(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, enum lws_close_status st,
+                  const char *why)
+{
+	HAKO_WARN("endpoint '%s': websocket peer %s refused: %s; closing that session",
+	          c->ctx.ep_name, s->peer, why);
+	hakoi_count(&c->ctx.ctr->rejected, 1);
+	s->rejected = 1;
+	static const char reason[] = "hako: protocol error";
+	lws_close_reason(wsi, st, (unsigned char *)reason, sizeof(reason) - 1);
+	return -1;
+}
+
+static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, size_t len)
+{
+	if (s == NULL) {
+		return -1;
+	}
+	if (!lws_frame_is_binary(wsi)) {
+		return reject(c, wsi, s, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE,
+		              "a text message (PDU frames are binary)");
+	}
+	if (len > c->msg_limit - s->rx_len) {
+		char why[128];
+		snprintf(why, sizeof(why), "a message longer than %zu bytes (max_body_bytes %u)",
+		         c->msg_limit, c->cfg->max_body_bytes);
+		return reject(c, wsi, s, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, why);
+	}
+	if (s->rx_len + len > s->rx_cap) {
+		size_t cap = s->rx_cap > 0 ? s->rx_cap : WS_RX_CHUNK;
+		while (cap < s->rx_len + len) {
+			cap *= 2;
+		}
+		if (cap > c->msg_limit) {
+			cap = c->msg_limit;
+		}
+		uint8_t *p = realloc(s->rx, cap);
+		if (p == NULL) {
+			return reject(c, wsi, s, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
+			              "out of memory for its message");
+		}
+		s->rx = p;
+		s->rx_cap = cap;
+	}
+	if (len > 0) {
+		memcpy(s->rx + s->rx_len, in, len);
+		s->rx_len += len;
+	}
+	hako_frame_version_t v = (hako_frame_version_t)c->cfg->raw_version;
+	hako_error_t e;
+	hako_error_clear(&e);
+	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) {
+		/* Refuse a bad header as soon as it is here, not after its announced body. */
+		size_t needed = 0;
+		if (!s->hdr_ok) {
+			if (hako_frame_needed(v, s->rx, s->rx_len, c->cfg->max_body_bytes, &needed,
+			                      &e) != 0) {
+				return reject(c, wsi, s, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+				              e.message);
+			}
+			s->hdr_ok = needed > 0;
+		}
+		return 0;
+	}
+	size_t n = s->rx_len;
+	s->rx_len = 0;
+	s->hdr_ok = 0;
+	hako_frame_t fr;
+	int r = hako_frame_decode(v, s->rx, n, c->cfg->max_body_bytes, &fr, &e);
+	if (r != 0) {
+		return reject(c, wsi, s, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+		              e.message[0] != '\0' ? e.message : hako_strerror(r));
+	}
+	if (fr.request_type != HAKO_FRAME_PDU_DATA || c->cfg->direction == HAKO_COMM_OUT) {
+		hakoi_count(&c->ctx.ctr->recv_ignored, 1);
+	} else {
+		hako_pdu_key_t key;
+		memset(&key, 0, sizeof(key));
+		memcpy(key.robot, fr.robot, sizeof(key.robot));
+		key.channel_id = fr.channel_id;
+		c->ctx.deliver(c->ctx.ep, &key, fr.body, fr.body_len);
+	}
+	if (s->rx_cap > WS_RX_KEEP) {
+		free(s->rx);
+		s->rx = NULL;
+		s->rx_cap = 0;
+	}
+	return 0;
+}
+
+static int sess_write(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
+{
+	if (s == NULL) {
+		return 0;
+	}
+	pthread_mutex_lock(&c->lock);
+	hakoi_frame_buf_t *f = hakoi_frameq_head(&s->q);
+	if (f != NULL) {
+		hakoi_frame_buf_ref(f);
+		hakoi_frameq_pop(&s->q);
+	}
+	int more = s->q.count > 0;
+	pthread_mutex_unlock(&c->lock);
+	if (f == NULL) {
+		return 0;
+	}
+	/* lws writes its header into the LWS_PRE bytes before data (and a client masks the
+	 * payload in place): fine, every write of a shared frame happens in this thread, and a
+	 * client has one session. */
+	size_t body = frame_body_len(c, f);
+	int n = lws_write(wsi, f->data, f->len, LWS_WRITE_BINARY);
+	size_t flen = f->len;
+	hakoi_frame_buf_unref(f);
+	if (n < 0 || (size_t)n < flen) {
+		HAKO_WARN("endpoint '%s': websocket write to %s failed; closing that session",
+		          c->ctx.ep_name, s->peer);
+		hakoi_count(&c->ctx.ctr->send_dropped, 1);
+		return -1;
+	}
+	hakoi_count(&c->ctx.ctr->frames_out, 1);
+	hakoi_count(&c->ctx.ctr->bytes_out, body);
+	if (more) {
+		lws_callback_on_writable(wsi);
+	}
+	return 0;
+}
+
+static void on_wake(ws_comm_t *c)
+{
+	pthread_mutex_lock(&c->lock);
+	for (ws_sess_t *s = c->sessions; s != NULL; s = s->next) {
+		if (s->q.count > 0) {
+			lws_callback_on_writable(s->wsi);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                 size_t len)
+{
+	struct lws_context *lc = lws_get_context(wsi);
+	ws_comm_t *c = lc != NULL ? lws_context_user(lc) : NULL;
+	ws_sess_t **pss = user;
+	if (c == NULL) {
+		return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
+	switch (reason) {
+	case LWS_CALLBACK_ESTABLISHED:
+	case LWS_CALLBACK_CLIENT_ESTABLISHED: return sess_open(c, wsi, pss);
+	case LWS_CALLBACK_CLOSED:
+	case LWS_CALLBACK_CLIENT_CLOSED:
+		sess_close(c, pss);
+		if (c->client && wsi == c->client_wsi) {
+			c->client_wsi = NULL;
+			schedule_retry(c);
+		}
+		return 0;
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+		HAKO_DEBUG("endpoint '%s': websocket connect to %s:%u failed: %s", c->ctx.ep_name,
+		           c->cfg->remote.host, (unsigned)c->cfg->remote.port,
+		           in != NULL ? (const char *)in : "?");
+		if (wsi == c->client_wsi) {
+			c->client_wsi = NULL;
+		}
+		schedule_retry(c);
+		return 0;
+	case LWS_CALLBACK_WSI_DESTROY:
+		if (c->client && wsi == c->client_wsi) {
+			c->client_wsi = NULL;
+			schedule_retry(c);
+		}
+		return lws_callback_http_dummy(wsi, reason, user, in, len);
+	case LWS_CALLBACK_RECEIVE:
+	case LWS_CALLBACK_CLIENT_RECEIVE:
+		return sess_rx(c, wsi, pss != NULL ? *pss : NULL, in, len);
+	case LWS_CALLBACK_SERVER_WRITEABLE:
+	case LWS_CALLBACK_CLIENT_WRITEABLE: return sess_write(c, wsi, pss != NULL ? *pss : NULL);
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED: on_wake(c); return 0;
+	case LWS_CALLBACK_HTTP:
+		/* Reached only without a static_dir mount. */
+		if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL) != 0) {
+			return -1;
+		}
+		return lws_http_transaction_completed(wsi) != 0 ? -1 : 0;
+	default: return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
+}
+
+/* ---- the service thread ---- */
+
+static void close_sessions(ws_comm_t *c, int sync)
+{
+	struct lws *list[64];
+	size_t n;
+	int rounds = 0;
+	do {
+		n = 0;
+		pthread_mutex_lock(&c->lock);
+		for (ws_sess_t *s = c->sessions; s != NULL && n < 64; s = s->next) {
+			if (!sync && s->rejected) {
+				continue;
+			}
+			list[n++] = s->wsi;
+			if (!sync) {
+				s->rejected = 1; /* asked once: not again */
+			}
+		}
+		pthread_mutex_unlock(&c->lock);
+		for (size_t i = 0; i < n; i++) {
+			if (sync) {
+				lws_set_timeout(list[i], PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+			} else {
+				lws_close_reason(list[i], LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
+				lws_set_timeout(list[i], PENDING_TIMEOUT_USER_OK,
+				                LWS_TO_KILL_ASYNC);
+			}
+		}
+	} while (n == 64 && ++rounds < 1000);
+}
+
+static uint32_t session_count(ws_comm_t *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint32_t n = c->nsess;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static void *svc_thread(void *arg)
+{
+	ws_comm_t *c = arg;
+	c->closing = 0;
+	if (c->client) {
+		c->backoff_ms = WS_BACKOFF_MIN;
+		connect_now(c);
+	}
+	while (!atomic_load(&c->stopping)) {
+		lws_service(c->lws, 0);
+	}
+	/* Stop: close every session (and a connection attempt), then leave. */
+	c->closing = 1;
+	if (c->retry_pending) {
+		lws_sul_schedule(c->lws, 0, &c->retry_sul, retry_cb, LWS_SET_TIMER_USEC_CANCEL);
+		c->retry_pending = 0;
+	}
+	if (c->client_wsi != NULL && session_count(c) == 0) {
+		lws_set_timeout(c->client_wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+	}
+	close_sessions(c, 0);
+	uint64_t deadline = now_ms() + WS_CLOSE_WAIT_MS;
+	while ((session_count(c) > 0 || c->client_wsi != NULL) && now_ms() < deadline) {
+		lws_service(c->lws, -1);
+		usleep(1000);
+	}
+	close_sessions(c, 1);
+	if (c->client_wsi != NULL) {
+		lws_set_timeout(c->client_wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+		c->client_wsi = NULL;
+	}
+	return NULL;
+}
+
+/* ---- ops ---- */
+
+static void ws_free(ws_comm_t *c)
+{
+	if (c->lws != NULL) {
+		lws_context_destroy(c->lws);
+	}
+	pthread_mutex_lock(&c->lock);
+	ws_sess_t *s = c->sessions;
+	c->sessions = NULL;
+	pthread_mutex_unlock(&c->lock);
+	while (s != NULL) { /* lws closed them all; only a safety net */
+		ws_sess_t *next = s->next;
+		hakoi_frameq_free(&s->q);
+		free(s->rx);
+		free(s);
+		s = next;
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* lws reports a failed listen without the reason: try the address first, to tell the user
+ * "address in use" or why else. */
+static int probe_bind(const ws_comm_t *c, hako_error_t *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char a[80];
+	if (hakoi_sockaddr(&c->cfg->local, &ss, &sl) != 0) {
+		return hako_error_set(err, HAKO_EINVAL, c->cfg->path, 0, 0,
+		                      "local address %s is not valid", c->cfg->local.address);
+	}
+	if (c->cfg->local.port == 0) {
+		return 0;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return hako_error_set(err, HAKO_EIO, c->cfg->path, 0, 0, "socket: %s",
+		                      strerror(errno));
+	}
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int r = 0;
+	if (bind(fd, (struct sockaddr *)&ss, sl) != 0) {
+		int e = errno;
+		r = hako_error_set(err, e == EADDRINUSE ? HAKO_EBUSY : HAKO_EIO, c->cfg->path, 0, 0,
+		                   "cannot listen on %s (websocket): %s",
+		                   hakoi_sockaddr_str((struct sockaddr *)&ss, a, sizeof(a)),
+		                   strerror(e));
+	}
+	close(fd);
+	return r;
+}
+
+static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
+{
+	const hako_comm_config_t *cfg = ctx->cfg;
+	pthread_once(&log_once, log_init);
+	ws_comm_t *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
+	}
+	c->ctx = *ctx;
+	c->cfg = cfg;
+	c->client = cfg->role == HAKO_COMM_CLIENT;
+	pthread_mutex_init(&c->lock, NULL);
+	c->msg_limit = (size_t)cfg->max_body_bytes + (cfg->raw_version == HAKO_FRAME_V1
+	                                                  ? 12u + HAKO_FRAME_ROBOT_MAX
+	                                                  : HAKO_FRAME_V2_HEADER_SIZE);
+	int r = 0;
+	if (!c->client && (!cfg->local.present || (r = probe_bind(c, err)) != 0)) {
+		if (r == 0) {
+			r = hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0,
+			                   "a websocket server needs local");
+		}
+		goto fail;
+	}
+	if (c->client && !cfg->remote.present) {
+		r = hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0,
+		                   "a websocket client needs remote");
+		goto fail;
+	}
+	c->protocols[0] = (struct lws_protocols){
+	    .name = WS_PROTOCOL,
+	    .callback = ws_cb,
+	    .per_session_data_size = sizeof(ws_sess_t *),
+	    .rx_buffer_size = WS_RX_CHUNK,
+	};
+	if (cfg->ws.ping_interval_sec > 0) {
+		uint32_t hup = cfg->ws.ping_interval_sec * 3u;
+		c->policy.secs_since_valid_ping = (uint16_t)cfg->ws.ping_interval_sec;
+		c->policy.secs_since_valid_hangup = (uint16_t)(hup > 65535u ? 65535u : hup);
+	}
+
+	struct lws_context_creation_info info;
+	memset(&info, 0, sizeof(info));
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.fd_limit_per_thread = WS_FD_LIMIT;
+	info.user = c;
+	info.gid = -1;
+	info.uid = -1;
+	c->lws = lws_create_context(&info);
+	if (c->lws == NULL) {
+		r = hako_error_set(err, HAKO_EIO, cfg->path, 0, 0,
+		                   "cannot create the libwebsockets context");
+		goto fail;
+	}
+
+	memset(&info, 0, sizeof(info));
+	info.protocols = c->protocols;
+	info.user = c;
+	info.vhost_name = "hako";
+	info.retry_and_idle_policy = &c->policy;
+	info.timeout_secs = ms_to_secs(cfg->ws.handshake_timeout_ms);
+	info.connect_timeout_secs = ms_to_secs(cfg->ws.connect_timeout_ms);
+	if (c->client) {
+		info.port = CONTEXT_PORT_NO_LISTEN;
+	} else {
+		const char *addr = cfg->local.address;
+		info.port = cfg->local.port;
+		info.iface = strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "::") == 0 || addr[0] == 0
+		                 ? NULL
+		                 : addr;
+		if (cfg->local.family != AF_INET6) {
+			info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+		}
+		if (cfg->ws.static_dir[0] != '\0') {
+			static const char *const types[][2] = {
+			    {".json", "application/json"},
+			    {".wasm", "application/wasm"},
+			    {".bin", "application/octet-stream"},
+			    {".csv", "text/csv"},
+			};
+			for (size_t i = 0; i < 4; i++) {
+				c->mime[i].next = i + 1 < 4 ? &c->mime[i + 1] : NULL;
+				c->mime[i].name = types[i][0];
+				c->mime[i].value = types[i][1];
+			}
+			c->mount.mountpoint = "/";
+			c->mount.mountpoint_len = 1;
+			c->mount.origin = cfg->ws.static_dir;
+			c->mount.def = "index.html";
+			c->mount.origin_protocol = LWSMPRO_FILE;
+			c->mount.extra_mimetypes = c->mime;
+			info.mounts = &c->mount;
+		}
+	}
+	c->vh = lws_create_vhost(c->lws, &info);
+	if (c->vh == NULL) {
+		r = hako_error_set(err, HAKO_EIO, cfg->path, 0, 0,
+		                   c->client ? "cannot create the websocket client"
+		                             : "cannot listen on %s port %u (websocket)",
+		                   cfg->local.address, (unsigned)cfg->local.port);
+		goto fail;
+	}
+	if (!c->client) {
+		int p = lws_get_vhost_listen_port(c->vh);
+		if (p <= 0) {
+			r = hako_error_set(err, HAKO_EIO, cfg->path, 0, 0,
+			                   "cannot listen on %s port %u (websocket)",
+			                   cfg->local.address, (unsigned)cfg->local.port);
+			goto fail;
+		}
+		c->port = (uint16_t)p;
+	}
+	*impl = c;
+	return 0;
+fail:
+	ws_free(c);
+	return r;
+}
+
+static int ws_start(void *impl, hako_domain_t *dom, hako_error_t *err)
+{
+	(void)dom;
+	ws_comm_t *c = impl;
+	atomic_store(&c->stopping, 0);
+	int e = pthread_create(&c->thread, NULL, svc_thread, c);
+	if (e != 0) {
+		return hako_error_set(err, HAKO_EIO, c->cfg->path, 0, 0,
+		                      "cannot start the websocket thread: %s", strerror(e));
+	}
+	c->thread_on = 1;
+	return 0;
+}
+
+static void ws_stop(void *impl)
+{
+	ws_comm_t *c = impl;
+	if (!c->thread_on) {
+		return;
+	}
+	atomic_store(&c->stopping, 1);
+	lws_cancel_service(c->lws);
+	pthread_join(c->thread, NULL);
+	c->thread_on = 0;
+}
+
+static void ws_close(void *impl)
+{
+	ws_comm_t *c = impl;
+	if (c == NULL) {
+		return;
+	}
+	ws_stop(c);
+	ws_free(c);
+}
+
+static int ws_send(void *impl, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	ws_comm_t *c = impl;
+	hakoi_ep_counters_t *ctr = c->ctx.ctr;
+	if (len > c->cfg->max_body_bytes) {
+		hakoi_count(&ctr->send_dropped, 1);
+		return HAKO_ETOOBIG;
+	}
+	int r = 0;
+	hakoi_frame_buf_t *f = hakoi_frame_buf_new((hako_frame_version_t)c->cfg->raw_version, key,
+	                                           data, len, LWS_PRE, &r);
+	if (f == NULL) {
+		hakoi_count(&ctr->send_dropped, 1);
+		return r;
+	}
+	uint64_t dropped = 0;
+	pthread_mutex_lock(&c->lock);
+	uint32_t n = 0;
+	for (ws_sess_t *s = c->sessions; s != NULL; s = s->next) {
+		if (s->rejected) {
+			continue;
+		}
+		n++;
+		if (hakoi_frameq_push(&s->q, f) != 0) {
+			dropped++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	hakoi_frame_buf_unref(f);
+	if (n == 0) {
+		hakoi_count(&ctr->send_dropped, 1);
+		return HAKO_ENOTCONN;
+	}
+	if (dropped > 0) {
+		hakoi_count(&ctr->send_dropped, dropped);
+	}
+	lws_cancel_service(c->lws);
+	return 0;
+}
+
+static uint16_t ws_local_port(void *impl)
+{
+	return ((ws_comm_t *)impl)->port;
+}
+
+const hakoi_comm_ops_t hakoi_comm_ws_ops = {
+    .open = ws_open,
+    .start = ws_start,
+    .stop = ws_stop,
+    .close = ws_close,
+    .send = ws_send,
+    .local_port = ws_local_port,
+};

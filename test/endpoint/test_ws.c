@@ -1,0 +1,619 @@
+/* The websocket comm: a server and clients in this process on 127.0.0.1 (ports picked by the
+ * kernel): both directions with two clients, a client reconnecting to a server closed and
+ * opened again, hostile sessions (raw sockets speaking the upgrade, then bad messages) closed
+ * while a good client goes on, static files over HTTP. */
+#define _GNU_SOURCE
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hako/endpoint.h"
+#include "hako/frame.h"
+
+#define WAIT_MS 10000
+
+static char g_dir[256];
+static hako_endpoint_t *g_eps[8]; /* open ones: a failed test's are closed by its teardown */
+
+static void track(hako_endpoint_t *ep)
+{
+	for (int i = 0; i < 8; i++) {
+		if (g_eps[i] == NULL) {
+			g_eps[i] = ep;
+			return;
+		}
+	}
+	fail_msg("too many endpoints");
+}
+
+static void close_ep(hako_endpoint_t *ep)
+{
+	for (int i = 0; i < 8; i++) {
+		if (g_eps[i] == ep) {
+			g_eps[i] = NULL;
+		}
+	}
+	hako_endpoint_close(ep);
+}
+
+static int close_all(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 8; i++) {
+		hako_endpoint_close(g_eps[i]);
+		g_eps[i] = NULL;
+	}
+	return 0;
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", g_dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Write <name>.json (+ cache, comm), load it, put the real ports in (the files carry 1: the
+ * loader refuses port 0) and open. local_port < 0: leave the file's. */
+static int open_ep(const char *name, const char *comm, int local_port, int remote_port,
+                   hako_endpoint_t **out, hako_error_t *err)
+{
+	char buf[1024], file[300];
+	snprintf(file, sizeof(file), "%s_comm.json", name);
+	write_file(file, comm);
+	snprintf(file, sizeof(file), "%s_cache.json", name);
+	write_file(file, "{\"type\":\"buffer\",\"store\":{\"mode\":\"queue\",\"depth\":64}}");
+	snprintf(buf, sizeof(buf),
+	         "{\"name\":\"%s\",\"cache\":\"%s_cache.json\",\"comm\":\"%s_comm.json\","
+	         "\"pdu_def_path\":null}",
+	         name, name, name);
+	snprintf(file, sizeof(file), "%s.json", name);
+	write_file(file, buf);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s.json", g_dir, name);
+	hako_endpoint_config_t *cfg = NULL;
+	int r = hako_endpoint_config_load(path, &cfg, err);
+	if (r != 0) {
+		return r;
+	}
+	if (local_port >= 0 && cfg->comm->local.present) {
+		cfg->comm->local.port = (uint16_t)local_port;
+	}
+	if (remote_port > 0 && cfg->comm->remote.present) {
+		cfg->comm->remote.port = (uint16_t)remote_port;
+	}
+	r = hako_endpoint_open_config(cfg, out, err);
+	if (r == 0) {
+		track(*out);
+	}
+	return r;
+}
+
+static hako_endpoint_t *must_open(const char *name, const char *comm, int lport, int rport)
+{
+	hako_endpoint_t *ep = NULL;
+	hako_error_t err;
+	hako_error_clear(&err);
+	int r = open_ep(name, comm, lport, rport, &ep, &err);
+	if (r != 0) {
+		fprintf(stderr, "open %s: %s: %s\n", name, hako_strerror(r), err.message);
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(hako_endpoint_start(ep, &err), 0);
+	return ep;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static hako_pdu_key_t key(const char *robot, int32_t ch)
+{
+	hako_pdu_key_t k;
+	memset(&k, 0, sizeof(k));
+	snprintf(k.robot, sizeof(k.robot), "%s", robot);
+	k.channel_id = ch;
+	return k;
+}
+
+/* Poll the cache up to 10 s. */
+static int recv_wait(hako_endpoint_t *ep, const hako_pdu_key_t *k, void *buf, size_t cap,
+                     size_t *len)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	int r;
+	while ((r = hako_endpoint_recv(ep, k, buf, cap, len)) == HAKO_EAGAIN && now_ms() < end) {
+		usleep(2000);
+	}
+	return r;
+}
+
+static hako_endpoint_stats_t stats(const hako_endpoint_t *ep)
+{
+	hako_endpoint_stats_t st;
+	hako_endpoint_get_stats(ep, &st);
+	return st;
+}
+
+#define WAIT_FOR(cond)                                                                             \
+	do {                                                                                       \
+		uint64_t end_ = now_ms() + WAIT_MS;                                                \
+		while (!(cond) && now_ms() < end_) {                                               \
+			usleep(2000);                                                              \
+		}                                                                                  \
+	} while (0)
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(g_dir, sizeof(g_dir), "/tmp/hako_ws_XXXXXX");
+	return mkdtemp(g_dir) != NULL ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+#define SERVER_COMM                                                                                \
+	"{\"protocol\":\"websocket\",\"role\":\"server\",\"direction\":\"inout\","                 \
+	"\"local\":{\"address\":\"127.0.0.1\",\"port\":1}"
+#define CLIENT_COMM                                                                                \
+	"{\"protocol\":\"websocket\",\"role\":\"client\",\"direction\":\"inout\","                 \
+	"\"remote\":{\"host\":\"127.0.0.1\",\"port\":1,\"path\":\"/pdu\"}}"
+
+static void expect_pdu(hako_endpoint_t *ep, const hako_pdu_key_t *k, const char *msg)
+{
+	char got[256];
+	size_t len = 0;
+	assert_int_equal(recv_wait(ep, k, got, sizeof(got), &len), 0);
+	assert_int_equal(len, strlen(msg));
+	assert_memory_equal(got, msg, len);
+}
+
+static void test_two_clients(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s = must_open("srv", SERVER_COMM "}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	assert_true(port != 0);
+	hako_pdu_key_t k = key("Drone", 1);
+	/* Nobody there yet. */
+	assert_int_equal(hako_endpoint_send(s, &k, "x", 1), HAKO_ENOTCONN);
+	assert_int_equal(stats(s).send_dropped, 1);
+	hako_endpoint_t *c1 = must_open("c1", CLIENT_COMM, -1, port);
+	hako_endpoint_t *c2 = must_open("c2", CLIENT_COMM, -1, port);
+	WAIT_FOR(stats(s).peers == 2 && stats(c1).peers == 1 && stats(c2).peers == 1);
+	assert_int_equal(stats(s).peers, 2);
+	assert_int_equal(stats(s).accepted, 2);
+	assert_int_equal(stats(c1).connects, 1);
+	assert_int_equal(stats(c1).reconnects, 0);
+
+	/* Server to both. */
+	assert_int_equal(hako_endpoint_send(s, &k, "to all", 6), 0);
+	expect_pdu(c1, &k, "to all");
+	expect_pdu(c2, &k, "to all");
+	WAIT_FOR(stats(s).frames_out == 2);
+	assert_int_equal(stats(s).frames_out, 2);
+	assert_int_equal(stats(s).bytes_out, 12);
+	/* Both to the server. */
+	hako_pdu_key_t k1 = key("c1", 5), k2 = key("c2", 6);
+	assert_int_equal(hako_endpoint_send(c1, &k1, "from c1", 7), 0);
+	assert_int_equal(hako_endpoint_send(c2, &k2, "from c2", 7), 0);
+	expect_pdu(s, &k1, "from c1");
+	expect_pdu(s, &k2, "from c2");
+
+	/* A large PDU (many lws chunks, a fragmented receive). */
+	size_t big = 3u << 20;
+	uint8_t *buf = malloc(big), *got = malloc(big);
+	assert_non_null(buf);
+	assert_non_null(got);
+	for (size_t i = 0; i < big; i++) {
+		buf[i] = (uint8_t)(i * 13 + (i >> 12));
+	}
+	assert_int_equal(hako_endpoint_send(c1, &k1, buf, big), 0);
+	size_t len = 0;
+	assert_int_equal(recv_wait(s, &k1, got, big, &len), 0);
+	assert_int_equal(len, big);
+	assert_memory_equal(got, buf, big);
+	assert_int_equal(hako_endpoint_send(s, &k, buf, big), 0);
+	assert_int_equal(recv_wait(c2, &k, got, big, &len), 0);
+	assert_int_equal(len, big);
+	assert_memory_equal(got, buf, big);
+	free(buf);
+	free(got);
+
+	/* A client that leaves is a disconnect; the other one is served on. */
+	close_ep(c1);
+	WAIT_FOR(stats(s).peers == 1);
+	assert_int_equal(stats(s).peers, 1);
+	assert_int_equal(stats(s).disconnects, 1);
+	assert_int_equal(hako_endpoint_send(s, &k, "only c2", 7), 0);
+	expect_pdu(c2, &k, "only c2");
+	assert_int_equal(stats(s).rejected, 0);
+
+	/* Server stop closes the sessions and keeps the port. */
+	assert_int_equal(hako_endpoint_stop(s), 0);
+	assert_int_equal(hako_endpoint_local_port(s), port);
+	WAIT_FOR(stats(c2).disconnects == 1);
+	assert_int_equal(stats(c2).disconnects, 1);
+	assert_int_equal(hako_endpoint_start(s, NULL), 0);
+	WAIT_FOR(stats(c2).reconnects == 1 && stats(s).peers == 1);
+	assert_int_equal(stats(c2).reconnects, 1);
+	assert_int_equal(hako_endpoint_send(c2, &k2, "back", 4), 0);
+	expect_pdu(s, &k2, "back");
+	close_ep(c2);
+	close_ep(s);
+}
+
+static void test_reconnect(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s = must_open("rs", SERVER_COMM "}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	hako_endpoint_t *c = must_open("rc", CLIENT_COMM, -1, port);
+	WAIT_FOR(stats(c).peers == 1);
+	assert_int_equal(stats(c).connects, 1);
+	close_ep(s);
+	WAIT_FOR(stats(c).disconnects == 1 && stats(c).peers == 0);
+	assert_int_equal(stats(c).disconnects, 1);
+	hako_pdu_key_t k = key("r", 1);
+	assert_int_equal(hako_endpoint_send(c, &k, "lost", 4), HAKO_ENOTCONN);
+
+	/* The same port again (the client keeps trying meanwhile). */
+	hako_error_t err;
+	int r;
+	uint64_t end = now_ms() + WAIT_MS;
+	do {
+		s = NULL;
+		hako_error_clear(&err);
+		r = open_ep("rs", SERVER_COMM "}", port, 0, &s, &err);
+	} while (r == HAKO_EBUSY && now_ms() < end && usleep(50000) == 0);
+	assert_int_equal(r, 0);
+	assert_int_equal(hako_endpoint_local_port(s), port);
+	assert_int_equal(hako_endpoint_start(s, NULL), 0);
+	WAIT_FOR(stats(c).peers == 1 && stats(s).peers == 1);
+	assert_int_equal(stats(c).reconnects, 1);
+	assert_int_equal(stats(c).connects, 2);
+	assert_int_equal(hako_endpoint_send(c, &k, "again", 5), 0);
+	expect_pdu(s, &k, "again");
+	assert_int_equal(hako_endpoint_send(s, &k, "back", 4), 0);
+	expect_pdu(c, &k, "back");
+	close_ep(c);
+	close_ep(s);
+}
+
+static void test_port_busy(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s = must_open("bs", SERVER_COMM "}", 0, 0);
+	hako_endpoint_t *t = NULL;
+	hako_error_t err;
+	hako_error_clear(&err);
+	assert_int_equal(open_ep("bt", SERVER_COMM "}", hako_endpoint_local_port(s), 0, &t, &err),
+	                 HAKO_EBUSY);
+	assert_null(t);
+	assert_non_null(strstr(err.file, "bt_comm.json"));
+	assert_non_null(strstr(err.message, "127.0.0.1"));
+	close_ep(s);
+}
+
+/* ---- raw sockets ---- */
+
+static int tcp_connect(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	while (n > 0) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+		assert_true(w > 0);
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Read until the peer closes (or cap bytes, or 10 s). Returns bytes read. */
+static size_t read_until_close(int fd, char *buf, size_t cap, int *closed)
+{
+	size_t n = 0;
+	*closed = 0;
+	uint64_t end = now_ms() + WAIT_MS;
+	while (now_ms() < end && n < cap) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 100) <= 0) {
+			continue;
+		}
+		ssize_t r = recv(fd, buf + n, cap - n, 0);
+		if (r <= 0) {
+			*closed = 1;
+			break;
+		}
+		n += (size_t)r;
+	}
+	return n;
+}
+
+/* Read an HTTP response head (up to the blank line) into buf. */
+static size_t read_head(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	uint64_t end = now_ms() + WAIT_MS;
+	buf[0] = '\0';
+	while (now_ms() < end && n + 1 < cap && strstr(buf, "\r\n\r\n") == NULL) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 100) <= 0) {
+			continue;
+		}
+		ssize_t r = recv(fd, buf + n, 1, 0);
+		if (r <= 0) {
+			break;
+		}
+		n += (size_t)r;
+		buf[n] = '\0';
+	}
+	return n;
+}
+
+static int ws_upgrade(uint16_t port)
+{
+	int fd = tcp_connect(port);
+	const char *req = "GET /any/path HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+	                  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	                  "Sec-WebSocket-Version: 13\r\n\r\n";
+	send_all(fd, req, strlen(req));
+	char head[2048];
+	read_head(fd, head, sizeof(head));
+	assert_non_null(strstr(head, " 101 "));
+	return fd;
+}
+
+/* One masked client message (opcode 2 binary, 1 text). */
+static void ws_message(int fd, int opcode, const uint8_t *p, size_t n)
+{
+	uint8_t h[14];
+	size_t hl = 0;
+	h[hl++] = (uint8_t)(0x80 | opcode);
+	if (n < 126) {
+		h[hl++] = (uint8_t)(0x80 | n);
+	} else if (n < 65536) {
+		h[hl++] = 0x80 | 126;
+		h[hl++] = (uint8_t)(n >> 8);
+		h[hl++] = (uint8_t)n;
+	} else {
+		h[hl++] = 0x80 | 127;
+		for (int i = 7; i >= 0; i--) {
+			h[hl++] = (uint8_t)((uint64_t)n >> (8 * i));
+		}
+	}
+	const uint8_t mask[4] = {0x12, 0x34, 0x56, 0x78};
+	memcpy(h + hl, mask, 4);
+	hl += 4;
+	send_all(fd, h, hl);
+	uint8_t *m = malloc(n + 1);
+	assert_non_null(m);
+	for (size_t i = 0; i < n; i++) {
+		m[i] = p[i] ^ mask[i & 3];
+	}
+	send_all(fd, m, n);
+	free(m);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static void hostile(uint16_t port, int opcode, const uint8_t *p, size_t n)
+{
+	int fd = ws_upgrade(port);
+	ws_message(fd, opcode, p, n);
+	char buf[4096];
+	int closed = 0;
+	read_until_close(fd, buf, sizeof(buf), &closed);
+	close(fd);
+	assert_true(closed);
+}
+
+static void test_hostile(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s =
+	    must_open("hs", SERVER_COMM ",\"options\":{\"max_body_bytes\":100000}}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	hako_endpoint_t *c = must_open("hc", CLIENT_COMM, -1, port);
+	WAIT_FOR(stats(s).peers == 1);
+
+	uint8_t good[400];
+	hako_frame_t f;
+	memset(&f, 0, sizeof(f));
+	strcpy(f.robot, "raw");
+	f.channel_id = 4;
+	f.request_type = HAKO_FRAME_PDU_DATA;
+	f.body = (const uint8_t *)"abcd";
+	f.body_len = 4;
+	size_t n = 0;
+	assert_int_equal(hako_frame_encode(HAKO_FRAME_V2, &f, good, sizeof(good), &n), 0);
+	uint8_t bad[400];
+
+	hostile(port, 2, (const uint8_t *)"garbage", 7);
+	memcpy(bad, good, n);
+	put_u32(bad + 128, 0xdeadbeefu); /* bad magic */
+	hostile(port, 2, bad, n);
+	memcpy(bad, good, n);
+	put_u32(bad + 148, 0x80000000u); /* announces 2^31 bytes */
+	put_u32(bad + 144, 172u + 0x80000000u);
+	hostile(port, 2, bad, n);
+	hostile(port, 1, good, n); /* a text message */
+	/* A valid header (body 100000 bytes: the limit) in a message longer than that. */
+	uint8_t *huge = calloc(1, 200000);
+	assert_non_null(huge);
+	memcpy(huge, good, HAKO_FRAME_V2_HEADER_SIZE);
+	put_u32(huge + 148, 100000u);
+	put_u32(huge + 144, 172u + 100000u);
+	hostile(port, 2, huge, 200000);
+	free(huge);
+	WAIT_FOR(stats(s).rejected == 5);
+	assert_int_equal(stats(s).rejected, 5);
+	assert_int_equal(stats(s).frames_in, 0);
+
+	/* The good client goes on both ways; a raw session that behaves is a peer like any. */
+	hako_pdu_key_t k = key("good", 1);
+	assert_int_equal(hako_endpoint_send(c, &k, "still", 5), 0);
+	expect_pdu(s, &k, "still");
+	WAIT_FOR(stats(s).peers == 1);
+	assert_int_equal(hako_endpoint_send(s, &k, "here", 4), 0);
+	expect_pdu(c, &k, "here");
+	int fd = ws_upgrade(port);
+	ws_message(fd, 2, good, n);
+	hako_pdu_key_t kr = key("raw", 4);
+	expect_pdu(s, &kr, "abcd");
+	close(fd);
+	assert_int_equal(stats(s).rejected, 5);
+	close_ep(c);
+	close_ep(s);
+}
+
+static void http_get(uint16_t port, const char *path, char *head, size_t hcap, char *body,
+                     size_t bcap, size_t *blen)
+{
+	int fd = tcp_connect(port);
+	char req[512];
+	snprintf(req, sizeof(req),
+	         "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+	send_all(fd, req, strlen(req));
+	read_head(fd, head, hcap);
+	*blen = 0;
+	const char *cl = strcasestr(head, "content-length:");
+	if (cl != NULL && body != NULL) {
+		size_t want = (size_t)strtoul(cl + 15, NULL, 10);
+		int closed;
+		*blen = read_until_close(fd, body, want < bcap ? want : bcap, &closed);
+	}
+	close(fd);
+}
+
+static void test_static(void **state)
+{
+	(void)state;
+	char p[600];
+	snprintf(p, sizeof(p), "%s/www", g_dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	write_file("www/index.html", "<html>hako index</html>\n");
+	write_file("www/data.txt", "some text data\n");
+	write_file("secret", "TOP SECRET\n");
+	hako_endpoint_t *s =
+	    must_open("ss", SERVER_COMM ",\"options\":{\"static_dir\":\"www\"}}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	char head[4096], body[4096];
+	size_t blen;
+
+	http_get(port, "/data.txt", head, sizeof(head), body, sizeof(body), &blen);
+	assert_non_null(strstr(head, " 200 "));
+	assert_int_equal(blen, strlen("some text data\n"));
+	assert_memory_equal(body, "some text data\n", blen);
+
+	http_get(port, "/", head, sizeof(head), body, sizeof(body), &blen);
+	assert_non_null(strstr(head, " 200 "));
+	assert_int_equal(blen, strlen("<html>hako index</html>\n"));
+	assert_memory_equal(body, "<html>hako index</html>\n", blen);
+
+	http_get(port, "/missing.txt", head, sizeof(head), body, sizeof(body), &blen);
+	assert_non_null(strstr(head, " 404 "));
+
+	const char *trav[] = {"/../secret", "/%2e%2e/secret", "/www/../../secret", "/..%2fsecret"};
+	for (size_t i = 0; i < sizeof(trav) / sizeof(trav[0]); i++) {
+		memset(body, 0, sizeof(body));
+		http_get(port, trav[i], head, sizeof(head), body, sizeof(body) - 1, &blen);
+		assert_null(strstr(head, " 200 "));
+		assert_null(strstr(body, "TOP SECRET"));
+	}
+
+	/* WebSocket upgrades on that port are still PDU sessions. */
+	hako_endpoint_t *c = must_open("sc", CLIENT_COMM, -1, port);
+	WAIT_FOR(stats(s).peers == 1);
+	hako_pdu_key_t k = key("web", 2);
+	assert_int_equal(hako_endpoint_send(s, &k, "pdu", 3), 0);
+	expect_pdu(c, &k, "pdu");
+	close_ep(c);
+	close_ep(s);
+
+	/* Without static_dir: 404 for any HTTP request. */
+	s = must_open("ns", SERVER_COMM "}", 0, 0);
+	http_get(hako_endpoint_local_port(s), "/", head, sizeof(head), NULL, 0, &blen);
+	assert_non_null(strstr(head, " 404 "));
+	close_ep(s);
+}
+
+static void test_queue_overflow_counted(void **state)
+{
+	(void)state;
+	/* A raw session that never reads: sends queue (depth 4) and the oldest are dropped. */
+	hako_endpoint_t *s =
+	    must_open("qs", SERVER_COMM ",\"options\":{\"send_queue_depth\":4}}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	int fd = ws_upgrade(port);
+	int rcv = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	WAIT_FOR(stats(s).peers == 1);
+	uint8_t *buf = calloc(1, 1u << 20);
+	assert_non_null(buf);
+	hako_pdu_key_t k = key("q", 1);
+	for (int i = 0; i < 64; i++) {
+		assert_int_equal(hako_endpoint_send(s, &k, buf, 1u << 20), 0);
+	}
+	WAIT_FOR(stats(s).send_dropped > 0);
+	hako_endpoint_stats_t st = stats(s);
+	assert_true(st.send_dropped > 0);
+	assert_true(st.send_dropped + st.frames_out <= 64);
+	free(buf);
+	close(fd);
+	close_ep(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_two_clients, close_all),
+	    cmocka_unit_test_teardown(test_reconnect, close_all),
+	    cmocka_unit_test_teardown(test_port_busy, close_all),
+	    cmocka_unit_test_teardown(test_hostile, close_all),
+	    cmocka_unit_test_teardown(test_static, close_all),
+	    cmocka_unit_test_teardown(test_queue_overflow_counted, close_all),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
