@@ -1,0 +1,16 @@
+# Endpoints between processes: ep_peer (one side) driven by test_pairs (cmocka), one ctest test
+# per scenario, named endpoint.pairs.<protocol>[_<what>].
+add_executable(ep_peer ${CMAKE_CURRENT_SOURCE_DIR}/ep_peer.c)
+target_link_libraries(ep_peer PRIVATE hako_endpoint)
+
+add_executable(test_endpoint_pairs ${CMAKE_CURRENT_SOURCE_DIR}/test_pairs.c)
+target_link_libraries(test_endpoint_pairs PRIVATE hako_testutil hako_endpoint PkgConfig::CMOCKA
+                      Threads::Threads)
+add_dependencies(test_endpoint_pairs ep_peer)
+
+foreach(scenario shm tcp_v2 tcp_v1 udp_v2 websocket tcp_fanout tcp_reconnect tcp_burst
+                 tcp_hostile udp_hostile websocket_hostile)
+  add_test(NAME endpoint.pairs.${scenario}
+           COMMAND test_endpoint_pairs $<TARGET_FILE:ep_peer> ${scenario})
+  set_tests_properties(endpoint.pairs.${scenario} PROPERTIES TIMEOUT 180)
+endforeach()
