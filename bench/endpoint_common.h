@@ -1,0 +1,119 @@
+/* What endpoint_throughput and endpoint_latency share: a temporary folder for the endpoint
+ * config files, cleanup at exit and on SIGINT/SIGTERM (child killed and reaped, files and folder
+ * removed, the private shm domain removed), a forked child with a pair of message pipes, and the
+ * "link" between the two processes: one endpoint per side for tcp, websocket and shm, two per side
+ * for udp (an "in" endpoint bound to a kernel-chosen port, an "out" endpoint sending to the
+ * peer's).
+ */
+#ifndef HAKO_BENCH_ENDPOINT_COMMON_H
+#define HAKO_BENCH_ENDPOINT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hako/domain.h"
+#include "hako/endpoint.h"
+
+/* ---- process-wide state and cleanup ---- */
+
+/* Make the temporary folder /tmp/hako-<prog>-<pid>-XXXXXX, install the SIGINT/SIGTERM handlers
+ * and the atexit cleanup. Exits with a message on failure. */
+void epb_init(const char *prog);
+/* The folder, and "<folder>/<name>" (tracked: removed by the cleanup). */
+const char *epb_dir(void);
+const char *epb_file(const char *name, char *buf, size_t cap);
+/* Write text to <folder>/<name>. 0, or -1 (errno). */
+int epb_write_file(const char *name, const char *text);
+/* Remember the private domain (removed by the cleanup). "" forgets it. */
+void epb_set_domain(const char *name);
+/* Kill and reap the child (if any), remove the domain, the files and the folder. Idempotent;
+ * only the first call of a process (never a forked child) does anything. */
+void epb_cleanup(void);
+
+/* "64 B", "1 KiB", "64 KiB", "1 MiB". */
+const char *epb_size_str(size_t b, char *out, size_t cap);
+
+/* ---- the child ---- */
+
+/* Messages on the pipes: a code ('R' ready, 'W' warm-up done, 'D' done, 'Q' quit, 'E' error,
+ * 'P' port), a number (a port), a string (an error or a zmq endpoint). */
+typedef struct epb_msg {
+	int32_t code;
+	uint32_t value;
+	char text[240];
+} epb_msg_t;
+
+typedef struct epb_child {
+	pid_t pid;
+	int to_child;   /* parent writes */
+	int from_child; /* parent reads */
+} epb_child_t;
+
+/* Fork a child that runs fn(arg, rfd, wfd) and _exit(0)s when it returns (it may _exit itself).
+ * cpu >= 0: pin the child to that CPU. The child dies with the parent (PR_SET_PDEATHSIG). The
+ * cleanup kills it if the parent stops early. 0, or -1. */
+int epb_spawn(epb_child_t *c, int cpu, void (*fn)(void *arg, int rfd, int wfd), void *arg);
+/* Tell the child to quit ('Q'), close the pipes, wait up to timeout_ms for it to exit, then
+ * SIGKILL it. 0 if it exited with status 0, else -1 with the reason in why. */
+int epb_reap(epb_child_t *c, int timeout_ms, char *why, size_t cap);
+
+int epb_send_msg(int fd, int code, uint32_t value, const char *text);
+/* 0, -1 on EOF / error, -2 on timeout (timeout_ms < 0: forever). */
+int epb_recv_msg(int fd, epb_msg_t *m, int timeout_ms);
+
+/* Sleep this many microseconds. */
+void epb_sleep_us(long us);
+
+/* ---- the link between the two processes ---- */
+
+typedef enum epb_proto {
+	EPB_TCP = 0,
+	EPB_UDP = 1,
+	EPB_WS = 2,
+	EPB_SHM = 3,
+} epb_proto_t;
+
+/* One PDU of the link: its name in the pdudef (shm), channel id and size. */
+typedef struct epb_pdu {
+	const char *name;
+	int32_t channel_id;
+	uint32_t size;
+} epb_pdu_t;
+
+typedef struct epb_link_opts {
+	epb_proto_t proto;
+	const char *robot; /* the key's robot name, e.g. "bench-65536" */
+	epb_pdu_t send;    /* what this side sends */
+	epb_pdu_t recv;    /* what this side receives (shm: notify_on_recv) */
+	uint32_t send_queue_depth;
+	uint32_t max_body_bytes;
+	hako_domain_t *dom; /* shm */
+} epb_link_opts_t;
+
+typedef struct epb_link {
+	epb_proto_t proto;
+	hako_endpoint_t *rx; /* subscribe here */
+	hako_endpoint_t *tx; /* send here (== rx except udp) */
+	hako_pdu_key_t send_key;
+	hako_pdu_key_t recv_key;
+} epb_link_t;
+
+/* Parent, first: open and start the side the child connects to (tcp / websocket server bound to
+ * 127.0.0.1 on a port the kernel picks, udp "in" endpoint, shm endpoint); *port = its port
+ * (0 for shm). tag names the config files ("p"). 0, or a hako error with the reason in why. */
+int epb_link_parent_open(epb_link_t *l, const epb_link_opts_t *o, uint16_t *port, char *why,
+                         size_t cap);
+/* Child: open and start its side, given the parent's port; *port = the child's udp port. */
+int epb_link_child_open(epb_link_t *l, const epb_link_opts_t *o, uint16_t parent_port,
+                        uint16_t *port, char *why, size_t cap);
+/* Parent, second: udp opens the "out" endpoint to the child's port; tcp / websocket wait until
+ * the child is connected (timeout_ms). */
+int epb_link_parent_connect(epb_link_t *l, const epb_link_opts_t *o, uint16_t child_port,
+                            int timeout_ms, char *why, size_t cap);
+void epb_link_close(epb_link_t *l);
+/* Statistics of the sending / receiving endpoint. */
+void epb_link_tx_stats(const epb_link_t *l, hako_endpoint_stats_t *st);
+void epb_link_rx_stats(const epb_link_t *l, hako_endpoint_stats_t *st);
+
+#endif
