@@ -26,6 +26,12 @@
  * the buffer only grows up to the announced frame (at most header + max_body_bytes). A protocol
  * error closes that peer (rejected); a frame that stays incomplete with no byte arriving for
  * read_timeout_ms drops the peer (an idle peer without a partial frame is kept).
+ *
+ * Stop. Before the I/O thread leaves it writes what the peers have queued (bounded by
+ * write_timeout_ms, 0: STOP_DRAIN_MS), ends each drained peer's stream (FIN after the data) and
+ * reads until the peer's EOF within the same bound: close() over unread bytes would reset the
+ * connection and the peer could lose what is still in flight. Peers that could not take their
+ * queue in time are closed abortively, the rest counted in send_dropped.
  */
 #define _GNU_SOURCE
 
@@ -54,6 +60,7 @@
 #define BACKOFF_MAX_MS    1000u
 #define ACCEPT_PAUSE_MS   100u /* after EMFILE & co: do not spin on the listening socket */
 #define DEFAULT_CONN_TOUT 1000u
+#define STOP_DRAIN_MS     1000u /* write_timeout_ms 0 */
 
 enum { DEAD_NONE = 0, DEAD_BROKEN, DEAD_STUCK };
 
@@ -77,6 +84,8 @@ typedef struct tcp_peer {
 	size_t rcap;
 	size_t rlen;
 	uint64_t rx_ns; /* last bytes received */
+	int bye;        /* stop: queue written, FIN sent */
+	int eof;        /* stop: the peer's EOF (or an error) read */
 } tcp_peer_t;
 
 typedef struct tcp_comm {
@@ -758,6 +767,8 @@ static void min_timeout(int *t, int v)
 	}
 }
 
+static void drain_on_stop(tcp_comm_t *c);
+
 static void *io_main(void *arg)
 {
 	tcp_comm_t *c = arg;
@@ -884,7 +895,84 @@ static void *io_main(void *arg)
 		}
 	}
 	free(pfds);
+	drain_on_stop(c);
 	return NULL;
+}
+
+/* Stop (I/O thread, after its loop): see the top comment. */
+static void drain_on_stop(tcp_comm_t *c)
+{
+	size_t np = c->npeers;
+	if (np == 0) {
+		return;
+	}
+	struct pollfd *pfds = calloc(np, sizeof(*pfds));
+	tcp_peer_t **who = calloc(np, sizeof(*who));
+	if (pfds == NULL || who == NULL) {
+		free(pfds);
+		free(who);
+		return;
+	}
+	uint32_t ms =
+	    c->cfg->tcp.write_timeout_ms > 0 ? c->cfg->tcp.write_timeout_ms : STOP_DRAIN_MS;
+	uint64_t deadline = now_ns() + (uint64_t)ms * 1000000u;
+	char sink[4096];
+	for (;;) {
+		size_t k = 0;
+		for (size_t i = 0; i < np; i++) {
+			tcp_peer_t *p = c->peers[i];
+			short ev = 0;
+			pthread_mutex_lock(&p->lock);
+			if (!p->closed && !p->dead && !p->bye) {
+				if (p->q.count > 0) {
+					flush_locked(c, p);
+				}
+				if (p->q.count > 0 && !p->dead) {
+					ev = POLLOUT;
+				} else if (!p->dead) {
+					shutdown(p->fd, SHUT_WR);
+					p->bye = 1;
+				}
+			}
+			if (p->bye && !p->eof) {
+				ev = POLLIN;
+			}
+			if (ev != 0) {
+				pfds[k] = (struct pollfd){.fd = p->fd, .events = ev};
+				who[k++] = p;
+			}
+			pthread_mutex_unlock(&p->lock);
+		}
+		uint64_t now = now_ns();
+		if (k == 0 || now >= deadline) {
+			break;
+		}
+		if (poll(pfds, k, ms_until(deadline, now)) <= 0) {
+			continue;
+		}
+		for (size_t j = 0; j < k; j++) {
+			tcp_peer_t *p = who[j];
+			if (!p->bye || pfds[j].revents == 0) {
+				continue;
+			}
+			/* Read and drop what the peer still sends, up to its EOF. */
+			for (;;) {
+				ssize_t r = recv(p->fd, sink, sizeof(sink), MSG_DONTWAIT);
+				if (r > 0) {
+					continue;
+				}
+				if (r == 0 ||
+				    (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+					p->eof = 1;
+				}
+				if (r == 0 || errno != EINTR) {
+					break;
+				}
+			}
+		}
+	}
+	free(pfds);
+	free(who);
 }
 
 /* ---- life cycle ---- */
@@ -1004,7 +1092,8 @@ static void tcp_stop(void *impl)
 	pthread_join(c->tid, NULL);
 	c->thread_started = 0;
 	while (c->npeers > 0) {
-		peer_remove(c, c->npeers - 1, 1);
+		/* Drained ones end in order; the others (stuck, broken) at once. */
+		peer_remove(c, c->npeers - 1, !c->peers[c->npeers - 1]->bye);
 	}
 	if (c->cfd >= 0) {
 		close(c->cfd);

@@ -13,14 +13,26 @@
  *  - handshake_timeout_ms: the vhost's timeout_secs (rounded up to seconds), which lws applies
  *    to its network round trips: the HTTP upgrade request / response, the close handshake.
  *  - connect_timeout_ms: the vhost's connect_timeout_secs (client; rounded up to seconds).
- *  - read_timeout_ms, write_timeout_ms: not used. A quiet peer is not an error (liveness is
- *    ping_interval_sec's job), and a send never waits: a slow peer's queue drops its oldest
+ *  - read_timeout_ms: not used. A quiet peer is not an error (liveness is ping_interval_sec's
+ *    job).
+ *  - write_timeout_ms: how long stop (and close) waits for the sessions' queues and the bytes
+ *    lws buffered to go out (0: 1 s). A send never waits: a slow peer's queue drops its oldest
  *    frame (send_queue_depth, counted in send_dropped).
  *  - static_dir: an lws file mount on "/" (default index.html) on the server's port; without
  *    it every plain HTTP request gets 404. WebSocket upgrades on any path are PDU sessions.
  *  - max_body_bytes: a message longer than the frame header + this is refused while it
  *    arrives (also across fragments), as are text messages and frames that do not decode.
  * A client reconnects with back-off (50 ms doubling to 1 s) as long as it runs.
+ *
+ * Counting and stopping. lws_write hands lws the whole message but may send only part of it
+ * (at most rx_buffer_size per call, and what the socket takes): it keeps the rest and reports
+ * the full length; lws_partial_buffered() tells, and the next WRITEABLE callback comes only once
+ * that rest is out. So frames_out / bytes_out count a message at that point, not at lws_write.
+ * Stop first lets every session write its queue and lws its buffered bytes (bounded by
+ * write_timeout_ms), then closes each session from its WRITEABLE callback with a close frame
+ * (going away) and waits for the peers' replies (WS_CLOSE_WAIT_MS). Only then are the sessions
+ * still there killed: a kill by timeout is lws's "violent" close, which drops the buffered bytes
+ * and sends no close frame.
  */
 #define _GNU_SOURCE
 
@@ -47,6 +59,8 @@
 #define WS_BACKOFF_MAX   1000u
 #define WS_FD_LIMIT      4096u
 #define WS_CLOSE_WAIT_MS 1000u
+#define WS_DRAIN_WAIT_MS 1000u /* write_timeout_ms 0 */
+#define WS_STOP_TICK_US  5000  /* stop's service loop wakes at least this often */
 
 typedef struct ws_sess {
 	struct ws_sess *next;
@@ -57,6 +71,9 @@ typedef struct ws_sess {
 	size_t rx_cap;
 	int hdr_ok;
 	int rejected;
+	int bye;            /* stop: close it at its next WRITEABLE (service thread) */
+	int unflushed;      /* a message lws took but has partly buffered, not counted yet */
+	size_t unflushed_b; /* its body bytes */
 	char peer[80];
 } ws_sess_t;
 
@@ -84,6 +101,7 @@ typedef struct ws_comm {
 	int closing;
 	struct lws *client_wsi;
 	lws_sorted_usec_list_t retry_sul;
+	lws_sorted_usec_list_t tick_sul;
 	int retry_pending;
 	uint32_t backoff_ms;
 	int ever_connected;
@@ -339,10 +357,26 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 	return 0;
 }
 
+/* The previous message lws buffered in part is out now: count it. */
+static void count_flushed(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
+{
+	if (s->unflushed && !lws_partial_buffered(wsi)) {
+		s->unflushed = 0;
+		hakoi_count(&c->ctx.ctr->frames_out, 1);
+		hakoi_count(&c->ctx.ctr->bytes_out, s->unflushed_b);
+	}
+}
+
 static int sess_write(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
 {
 	if (s == NULL) {
 		return 0;
+	}
+	count_flushed(c, wsi, s);
+	if (s->bye) {
+		/* Stop: queue and buffer are out (or the wait is over): a clean close. */
+		lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
+		return -1;
 	}
 	pthread_mutex_lock(&c->lock);
 	hakoi_frame_buf_t *f = hakoi_frameq_head(&s->q);
@@ -367,6 +401,13 @@ static int sess_write(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
 		          c->ctx.ep_name, s->peer);
 		hakoi_count(&c->ctx.ctr->send_dropped, 1);
 		return -1;
+	}
+	if (lws_partial_buffered(wsi)) {
+		/* lws sends the rest when the socket takes it, then calls WRITEABLE. */
+		s->unflushed = 1;
+		s->unflushed_b = body;
+		lws_callback_on_writable(wsi);
+		return 0;
 	}
 	hakoi_count(&c->ctx.ctr->frames_out, 1);
 	hakoi_count(&c->ctx.ctr->bytes_out, body);
@@ -440,6 +481,8 @@ static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 
 /* ---- the service thread ---- */
 
+/* sync: kill every session now. Else ask each (not yet asked, not rejected) to close at its next
+ * WRITEABLE callback. */
 static void close_sessions(ws_comm_t *c, int sync)
 {
 	struct lws *list[64];
@@ -449,22 +492,18 @@ static void close_sessions(ws_comm_t *c, int sync)
 		n = 0;
 		pthread_mutex_lock(&c->lock);
 		for (ws_sess_t *s = c->sessions; s != NULL && n < 64; s = s->next) {
-			if (!sync && s->rejected) {
+			if (!sync && (s->rejected || s->bye)) {
 				continue;
 			}
 			list[n++] = s->wsi;
-			if (!sync) {
-				s->rejected = 1; /* asked once: not again */
-			}
+			s->bye = 1;
 		}
 		pthread_mutex_unlock(&c->lock);
 		for (size_t i = 0; i < n; i++) {
 			if (sync) {
 				lws_set_timeout(list[i], PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
 			} else {
-				lws_close_reason(list[i], LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
-				lws_set_timeout(list[i], PENDING_TIMEOUT_USER_OK,
-				                LWS_TO_KILL_ASYNC);
+				lws_callback_on_writable(list[i]);
 			}
 		}
 	} while (n == 64 && ++rounds < 1000);
@@ -478,6 +517,37 @@ static uint32_t session_count(ws_comm_t *c)
 	return n;
 }
 
+/* Sessions with frames queued or bytes lws still buffers (service thread). Asks each of them
+ * for a WRITEABLE callback (a send may have queued since the last wake-up). */
+static uint32_t sessions_pending(ws_comm_t *c)
+{
+	uint32_t n = 0;
+	pthread_mutex_lock(&c->lock);
+	for (ws_sess_t *s = c->sessions; s != NULL; s = s->next) {
+		if (s->rejected) {
+			continue;
+		}
+		if (s->q.count > 0 || s->unflushed || lws_partial_buffered(s->wsi)) {
+			lws_callback_on_writable(s->wsi);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static void tick_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul; /* only wakes lws_service */
+}
+
+/* One round of service that returns within WS_STOP_TICK_US when nothing happens. */
+static void service_tick(ws_comm_t *c)
+{
+	lws_sul_schedule(c->lws, 0, &c->tick_sul, tick_cb, WS_STOP_TICK_US);
+	lws_service(c->lws, 0);
+}
+
 static void *svc_thread(void *arg)
 {
 	ws_comm_t *c = arg;
@@ -489,21 +559,36 @@ static void *svc_thread(void *arg)
 	while (!atomic_load(&c->stopping)) {
 		lws_service(c->lws, 0);
 	}
-	/* Stop: close every session (and a connection attempt), then leave. */
+	/* Stop: no new sessions or connection attempts from here. */
 	c->closing = 1;
 	if (c->retry_pending) {
 		lws_sul_schedule(c->lws, 0, &c->retry_sul, retry_cb, LWS_SET_TIMER_USEC_CANCEL);
 		c->retry_pending = 0;
 	}
 	if (c->client_wsi != NULL && session_count(c) == 0) {
+		/* A connection attempt: nothing to write on it. */
 		lws_set_timeout(c->client_wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
 	}
-	close_sessions(c, 0);
-	uint64_t deadline = now_ms() + WS_CLOSE_WAIT_MS;
-	while ((session_count(c) > 0 || c->client_wsi != NULL) && now_ms() < deadline) {
-		lws_service(c->lws, -1);
-		usleep(1000);
+	/* Write out what the sessions have queued and what lws buffered. */
+	uint32_t drain_ms =
+	    c->cfg->ws.write_timeout_ms > 0 ? c->cfg->ws.write_timeout_ms : WS_DRAIN_WAIT_MS;
+	uint64_t deadline = now_ms() + drain_ms;
+	uint32_t left;
+	while ((left = sessions_pending(c)) > 0 && now_ms() < deadline) {
+		service_tick(c);
 	}
+	if (left > 0) {
+		HAKO_WARN("endpoint '%s': websocket stop: %u session(s) did not take what was "
+		          "queued within %u ms; closing them anyway",
+		          c->ctx.ep_name, (unsigned)left, (unsigned)drain_ms);
+	}
+	/* Close each session cleanly (close frame, the peer's reply), then kill what is left. */
+	close_sessions(c, 0);
+	deadline = now_ms() + WS_CLOSE_WAIT_MS;
+	while ((session_count(c) > 0 || c->client_wsi != NULL) && now_ms() < deadline) {
+		service_tick(c);
+	}
+	lws_sul_schedule(c->lws, 0, &c->tick_sul, tick_cb, LWS_SET_TIMER_USEC_CANCEL);
 	close_sessions(c, 1);
 	if (c->client_wsi != NULL) {
 		lws_set_timeout(c->client_wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);

@@ -49,23 +49,6 @@ static void put(const char *name, const char *fmt, ...)
 	assert_int_equal(htu_write_file(path_of(name), text), 0);
 }
 
-/* A port nobody uses right now (bound to port 0, then released; the kernel hands ports out in
- * turn, so it is not handed out again at once). */
-static unsigned free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	socklen_t len = sizeof(sa);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 /* ---- the daemon as a child ---- */
 
 typedef struct run {
@@ -100,6 +83,21 @@ static char *slurp(const char *path)
 		fclose(f);
 	}
 	return buf;
+}
+
+/* The port the daemon's log (-v) says endpoint `name` is bound to; 0 while its line is not
+ * complete there. */
+static unsigned logged_port(const char *log, const char *name)
+{
+	char pat[128];
+	snprintf(pat, sizeof(pat), "endpoint '%s' bound to port ", name);
+	const char *at = strstr(slurp(log), pat);
+	unsigned port = 0;
+	char end = 0;
+	if (at == NULL || sscanf(at + strlen(pat), "%u%c", &port, &end) != 2 || end != '\n') {
+		return 0;
+	}
+	return port;
 }
 
 static int count_of(const char *hay, const char *needle)
@@ -262,20 +260,19 @@ static void test_forward_control_signals(void **state)
 	put("queue.json",
 	    "{\"type\": \"buffer\", \"store\": {\"mode\": \"queue\", \"depth\": 64}}\n");
 
-	/* ports 1..65535 only in the files: free ones now (bound to port 0, then released) */
-	write_tcp_endpoint("rx", "server", free_port());
+	/* The servers' files say port 0 (any free port): this process's rx tells its port, the
+	 * bridge's src says it in its log (-v). */
+	write_tcp_endpoint("rx", "server", 0);
 	hako_endpoint_t *rx = NULL, *tx = NULL;
 	hako_error_t err;
 	assert_int_equal(hako_endpoint_open(path_of("rx.json"), &rx, &err), 0);
 	assert_int_equal(hako_endpoint_subscribe_by_name(rx, "R", "a", on_rx, NULL), 0);
 	assert_int_equal(hako_endpoint_start(rx, &err), 0);
 	unsigned rx_port = hako_endpoint_local_port(rx);
-	unsigned src_port = free_port();
-	assert_true(rx_port != 0 && src_port != rx_port);
+	assert_true(rx_port != 0);
 
-	write_tcp_endpoint("src", "server", src_port);
+	write_tcp_endpoint("src", "server", 0);
 	write_tcp_endpoint("dst", "client", rx_port);
-	write_tcp_endpoint("tx", "client", src_port);
 	put("container.json", "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
 	                      "  {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
 	                      "  {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
@@ -294,21 +291,31 @@ static void test_forward_control_signals(void **state)
 
 	run_t r;
 	memset(&r, 0, sizeof(r));
-	const char *sock = path_of("ctl.sock");
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* path_of reuses its buffers */
+	snprintf(sock, sizeof(sock), "%s", path_of("ctl.sock"));
 	const char *args[] = {tool, path_of("bridge.json"), "--node", "n1", "--control",
 	                      sock, "--delta-usec",         "2000",   "-v", NULL};
 	for (int i = 0; args[i] != NULL; i++) {
 		r.argv[i] = (char *)args[i];
 	}
-	r.log = path_of("bridge.log");
+	char log_path[400];
+	snprintf(log_path, sizeof(log_path), "%s", path_of("bridge.log"));
+	r.log = log_path;
 	pid_t pid = htu_fork(exec_tool, &r);
 	assert_true(pid > 0);
 	ctl_connect(sock);
+	int ok;
+	unsigned src_port = 0;
+	HTU_WAIT_UNTIL(ok, (src_port = logged_port(r.log, "src")) != 0, HTU_TIMEOUT_USEC);
+	if (!ok) {
+		fail_msg("the bridge did not say its src port:\n%s", slurp(r.log));
+	}
+	assert_true(src_port < 65536 && src_port != rx_port);
+	write_tcp_endpoint("tx", "client", src_port);
 
 	assert_int_equal(hako_endpoint_open(path_of("tx.json"), &tx, &err), 0);
 	assert_int_equal(hako_endpoint_start(tx, &err), 0);
 	hako_endpoint_stats_t st;
-	int ok;
 	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(tx, &st), st.peers > 0), HTU_TIMEOUT_USEC);
 	assert_true(ok);
 	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(rx, &st), st.peers > 0), HTU_TIMEOUT_USEC);

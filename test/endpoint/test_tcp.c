@@ -1,13 +1,14 @@
 /* The tcp comm (pdu-endpoint/src/comm_tcp.c), in one process: server and client endpoints from
- * config files written into a temp folder. Servers listen on 127.0.0.1 port 0 (the loader wants
- * a port in [1, 65535], so the loaded config is patched to 0 before opening); clients are written
- * after hako_endpoint_local_port(). Waits poll with a generous limit; nothing asserts timing. */
+ * config files written into a temp folder. Servers' files say 127.0.0.1 port 0 (any free port);
+ * clients are written after hako_endpoint_local_port(). Waits poll with a generous limit; nothing
+ * asserts timing. */
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -93,9 +94,8 @@ static void write_file(fx_t *fx, const char *name, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
-/* Open (and remember for teardown) endpoint slot `slot` named name. comm_fmt: the comm JSON;
- * port0: listen on port 0 whatever the file says. */
-static hako_endpoint_t *open_ep(fx_t *fx, int slot, const char *name, int depth, int port0,
+/* Open (and remember for teardown) endpoint slot `slot` named name. comm_fmt: the comm JSON. */
+static hako_endpoint_t *open_ep(fx_t *fx, int slot, const char *name, int depth,
                                 const char *comm_fmt, ...)
 {
 	char buf[2048];
@@ -126,9 +126,6 @@ static hako_endpoint_t *open_ep(fx_t *fx, int slot, const char *name, int depth,
 		fprintf(stderr, "%s:%d: %s\n", err.file, err.line, err.message);
 	}
 	assert_int_equal(r, 0);
-	if (port0) {
-		cfg->comm->local.port = 0;
-	}
 	assert_null(fx->eps[slot]);
 	r = hako_endpoint_open_config(cfg, &fx->eps[slot], &err);
 	if (r != 0) {
@@ -157,13 +154,13 @@ static void close_ep(fx_t *fx, int slot)
 static hako_endpoint_t *open_server(fx_t *fx, int slot, const char *name, const char *ver,
                                     const char *opts)
 {
-	return open_ep(fx, slot, name, 1024, 1, SERVER_FMT, ver, 1u, opts);
+	return open_ep(fx, slot, name, 1024, SERVER_FMT, ver, 0u, opts);
 }
 
 static hako_endpoint_t *open_client(fx_t *fx, int slot, const char *name, const char *ver,
                                     uint16_t port, const char *opts)
 {
-	return open_ep(fx, slot, name, 1024, 0, CLIENT_FMT, ver, (unsigned)port, opts);
+	return open_ep(fx, slot, name, 1024, CLIENT_FMT, ver, (unsigned)port, opts);
 }
 
 static uint64_t ms_now(void)
@@ -339,7 +336,7 @@ static void test_reconnect(void **state)
 	close_ep(fx, 0);
 	WAIT_FOR(stats(cli).peers == 0 && stats(cli).disconnects == 2);
 	sleep_ms(150); /* let the client fail an attempt or two */
-	srv = open_ep(fx, 0, "srv2", 1024, 0, SERVER_FMT, "v2", (unsigned)port, "");
+	srv = open_ep(fx, 0, "srv2", 1024, SERVER_FMT, "v2", (unsigned)port, "");
 	WAIT_FOR(stats(cli).reconnects == 2 && stats(srv).peers == 1);
 	exchange(cli, srv, 7);
 	assert_int_equal(stats(cli).connects, 3);
@@ -678,6 +675,60 @@ static void test_send_from_subscriber(void **state)
 	}
 }
 
+struct slow_reader {
+	int fd;
+	size_t got;
+};
+
+/* Reads nothing for 300 ms, then everything up to EOF. */
+static void *slow_read(void *arg)
+{
+	struct slow_reader *r = arg;
+	struct timespec ts = {0, 300000000};
+	nanosleep(&ts, NULL);
+	static uint8_t buf[65536];
+	ssize_t n;
+	while ((n = read(r->fd, buf, sizeof(buf))) > 0) {
+		r->got += (size_t)n;
+	}
+	return NULL;
+}
+
+/* Stop writes out what is still queued for a slow peer (within write_timeout_ms), then ends
+ * the connection in order: the peer reads every frame, then EOF. */
+static void test_stop_flushes_queue(void **state)
+{
+	fx_t *fx = *state;
+	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2",
+	                                   "\"send_queue_depth\": 256, \"blocking\": false, "
+	                                   "\"write_timeout_ms\": 10000");
+	uint16_t port = hako_endpoint_local_port(srv);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	fx->fds[0] = fd;
+	int small = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons(port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	WAIT_FOR(stats(srv).peers == 1);
+	struct slow_reader r = {fd, 0};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, slow_read, &r), 0);
+	static uint8_t body[70000];
+	hako_pdu_key_t k = key("R", 1);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(hako_endpoint_send(srv, &k, body, sizeof(body)), 0);
+	}
+	hako_endpoint_stop(srv);
+	hako_endpoint_stats_t st = stats(srv);
+	pthread_join(t, NULL);
+	assert_int_equal(st.send_dropped, 0);
+	assert_int_equal(st.frames_out, 100);
+	assert_int_equal(r.got, 100 * (sizeof(body) + HAKO_FRAME_V2_HEADER_SIZE));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -693,6 +744,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_listen_port_in_use, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stuck_peer_blocking, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_send_from_subscriber, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_flushes_queue, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("endpoint.tcp", tests, NULL, NULL);
 }

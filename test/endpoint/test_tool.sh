@@ -109,6 +109,9 @@ endpoint() { # NAME COMM_JSON
 # start_probe ENDPOINT ARGS...: probe in the background, its pid in $probe, output in
 # $tmp/probe.out / probe.err; 1 if it exited before listening (port taken).
 start_probe() {
+	# emptied first: the background child opens it later, and the previous probe's lines must not
+	# count as this one's
+	: >"$tmp/probe.err"
 	"$TOOL" probe "$@" >"$tmp/probe.out" 2>"$tmp/probe.err" &
 	probe=$!
 	pids+=("$probe")
@@ -127,16 +130,28 @@ start_probe() {
 twist='{"linear":{"x":1.5},"angular":{"z":-2.25}}'
 twist_out='{"robot":"Robot","channel_id":1,"pdu":"pos","bytes":72,"data":{"linear":{"x":1.5,"y":0.0,"z":0.0},"angular":{"x":0.0,"y":0.0,"z":-2.25}}}'
 
-# ---- probe + send through a tcp pair (the config refuses port 0: try random ports) ----
-for attempt in 1 2 3 4 5; do
-	port=$((20000 + RANDOM % 40000))
+# ---- probe + send through a tcp pair ----
+# The server's file says port 0 (any free port); the probe says which it got. The later probes
+# listen on that same port again (the client's file names it): the server's file is rewritten.
+server_comm() { # PORT
 	endpoint server "{\"protocol\": \"tcp\", \"role\": \"server\",
-	                  \"local\": {\"address\": \"127.0.0.1\", \"port\": $port}}"
-	endpoint client "{\"protocol\": \"tcp\", \"role\": \"client\",
-	                  \"remote\": {\"address\": \"127.0.0.1\", \"port\": $port}}"
-	start_probe "$tmp/server.json" --count 3 --timeout 30 && break
-done
-has "$(cat "$tmp/probe.err")" "endpoint 'server' listens on port $port"
+	                  \"local\": {\"address\": \"127.0.0.1\", \"port\": $1}}"
+}
+server_comm 0
+if ! start_probe "$tmp/server.json" --count 3 --timeout 30; then
+	echo "FAIL: the probe did not listen"
+	cat "$tmp/probe.err"
+	exit 1
+fi
+has "$(cat "$tmp/probe.err")" "endpoint 'server' listens on port [1-9][0-9]*$"
+port=$(sed -n "s/^.*endpoint 'server' listens on port \([0-9][0-9]*\)$/\1/p" "$tmp/probe.err")
+if [ -z "$port" ] || [ "$port" -gt 65535 ]; then
+	echo "FAIL: no port in the probe's output"
+	exit 1
+fi
+server_comm "$port"
+endpoint client "{\"protocol\": \"tcp\", \"role\": \"client\",
+                  \"remote\": {\"address\": \"127.0.0.1\", \"port\": $port}}"
 expect 0 "$TOOL" send "$tmp/client.json" Robot pos --json "$twist" --count 2 --wait-peer 20
 has "$err" 'client: .*frames_out=2 '
 echo '{"linear": {"y": 3}}' >"$tmp/twist.json"

@@ -67,14 +67,32 @@ static void write_file(const char *name, const char *text)
 	fclose(f);
 }
 
-/* Write <name>.json (+ cache, comm), load it, put the real ports in (the files carry 1: the
- * loader refuses port 0) and open. local_port < 0: leave the file's. */
+/* comm with LPORT replaced by local_port (<= 0: 0, any free port) and RPORT by remote_port. */
+static void put_ports(const char *comm, int local_port, int remote_port, char *out, size_t cap)
+{
+	size_t n = 0;
+	while (*comm != '\0') {
+		int lp = strncmp(comm, "LPORT", 5) == 0;
+		if (lp || strncmp(comm, "RPORT", 5) == 0) {
+			int v = lp ? (local_port > 0 ? local_port : 0) : remote_port;
+			n += (size_t)snprintf(out + n, cap - n, "%d", v);
+			comm += 5;
+		} else if (n + 1 < cap) {
+			out[n++] = *comm++;
+		}
+		assert_true(n + 1 < cap);
+	}
+	out[n] = '\0';
+}
+
+/* Write <name>.json (+ cache, comm with its ports put in: put_ports), load it and open. */
 static int open_ep(const char *name, const char *comm, int local_port, int remote_port,
                    hako_endpoint_t **out, hako_error_t *err)
 {
 	char buf[1024], file[300];
 	snprintf(file, sizeof(file), "%s_comm.json", name);
-	write_file(file, comm);
+	put_ports(comm, local_port, remote_port, buf, sizeof(buf));
+	write_file(file, buf);
 	snprintf(file, sizeof(file), "%s_cache.json", name);
 	write_file(file, "{\"type\":\"buffer\",\"store\":{\"mode\":\"queue\",\"depth\":64}}");
 	snprintf(buf, sizeof(buf),
@@ -89,12 +107,6 @@ static int open_ep(const char *name, const char *comm, int local_port, int remot
 	int r = hako_endpoint_config_load(path, &cfg, err);
 	if (r != 0) {
 		return r;
-	}
-	if (local_port >= 0 && cfg->comm->local.present) {
-		cfg->comm->local.port = (uint16_t)local_port;
-	}
-	if (remote_port > 0 && cfg->comm->remote.present) {
-		cfg->comm->remote.port = (uint16_t)remote_port;
 	}
 	r = hako_endpoint_open_config(cfg, out, err);
 	if (r == 0) {
@@ -181,15 +193,15 @@ static void one_way_and_reply(const char *ver)
 	/* A: inout, no remote (replies go to the last sender). */
 	snprintf(comm, sizeof(comm),
 	         "{\"protocol\":\"udp\",\"direction\":\"inout\",\"comm_raw_version\":\"%s\","
-	         "\"local\":{\"address\":\"127.0.0.1\",\"port\":1}}",
+	         "\"local\":{\"address\":\"127.0.0.1\",\"port\":LPORT}}",
 	         ver);
 	hako_endpoint_t *a = must_open("a", comm, 0, 0);
 	uint16_t pa = hako_endpoint_local_port(a);
 	assert_true(pa != 0);
 	snprintf(comm, sizeof(comm),
 	         "{\"protocol\":\"udp\",\"direction\":\"inout\",\"comm_raw_version\":\"%s\","
-	         "\"local\":{\"address\":\"127.0.0.1\",\"port\":1},"
-	         "\"remote\":{\"address\":\"127.0.0.1\",\"port\":1}}",
+	         "\"local\":{\"address\":\"127.0.0.1\",\"port\":LPORT},"
+	         "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
 	         ver);
 	hako_endpoint_t *b = must_open("b", comm, 0, pa);
 	assert_true(hako_endpoint_local_port(b) != 0);
@@ -258,12 +270,12 @@ static void test_directions(void **state)
 	hako_endpoint_t *in = must_open(
 	    "in",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
-	    "\"port\":1}}",
+	    "\"port\":LPORT}}",
 	    0, 0);
 	uint16_t pin = hako_endpoint_local_port(in);
 	hako_endpoint_t *out = must_open("out",
 	                                 "{\"protocol\":\"udp\",\"direction\":\"out\","
-	                                 "\"remote\":{\"address\":\"127.0.0.1\",\"port\":1}}",
+	                                 "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
 	                                 -1, pin);
 	assert_int_equal(hako_endpoint_local_port(out), 0);
 	hako_pdu_key_t k = key("r", 1);
@@ -283,17 +295,17 @@ static void test_oversize(void **state)
 	hako_endpoint_t *a = must_open(
 	    "big_a",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
-	    "\"port\":1}}",
+	    "\"port\":LPORT}}",
 	    0, 0);
 	uint16_t pa = hako_endpoint_local_port(a);
 	hako_endpoint_t *b = must_open("big_b",
 	                               "{\"protocol\":\"udp\",\"direction\":\"out\","
-	                               "\"remote\":{\"address\":\"127.0.0.1\",\"port\":1}}",
+	                               "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
 	                               -1, pa);
 	hako_endpoint_t *c = must_open(
 	    "big_c",
 	    "{\"protocol\":\"udp\",\"direction\":\"out\",\"remote\":{\"address\":\"127.0.0.1\","
-	    "\"port\":1},\"options\":{\"max_body_bytes\":1000}}",
+	    "\"port\":RPORT},\"options\":{\"max_body_bytes\":1000}}",
 	    -1, pa);
 	size_t fit = 65507 - HAKO_FRAME_V2_HEADER_SIZE;
 	uint8_t *buf = calloc(1, 70000), *got = calloc(1, 70000);
@@ -333,7 +345,7 @@ static void test_multicast(void **state)
 	char comm[600];
 	snprintf(comm, sizeof(comm),
 	         "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"0.0.0.0\","
-	         "\"port\":1},\"options\":{\"multicast\":{\"enabled\":true,\"group\":\"%s\","
+	         "\"port\":LPORT},\"options\":{\"multicast\":{\"enabled\":true,\"group\":\"%s\","
 	         "\"interface\":\"0.0.0.0\",\"ttl\":1}}}",
 	         group);
 	hako_endpoint_t *a = NULL;
@@ -349,7 +361,7 @@ static void test_multicast(void **state)
 	uint16_t pa = hako_endpoint_local_port(a);
 	snprintf(comm, sizeof(comm),
 	         "{\"protocol\":\"udp\",\"direction\":\"out\",\"remote\":{\"address\":\"%s\","
-	         "\"port\":1},\"options\":{\"multicast\":{\"enabled\":true,\"group\":\"%s\","
+	         "\"port\":RPORT},\"options\":{\"multicast\":{\"enabled\":true,\"group\":\"%s\","
 	         "\"ttl\":1}}}",
 	         group, group);
 	hako_endpoint_t *b = NULL;
@@ -407,12 +419,12 @@ static void test_malformed(void **state)
 	hako_endpoint_t *a = must_open(
 	    "mal_a",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
-	    "\"port\":1}}",
+	    "\"port\":LPORT}}",
 	    0, 0);
 	uint16_t pa = hako_endpoint_local_port(a);
 	hako_endpoint_t *b = must_open("mal_b",
 	                               "{\"protocol\":\"udp\",\"direction\":\"out\","
-	                               "\"remote\":{\"address\":\"127.0.0.1\",\"port\":1}}",
+	                               "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
 	                               -1, pa);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	assert_true(fd >= 0);
@@ -467,7 +479,7 @@ static void test_bind_busy(void **state)
 	hako_endpoint_t *a = must_open(
 	    "busy_a",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
-	    "\"port\":1},\"options\":{\"reuse_address\":false}}",
+	    "\"port\":LPORT},\"options\":{\"reuse_address\":false}}",
 	    0, 0);
 	uint16_t pa = hako_endpoint_local_port(a);
 	hako_endpoint_t *b = NULL;
@@ -475,7 +487,7 @@ static void test_bind_busy(void **state)
 	hako_error_clear(&err);
 	int r = open_ep("busy_b",
 	                "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":"
-	                "\"127.0.0.1\",\"port\":1},\"options\":{\"reuse_address\":false}}",
+	                "\"127.0.0.1\",\"port\":LPORT},\"options\":{\"reuse_address\":false}}",
 	                pa, 0, &b, &err);
 	assert_int_equal(r, HAKO_EBUSY);
 	assert_null(b);

@@ -70,14 +70,32 @@ static void write_file(const char *name, const char *text)
 	fclose(f);
 }
 
-/* Write <name>.json (+ cache, comm), load it, put the real ports in (the files carry 1: the
- * loader refuses port 0) and open. local_port < 0: leave the file's. */
+/* comm with LPORT replaced by local_port (<= 0: 0, any free port) and RPORT by remote_port. */
+static void put_ports(const char *comm, int local_port, int remote_port, char *out, size_t cap)
+{
+	size_t n = 0;
+	while (*comm != '\0') {
+		int lp = strncmp(comm, "LPORT", 5) == 0;
+		if (lp || strncmp(comm, "RPORT", 5) == 0) {
+			int v = lp ? (local_port > 0 ? local_port : 0) : remote_port;
+			n += (size_t)snprintf(out + n, cap - n, "%d", v);
+			comm += 5;
+		} else if (n + 1 < cap) {
+			out[n++] = *comm++;
+		}
+		assert_true(n + 1 < cap);
+	}
+	out[n] = '\0';
+}
+
+/* Write <name>.json (+ cache, comm with its ports put in: put_ports), load it and open. */
 static int open_ep(const char *name, const char *comm, int local_port, int remote_port,
                    hako_endpoint_t **out, hako_error_t *err)
 {
 	char buf[1024], file[300];
 	snprintf(file, sizeof(file), "%s_comm.json", name);
-	write_file(file, comm);
+	put_ports(comm, local_port, remote_port, buf, sizeof(buf));
+	write_file(file, buf);
 	snprintf(file, sizeof(file), "%s_cache.json", name);
 	write_file(file, "{\"type\":\"buffer\",\"store\":{\"mode\":\"queue\",\"depth\":64}}");
 	snprintf(buf, sizeof(buf),
@@ -92,12 +110,6 @@ static int open_ep(const char *name, const char *comm, int local_port, int remot
 	int r = hako_endpoint_config_load(path, &cfg, err);
 	if (r != 0) {
 		return r;
-	}
-	if (local_port >= 0 && cfg->comm->local.present) {
-		cfg->comm->local.port = (uint16_t)local_port;
-	}
-	if (remote_port > 0 && cfg->comm->remote.present) {
-		cfg->comm->remote.port = (uint16_t)remote_port;
 	}
 	r = hako_endpoint_open_config(cfg, out, err);
 	if (r == 0) {
@@ -180,10 +192,10 @@ static int teardown(void **state)
 
 #define SERVER_COMM                                                                                \
 	"{\"protocol\":\"websocket\",\"role\":\"server\",\"direction\":\"inout\","                 \
-	"\"local\":{\"address\":\"127.0.0.1\",\"port\":1}"
+	"\"local\":{\"address\":\"127.0.0.1\",\"port\":LPORT}"
 #define CLIENT_COMM                                                                                \
 	"{\"protocol\":\"websocket\",\"role\":\"client\",\"direction\":\"inout\","                 \
-	"\"remote\":{\"host\":\"127.0.0.1\",\"port\":1,\"path\":\"/pdu\"}}"
+	"\"remote\":{\"host\":\"127.0.0.1\",\"port\":RPORT,\"path\":\"/pdu\"}}"
 
 static void expect_pdu(hako_endpoint_t *ep, const hako_pdu_key_t *k, const char *msg)
 {
