@@ -539,3 +539,28 @@ void epb_link_rx_stats(const epb_link_t *l, hako_endpoint_stats_t *st)
 {
 	hako_endpoint_get_stats(l->rx, st);
 }
+
+int epb_send_produced(const epb_link_t *l, uint64_t stamp, size_t len)
+{
+	void *buf = NULL;
+	int r = hako_endpoint_loan(l->tx, &l->send_key, len, &buf);
+	if (r != 0) {
+		return r;
+	}
+	memcpy(buf, &stamp, sizeof(stamp));
+	if (len > sizeof(stamp)) {
+		memset((uint8_t *)buf + sizeof(stamp), (int)(stamp & 0xff), len - sizeof(stamp));
+	}
+	return hako_endpoint_commit(l->tx, &l->send_key, len);
+}
+
+int epb_send_copy_loaned(const epb_link_t *l, const void *data, size_t len)
+{
+	void *buf = NULL;
+	int r = hako_endpoint_loan(l->tx, &l->send_key, len, &buf);
+	if (r != 0) {
+		return r;
+	}
+	memcpy(buf, data, len);
+	return hako_endpoint_commit(l->tx, &l->send_key, len);
+}

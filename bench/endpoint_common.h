@@ -112,6 +112,15 @@ int epb_link_child_open(epb_link_t *l, const epb_link_opts_t *o, uint16_t parent
 int epb_link_parent_connect(epb_link_t *l, const epb_link_opts_t *o, uint16_t child_port,
                             int timeout_ms, char *why, size_t cap);
 void epb_link_close(epb_link_t *l);
+/* shm-loan variants: send a PDU of len bytes produced in place in a buffer lent by
+ * hako_endpoint_loan (the channel's own buffer for shm). The producer writes every byte, as a
+ * simulator rendering an image into the buffer would: the stamp in the first 8 bytes, the
+ * stamp's low byte in the rest (memset). So the loaned path pays a full pass over the PDU,
+ * which the plain variants, sending a ready buffer, do not: a conservative comparison. */
+int epb_send_produced(const epb_link_t *l, uint64_t stamp, size_t len);
+/* Copy data (a received PDU) into a loaned buffer and commit it: the echo of the loaned path. */
+int epb_send_copy_loaned(const epb_link_t *l, const void *data, size_t len);
+
 /* Statistics of the sending / receiving endpoint. */
 void epb_link_tx_stats(const epb_link_t *l, hako_endpoint_stats_t *st);
 void epb_link_rx_stats(const epb_link_t *l, hako_endpoint_stats_t *st);

@@ -33,10 +33,10 @@
 #include "endpoint_common.h"
 #include "hako/frame.h"
 
-enum { V_TCP, V_UDP, V_WS, V_SHM, V_ZMQ, V_RAW, NVARIANTS };
-static const char *const variant_names[NVARIANTS] = {"tcp", "udp",     "websocket",
-                                                     "shm", "zmq-tcp", "raw-tcp"};
-static const epb_proto_t variant_proto[NVARIANTS] = {EPB_TCP, EPB_UDP, EPB_WS, EPB_SHM};
+enum { V_TCP, V_UDP, V_WS, V_SHM, V_SHML, V_ZMQ, V_RAW, NVARIANTS };
+static const char *const variant_names[NVARIANTS] = {"tcp",      "udp",     "websocket", "shm",
+                                                     "shm-loan", "zmq-tcp", "raw-tcp"};
+static const epb_proto_t variant_proto[NVARIANTS] = {EPB_TCP, EPB_UDP, EPB_WS, EPB_SHM, EPB_SHM};
 
 #define MAX_PAYLOADS   16
 #define MAX_ROUNDS     64
@@ -132,7 +132,8 @@ static void echo_cb(void *user, const hako_pdu_key_t *key, const void *data, siz
 		g_res->c0 = bench_cpu_self();
 		g_res->have_c0 = 1;
 	}
-	int r = hako_endpoint_send(p->link.tx, &p->link.send_key, data, len);
+	int r = p->a.v == V_SHML ? epb_send_copy_loaned(&p->link, data, len)
+	                         : hako_endpoint_send(p->link.tx, &p->link.send_key, data, len);
 	if (r != 0) {
 		if (g_res->send_errors++ == 0) {
 			snprintf(g_res->error, sizeof(g_res->error), "echo send: %s",
@@ -303,6 +304,7 @@ struct pinger {
 	epb_link_t *link;
 	size_t payload;
 	long total, warm;
+	int loan; /* shm-loan: pings produced in place (epb_send_produced) */
 	uint8_t *sbuf;
 	uint64_t *rtt; /* total entries; 0 = no sample (a resent ping) */
 	_Atomic long cur;
@@ -329,6 +331,10 @@ static void pinger_finish(struct pinger *p)
 static int pinger_send(struct pinger *p, long i)
 {
 	uint64_t stamp = (uint64_t)i;
+	if (p->loan) {
+		p->t0 = bench_now_ns(); /* producing the PDU in place is part of the time */
+		return epb_send_produced(p->link, stamp, p->payload);
+	}
 	memcpy(p->sbuf, &stamp, sizeof(stamp));
 	p->t0 = bench_now_ns();
 	return hako_endpoint_send(p->link->tx, &p->link->send_key, p->sbuf, p->payload);
@@ -355,6 +361,13 @@ static void pong_cb(void *user, const hako_pdu_key_t *key, const void *data, siz
 	memcpy(&stamp, data, sizeof(stamp));
 	if (stamp != (uint64_t)i) {
 		return; /* a late answer to a ping that was sent again (udp) */
+	}
+	if (p->loan && ((const uint8_t *)data)[len - 1] != (uint8_t)(stamp & 0xff)) {
+		p->err = HAKO_EPROTO;
+		snprintf(p->why, sizeof(p->why), "pong #%ld: last byte is not the stamp's", i);
+		atomic_store(&p->stop, 1);
+		pinger_finish(p);
+		return;
 	}
 	p->rtt[i] = atomic_exchange(&p->resent_cur, 0) ? 0 : (uint64_t)(t1 - p->t0);
 	i++;
@@ -484,6 +497,7 @@ static int run_endpoint(struct run_args *a, epb_child_t *ch, struct cell *cell, 
 	memset(&p, 0, sizeof(p));
 	p.link = &link;
 	p.payload = a->payload;
+	p.loan = a->v == V_SHML;
 	p.total = a->total;
 	p.warm = a->warm;
 	p.sbuf = malloc(a->payload);
@@ -693,7 +707,7 @@ static void run_one(int v, size_t payload, long per, long warm, struct cell *cel
 {
 	char why[600] = "", sz[32];
 	epb_size_str(payload, sz, sizeof(sz));
-	if (v == V_SHM && g_dom == NULL) {
+	if (variant_proto[v] == EPB_SHM && g_dom == NULL) {
 		return; /* disabled at start-up */
 	}
 	memset(g_res, 0, sizeof(*g_res));
@@ -767,15 +781,16 @@ static long default_count(size_t payload)
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: endpoint_latency [options]\n"
-	       "  --quick            200 round trips, payloads 64 B and 64 KiB, 1 round (CI)\n"
-	       "  --rounds R         interleaved rounds (default 3)\n"
-	       "  --count N          round trips per variant and payload, all rounds together\n"
-	       "                     (default 20000 for <= 1 KiB, 5000 for <= 64 KiB, 1000 above)\n"
-	       "  --payloads LIST    e.g. 64,1K,64K,1M (default)\n"
-	       "  --variants LIST    of tcp,udp,websocket,shm,zmq-tcp,raw-tcp (default all)\n"
-	       "  --no-pin           do not pin the pinger to CPU 0 and the ponger to CPU 1\n"
-	       "  -v, --verbose      progress on stderr\n");
+	    f,
+	    "usage: endpoint_latency [options]\n"
+	    "  --quick            200 round trips, payloads 64 B and 64 KiB, 1 round (CI)\n"
+	    "  --rounds R         interleaved rounds (default 3)\n"
+	    "  --count N          round trips per variant and payload, all rounds together\n"
+	    "                     (default 20000 for <= 1 KiB, 5000 for <= 64 KiB, 1000 above)\n"
+	    "  --payloads LIST    e.g. 64,1K,64K,1M (default)\n"
+	    "  --variants LIST    of tcp,udp,websocket,shm,shm-loan,zmq-tcp,raw-tcp (default all)\n"
+	    "  --no-pin           do not pin the pinger to CPU 0 and the ponger to CPU 1\n"
+	    "  -v, --verbose      progress on stderr\n");
 }
 
 static int create_domain(size_t max_payload_sum)
@@ -816,7 +831,7 @@ int main(int argc, char **argv)
 {
 	long payloads[MAX_PAYLOADS] = {64, 1024, 65536, 1048576};
 	int npayloads = 4;
-	int enabled[NVARIANTS] = {1, 1, 1, 1, 1, 1};
+	int enabled[NVARIANTS] = {1, 1, 1, 1, 1, 1, 1};
 	long rounds = 3, count = 0;
 	int quick = 0, payloads_given = 0;
 	static const struct option opts[] = {
@@ -893,7 +908,7 @@ int main(int argc, char **argv)
 
 	epb_init("eplat");
 	g_res = bench_shared_alloc(sizeof(*g_res));
-	if (enabled[V_SHM]) {
+	if (enabled[V_SHM] || enabled[V_SHML]) {
 		create_domain(sum);
 	}
 	int pinned = g_pin && bench_pin_cpu(0) == 0;
@@ -962,8 +977,9 @@ int main(int argc, char **argv)
 			printf("# skipped %s: %s\n", variant_names[v], g_disabled_why[v]);
 		}
 	}
-	static const int pairs[][2] = {{V_TCP, V_RAW}, {V_TCP, V_ZMQ}, {V_WS, V_TCP},
-	                               {V_UDP, V_TCP}, {V_SHM, V_TCP}, {V_ZMQ, V_RAW}};
+	static const int pairs[][2] = {{V_TCP, V_RAW},  {V_TCP, V_ZMQ}, {V_WS, V_TCP},
+	                               {V_UDP, V_TCP},  {V_SHM, V_TCP}, {V_SHML, V_TCP},
+	                               {V_SHML, V_SHM}, {V_ZMQ, V_RAW}};
 	for (int p = 0; p < npayloads; p++) {
 		epb_size_str((size_t)payloads[p], sz, sizeof(sz));
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
@@ -982,11 +998,14 @@ int main(int argc, char **argv)
 			both("# goal tcp p50 <= 1.3x raw-tcp p50 at 64 B: %.3f %s\n", x,
 			     x <= 1.3 ? "PASS" : "MISS");
 		}
-		if (payloads[p] == 1048576 && cells[p][V_SHM].ran && cells[p][V_TCP].ran &&
-		    st[p][V_SHM].p50 > 0) {
-			both("# shm vs tcp at 1 MiB: p50 %.1f us vs %.1f us, shm %.2fx faster\n",
-			     st[p][V_SHM].p50, st[p][V_TCP].p50,
-			     st[p][V_TCP].p50 / st[p][V_SHM].p50);
+		for (int v = V_SHM; v <= V_SHML; v++) {
+			if (payloads[p] == 1048576 && cells[p][v].ran && cells[p][V_TCP].ran &&
+			    st[p][v].p50 > 0) {
+				both("# %s vs tcp at 1 MiB: p50 %.1f us vs %.1f us, %s %.2fx "
+				     "faster\n",
+				     variant_names[v], st[p][v].p50, st[p][V_TCP].p50,
+				     variant_names[v], st[p][V_TCP].p50 / st[p][v].p50);
+			}
 		}
 	}
 	fflush(stdout);

@@ -251,6 +251,87 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	return 0;
 }
 
+/* Loans: the writer lock is taken and the back buffer opened by hako_channel_loan, and both are
+ * released by hako_channel_commit / hako_channel_cancel. No loan state is stored: while the lock
+ * is held, the loaned write is c->seq + 1 and its buffer's sequence word is the odd one, so the
+ * shared layout is unchanged. A loaner killed in between leaves the lock holding a dead pid and
+ * the buffer odd: the next writer takes the lock over (writer_lock) and reopens the buffer
+ * (buffer_open), as after a writer killed mid-copy. */
+static int holds_loan(struct hakoi_channel *c, unsigned *b)
+{
+	if (atomic_load_explicit(&c->wlock, memory_order_acquire) != hakoi_self_pid()) {
+		return 0;
+	}
+	*b = (unsigned)((atomic_load_explicit(&c->seq, memory_order_relaxed) + 1) & 1);
+	return (atomic_load_explicit(&c->buf_seq[*b], memory_order_relaxed) & 1) != 0;
+}
+
+int hako_channel_loan(hako_channel_t *ch, void **buf, size_t *cap)
+{
+	if (buf != NULL) {
+		*buf = NULL;
+	}
+	if (ch == NULL || buf == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct hakoi_channel *c = ch->c;
+	writer_lock(c);
+	unsigned b = (unsigned)((atomic_load_explicit(&c->seq, memory_order_relaxed) + 1) & 1);
+	(void)buffer_open(c, b);
+	*buf = ch->buf[b];
+	if (cap != NULL) {
+		*cap = c->size;
+	}
+	return 0;
+}
+
+int hako_channel_commit(hako_channel_t *ch, size_t len)
+{
+	if (ch == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct hakoi_channel *c = ch->c;
+	unsigned b;
+	if (!holds_loan(c, &b)) {
+		return HAKO_ESTATE;
+	}
+	if (len > c->size) {
+		return HAKO_ETOOBIG; /* the loan stays open: commit again or cancel */
+	}
+	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed) - 1;
+	atomic_store_explicit(&c->buf_len[b], (uint32_t)len, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_wno[b], n, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+	atomic_store(&c->seq, n);
+	writer_unlock(c);
+	if (atomic_load(&c->waiters) != 0) {
+		atomic_fetch_add(&c->notify, 1);
+		hakoi_futex_wake_all(&c->notify);
+	}
+	return 0;
+}
+
+int hako_channel_cancel(hako_channel_t *ch)
+{
+	if (ch == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct hakoi_channel *c = ch->c;
+	unsigned b;
+	if (!holds_loan(c, &b)) {
+		return HAKO_ESTATE;
+	}
+	/* The buffer held the write before the newest one, now partly overwritten: mark it empty
+	 * (write number 0), so no reader ever takes it; the next write reuses it. */
+	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed) - 1;
+	atomic_store_explicit(&c->buf_len[b], 0, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_wno[b], 0, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+	writer_unlock(c);
+	return 0;
+}
+
 /* The newest complete write: its number (0 = none since creation or reset), its buffer and that
  * buffer's sequence word. Buffers are chosen by the write number they hold, not by c->seq, which
  * the writer stores only after closing the buffer: so the number a reader gets is the number of

@@ -5,6 +5,11 @@
  * keys' slots, linked on their first pending write; queue: every queued PDU, linked on write).
  * Slots unlink themselves when read or dropped, so read_next is O(1) and never returns a dropped
  * PDU. Slot buffers are kept and grown, so steady-state writes do not allocate.
+ *
+ * hako_cache_write_fill has the producer write straight into a slot and gives the subscribers
+ * that slot's buffer: the buffer is pinned while they run (outside the lock). A write that
+ * finds its slot's buffer pinned (another thread writing the same key meanwhile) gives the slot
+ * a new buffer and leaves the pinned one as an orphan, freed by its last unpin.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,7 +28,15 @@ typedef struct slot {
 	struct slot *prev; /* arrival list */
 	struct slot *next;
 	bool linked;
+	uint32_t pins; /* subscriber calls running on data (write_fill) */
 } slot_t;
+
+/* A pinned buffer a slot let go of. */
+typedef struct orphan {
+	void *data;
+	uint32_t pins;
+	struct orphan *next;
+} orphan_t;
 
 /* Append-only: write() walks a counted prefix outside the lock, so nodes never move or vanish
  * before destroy. */
@@ -55,6 +68,7 @@ struct hako_cache {
 	size_t nentries;
 	slot_t *arr_head;
 	slot_t *arr_tail;
+	orphan_t *orphans;
 	hako_cache_stats_t st;
 };
 
@@ -180,20 +194,86 @@ static void arr_unlink(hako_cache_t *c, slot_t *s)
 	s->linked = false;
 }
 
-static int slot_store(slot_t *s, const void *data, size_t len)
+static void buffer_unpin(hako_cache_t *c, slot_t *s, void *data)
 {
-	if (len > s->cap) {
-		void *p = realloc(s->data, len);
+	if (s->pins > 0 && s->data == data) {
+		s->pins--;
+		return;
+	}
+	for (orphan_t **o = &c->orphans; *o != NULL; o = &(*o)->next) {
+		if ((*o)->data == data) {
+			if (--(*o)->pins == 0) {
+				orphan_t *dead = *o;
+				*o = dead->next;
+				free(dead->data);
+				free(dead);
+			}
+			return;
+		}
+	}
+}
+
+/* A buffer of at least len bytes to write the next PDU of s into: s's own (grown, keeping its
+ * content) or, if subscribers are running on s's buffer, a new one with *o the orphan node to
+ * pass to slot_take. The slot is unchanged until slot_take, so a failure leaves it as it was. */
+static void *slot_target(slot_t *s, size_t len, orphan_t **o)
+{
+	*o = NULL;
+	if (s->pins > 0) {
+		void *nb = malloc(len > 0 ? len : 1);
+		*o = malloc(sizeof(**o));
+		if (nb == NULL || *o == NULL) {
+			free(nb);
+			free(*o);
+			*o = NULL;
+			return NULL;
+		}
+		return nb;
+	}
+	if (len > s->cap || s->data == NULL) {
+		void *p = realloc(s->data, len > 0 ? len : 1);
 		if (p == NULL) {
-			return HAKO_ENOMEM;
+			return NULL;
 		}
 		s->data = p;
 		s->cap = len;
 	}
-	if (len > 0) {
-		memcpy(s->data, data, len);
+	return s->data;
+}
+
+static void slot_take(hako_cache_t *c, slot_t *s, void *buf, size_t cap, size_t len, orphan_t *o)
+{
+	if (o != NULL) {
+		o->data = s->data;
+		o->pins = s->pins;
+		o->next = c->orphans;
+		c->orphans = o;
+		s->data = buf;
+		s->cap = cap;
+		s->pins = 0;
 	}
 	s->len = len;
+}
+
+static void slot_abandon(void *buf, orphan_t *o)
+{
+	if (o != NULL) {
+		free(buf);
+		free(o);
+	}
+}
+
+static int slot_store(hako_cache_t *c, slot_t *s, const void *data, size_t len)
+{
+	orphan_t *o;
+	void *dst = slot_target(s, len, &o);
+	if (dst == NULL) {
+		return HAKO_ENOMEM;
+	}
+	if (len > 0) {
+		memcpy(dst, data, len);
+	}
+	slot_take(c, s, dst, len, len, o);
 	return 0;
 }
 
@@ -248,40 +328,60 @@ void hako_cache_destroy(hako_cache_t *c)
 			e = next;
 		}
 	}
+	while (c->orphans != NULL) {
+		orphan_t *o = c->orphans;
+		c->orphans = o->next;
+		free(o->data);
+		free(o);
+	}
 	free(c->buckets);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
-static int store_locked(hako_cache_t *c, entry_t *e, const void *data, size_t len)
+/* The slot the next PDU of e goes to: latest the only one; queue the one after the newest (when
+ * full, the oldest one's). */
+static slot_t *next_slot(hako_cache_t *c, entry_t *e)
+{
+	return c->mode == HAKO_CACHE_LATEST ? &e->slots[0]
+	                                    : &e->slots[(e->head + e->count) % c->nslots];
+}
+
+/* s (from next_slot) holds a new PDU: queue it. */
+static void publish_locked(hako_cache_t *c, entry_t *e, slot_t *s)
 {
 	if (c->mode == HAKO_CACHE_LATEST) {
-		slot_t *s = &e->slots[0];
-		int rc = slot_store(s, data, len);
-		if (rc != 0) {
-			return rc;
-		}
 		e->count = 1;
 		if (!s->linked) { /* an already pending key keeps its place */
 			arr_link(c, s);
 		}
-		return 0;
+	} else {
+		if (e->count == c->nslots) {
+			arr_unlink(c, s);
+			e->head = (e->head + 1) % c->nslots;
+			e->count--;
+			c->st.dropped++;
+		}
+		e->count++;
+		arr_link(c, s);
 	}
+	if (!e->written) {
+		e->written = true;
+		c->st.keys++;
+	}
+	c->st.writes++;
+}
+
+static int store_locked(hako_cache_t *c, entry_t *e, const void *data, size_t len)
+{
 	/* When full the new PDU goes into the oldest one's slot; store first so a failed
 	 * allocation leaves the queue as it was. */
-	slot_t *s = &e->slots[(e->head + e->count) % c->nslots];
-	int rc = slot_store(s, data, len);
+	slot_t *s = next_slot(c, e);
+	int rc = slot_store(c, s, data, len);
 	if (rc != 0) {
 		return rc;
 	}
-	if (e->count == c->nslots) {
-		arr_unlink(c, s);
-		e->head = (e->head + 1) % c->nslots;
-		e->count--;
-		c->st.dropped++;
-	}
-	e->count++;
-	arr_link(c, s);
+	publish_locked(c, e, s);
 	return 0;
 }
 
@@ -301,11 +401,6 @@ int hako_cache_write(hako_cache_t *c, const hako_pdu_key_t *key, const void *dat
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
-	if (!e->written) {
-		e->written = true;
-		c->st.keys++;
-	}
-	c->st.writes++;
 	/* Subscribers run unlocked so they may read; the first nsubs nodes are immutable. */
 	sub_t *sub = e->subs;
 	size_t nsubs = e->nsubs;
@@ -317,6 +412,64 @@ int hako_cache_write(hako_cache_t *c, const hako_pdu_key_t *key, const void *dat
 			sub = sub->next;
 		}
 	}
+	return 0;
+}
+
+int hako_cache_write_fill(hako_cache_t *c, const hako_pdu_key_t *key, size_t cap,
+                          hako_cache_fill_fn fill, void *arg, size_t *len_out)
+{
+	if (len_out != NULL) {
+		*len_out = 0;
+	}
+	if (c == NULL || !key_valid(key) || fill == NULL) {
+		return HAKO_EINVAL;
+	}
+	pthread_mutex_lock(&c->lock);
+	entry_t *e = get_entry(c, key);
+	if (e == NULL) {
+		pthread_mutex_unlock(&c->lock);
+		return HAKO_ENOMEM;
+	}
+	/* Growing keeps the old content: a fill that fails leaves the slot's PDU as it was. */
+	slot_t *s = next_slot(c, e);
+	orphan_t *o;
+	void *dst = slot_target(s, cap, &o);
+	if (dst == NULL) {
+		pthread_mutex_unlock(&c->lock);
+		return HAKO_ENOMEM;
+	}
+	size_t len = 0;
+	int rc = fill(arg, dst, cap, &len);
+	if (rc != 0 || len > cap) {
+		slot_abandon(dst, o);
+		pthread_mutex_unlock(&c->lock);
+		return rc != 0 ? rc : HAKO_EINVAL;
+	}
+	slot_take(c, s, dst, cap, len, o);
+	publish_locked(c, e, s);
+	sub_t *sub = e->subs;
+	size_t nsubs = e->nsubs;
+	hako_pdu_key_t k = e->key;
+	void *data = s->data;
+	if (nsubs > 0) {
+		s->pins++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (len_out != NULL) {
+		*len_out = len;
+	}
+	if (nsubs == 0) {
+		return 0;
+	}
+	for (size_t i = 0; i < nsubs; i++) {
+		sub->cb(sub->user, &k, data, len);
+		if (i + 1 < nsubs) {
+			sub = sub->next;
+		}
+	}
+	pthread_mutex_lock(&c->lock);
+	buffer_unpin(c, s, data);
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 

@@ -31,7 +31,18 @@ struct hako_endpoint {
 	atomic_int waiters;
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
+
+	/* Loans of comms without their own (heap buffers sent by commit). */
+	pthread_mutex_t loan_lock;
+	struct ep_loan *loans;
 };
+
+typedef struct ep_loan {
+	hako_pdu_key_t key;
+	void *buf;
+	size_t size;
+	struct ep_loan *next;
+} ep_loan_t;
 
 static const hakoi_comm_ops_t *comm_ops(hako_comm_protocol_t p)
 {
@@ -42,6 +53,16 @@ static const hakoi_comm_ops_t *comm_ops(hako_comm_protocol_t p)
 	case HAKO_COMM_SHM: return &hakoi_comm_shm_ops;
 	}
 	return NULL;
+}
+
+static void arrived(hako_endpoint_t *ep)
+{
+	atomic_fetch_add_explicit(&ep->arrivals, 1, memory_order_release);
+	if (atomic_load_explicit(&ep->waiters, memory_order_seq_cst) > 0) {
+		pthread_mutex_lock(&ep->wait_lock);
+		pthread_cond_broadcast(&ep->wait_cond);
+		pthread_mutex_unlock(&ep->wait_lock);
+	}
 }
 
 static void deliver(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
@@ -56,12 +77,26 @@ static void deliver(void *user, const hako_pdu_key_t *key, const void *data, siz
 		    ep->cfg->name, key->robot, (int)key->channel_id, len);
 		return;
 	}
-	atomic_fetch_add_explicit(&ep->arrivals, 1, memory_order_release);
-	if (atomic_load_explicit(&ep->waiters, memory_order_seq_cst) > 0) {
-		pthread_mutex_lock(&ep->wait_lock);
-		pthread_cond_broadcast(&ep->wait_cond);
-		pthread_mutex_unlock(&ep->wait_lock);
+	arrived(ep);
+}
+
+static int deliver_fill(void *user, const hako_pdu_key_t *key, size_t cap, hako_cache_fill_fn fill,
+                        void *arg, size_t *len)
+{
+	hako_endpoint_t *ep = user;
+	int r = hako_cache_write_fill(ep->cache, key, cap, fill, arg, len);
+	if (r == HAKO_ENOMEM) {
+		HAKO_WARN(
+		    "endpoint '%s': could not store a PDU of %s/%d (%zu bytes): out of memory",
+		    ep->cfg->name, key->robot, (int)key->channel_id, cap);
 	}
+	if (r != 0) {
+		return r;
+	}
+	hakoi_count(&ep->ctr.frames_in, 1);
+	hakoi_count(&ep->ctr.bytes_in, *len);
+	arrived(ep);
+	return 0;
 }
 
 int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out, hako_error_t *err)
@@ -81,6 +116,7 @@ int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out
 	}
 	ep->cfg = cfg;
 	pthread_mutex_init(&ep->wait_lock, NULL);
+	pthread_mutex_init(&ep->loan_lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -107,6 +143,7 @@ int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out
 		    .pdudef = cfg->pdudef,
 		    .ctr = &ep->ctr,
 		    .deliver = deliver,
+		    .deliver_fill = deliver_fill,
 		    .ep = ep,
 		};
 		r = ep->ops->open(&ctx, &ep->comm, err);
@@ -143,6 +180,13 @@ void hako_endpoint_close(hako_endpoint_t *ep)
 		ep->ops->close(ep->comm);
 	}
 	hako_cache_destroy(ep->cache);
+	while (ep->loans != NULL) {
+		ep_loan_t *l = ep->loans;
+		ep->loans = l->next;
+		free(l->buf);
+		free(l);
+	}
+	pthread_mutex_destroy(&ep->loan_lock);
 	pthread_cond_destroy(&ep->wait_cond);
 	pthread_mutex_destroy(&ep->wait_lock);
 	hako_endpoint_config_free(ep->cfg);
@@ -282,6 +326,123 @@ int hako_endpoint_send(hako_endpoint_t *ep, const hako_pdu_key_t *key, const voi
 		return HAKO_EPERM;
 	}
 	return ep->ops->send(ep->comm, key, data, len);
+}
+
+/* What send checks before handing a PDU to the comm. */
+static int send_state(hako_endpoint_t *ep)
+{
+	if (ep->ops == NULL) {
+		return 0;
+	}
+	if (!atomic_load_explicit(&ep->running, memory_order_acquire)) {
+		return HAKO_ESTATE;
+	}
+	return ep->cfg->comm->direction == HAKO_COMM_IN ? HAKO_EPERM : 0;
+}
+
+/* Unlink and return the heap loan of key, NULL if none. */
+static ep_loan_t *take_loan(hako_endpoint_t *ep, const hako_pdu_key_t *key)
+{
+	pthread_mutex_lock(&ep->loan_lock);
+	ep_loan_t **l = &ep->loans;
+	while (*l != NULL && !((*l)->key.channel_id == key->channel_id &&
+	                       strcmp((*l)->key.robot, key->robot) == 0)) {
+		l = &(*l)->next;
+	}
+	ep_loan_t *found = *l;
+	if (found != NULL) {
+		*l = found->next;
+	}
+	pthread_mutex_unlock(&ep->loan_lock);
+	return found;
+}
+
+int hako_endpoint_loan(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t size, void **buf)
+{
+	if (buf != NULL) {
+		*buf = NULL;
+	}
+	if (ep == NULL || !key_ok(key) || buf == NULL) {
+		return HAKO_EINVAL;
+	}
+	int r = send_state(ep);
+	if (r != 0) {
+		return r;
+	}
+	if (ep->ops != NULL && ep->ops->loan != NULL) {
+		return ep->ops->loan(ep->comm, key, size, buf);
+	}
+	ep_loan_t *l = calloc(1, sizeof(*l));
+	if (l == NULL || (l->buf = malloc(size > 0 ? size : 1)) == NULL) {
+		free(l);
+		return HAKO_ENOMEM;
+	}
+	l->key = *key;
+	l->size = size;
+	ep_loan_t *old = take_loan(ep, key);
+	pthread_mutex_lock(&ep->loan_lock);
+	if (old != NULL) { /* put it back: one loan per key */
+		old->next = ep->loans;
+		ep->loans = old;
+		pthread_mutex_unlock(&ep->loan_lock);
+		free(l->buf);
+		free(l);
+		return HAKO_EBUSY;
+	}
+	l->next = ep->loans;
+	ep->loans = l;
+	pthread_mutex_unlock(&ep->loan_lock);
+	*buf = l->buf;
+	return 0;
+}
+
+int hako_endpoint_commit(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t len)
+{
+	if (ep == NULL || !key_ok(key)) {
+		return HAKO_EINVAL;
+	}
+	if (ep->ops != NULL && ep->ops->commit != NULL) {
+		return ep->ops->commit(ep->comm, key, len);
+	}
+	ep_loan_t *l = take_loan(ep, key);
+	if (l == NULL) {
+		return HAKO_ESTATE;
+	}
+	int r = 0;
+	if (len > l->size) {
+		pthread_mutex_lock(&ep->loan_lock); /* stays lent: commit again or cancel */
+		l->next = ep->loans;
+		ep->loans = l;
+		pthread_mutex_unlock(&ep->loan_lock);
+		return HAKO_ETOOBIG;
+	}
+	if ((r = send_state(ep)) == 0) {
+		if (ep->ops == NULL) {
+			deliver(ep, key, l->buf, len);
+		} else {
+			r = ep->ops->send(ep->comm, key, l->buf, len);
+		}
+	}
+	free(l->buf);
+	free(l);
+	return r;
+}
+
+int hako_endpoint_cancel(hako_endpoint_t *ep, const hako_pdu_key_t *key)
+{
+	if (ep == NULL || !key_ok(key)) {
+		return HAKO_EINVAL;
+	}
+	if (ep->ops != NULL && ep->ops->cancel != NULL) {
+		return ep->ops->cancel(ep->comm, key);
+	}
+	ep_loan_t *l = take_loan(ep, key);
+	if (l == NULL) {
+		return HAKO_ESTATE;
+	}
+	free(l->buf);
+	free(l);
+	return 0;
 }
 
 int hako_endpoint_send_by_name(hako_endpoint_t *ep, const char *robot, const char *pdu_name,

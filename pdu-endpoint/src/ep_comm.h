@@ -46,6 +46,10 @@ typedef struct hakoi_comm_ctx {
 	/* Store one received PDU: cache write, subscribers, frames_in/bytes_in. The comm checks
 	 * direction (an "out" comm never delivers: it counts recv_ignored). */
 	void (*deliver)(void *ep, const hako_pdu_key_t *key, const void *data, size_t len);
+	/* The same with the PDU produced by fill straight into the cache (hako_cache_write_fill):
+	 * no staging copy. Returns fill's error (nothing stored) or 0 with *len. */
+	int (*deliver_fill)(void *ep, const hako_pdu_key_t *key, size_t cap,
+	                    hako_cache_fill_fn fill, void *arg, size_t *len);
 	void *ep;
 } hakoi_comm_ctx_t;
 
@@ -67,6 +71,11 @@ typedef struct hakoi_comm_ops {
 	                   size_t *len);
 	/* Optional (shm poll): deliver changed channels; returns the count delivered. */
 	int (*process)(void *impl);
+	/* Optional (shm): zero-copy send, see hako_endpoint_loan. Without them the endpoint lends
+	 * a heap buffer and commit sends it. */
+	int (*loan)(void *impl, const hako_pdu_key_t *key, size_t size, void **buf);
+	int (*commit)(void *impl, const hako_pdu_key_t *key, size_t len);
+	int (*cancel)(void *impl, const hako_pdu_key_t *key);
 	/* Optional: bound port (server, udp). */
 	uint16_t (*local_port)(void *impl);
 } hakoi_comm_ops_t;

@@ -1,5 +1,5 @@
 /* PDU channels: create / lookup, capacities, sizes, the write sequence number, waiting for
- * writes, channels created while running, reset. */
+ * writes, channels created while running, reset, loans (commit, cancel, laps, a killed loaner). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "hako/domain.h"
 #include "hako_test_util.h"
@@ -628,6 +630,215 @@ static void test_reads_never_go_back(void **state)
 	assert_true(reads > 0);
 }
 
+/* Loans: commit publishes in place, cancel leaves the previous write, misuse is refused. */
+SETUP(loan_commit_cancel, 16, 1 << 20)
+static void test_loan_commit_cancel(void **state)
+{
+	struct fx *f = *state;
+	hako_channel_t *ch;
+	assert_int_equal(hako_channel_create(f->dom, "r", 1, 100, &ch), 0);
+	void *buf = NULL;
+	size_t cap = 0, len = 0;
+	uint64_t seq = 0;
+	char out[100];
+	assert_int_equal(hako_channel_commit(ch, 1), HAKO_ESTATE);
+	assert_int_equal(hako_channel_cancel(ch), HAKO_ESTATE);
+	assert_int_equal(hako_channel_loan(ch, NULL, NULL), HAKO_EINVAL);
+	assert_int_equal(hako_channel_loan(NULL, &buf, NULL), HAKO_EINVAL);
+	/* A cancelled first loan: still nothing written. */
+	assert_int_equal(hako_channel_loan(ch, &buf, &cap), 0);
+	assert_non_null(buf);
+	assert_int_equal(cap, 100);
+	memset(buf, 'x', 100);
+	assert_int_equal(hako_channel_cancel(ch), 0);
+	assert_int_equal(hako_channel_seq(ch), 0);
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(seq, 0);
+	/* Commit. */
+	assert_int_equal(hako_channel_loan(ch, &buf, NULL), 0);
+	memcpy(buf, "hello", 5);
+	assert_int_equal(hako_channel_commit(ch, 101), HAKO_ETOOBIG); /* still lent */
+	assert_int_equal(hako_channel_commit(ch, 5), 0);
+	assert_int_equal(hako_channel_commit(ch, 5), HAKO_ESTATE);
+	assert_int_equal(hako_channel_seq(ch), 1);
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(len, 5);
+	assert_int_equal(seq, 1);
+	assert_memory_equal(out, "hello", 5);
+	/* Write 2 by hako_channel_write, then a cancelled loan over write 1's buffer. */
+	assert_int_equal(hako_channel_write(ch, "world!", 6), 0);
+	assert_int_equal(hako_channel_loan(ch, &buf, NULL), 0);
+	memset(buf, 'y', 100);
+	/* Meanwhile readers get write 2. */
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(seq, 2);
+	assert_int_equal(hako_channel_cancel(ch), 0);
+	assert_int_equal(hako_channel_seq(ch), 2);
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(len, 6);
+	assert_int_equal(seq, 2);
+	assert_memory_equal(out, "world!", 6);
+	/* The next write reuses the cancelled buffer. */
+	assert_int_equal(hako_channel_loan(ch, &buf, NULL), 0);
+	memcpy(buf, "three", 5);
+	assert_int_equal(hako_channel_commit(ch, 5), 0);
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(seq, 3);
+	assert_memory_equal(out, "three", 5);
+	/* A reset of a channel written by loans. */
+	assert_int_equal(hako_domain_reset(f->dom), 0);
+	assert_int_equal(hako_channel_seq(ch), 0);
+}
+
+/* The lap test: a writer producing PDUs in loaned buffers as fast as it can (every 64-bit word =
+ * the write number) while a reader copies: never a torn PDU, the label is the data's number. */
+#define LAP_WORDS (64 * 1024 / 8)
+struct lapper {
+	hako_channel_t *ch;
+	_Atomic int stop;
+	_Atomic uint64_t writes;
+};
+
+static void *lap_writer(void *p)
+{
+	struct lapper *l = p;
+	for (uint64_t k = 1; !atomic_load(&l->stop); k++) {
+		void *buf;
+		if (hako_channel_loan(l->ch, &buf, NULL) != 0) {
+			break;
+		}
+		uint64_t *w = buf;
+		/* Partly written then cancelled every 7th time: a cancelled loan is never read. */
+		size_t n = k % 7 == 0 ? LAP_WORDS / 2 : LAP_WORDS;
+		for (size_t i = 0; i < n; i++) {
+			w[i] = k % 7 == 0 ? ~k : k;
+		}
+		if (k % 7 == 0) {
+			hako_channel_cancel(l->ch);
+			continue;
+		}
+		hako_channel_commit(l->ch, LAP_WORDS * 8);
+		atomic_store(&l->writes, k);
+	}
+	return NULL;
+}
+
+SETUP(loan_never_torn, 16, 4 << 20)
+static void test_loan_never_torn(void **state)
+{
+	struct fx *f = *state;
+	static struct lapper l;
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(hako_channel_create(f->dom, "r", 1, LAP_WORDS * 8, &l.ch), 0);
+	assert_int_equal(pthread_create(&f->thread, NULL, lap_writer, &l), 0);
+	f->thread_started = 1;
+	static uint64_t w[LAP_WORDS];
+	uint64_t torn = 0, mislabelled = 0, distinct = 0, last_seq = 0, back = 0;
+	hako_time_t end = hako_now_usec() + 300000;
+	while (hako_now_usec() < end || distinct < 50) {
+		size_t len = 0;
+		uint64_t seq = 0;
+		if (hako_channel_read(l.ch, w, sizeof(w), &len, &seq) != 0 || seq == 0) {
+			continue;
+		}
+		uint64_t k = w[0];
+		for (size_t i = 0; i < LAP_WORDS; i++) {
+			if (w[i] != k) {
+				torn++;
+				break;
+			}
+		}
+		/* Write numbers count cancelled loans out: write n holds producer number k >= n. */
+		mislabelled += len != sizeof(w) || k % 7 == 0 || k < seq;
+		back += seq < last_seq;
+		if (seq > last_seq) {
+			distinct++;
+			last_seq = seq;
+		}
+		if (hako_now_usec() > end + HTU_TIMEOUT_USEC) {
+			break;
+		}
+	}
+	atomic_store(&l.stop, 1);
+	pthread_join(f->thread, NULL);
+	f->thread_started = 0;
+	assert_int_equal(torn, 0);
+	assert_int_equal(mislabelled, 0);
+	assert_int_equal(back, 0);
+	assert_true(distinct >= 50);
+}
+
+/* A loaner killed between loan and commit: readers keep the previous write meanwhile, the next
+ * writer takes the channel over, nothing torn is ever read. */
+struct killed_loaner {
+	char name[HAKO_NAME_MAX];
+	_Atomic int loaned;
+};
+
+static void killed_loaner_child(void *arg)
+{
+	struct killed_loaner *k = arg;
+	hako_domain_t *dom = NULL;
+	hako_channel_t *ch = NULL;
+	void *buf = NULL;
+	if (hako_domain_open(k->name, &dom) != 0 || hako_channel_lookup(dom, "r", 1, &ch) != 0 ||
+	    hako_channel_loan(ch, &buf, NULL) != 0) {
+		_exit(3);
+	}
+	memset(buf, 0xee, 4096); /* half-produced */
+	atomic_store(&k->loaned, 1);
+	for (;;) {
+		pause(); /* killed here */
+	}
+}
+
+SETUP(killed_loaner, 16, 1 << 20)
+static void test_killed_loaner(void **state)
+{
+	struct fx *f = *state;
+	hako_channel_t *ch;
+	assert_int_equal(hako_channel_create(f->dom, "r", 1, 4096, &ch), 0);
+	static char pdu[4096], out[4096];
+	memset(pdu, 1, sizeof(pdu));
+	assert_int_equal(hako_channel_write(ch, pdu, sizeof(pdu)), 0);
+	struct killed_loaner *k = htu_shared_alloc(sizeof(*k));
+	snprintf(k->name, sizeof(k->name), "%s", f->name);
+	pid_t pid = htu_fork(killed_loaner_child, k);
+	hako_time_t end = hako_now_usec() + HTU_TIMEOUT_USEC;
+	while (!atomic_load(&k->loaned) && !htu_child_exited(pid) && hako_now_usec() < end) {
+		htu_sleep_usec(1000);
+	}
+	assert_true(atomic_load(&k->loaned));
+	size_t len = 0;
+	uint64_t seq = 0;
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(seq, 1);
+	assert_memory_equal(out, pdu, sizeof(pdu));
+	htu_kill_child(pid);
+	/* Still the first write, then a write that takes the lock over from the dead pid. */
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(seq, 1);
+	assert_memory_equal(out, pdu, sizeof(pdu));
+	memset(pdu, 2, sizeof(pdu));
+	hako_time_t t0 = hako_now_usec();
+	assert_int_equal(hako_channel_write(ch, pdu, sizeof(pdu)), 0);
+	assert_true(hako_now_usec() - t0 < HTU_TIMEOUT_USEC);
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(seq, 2);
+	assert_int_equal(len, sizeof(pdu));
+	assert_memory_equal(out, pdu, sizeof(pdu));
+	/* And a loan after that. */
+	void *buf;
+	assert_int_equal(hako_channel_loan(ch, &buf, NULL), 0);
+	memset(buf, 3, 4096);
+	assert_int_equal(hako_channel_commit(ch, 4096), 0);
+	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
+	assert_int_equal(seq, 3);
+	assert_int_equal((unsigned char)out[4095], 3);
+	htu_shared_free(k, sizeof(*k));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
@@ -648,6 +859,9 @@ int main(void)
 	    T(concurrent_create),
 	    T(threads_never_torn),
 	    T(reads_never_go_back),
+	    T(loan_commit_cancel),
+	    T(loan_never_torn),
+	    T(killed_loaner),
 	    /* last: under -fsanitize=undefined a failure here ends the program */
 	    T(null_write_zero_length),
 	    T(null_read_zero_length),

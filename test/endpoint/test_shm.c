@@ -1,7 +1,8 @@
 /* The shm comm of the endpoint (pdu-endpoint/src/comm_shm.c): two endpoints on one private
  * domain, callback and poll delivery, old content not delivered, notify_on_recv false falling
  * back to a channel read, size and name errors, latest semantics under a burst, start errors,
- * and an echo between two processes. */
+ * an echo between two processes, loans (zero-copy send: shm and heap), the watcher reading
+ * straight into the cache under a writer that laps it, and the cache's fill writes. */
 #define _GNU_SOURCE
 
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #define MOTOR_SIZE  112
 #define STATUS_SIZE 32
 #define ECHO_SIZE   64
+#define IMAGE_SIZE  (256 * 1024)
 
 static const char PDUDEF[] =
     "{\"robots\": [{\"name\": \"Drone\",\n"
@@ -31,7 +33,8 @@ static const char PDUDEF[] =
     "  {\"type\": \"t/Echo\", \"org_name\": \"echo\", \"channel_id\": 3, \"pdu_size\": 64}],\n"
     " \"shm_pdu_writers\": [\n"
     "  {\"type\": \"t/Pos\", \"org_name\": \"pos\", \"channel_id\": 1, \"pdu_size\": 64},\n"
-    "  {\"type\": \"t/Status\", \"org_name\": \"status\", \"channel_id\": 2, \"pdu_size\": 32}]\n"
+    "  {\"type\": \"t/Status\", \"org_name\": \"status\", \"channel_id\": 2, \"pdu_size\": 32},\n"
+    "  {\"type\": \"t/Image\", \"org_name\": \"image\", \"channel_id\": 4, \"pdu_size\": 262144}]\n"
     "}]}\n";
 
 static const char CACHE[] = "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n";
@@ -106,7 +109,7 @@ static int setup_with(void **state, const char *test)
 	hako_domain_config_default(&cfg);
 	cfg.max_assets = 4;
 	cfg.max_channels = 32;
-	cfg.arena_bytes = 1 << 20;
+	cfg.arena_bytes = 2 << 20;
 	assert_int_equal(hako_domain_create(f->domain, &cfg, &f->dom), 0);
 	return 0;
 }
@@ -693,13 +696,342 @@ static void test_two_process(void **state)
 	htu_shared_free(sh, sizeof(*sh));
 }
 
+/* Loans of the shm comm: the PDU is produced in the channel's buffer; cancel sends nothing;
+ * misuse is refused; stop cancels a forgotten loan. */
+SETUP(loan)
+static void test_loan(void **state)
+{
+	struct fx *f = *state;
+	f->a = open_endpoint(f, "a", "callback", "{\"name\": \"pos\", \"notify_on_recv\": false}");
+	f->b = open_endpoint(f, "b", "callback", "{\"name\": \"pos\", \"notify_on_recv\": true}");
+	hako_pdu_key_t pos = key(1), unknown = key(99);
+	void *buf = NULL;
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), HAKO_ESTATE);
+	assert_null(buf);
+	struct rec r;
+	rec_init(&r);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r), 0);
+	start(f->a);
+	start(f->b);
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, NULL), HAKO_EINVAL);
+	assert_int_equal(hako_endpoint_loan(f->a, &unknown, 4, &buf), HAKO_ENOENT);
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE + 1, &buf), HAKO_ETOOBIG);
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, POS_SIZE), HAKO_ESTATE);
+	assert_int_equal(hako_endpoint_cancel(f->a, &pos), HAKO_ESTATE);
+
+	uint8_t p[POS_SIZE], in[POS_SIZE];
+	fill(p, sizeof(p), 5);
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), 0);
+	assert_non_null(buf);
+	void *again = NULL;
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &again), HAKO_EBUSY);
+	memcpy(buf, p, sizeof(p));
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, POS_SIZE + 1), HAKO_ETOOBIG);
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, POS_SIZE), 0);
+	int ok;
+	HTU_WAIT_UNTIL(ok, atomic_load(&r.calls) == 1, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	assert_memory_equal(r.data, p, POS_SIZE);
+	size_t len = 0;
+	assert_int_equal(hako_endpoint_recv(f->b, &pos, in, sizeof(in), &len), 0);
+	assert_int_equal(len, POS_SIZE);
+	assert_memory_equal(in, p, POS_SIZE);
+
+	/* Cancelled: nothing delivered, the channel still holds PDU 5. */
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), 0);
+	memset(buf, 0xff, POS_SIZE);
+	assert_int_equal(hako_endpoint_cancel(f->a, &pos), 0);
+	htu_sleep_usec(20000);
+	assert_int_equal(atomic_load(&r.calls), 1);
+	hako_channel_t *ch = NULL;
+	assert_int_equal(hako_channel_lookup(f->dom, "Drone", 1, &ch), 0);
+	assert_int_equal(hako_channel_read(ch, in, sizeof(in), &len, NULL), 0);
+	assert_memory_equal(in, p, POS_SIZE);
+
+	/* A shorter PDU; then plain sends still work after loans. */
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, 10, &buf), 0);
+	fill(p, sizeof(p), 6);
+	memcpy(buf, p, 10);
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, 10), 0);
+	HTU_WAIT_UNTIL(ok, rec_last(&r) == 6, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	assert_int_equal(r.len, 10);
+	fill(p, sizeof(p), 7);
+	assert_int_equal(hako_endpoint_send(f->a, &pos, p, sizeof(p)), 0);
+	HTU_WAIT_UNTIL(ok, rec_last(&r) == 7, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	hako_endpoint_stats_t st;
+	hako_endpoint_get_stats(f->a, &st);
+	assert_int_equal(st.frames_out, 3);
+	assert_int_equal(st.bytes_out, POS_SIZE + 10 + POS_SIZE);
+
+	/* A loan of a PDU only in the pdudef creates its channel. */
+	hako_pdu_key_t status = key(2);
+	assert_int_equal(hako_endpoint_loan(f->a, &status, STATUS_SIZE, &buf), 0);
+	assert_int_equal(hako_endpoint_commit(f->a, &status, 0), 0);
+	assert_int_equal(hako_channel_lookup(f->dom, "Drone", 2, &ch), 0);
+
+	/* Stop with a loan left open cancels it: the channel takes writes after a restart. */
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), 0);
+	assert_int_equal(hako_endpoint_stop(f->a), 0);
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, POS_SIZE), HAKO_ESTATE);
+	start(f->a);
+	fill(p, sizeof(p), 8);
+	assert_int_equal(hako_endpoint_send(f->a, &pos, p, sizeof(p)), 0);
+	HTU_WAIT_UNTIL(ok, rec_last(&r) == 8, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	assert_int_equal(r.out_of_order, 0);
+}
+
+/* Comm-less endpoint: a heap loan that commit delivers into the cache. */
+SETUP(loan_heap)
+static void test_loan_heap(void **state)
+{
+	struct fx *f = *state;
+	char path[512];
+	snprintf(path, sizeof(path), "%s/bus.json", f->dir);
+	assert_int_equal(htu_write_file(path,
+	                                "{\"name\": \"bus\", \"cache\": \"cache.json\", "
+	                                "\"comm\": null, \"pdu_def_path\": \"pdudef.json\"}\n"),
+	                 0);
+	hako_error_t err;
+	assert_int_equal(hako_endpoint_open(path, &f->a, &err), 0);
+	hako_pdu_key_t pos = key(1);
+	struct rec r;
+	rec_init(&r);
+	assert_int_equal(hako_endpoint_subscribe(f->a, &pos, rec_cb, &r), 0);
+	void *buf = NULL, *again = NULL;
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, 1), HAKO_ESTATE);
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), 0);
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &again), HAKO_EBUSY);
+	uint8_t p[POS_SIZE], in[POS_SIZE];
+	fill(p, sizeof(p), 9);
+	memcpy(buf, p, sizeof(p));
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, POS_SIZE + 1), HAKO_ETOOBIG);
+	assert_int_equal(hako_endpoint_commit(f->a, &pos, POS_SIZE), 0);
+	assert_int_equal(atomic_load(&r.calls), 1);
+	size_t len = 0;
+	assert_int_equal(hako_endpoint_recv(f->a, &pos, in, sizeof(in), &len), 0);
+	assert_int_equal(len, POS_SIZE);
+	assert_memory_equal(in, p, POS_SIZE);
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), 0);
+	assert_int_equal(hako_endpoint_cancel(f->a, &pos), 0);
+	assert_int_equal(hako_endpoint_cancel(f->a, &pos), HAKO_ESTATE);
+	assert_int_equal(atomic_load(&r.calls), 1);
+	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), 0); /* freed by close */
+}
+
+/* The lap test through the endpoint: a writer thread produces 256 KiB PDUs as fast as it can
+ * (loans and plain sends, every 64-bit word = its number) while B's watcher reads the channel
+ * straight into its cache and the main thread reads the cache: no subscriber and no reader ever
+ * sees a torn PDU, and the subscriber sees increasing numbers. */
+struct lap {
+	hako_endpoint_t *ep;
+	_Atomic int stop;
+	_Atomic uint64_t written;
+	_Atomic uint64_t torn;
+	_Atomic uint64_t calls;
+	uint64_t last;
+	_Atomic uint64_t back;
+};
+
+static int image_intact(const void *data, size_t len)
+{
+	const uint64_t *w = data;
+	if (len != IMAGE_SIZE) {
+		return 0;
+	}
+	for (size_t i = 1; i < IMAGE_SIZE / 8; i++) {
+		if (w[i] != w[0]) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void lap_cb(void *user, const hako_pdu_key_t *k, const void *data, size_t len)
+{
+	struct lap *l = user;
+	(void)k;
+	if (!image_intact(data, len)) {
+		atomic_fetch_add(&l->torn, 1);
+		return;
+	}
+	uint64_t v;
+	memcpy(&v, data, sizeof(v));
+	if (v <= l->last) {
+		atomic_fetch_add(&l->back, 1);
+	}
+	l->last = v;
+	atomic_fetch_add(&l->calls, 1);
+}
+
+static void *lap_writer(void *arg)
+{
+	struct lap *l = arg;
+	hako_pdu_key_t image = key(4);
+	static uint64_t plain[IMAGE_SIZE / 8];
+	for (uint64_t k = 1; !atomic_load(&l->stop); k++) {
+		if (k % 4 == 0) {
+			for (size_t i = 0; i < IMAGE_SIZE / 8; i++) {
+				plain[i] = k;
+			}
+			if (hako_endpoint_send(l->ep, &image, plain, IMAGE_SIZE) != 0) {
+				break;
+			}
+		} else {
+			void *buf;
+			if (hako_endpoint_loan(l->ep, &image, IMAGE_SIZE, &buf) != 0) {
+				break;
+			}
+			uint64_t *w = buf;
+			for (size_t i = 0; i < IMAGE_SIZE / 8; i++) {
+				w[i] = k;
+			}
+			if (hako_endpoint_commit(l->ep, &image, IMAGE_SIZE) != 0) {
+				break;
+			}
+		}
+		atomic_store(&l->written, k);
+	}
+	return NULL;
+}
+
+SETUP(lap)
+static void test_lap(void **state)
+{
+	struct fx *f = *state;
+	f->a =
+	    open_endpoint(f, "a", "callback", "{\"name\": \"image\", \"notify_on_recv\": false}");
+	f->b = open_endpoint(f, "b", "callback", "{\"name\": \"image\", \"notify_on_recv\": true}");
+	static struct lap l;
+	memset(&l, 0, sizeof(l));
+	l.ep = f->a;
+	hako_pdu_key_t image = key(4);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &image, lap_cb, &l), 0);
+	start(f->a);
+	start(f->b);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, lap_writer, &l), 0);
+	static uint8_t in[IMAGE_SIZE];
+	uint64_t reads = 0, torn_reads = 0;
+	hako_time_t end = hako_now_usec() + 400000;
+	while ((hako_now_usec() < end || atomic_load(&l.calls) < 20) &&
+	       hako_now_usec() < end + HTU_TIMEOUT_USEC) {
+		size_t len = 0;
+		if (hako_endpoint_recv(f->b, &image, in, sizeof(in), &len) == 0) {
+			reads++;
+			torn_reads += !image_intact(in, len);
+		}
+	}
+	atomic_store(&l.stop, 1);
+	pthread_join(t, NULL);
+	/* The last write is delivered too. */
+	uint64_t last = atomic_load(&l.written);
+	int ok;
+	HTU_WAIT_UNTIL(ok, l.last == last, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	assert_int_equal(atomic_load(&l.torn), 0);
+	assert_int_equal(torn_reads, 0);
+	assert_int_equal(atomic_load(&l.back), 0);
+	assert_true(atomic_load(&l.calls) >= 20);
+	assert_true(reads > 0);
+}
+
+/* hako_cache_write_fill: a failing fill stores nothing and keeps the previous PDU; a subscriber
+ * keeps its buffer while the same key is written again meanwhile (here from inside it). */
+struct fill_src {
+	const uint8_t *data;
+	size_t len;
+	int fail;
+};
+
+static int fill_from(void *arg, void *dst, size_t cap, size_t *len)
+{
+	struct fill_src *s = arg;
+	if (s->fail || s->len > cap) {
+		return HAKO_EAGAIN;
+	}
+	memcpy(dst, s->data, s->len);
+	*len = s->len;
+	return 0;
+}
+
+struct rewrite {
+	hako_cache_t *c;
+	int depth;
+	int intact;
+	uint8_t expect[POS_SIZE];
+};
+
+static void rewrite_cb(void *user, const hako_pdu_key_t *k, const void *data, size_t len)
+{
+	struct rewrite *w = user;
+	if (w->depth++ > 0) {
+		return;
+	}
+	uint8_t other[POS_SIZE];
+	fill(other, sizeof(other), 99);
+	struct fill_src s = {other, sizeof(other), 0};
+	/* The same key again while this subscriber holds the slot's buffer. */
+	assert_int_equal(hako_cache_write_fill(w->c, k, POS_SIZE, fill_from, &s, NULL), 0);
+	assert_int_equal(hako_cache_write(w->c, k, other, sizeof(other)), 0);
+	w->intact = len == POS_SIZE && memcmp(data, w->expect, POS_SIZE) == 0;
+}
+
+SETUP(cache_fill)
+static void test_cache_fill(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		hako_cache_t *c = NULL;
+		assert_int_equal(
+		    hako_cache_create(mode == 0 ? HAKO_CACHE_LATEST : HAKO_CACHE_QUEUE, 2, &c), 0);
+		hako_pdu_key_t pos = key(1);
+		uint8_t p[POS_SIZE], in[POS_SIZE];
+		fill(p, sizeof(p), 1);
+		struct fill_src s = {p, sizeof(p), 0};
+		size_t len = 0;
+		assert_int_equal(hako_cache_write_fill(c, &pos, POS_SIZE, fill_from, &s, &len), 0);
+		assert_int_equal(len, POS_SIZE);
+		s.fail = 1;
+		assert_int_equal(hako_cache_write_fill(c, &pos, POS_SIZE, fill_from, &s, &len),
+		                 HAKO_EAGAIN);
+		assert_int_equal(hako_cache_read(c, &pos, in, sizeof(in), &len), 0);
+		assert_memory_equal(in, p, POS_SIZE);
+		if (mode == 1) {
+			assert_int_equal(hako_cache_read(c, &pos, in, sizeof(in), &len),
+			                 HAKO_EAGAIN);
+		}
+
+		static struct rewrite w;
+		memset(&w, 0, sizeof(w));
+		w.c = c;
+		fill(w.expect, sizeof(w.expect), 2);
+		assert_int_equal(hako_cache_subscribe(c, &pos, rewrite_cb, &w), 0);
+		s.data = w.expect;
+		s.fail = 0;
+		assert_int_equal(hako_cache_write_fill(c, &pos, POS_SIZE, fill_from, &s, &len), 0);
+		assert_true(w.intact);
+		/* The newest PDU is the subscriber's last write (99). */
+		uint8_t other[POS_SIZE];
+		fill(other, sizeof(other), 99);
+		size_t n = 0;
+		while (hako_cache_read(c, &pos, in, sizeof(in), &len) == 0 && n++ < 4 &&
+		       mode == 1) {
+		}
+		assert_memory_equal(in, other, POS_SIZE);
+		hako_cache_destroy(c);
+	}
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(callback), T(poll),  T(no_notify), T(send),
-	    T(latest),   T(reset), T(errors),    T(two_process),
+	    T(callback), T(poll),        T(no_notify), T(send),      T(latest), T(reset),
+	    T(errors),   T(two_process), T(loan),      T(loan_heap), T(lap),    T(cache_fill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,6 +230,18 @@ int32_t hako_channel_id(const hako_channel_t *ch);
 
 /* Write len (<= size) bytes. Never waits for readers. Concurrent writers are serialised. */
 int hako_channel_write(hako_channel_t *ch, const void *data, size_t len);
+/* Zero-copy write: lend the buffer the next write goes to (*cap = the channel size; cap may be
+ * NULL), to be filled in place and published by hako_channel_commit(len), or dropped by
+ * hako_channel_cancel. In between the channel's writer lock is held: every other writer of the
+ * channel (in any process) waits, readers keep reading the previous write. Commit or cancel
+ * promptly, from the process that took the loan, and never write the channel (write, loan,
+ * reset) from the same process in between: that would wait for ever. A loaner killed before
+ * committing cannot wedge the channel: the next writer takes the lock over and the loaned write
+ * is lost. The buffer's previous content is undefined. commit / cancel without a loan held by
+ * this process: HAKO_ESTATE; commit with len > size: HAKO_ETOOBIG (the loan stays open). */
+int hako_channel_loan(hako_channel_t *ch, void **buf, size_t *cap);
+int hako_channel_commit(hako_channel_t *ch, size_t len);
+int hako_channel_cancel(hako_channel_t *ch);
 /* Read the latest PDU (never torn). *len_out gets its length (0 if never written), *seq_out
  * the number of the write that produced it (0 = never written); successive reads never go back
  * to an older write. Either pointer may be NULL. A buffer smaller

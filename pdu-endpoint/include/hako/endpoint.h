@@ -84,6 +84,22 @@ int hako_endpoint_send(hako_endpoint_t *ep, const hako_pdu_key_t *key, const voi
 int hako_endpoint_send_by_name(hako_endpoint_t *ep, const char *robot, const char *pdu_name,
                                const void *data, size_t len);
 
+/* Zero-copy send: lend a buffer of at least `size` bytes for the PDU of key, to fill in place and
+ * then send with hako_endpoint_commit(len) or drop with hako_endpoint_cancel. shm: the buffer is
+ * the channel's own back buffer (hako_channel_loan), so the PDU is never copied on the writing
+ * side (a 1 MiB camera image rendered straight into it costs no copy); until commit or cancel
+ * every other writer of that channel waits, readers see the previous PDU. Other comms (and
+ * comm-less endpoints): a heap buffer that commit sends as hako_endpoint_send would.
+ * One loan per key at a time (HAKO_EBUSY); commit or cancel it promptly, before stopping the
+ * endpoint (stop cancels what is left) and without sending that key (shm: that waits for ever)
+ * in between. The buffer's content is undefined at loan and the buffer is invalid after commit
+ * or cancel. Errors as hako_endpoint_send (shm: HAKO_ETOOBIG if size exceeds the channel,
+ * HAKO_ENOENT if key is not in the pdudef). commit / cancel without a loan: HAKO_ESTATE;
+ * commit with len > size: HAKO_ETOOBIG and the loan stays open. */
+int hako_endpoint_loan(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t size, void **buf);
+int hako_endpoint_commit(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t len);
+int hako_endpoint_cancel(hako_endpoint_t *ep, const hako_pdu_key_t *key);
+
 /* The cached PDU of key (latest: a copy, queue: pops). HAKO_EAGAIN if none; HAKO_ETOOBIG with
  * *len = its size if cap is too small. shm: when the cache has nothing, the channel is read. */
 int hako_endpoint_recv(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf, size_t cap,

@@ -38,6 +38,16 @@ void hako_cache_destroy(hako_cache_t *c);
 /* Store a PDU (copied) and call the key's subscribers (outside the cache lock). */
 int hako_cache_write(hako_cache_t *c, const hako_pdu_key_t *key, const void *data, size_t len);
 
+/* Store a PDU that fill produces straight into the cache's slot (saves the copy from a staging
+ * buffer: the shm comm reads a channel into the slot). fill(arg, dst, cap, &len) gets at least
+ * `cap` bytes at dst; it returns 0 with *len <= cap, or an error (returned from here) having
+ * written nothing to dst, in which case nothing is stored. It runs under the cache lock: it
+ * must not call the cache. The key's subscribers then get the slot's copy; the slot is not
+ * reused while they run (a concurrent write of the same key gets another buffer). */
+typedef int (*hako_cache_fill_fn)(void *arg, void *dst, size_t cap, size_t *len);
+int hako_cache_write_fill(hako_cache_t *c, const hako_pdu_key_t *key, size_t cap,
+                          hako_cache_fill_fn fill, void *arg, size_t *len);
+
 /* The PDU of `key`: latest copies it (stays), queue pops the oldest. HAKO_EAGAIN if there is
  * none; HAKO_ETOOBIG with *len = its size if cap is too small (nothing is consumed). */
 int hako_cache_read(hako_cache_t *c, const hako_pdu_key_t *key, void *buf, size_t cap, size_t *len);
