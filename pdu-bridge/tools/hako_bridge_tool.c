@@ -3,8 +3,8 @@
  * and on SIGUSR1. Standalone it ticks on the wall clock; with --asset it is a core asset that
  * ticks once per step on world time. An optional control socket (--control) takes text commands.
  *
- * Exit status: 0 after SIGINT / SIGTERM, 1 on a runtime error (config, endpoints, domain), 2 on a
- * usage error.
+ * Exit status: 0 after SIGINT / SIGTERM, 1 on a runtime error (config, endpoints, domain, a lost
+ * conductor), 2 on a usage error.
  */
 #define _GNU_SOURCE
 
@@ -466,21 +466,82 @@ static void run_wall(hako_bridge_t *b, hako_time_t delta)
 	}
 }
 
+/* The clock of a bridge run as an asset: world time, kept monotonic across resets. A reset
+ * sets world time back to 0, but a ticker's next send time and a throttle's last send time are
+ * absolute: read raw, every ticker would stay silent (and every throttle hold its PDUs) until
+ * the new run reached the world time of the old one. So the world time reached before each
+ * reset is added: world time goes back only at a reset, and the bridge reads the clock at every
+ * step, so a value below the last one read means a reset happened. Called from the main loop
+ * and from the sources' threads (throttle arrivals): under a lock, which also keeps the reads
+ * in order. */
+typedef struct world_clock {
+	hako_domain_t *dom;
+	pthread_mutex_t lock;
+	hako_time_t base; /* world time of the runs before the last reset */
+	hako_time_t last; /* the last world time read */
+} world_clock_t;
+
+static hako_time_t clock_world_runs(void *user)
+{
+	world_clock_t *c = user;
+	pthread_mutex_lock(&c->lock);
+	hako_time_t w = hako_domain_world_time(c->dom);
+	if (w < c->last) {
+		c->base += c->last;
+	}
+	c->last = w;
+	hako_time_t now = c->base + w;
+	pthread_mutex_unlock(&c->lock);
+	return now;
+}
+
+/* 0 while the domain's conductor runs its master. */
+static int conductor_check(hako_domain_t *dom)
+{
+	hako_domain_info_t info;
+	if (hako_domain_get_info(dom, &info) != 0) {
+		return fail("domain '%s': cannot read its state", hako_domain_name(dom));
+	}
+	if (!info.master_alive || !info.master_running) {
+		return fail("domain '%s': the conductor (pid %d) is gone", hako_domain_name(dom),
+		            info.master_pid);
+	}
+	return 0;
+}
+
 /* As a core asset: ack every event, tick once per step while running. step_poll (not the
- * blocking step_wait) keeps signals and statistics requests served while other assets lag. */
-static int run_asset(hako_bridge_t *b, hako_member_t *m, hako_time_t delta)
+ * blocking step_wait) keeps signals and statistics requests served while other assets lag; it
+ * neither refreshes the heartbeat nor looks for a dead conductor, so this loop does both. */
+static int run_asset(hako_bridge_t *b, hako_domain_t *dom, hako_member_t *m, hako_time_t delta)
 {
 	int running = 0;
 	hako_time_t idle = delta < 400 ? delta / 2 + 1 : 200;
+	hako_time_t last_check = hako_now_usec();
 	while (!quit_signal) {
 		maybe_dump(b);
 		int ev = hako_member_event(m);
+		if (ev < 0) {
+			/* removed from the domain (liveness policy "remove") */
+			return fail("asset '%s': %s (no longer registered in domain '%s')",
+			            hako_member_name(m), hako_strerror(ev), hako_domain_name(dom));
+		}
 		if (ev != HAKO_EVENT_NONE) {
 			running = ev == HAKO_EVENT_START;
 			if (ev == HAKO_EVENT_ERROR) {
 				HAKO_WARN("the simulation is in error; waiting for a reset");
 			}
-			hako_member_ack(m, ev);
+			int r = hako_member_ack(m, ev);
+			if (r != 0 && r != HAKO_ESTATE) {
+				return fail("asset '%s': acknowledging %d: %s", hako_member_name(m),
+				            ev, hako_strerror(r));
+			}
+		}
+		hako_time_t now = hako_now_usec();
+		if (now - last_check >= 100000) {
+			last_check = now;
+			if (conductor_check(dom) != 0) {
+				return 1;
+			}
 		}
 		if (!running) {
 			hako_member_heartbeat(m);
@@ -492,6 +553,8 @@ static int run_asset(hako_bridge_t *b, hako_member_t *m, hako_time_t delta)
 			hako_bridge_tick(b);
 			hako_member_step_done(m);
 		} else if (r == HAKO_EAGAIN) {
+			/* waiting for the others: still alive (the heartbeat timeout is on) */
+			hako_member_heartbeat(m);
 			sleep_usec(idle);
 		} else if (r == HAKO_EINTR) {
 			running = 0; /* the stop / reset event follows */
@@ -608,6 +671,7 @@ int main(int argc, char **argv)
 	hako_domain_t *dom = NULL;
 	hako_member_t *member = NULL;
 	hako_bridge_t *b = NULL;
+	world_clock_t wclock = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	control_t ctl;
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.listen_fd = ctl.wake[0] = ctl.wake[1] = -1;
@@ -649,9 +713,10 @@ int main(int argc, char **argv)
 			          (unsigned)hako_endpoint_local_port(ep));
 		}
 	}
+	wclock.dom = dom;
 	if (hako_bridge_create(cfg, eps,
-	                       o.asset != NULL ? hako_bridge_clock_world : hako_bridge_clock_wall,
-	                       dom, &b, &err) != 0) {
+	                       o.asset != NULL ? clock_world_runs : hako_bridge_clock_wall, &wclock,
+	                       &b, &err) != 0) {
 		fail_err(&err);
 		goto out;
 	}
@@ -671,7 +736,7 @@ int main(int argc, char **argv)
 	          o.asset != NULL ? "world time (asset)" : "wall clock");
 	rc = 0;
 	if (member != NULL) {
-		rc = run_asset(b, member, o.delta);
+		rc = run_asset(b, dom, member, o.delta);
 	} else {
 		run_wall(b, o.delta);
 	}

@@ -1,0 +1,616 @@
+/* hako-bridge --asset: the daemon as a core asset that ticks once per step on world time.
+ *
+ * This process creates a private domain and runs its master in a thread (delta 1000 us, max
+ * delay 1000 us, free-running: real-time factor 0), so world time is deterministic: with the
+ * bridge the only asset, the world moves one delta per bridge step and the bridge ticks at
+ * every world time 1000, 2000, ... The daemon runs `--asset bridge --domain D --delta-usec 1000`
+ * with two connections from one shm source (this process writes the domain's channel R/0) to
+ * one tcp destination (a server endpoint in this process):
+ *  - ct: a ticker of 10 ms, listed first, so it has stored a value when ci has forwarded it;
+ *  - ci: immediate.
+ *
+ * Checks: the bridge is listed by the domain as an asset; ticker sends follow world time (after
+ * the world ran W ms, W / 10 sends, +-1: the first tick only arms the timer and the last world
+ * step may be unticked when a stop lands between the world's advance and the bridge's step), read
+ * from the daemon's control socket once the run stopped (at a stop time, or by hako_domain_stop);
+ * stop and reset are acknowledged while the daemon runs (state back to stopped), and tickers go
+ * on following world time after a reset, when world time starts again from 0; SIGTERM ends the
+ * daemon with exit 0 and statistics, and unregisters it, both while the simulation is stopped and
+ * while it runs; a daemon whose conductor went away exits 1. Nothing is asserted on wall-clock
+ * time.
+ *
+ * argv[1]: the hako-bridge executable. */
+#define _GNU_SOURCE
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hako/endpoint.h"
+#include "hako_test_util.h"
+
+#define PDU_SIZE  32
+#define DELTA     1000
+#define TICK_USEC 10000 /* the ticker's intervalMs, in us */
+
+static const char *tool;
+
+struct fx {
+	char dir[256];
+	char dom_name[HAKO_NAME_MAX];
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char log[400];
+	hako_domain_t *dom;
+	hako_master_t *master;
+	hako_channel_t *ch; /* the bridge's source: R/0 */
+	hako_endpoint_t *rx;
+	pid_t pid;
+	int ctl_fd;
+	int starts; /* daemons started: each gets its own log */
+};
+
+static atomic_int rx_count;
+static _Atomic uint64_t rx_last;
+
+static void on_rx(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	(void)user;
+	(void)key;
+	uint64_t v = 0;
+	if (len == PDU_SIZE) {
+		memcpy(&v, data, sizeof(v));
+	}
+	atomic_store(&rx_last, v);
+	atomic_fetch_add(&rx_count, 1);
+}
+
+static const char *path_in(struct fx *f, const char *name)
+{
+	static char p[4][400];
+	static int i;
+	i = (i + 1) % 4;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", f->dir, name);
+	return p[i];
+}
+
+static void put(struct fx *f, const char *name, const char *fmt, ...)
+{
+	char text[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	assert_int_equal(htu_write_file(path_in(f, name), text), 0);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[65536];
+	buf[0] = '\0';
+	FILE *fp = fopen(path, "r");
+	if (fp != NULL) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+		buf[n] = '\0';
+		fclose(fp);
+	}
+	return buf;
+}
+
+/* ---- the files ---- */
+
+static void write_tcp_endpoint(struct fx *f, const char *name, int server, unsigned port)
+{
+	char comm[64], ep[64];
+	snprintf(comm, sizeof(comm), "%s_comm.json", name);
+	snprintf(ep, sizeof(ep), "%s.json", name);
+	put(f, comm,
+	    "{\"protocol\": \"tcp\", \"name\": \"%s\", \"direction\": \"inout\", \"role\": \"%s\", "
+	    "\"%s\": {\"address\": \"127.0.0.1\", \"port\": %u}, "
+	    "\"options\": {\"connect_timeout_ms\": 200}}\n",
+	    name, server ? "server" : "client", server ? "local" : "remote", port);
+	put(f, ep,
+	    "{\"name\": \"%s\", \"cache\": \"cache.json\", \"comm\": \"%s\", "
+	    "\"pdu_def_path\": \"pdudef.json\"}\n",
+	    name, comm);
+}
+
+static void write_config(struct fx *f, unsigned rx_port)
+{
+	put(f, "pdudef.json",
+	    "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [{\"type\": \"t/Data\", "
+	    "\"org_name\": \"data\", \"channel_id\": 0, \"pdu_size\": %d}], "
+	    "\"shm_pdu_writers\": []}]}\n",
+	    PDU_SIZE);
+	put(f, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
+	put(f, "src_comm.json",
+	    "{\"protocol\": \"shm\", \"impl_type\": \"callback\", \"asset_name\": \"bridge\",\n"
+	    " \"io\": {\"robots\": [{\"name\": \"R\", \"pdu\": [{\"name\": \"data\", "
+	    "\"notify_on_recv\": true}]}]}}\n");
+	put(f, "src.json",
+	    "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
+	    "\"pdu_def_path\": \"pdudef.json\"}\n");
+	write_tcp_endpoint(f, "dst", 0, rx_port);
+	put(f, "container.json",
+	    "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
+	    "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
+	    "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
+	put(f, "bridge.json",
+	    "{\"version\": \"2.0.0\",\n"
+	    " \"transferPolicies\": {\"tick\": {\"type\": \"ticker\", \"intervalMs\": %d},\n"
+	    "                      \"imm\": {\"type\": \"immediate\"}},\n"
+	    " \"nodes\": [{\"id\": \"n1\"}],\n"
+	    " \"endpoints_config_path\": \"container.json\",\n"
+	    " \"pduKeyGroups\": {\"g\": [{\"id\": \"R.data\", \"robot_name\": \"R\", "
+	    "\"pdu_name\": \"data\"}]},\n"
+	    " \"connections\": [\n"
+	    "  {\"id\": \"ct\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
+	    "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
+	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"tick\"}]},\n"
+	    "  {\"id\": \"ci\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
+	    "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
+	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"imm\"}]}]}\n",
+	    TICK_USEC / 1000);
+}
+
+/* ---- the daemon ---- */
+
+struct exec_args {
+	char *argv[20];
+	const char *log;
+};
+
+static void exec_tool(void *arg)
+{
+	struct exec_args *x = arg;
+	int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		dup2(fd, 1);
+		close(fd);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execv(x->argv[0], x->argv);
+	_exit(127);
+}
+
+/* Wait for `what` in the daemon's log. Fails if the daemon exits first. */
+static void wait_log(struct fx *f, const char *what)
+{
+	int ok;
+	HTU_WAIT_UNTIL(ok, strstr(slurp(f->log), what) != NULL || htu_child_exited(f->pid),
+	               HTU_TIMEOUT_USEC);
+	if (!ok || strstr(slurp(f->log), what) == NULL) {
+		fail_msg("no '%s' in %s:\n%s", what, f->log, slurp(f->log));
+	}
+}
+
+static void ctl_connect(struct fx *f)
+{
+	int ok = 0;
+	hako_time_t deadline = hako_now_usec() + HTU_TIMEOUT_USEC;
+	while (!ok && hako_now_usec() < deadline) {
+		f->ctl_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		struct sockaddr_un sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sun_family = AF_UNIX;
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->sock);
+		ok = connect(f->ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (!ok) {
+			close(f->ctl_fd);
+			f->ctl_fd = -1;
+			htu_sleep_usec(10000);
+		}
+	}
+	assert_true(ok);
+}
+
+/* Start the daemon, wait until it runs, is connected to rx and is listed as an asset. */
+static void start_daemon(struct fx *f)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "bridge-%d.log", ++f->starts);
+	snprintf(f->log, sizeof(f->log), "%s", path_in(f, name));
+	snprintf(f->sock, sizeof(f->sock), "%s", path_in(f, "ctl.sock"));
+	struct exec_args x;
+	memset(&x, 0, sizeof(x));
+	const char *args[] = {tool,           path_in(f, "bridge.json"),
+	                      "--node",       "n1",
+	                      "--asset",      "bridge",
+	                      "--domain",     f->dom_name,
+	                      "--delta-usec", "1000",
+	                      "--control",    f->sock,
+	                      "-v",           NULL};
+	for (int i = 0; args[i] != NULL; i++) {
+		x.argv[i] = (char *)args[i];
+	}
+	x.log = f->log;
+	f->pid = htu_fork(exec_tool, &x);
+	assert_true(f->pid > 0);
+	wait_log(f, "node 'n1': 2 connection(s), 2 endpoint(s), world time (asset)");
+	ctl_connect(f);
+	hako_endpoint_stats_t es;
+	int ok;
+	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(f->rx, &es), es.peers > 0), HTU_TIMEOUT_USEC);
+	if (!ok) {
+		fail_msg("the bridge's tcp destination never connected:\n%s", slurp(f->log));
+	}
+	wait_log(f, "endpoint 'dst': connected to");
+}
+
+/* "stats" over the control socket: the answer up to its "ok" line. */
+static const char *ctl_stats(struct fx *f)
+{
+	static char ans[4096];
+	size_t used = 0;
+	assert_int_equal(send(f->ctl_fd, "stats\n", 6, MSG_NOSIGNAL), 6);
+	for (;;) {
+		assert_true(used < sizeof(ans) - 1);
+		ssize_t n = recv(f->ctl_fd, ans + used, sizeof(ans) - 1 - used, 0);
+		assert_true(n > 0);
+		used += (size_t)n;
+		ans[used] = '\0';
+		if (used >= 3 && strcmp(ans + used - 3, "ok\n") == 0) {
+			return ans;
+		}
+	}
+}
+
+/* A counter of the statistics line of `conn` in `text`. */
+static uint64_t stat_of(const char *text, const char *conn, const char *key)
+{
+	char head[64], k[64];
+	snprintf(head, sizeof(head), "connection %s: ", conn);
+	snprintf(k, sizeof(k), " %s=", key);
+	const char *line = strstr(text, head);
+	if (line == NULL) {
+		fail_msg("no statistics of %s in:\n%s", conn, text);
+	}
+	const char *eol = strchr(line, '\n');
+	const char *at = strstr(line, k);
+	if (at == NULL || (eol != NULL && at > eol)) {
+		fail_msg("no %s in statistics line of %s", key, conn);
+	}
+	return strtoull(at + strlen(k), NULL, 10);
+}
+
+static uint64_t fwd(struct fx *f, const char *conn)
+{
+	return stat_of(ctl_stats(f), conn, "forwarded");
+}
+
+/* Write value v to the source channel and wait until the immediate connection forwarded it
+ * (its forwarded count reaches `want`): the ticker, listed first, then holds v too. rx seeing a
+ * peer does not mean the daemon's client side already counts as connected: a send that failed
+ * for that (send_failed grew) is written again. */
+static void write_src(struct fx *f, uint64_t v, uint64_t want)
+{
+	uint8_t buf[PDU_SIZE];
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, &v, sizeof(v));
+	hako_time_t deadline = hako_now_usec() + HTU_TIMEOUT_USEC;
+	for (;;) {
+		uint64_t failed = stat_of(ctl_stats(f), "ci", "send_failed");
+		assert_int_equal(hako_channel_write(f->ch, buf, sizeof(buf)), 0);
+		int ok;
+		HTU_WAIT_UNTIL(
+		    ok, fwd(f, "ci") == want || stat_of(ctl_stats(f), "ci", "send_failed") > failed,
+		    HTU_TIMEOUT_USEC);
+		if (fwd(f, "ci") == want) {
+			return;
+		}
+		if (!ok || hako_now_usec() > deadline) {
+			fail_msg("ci did not forward value %" PRIu64 ":\n%s", v, ctl_stats(f));
+		}
+		htu_sleep_usec(10000);
+	}
+}
+
+/* The asset "bridge" of the domain; 0 if it is not listed. */
+static int find_bridge(struct fx *f, hako_asset_info_t *out)
+{
+	hako_asset_info_t a[8];
+	int n = 0;
+	assert_int_equal(hako_domain_list_assets(f->dom, a, 8, &n), 0);
+	for (int i = 0; i < n && i < 8; i++) {
+		if (strcmp(a[i].name, "bridge") == 0) {
+			*out = a[i];
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void expect_state(struct fx *f, int state)
+{
+	int r = hako_domain_wait_state(f->dom, state, HTU_TIMEOUT_USEC);
+	int st = hako_domain_state(f->dom);
+	if (r != 0 || st != state) {
+		hako_domain_info_t info;
+		hako_domain_get_info(f->dom, &info);
+		fail_msg("state %s, expected %s (%s)\n%s", hako_state_name(st),
+		         hako_state_name(state), info.error_reason, slurp(f->log));
+	}
+}
+
+/* Ticker sends over a run of the world from `from` to `to` (us): one per 10 ms, +-1. */
+static void expect_ticks(uint64_t got, hako_time_t from, hako_time_t to)
+{
+	int64_t want = (int64_t)((to - from) / TICK_USEC);
+	if ((int64_t)got < want - 1 || (int64_t)got > want + 1) {
+		fail_msg("ticker sent %" PRIu64 " over world time %" PRId64 "..%" PRId64
+		         " us; expected %" PRId64 " +-1",
+		         got, from, to, want);
+	}
+	print_message("ticker: %" PRIu64 " sends over %" PRId64 " ms of world time\n", got,
+	              (to - from) / 1000);
+}
+
+/* A run to a stop time: start, the master stops it at `stop_at`; the ticker sends of the run. */
+static uint64_t run_until(struct fx *f, hako_time_t stop_at)
+{
+	uint64_t before = fwd(f, "ct");
+	hako_time_t t0 = hako_domain_world_time(f->dom);
+	assert_int_equal(hako_domain_set_stop_time(f->dom, stop_at), 0);
+	assert_int_equal(hako_domain_start(f->dom), 0);
+	expect_state(f, HAKO_STATE_STOPPED);
+	hako_time_t w = hako_domain_world_time(f->dom);
+	assert_int_equal(w, stop_at);
+	hako_asset_info_t a;
+	assert_true(find_bridge(f, &a));
+	assert_int_equal(a.time_usec, w); /* it ran every step that fits */
+	uint64_t n = fwd(f, "ct") - before;
+	expect_ticks(n, t0, w);
+	return n;
+}
+
+/* Every PDU the daemon forwarded reached rx (tcp), and the last one carries `v`. */
+static void expect_rx(struct fx *f, uint64_t v)
+{
+	const char *st = ctl_stats(f);
+	uint64_t total = stat_of(st, "ct", "forwarded") + stat_of(st, "ci", "forwarded");
+	assert_int_equal(stat_of(st, "ct", "send_failed"), 0); /* connected before any tick */
+	int ok;
+	HTU_WAIT_UNTIL(ok, (uint64_t)atomic_load(&rx_count) == total, HTU_TIMEOUT_USEC);
+	if (!ok) {
+		fail_msg("rx got %d PDUs, the daemon forwarded %" PRIu64, atomic_load(&rx_count),
+		         total);
+	}
+	assert_int_equal(atomic_load(&rx_last), v);
+}
+
+/* SIGTERM: exit 0, the log with its final statistics. */
+static char *term_daemon(struct fx *f)
+{
+	if (f->ctl_fd >= 0) {
+		close(f->ctl_fd);
+		f->ctl_fd = -1;
+	}
+	assert_int_equal(kill(f->pid, SIGTERM), 0);
+	int status = 0;
+	assert_int_equal(htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status), 0);
+	f->pid = 0;
+	char *log = slurp(f->log);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fail_msg("hako-bridge: no clean exit (status 0x%x):\n%s", status, log);
+	}
+	assert_non_null(strstr(log, "hako-bridge: connection ct: forwarded="));
+	assert_non_null(strstr(log, "hako-bridge: connection ci: forwarded="));
+	assert_int_equal(access(f->sock, F_OK), -1);
+	hako_asset_info_t a;
+	assert_false(find_bridge(f, &a));
+	return log;
+}
+
+/* ---- the tests ---- */
+
+static void test_asset_runs(void **state)
+{
+	struct fx *f = *state;
+	start_daemon(f);
+
+	/* (1) registered as an asset of the domain, with its delta */
+	hako_asset_info_t a;
+	assert_true(find_bridge(f, &a));
+	assert_int_equal(a.delta_usec, DELTA);
+	assert_int_equal(a.time_usec, 0);
+	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+
+	/* immediate forwards on arrival, whatever the state; the ticker waits for world time */
+	write_src(f, 1, 1);
+	assert_int_equal(fwd(f, "ct"), 0);
+
+	/* (2) ticker sends follow world time: 200 ms -> 20 (the first tick arms: 19) */
+	run_until(f, 200000);
+	expect_rx(f, 1);
+	/* stopped: nothing ticks */
+	uint64_t ct = fwd(f, "ct");
+	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+
+	/* a second run without a reset goes on from the world time reached */
+	run_until(f, 350000);
+
+	/* (3) reset while the daemon runs: acknowledged, back to stopped at world time 0 */
+	uint32_t resets = hako_domain_reset_count(f->dom);
+	assert_int_equal(hako_domain_reset(f->dom), 0);
+	expect_state(f, HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_world_time(f->dom), 0);
+	assert_int_equal(hako_domain_reset_count(f->dom), resets + 1);
+	assert_true(find_bridge(f, &a));
+	assert_int_equal(a.time_usec, 0);
+
+	/* after the reset world time starts again from 0: tickers still follow it */
+	write_src(f, 2, 2);
+	run_until(f, 100000);
+	expect_rx(f, 2);
+
+	/* stop by hand in the middle of a free run: acknowledged, stopped, ticks match */
+	ct = fwd(f, "ct");
+	hako_time_t t0 = hako_domain_world_time(f->dom);
+	assert_int_equal(hako_domain_start(f->dom), 0);
+	assert_int_equal(hako_domain_wait_world_time(f->dom, t0 + 150000, HTU_TIMEOUT_USEC), 0);
+	assert_int_equal(hako_domain_stop(f->dom), 0);
+	expect_state(f, HAKO_STATE_STOPPED);
+	hako_time_t w = hako_domain_world_time(f->dom);
+	expect_ticks(fwd(f, "ct") - ct, t0, w);
+	assert_true(find_bridge(f, &a));
+	assert_true(a.time_usec == w || a.time_usec == w - DELTA);
+
+	/* and a reset after a stop by hand */
+	assert_int_equal(hako_domain_reset(f->dom), 0);
+	expect_state(f, HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_world_time(f->dom), 0);
+	run_until(f, 50000);
+	expect_rx(f, 2);
+
+	/* (4) SIGTERM while stopped: exit 0, statistics, unregistered */
+	const char *st = ctl_stats(f);
+	uint64_t ct_end = stat_of(st, "ct", "forwarded");
+	uint64_t ci_end = stat_of(st, "ci", "forwarded");
+	char *log = term_daemon(f);
+	char want[200];
+	snprintf(want, sizeof(want), "connection ct: forwarded=%" PRIu64 " ", ct_end);
+	assert_non_null(strstr(log, want));
+	snprintf(want, sizeof(want), "connection ci: forwarded=%" PRIu64 " ", ci_end);
+	assert_non_null(strstr(log, want));
+	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+}
+
+/* SIGTERM while the simulation runs: the daemon leaves cleanly (exit 0, statistics,
+ * unregistered) and the domain is not put in error; it can be stopped and reset. */
+static void test_term_while_running(void **state)
+{
+	struct fx *f = *state;
+	start_daemon(f);
+	write_src(f, 7, 1);
+	assert_int_equal(hako_domain_start(f->dom), 0);
+	assert_int_equal(hako_domain_wait_world_time(f->dom, 50000, HTU_TIMEOUT_USEC), 0);
+	assert_true(fwd(f, "ct") >= 3);
+	term_daemon(f);
+	int st = hako_domain_state(f->dom);
+	if (st != HAKO_STATE_RUNNING) {
+		hako_domain_info_t info;
+		hako_domain_get_info(f->dom, &info);
+		fail_msg("state %s after the bridge left a running simulation (%s)",
+		         hako_state_name(st), info.error_reason);
+	}
+	assert_int_equal(hako_domain_stop(f->dom), 0);
+	expect_state(f, HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_reset(f->dom), 0);
+	expect_state(f, HAKO_STATE_STOPPED);
+	/* the name is free again: a new daemon registers */
+	start_daemon(f);
+	hako_asset_info_t a;
+	assert_true(find_bridge(f, &a));
+	term_daemon(f);
+}
+
+/* The conductor goes away (its master stops): the daemon notices, says so and exits 1 instead
+ * of idling for ever on a domain nobody drives. */
+static void test_conductor_gone(void **state)
+{
+	struct fx *f = *state;
+	start_daemon(f);
+	hako_master_stop(f->master);
+	f->master = NULL;
+	int status = 0;
+	assert_int_equal(htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status), 0);
+	f->pid = 0;
+	char *log = slurp(f->log);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) {
+		fail_msg("hako-bridge: expected exit 1 (status 0x%x):\n%s", status, log);
+	}
+	assert_non_null(strstr(log, "the conductor"));
+	assert_non_null(strstr(log, "is gone"));
+	assert_non_null(strstr(log, "hako-bridge: connection ct: forwarded=0 "));
+}
+
+/* ---- fixture ---- */
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	*state = f;
+	f->ctl_fd = -1;
+	atomic_store(&rx_count, 0);
+	atomic_store(&rx_last, 0);
+	assert_non_null(htu_tmpdir(f->dir, sizeof(f->dir)));
+	htu_domain_name("brasset", f->dom_name, sizeof(f->dom_name));
+	hako_domain_config_t cfg;
+	hako_domain_config_default(&cfg);
+	cfg.max_assets = 4;
+	cfg.max_channels = 8;
+	cfg.arena_bytes = 1 << 20;
+	assert_int_equal(hako_domain_create(f->dom_name, &cfg, &f->dom), 0);
+	hako_master_config_t mc = {
+	    .delta_usec = DELTA, .max_delay_usec = DELTA, .real_time_factor = 0};
+	assert_int_equal(hako_master_start(f->dom, &mc, &f->master), 0);
+	assert_int_equal(hako_channel_create(f->dom, "R", 0, PDU_SIZE, &f->ch), 0);
+
+	/* rx: this process's tcp server, the bridge's destination */
+	hako_error_t err;
+	put(f, "pdudef.json",
+	    "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [{\"type\": \"t/Data\", "
+	    "\"org_name\": \"data\", \"channel_id\": 0, \"pdu_size\": %d}], "
+	    "\"shm_pdu_writers\": []}]}\n",
+	    PDU_SIZE);
+	put(f, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
+	write_tcp_endpoint(f, "rx", 1, 0);
+	assert_int_equal(hako_endpoint_open(path_in(f, "rx.json"), &f->rx, &err), 0);
+	assert_int_equal(hako_endpoint_subscribe_by_name(f->rx, "R", "data", on_rx, NULL), 0);
+	assert_int_equal(hako_endpoint_start(f->rx, &err), 0);
+	unsigned port = hako_endpoint_local_port(f->rx);
+	assert_true(port != 0);
+	write_config(f, port);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	if (f->ctl_fd >= 0) {
+		close(f->ctl_fd);
+	}
+	if (f->pid > 0 && !htu_child_exited(f->pid)) {
+		fprintf(stderr, "daemon log:\n%s\n", slurp(f->log));
+	}
+	htu_kill_children(); /* the daemon, when a test failed before stopping it */
+	hako_endpoint_close(f->rx);
+	hako_master_stop(f->master);
+	hako_domain_close(f->dom);
+	htu_remove_domain(f->dom_name);
+	htu_remove_tmpdirs();
+	free(f);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s PATH_TO_HAKO_BRIDGE\n", argv[0]);
+		return 2;
+	}
+	tool = argv[1];
+	htu_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_asset_runs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_term_while_running, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_conductor_gone, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
