@@ -360,6 +360,7 @@ static void echo_line(struct proc *p, const char *text, size_t len)
 	} else {
 		printf("[%s] %.*s\n", p->cfg->name, (int)len, text);
 	}
+	fflush(stdout); /* a pipe (| tee, a log collector) sees each line as it comes */
 }
 
 static void check_log_wait(struct proc *p)
