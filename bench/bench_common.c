@@ -4,9 +4,11 @@
 #include "bench_common.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,4 +226,166 @@ int bench_parse_list(const char *s, long *out, int max)
 		p = end;
 	}
 	return n;
+}
+
+const char *bench_size_str(size_t b, char *out, size_t cap)
+{
+	if (b >= (1u << 20) && b % (1u << 20) == 0) {
+		snprintf(out, cap, "%zu MiB", b >> 20);
+	} else if (b >= 1024 && b % 1024 == 0) {
+		snprintf(out, cap, "%zu KiB", b >> 10);
+	} else {
+		snprintf(out, cap, "%zu B", b);
+	}
+	return out;
+}
+
+bench_stats_t bench_stats_since(const bench_samples_t *s, size_t first, double scale)
+{
+	bench_samples_t copy = {0};
+	for (size_t i = first; i < s->n; i++) {
+		bench_samples_push(&copy, s->v[i]);
+	}
+	bench_stats_t st = bench_stats(&copy, scale);
+	bench_samples_free(&copy);
+	return st;
+}
+
+/* 0, or -1 after "unknown variant" on stderr. */
+static int parse_variants(const char *list, const char *const *names, int n, int *enabled)
+{
+	memset(enabled, 0, sizeof(int) * BENCH_MAX_VARIANTS);
+	char *dup = strdup(list), *save = NULL;
+	if (dup == NULL) {
+		return -1;
+	}
+	for (char *t = strtok_r(dup, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+		int found = 0;
+		for (int v = 0; v < n; v++) {
+			if (strcmp(t, names[v]) == 0) {
+				enabled[v] = found = 1;
+			}
+		}
+		if (!found) {
+			fprintf(stderr, "unknown variant '%s'\n", t);
+			free(dup);
+			return -1;
+		}
+	}
+	free(dup);
+	return 0;
+}
+
+int bench_parse_opts(int argc, char **argv, const char *const *names, int n, int allow_no_pin,
+                     void (*usage)(FILE *out), bench_opts_t *o)
+{
+	static const long def_payloads[] = {64, 1024, 65536, 1048576};
+	static const struct option opts[] = {
+	    {"quick", no_argument, NULL, 'q'},
+	    {"rounds", required_argument, NULL, 'r'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"payloads", required_argument, NULL, 'p'},
+	    {"variants", required_argument, NULL, 'V'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"no-pin", no_argument, NULL, 'P'},
+	    {NULL, 0, NULL, 0},
+	};
+	static const struct option opts_pinned[] = {
+	    {"quick", no_argument, NULL, 'q'},          {"rounds", required_argument, NULL, 'r'},
+	    {"count", required_argument, NULL, 'n'},    {"payloads", required_argument, NULL, 'p'},
+	    {"variants", required_argument, NULL, 'V'}, {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	};
+	memset(o, 0, sizeof(*o));
+	memcpy(o->payloads, def_payloads, sizeof(def_payloads));
+	o->npayloads = 4;
+	for (int v = 0; v < n && v < BENCH_MAX_VARIANTS; v++) {
+		o->enabled[v] = 1;
+	}
+	o->rounds = 3;
+	int c;
+	while ((c = getopt_long(argc, argv, "qr:n:p:V:vh", allow_no_pin ? opts : opts_pinned,
+	                        NULL)) != -1) {
+		switch (c) {
+		case 'P': o->no_pin = 1; break;
+		case 'q': o->quick = 1; break;
+		case 'r': o->rounds = atol(optarg); break;
+		case 'n': o->count = atol(optarg); break;
+		case 'p':
+			o->npayloads = bench_parse_list(optarg, o->payloads, BENCH_MAX_PAYLOADS);
+			o->payloads_given = 1;
+			if (o->npayloads <= 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		case 'V':
+			if (parse_variants(optarg, names, n, o->enabled) != 0) {
+				return 2;
+			}
+			break;
+		case 'v': o->verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	return -1;
+}
+
+static const char *g_prog = "bench";
+static void (*g_cleanup)(void);
+static const char *g_detail_label;
+static const char *g_detail;
+
+void bench_exit_init(const char *prog, void (*cleanup)(void), int catch_signals)
+{
+	g_prog = prog;
+	g_cleanup = cleanup;
+	if (catch_signals) {
+		signal(SIGINT, bench_on_signal);
+		signal(SIGTERM, bench_on_signal);
+	}
+}
+
+void bench_on_signal(int sig)
+{
+	if (g_cleanup != NULL) {
+		g_cleanup();
+	}
+	_exit(128 + sig);
+}
+
+void bench_die_detail(const char *label, const char *text)
+{
+	g_detail_label = label;
+	g_detail = text;
+}
+
+void bench_die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", g_prog);
+	vfprintf(stderr, fmt, ap);
+	if (g_detail != NULL && g_detail[0] != '\0') {
+		fprintf(stderr, " (%s: %s)", g_detail_label, g_detail);
+	}
+	fprintf(stderr, "\n");
+	va_end(ap);
+	if (g_cleanup != NULL) {
+		g_cleanup();
+	}
+	exit(1);
+}
+
+long bench_default_round_trips(size_t payload)
+{
+	if (payload <= 1024) {
+		return 20000;
+	}
+	if (payload <= 65536) {
+		return 5000;
+	}
+	return 1000;
 }

@@ -4,6 +4,7 @@
 #define HAKO_BENCH_COMMON_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -65,5 +66,51 @@ void bench_shared_free(void *p, size_t bytes);
 
 /* Parse "a,b,c" of positive integers into out (at most max). Returns the count, -1 on error. */
 int bench_parse_list(const char *s, long *out, int max);
+
+/* The default number of round trips of a latency benchmark for a payload: 20000 up to 1 KiB,
+ * 5000 up to 64 KiB, 1000 above. */
+long bench_default_round_trips(size_t payload);
+
+/* "64 B", "1 KiB", "64 KiB", "1 MiB" (else the bytes). */
+const char *bench_size_str(size_t b, char *out, size_t cap);
+
+/* The statistics of the samples from index first on (one round of several pooled in s), as
+ * bench_stats; s is left as it is. */
+bench_stats_t bench_stats_since(const bench_samples_t *s, size_t first, double scale);
+
+/* ---- the command line of the payload x variant benchmarks ---- */
+
+#define BENCH_MAX_PAYLOADS 16
+#define BENCH_MAX_VARIANTS 8
+
+typedef struct bench_opts {
+	long payloads[BENCH_MAX_PAYLOADS]; /* default 64, 1K, 64K, 1M */
+	int npayloads;
+	int payloads_given;              /* --payloads was given */
+	int enabled[BENCH_MAX_VARIANTS]; /* default: all */
+	long rounds;                     /* default 3 */
+	long count;                      /* default 0 */
+	int quick, verbose, no_pin;
+} bench_opts_t;
+
+/* Parse --quick, --rounds R, --count N, --payloads LIST, --variants LIST (of names[0..n-1]),
+ * -v/--verbose, -h/--help (usage on stdout) and, with allow_no_pin, --no-pin. Nothing is checked
+ * beyond the lists. Returns -1 to go on, else the exit code (0 help, 2 usage error: usage or
+ * "unknown variant" on stderr). */
+int bench_parse_opts(int argc, char **argv, const char *const *names, int n, int allow_no_pin,
+                     void (*usage)(FILE *out), bench_opts_t *o);
+
+/* ---- dying and cleaning up ---- */
+
+/* The benchmark's name (bench_die's prefix) and its cleanup (bench_die, signals); with
+ * catch_signals, SIGINT and SIGTERM run bench_on_signal. */
+void bench_exit_init(const char *prog, void (*cleanup)(void), int catch_signals);
+/* A signal handler: the cleanup, then _exit(128 + sig). */
+void bench_on_signal(int sig);
+/* bench_die adds " (<label>: <text>)" while *text is not empty (NULL: nothing). text is read
+ * when bench_die runs. */
+void bench_die_detail(const char *label, const char *text);
+/* "<prog>: <message>[ (detail)]" on stderr, the cleanup, exit(1). */
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #endif

@@ -99,25 +99,6 @@ static void cleanup(void)
 	}
 }
 
-static void on_signal(int sig)
-{
-	cleanup();
-	_exit(128 + sig);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, BENCH ": ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	cleanup();
-	exit(1);
-}
-
 static const char *file_path(const char *name)
 {
 	static char p[4][400];
@@ -138,27 +119,27 @@ static void write_file(const char *name, const char *fmt, ...)
 	}
 	if (!known) {
 		if (g_nfiles == MAX_FILES) {
-			die("too many files");
+			bench_die("too many files");
 		}
 		snprintf(g_files[g_nfiles++], sizeof(g_files[0]), "%s", path);
 	}
 	FILE *f = fopen(path, "w");
 	if (f == NULL) {
-		die("%s: %s", path, strerror(errno));
+		bench_die("%s: %s", path, strerror(errno));
 	}
 	va_list ap;
 	va_start(ap, fmt);
 	vfprintf(f, fmt, ap);
 	va_end(ap);
 	if (fclose(f) != 0) {
-		die("%s: %s", path, strerror(errno));
+		bench_die("%s: %s", path, strerror(errno));
 	}
 }
 
 static void die_err(const char *what, const hako_error_t *err)
 {
 	char buf[1200];
-	die("%s: %s", what, hako_error_format(err, buf, sizeof(buf)));
+	bench_die("%s: %s", what, hako_error_format(err, buf, sizeof(buf)));
 }
 
 /* ---- the config files of one (variant, payload) ---- */
@@ -432,10 +413,10 @@ static void read_msg(struct kid *k, const char *node, struct bridge_msg *m)
 		r = poll(&p, 1, SETUP_MS);
 	} while (r < 0 && errno == EINTR);
 	if (r <= 0 || bench_read_full(k->rfd, m, sizeof(*m)) != 0) {
-		die("bridge %s: no answer (%s)", node, r == 0 ? "timeout" : "it exited");
+		bench_die("bridge %s: no answer (%s)", node, r == 0 ? "timeout" : "it exited");
 	}
 	if (m->status != 0) {
-		die("bridge %s: %s", node, m->error);
+		bench_die("bridge %s: %s", node, m->error);
 	}
 }
 
@@ -444,14 +425,14 @@ static void spawn_bridge(struct kid *k, int slot, const char *node, const char *
 {
 	int fds[2];
 	if (pipe(fds) != 0) {
-		die("pipe: %s", strerror(errno));
+		bench_die("pipe: %s", strerror(errno));
 	}
 	fflush(stdout);
 	fflush(stderr);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
-		die("fork: %s", strerror(errno));
+		bench_die("fork: %s", strerror(errno));
 	}
 	if (pid == 0) {
 		close(fds[0]);
@@ -482,7 +463,7 @@ static void stop_bridge(struct kid *k, const char *node, struct bridge_msg *m)
 	g_kids[k->slot] = 0;
 	close(k->rfd);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		die("bridge %s: exit status 0x%x", node, status);
+		bench_die("bridge %s: exit status 0x%x", node, status);
 	}
 }
 
@@ -572,17 +553,17 @@ static void send_value(struct ctx *c, int k)
 	if (c->v == V_DIRECT) {
 		r = hako_endpoint_send(c->tx, &c->keys[k], c->buf, c->payload);
 		if (r != 0) {
-			die("direct send: %s", hako_strerror(r));
+			bench_die("direct send: %s", hako_strerror(r));
 		}
 	} else {
 		if (c->v == V_ATOMIC) {
 			stamp(c->comp, sizeof(c->comp), v);
 			if ((r = hako_channel_write(c->a_comp[k], c->comp, sizeof(c->comp))) != 0) {
-				die("write: %s", hako_strerror(r));
+				bench_die("write: %s", hako_strerror(r));
 			}
 		}
 		if ((r = hako_channel_write(c->a_data[k], c->buf, c->payload)) != 0) {
-			die("write: %s", hako_strerror(r));
+			bench_die("write: %s", hako_strerror(r));
 		}
 	}
 	c->last_sent[k] = v;
@@ -607,12 +588,12 @@ static void wait_delivered(struct ctx *c, int k)
 			    syscall(SYS_futex, &g_rx_word, FUTEX_WAIT_PRIVATE, w, &to, NULL, 0);
 			atomic_store(&g_rx_waiting, 0);
 			if (r != 0 && errno == ETIMEDOUT) {
-				die("direct: PDU %llu of key %d not received in %d s",
-				    (unsigned long long)want, k, WAIT_USEC / 1000000);
+				bench_die("direct: PDU %llu of key %d not received in %d s",
+				          (unsigned long long)want, k, WAIT_USEC / 1000000);
 			}
 		}
 		if (atomic_load(&g_rx_bad)) {
-			die("direct: a PDU arrived damaged");
+			bench_die("direct: a PDU arrived damaged");
 		}
 		return;
 	}
@@ -626,16 +607,16 @@ static void wait_delivered(struct ctx *c, int k)
 			uint64_t seq = 0, v = 0, tail = 1;
 			int r = hako_channel_read(ch, c->rbuf, c->payload, &len, &seq);
 			if (r != 0 || len != c->payload) {
-				die("read B: %s (len %zu)", hako_strerror(r), len);
+				bench_die("read B: %s (len %zu)", hako_strerror(r), len);
 			}
 			c->b_seen[k] = seq;
 			memcpy(&v, c->rbuf, sizeof(v));
 			c->b_got[k] = v;
 			memcpy(&tail, c->rbuf + len - sizeof(tail), sizeof(tail));
 			if (tail != v || v > want) {
-				die("%s: key %d: PDU %llu arrived as %llu / %llu",
-				    variant_names[c->v], k, (unsigned long long)want,
-				    (unsigned long long)v, (unsigned long long)tail);
+				bench_die("%s: key %d: PDU %llu arrived as %llu / %llu",
+				          variant_names[c->v], k, (unsigned long long)want,
+				          (unsigned long long)v, (unsigned long long)tail);
 			}
 			if (v == want && c->v == V_ATOMIC) {
 				/* the frame's other member came with it (it is sent first) */
@@ -644,7 +625,8 @@ static void wait_delivered(struct ctx *c, int k)
 				r = hako_channel_read(c->b_comp[k], comp, sizeof(comp), &len, NULL);
 				memcpy(&cv, comp, sizeof(cv));
 				if (r != 0 || len != COMP_SIZE || cv != want) {
-					die("atomic: key %d: PDU %llu came with companion %llu", k,
+					bench_die(
+					    "atomic: key %d: PDU %llu came with companion %llu", k,
 					    (unsigned long long)want, (unsigned long long)cv);
 				}
 			}
@@ -654,7 +636,8 @@ static void wait_delivered(struct ctx *c, int k)
 		}
 		int r = hako_channel_wait(ch, c->b_seen[k], 0, WAIT_USEC);
 		if (r != 0) {
-			die("%s: key %d: PDU %llu not in domain B after %d s (%s; writes to A "
+			bench_die(
+			    "%s: key %d: PDU %llu not in domain B after %d s (%s; writes to A "
 			    "%llu, "
 			    "to B %llu)",
 			    variant_names[c->v], k, (unsigned long long)want, WAIT_USEC / 1000000,
@@ -756,7 +739,7 @@ static void run_direct(struct ctx *c, struct cell *cell, long n_lat, long n_tp)
 		atomic_store(&g_rx_last[k], 0);
 		if (hako_endpoint_subscribe(c->rx, &c->keys[k], on_direct_rx,
 		                            (void *)(uintptr_t)k) != 0) {
-			die("direct rx: subscribe");
+			bench_die("direct rx: subscribe");
 		}
 	}
 	if (hako_endpoint_start(c->rx, &err) != 0) {
@@ -774,7 +757,7 @@ static void run_direct(struct ctx *c, struct cell *cell, long n_lat, long n_tp)
 		hako_endpoint_get_stats(c->tx, &st1);
 		hako_endpoint_get_stats(c->rx, &st2);
 		if (bench_now_ns() > deadline) {
-			die("direct: not connected after %d ms", SETUP_MS);
+			bench_die("direct: not connected after %d ms", SETUP_MS);
 		}
 	} while (st1.peers == 0 || st2.peers == 0);
 	pid_t none[1] = {0};
@@ -837,6 +820,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	bench_exit_init(BENCH, cleanup, 0);
 	struct opts o;
 	memset(&o, 0, sizeof(o));
 	o.rounds = 3;
@@ -903,7 +887,7 @@ int main(int argc, char **argv)
 	atexit(cleanup);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
+	sa.sa_handler = bench_on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -913,7 +897,7 @@ int main(int argc, char **argv)
 	snprintf(g_dir, sizeof(g_dir), "%s/" BENCH "-XXXXXX", tmp);
 	if (mkdtemp(g_dir) == NULL) {
 		g_dir[0] = '\0';
-		die("mkdtemp: %s", strerror(errno));
+		bench_die("mkdtemp: %s", strerror(errno));
 	}
 	write_file("cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
 
@@ -934,7 +918,7 @@ int main(int argc, char **argv)
 		int r = hako_domain_create(g_dom_name[i], &dc, &dom[i]);
 		if (r != 0) {
 			g_dom_name[i][0] = '\0';
-			die("domain: %s", hako_strerror(r));
+			bench_die("domain: %s", hako_strerror(r));
 		}
 	}
 
@@ -960,7 +944,7 @@ int main(int argc, char **argv)
 			c.buf = calloc(1, payload);
 			c.rbuf = calloc(1, payload);
 			if (c.buf == NULL || c.rbuf == NULL) {
-				die("out of memory");
+				bench_die("out of memory");
 			}
 			for (size_t i = 0; i < payload; i++) {
 				c.buf[i] = (uint8_t)(i * 7u);
@@ -986,7 +970,7 @@ int main(int argc, char **argv)
 					}
 				}
 				if (r != 0) {
-					die("channel: %s", hako_strerror(r));
+					bench_die("channel: %s", hako_strerror(r));
 				}
 			}
 			int big = payload > 1024;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "bench_common.h"
 
@@ -59,27 +60,23 @@ void epb_cleanup(void)
 	}
 }
 
-static void on_signal(int sig)
-{
-	epb_cleanup();
-	_exit(128 + sig);
-}
+static const char *g_prog = "endpoint bench";
 
-void epb_init(const char *prog)
+void epb_init(const char *tag, const char *prog)
 {
 	g_owner = getpid();
-	snprintf(g_dir, sizeof(g_dir), "/tmp/hako-%s-%d-XXXXXX", prog, (int)getpid());
+	g_prog = prog;
+	snprintf(g_dir, sizeof(g_dir), "/tmp/hako-%s-%d-XXXXXX", tag, (int)getpid());
 	if (mkdtemp(g_dir) == NULL) {
-		fprintf(stderr, "%s: mkdtemp %s: %s\n", prog, g_dir, strerror(errno));
+		fprintf(stderr, "%s: mkdtemp %s: %s\n", tag, g_dir, strerror(errno));
 		g_dir[0] = '\0';
 		exit(1);
 	}
 	atexit(epb_cleanup);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	bench_exit_init(prog, epb_cleanup, 1);
 	signal(SIGPIPE, SIG_IGN);
 	if (epb_write_file("cache.json", CACHE_JSON) != 0) {
-		fprintf(stderr, "%s: cannot write %s/cache.json: %s\n", prog, g_dir,
+		fprintf(stderr, "%s: cannot write %s/cache.json: %s\n", tag, g_dir,
 		        strerror(errno));
 		exit(1);
 	}
@@ -115,18 +112,6 @@ int epb_write_file(const char *name, const char *text)
 void epb_set_domain(const char *name)
 {
 	snprintf(g_domain, sizeof(g_domain), "%s", name != NULL ? name : "");
-}
-
-const char *epb_size_str(size_t b, char *out, size_t cap)
-{
-	if (b >= (1u << 20) && b % (1u << 20) == 0) {
-		snprintf(out, cap, "%zu MiB", b >> 20);
-	} else if (b >= 1024 && b % 1024 == 0) {
-		snprintf(out, cap, "%zu KiB", b >> 10);
-	} else {
-		snprintf(out, cap, "%zu B", b);
-	}
-	return out;
 }
 
 void epb_sleep_us(long us)
@@ -254,9 +239,7 @@ int epb_recv_msg(int fd, epb_msg_t *m, int timeout_ms)
 
 /* ---- the link ---- */
 
-static int errf(char *why, size_t cap, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int errf(char *why, size_t cap, int code, const char *fmt, ...)
+int epb_fail(char *why, size_t cap, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -275,14 +258,14 @@ static int open_ep(const char *stem, const char *comm, const char *pdudef, int p
 	char name[128], text[1024], path[512];
 	snprintf(name, sizeof(name), "%s-comm.json", stem);
 	if (epb_write_file(name, comm) != 0) {
-		return errf(why, cap, HAKO_EIO, "cannot write %s: %s", name, strerror(errno));
+		return epb_fail(why, cap, HAKO_EIO, "cannot write %s: %s", name, strerror(errno));
 	}
 	char pd[160] = "null";
 	if (pdudef != NULL) {
 		snprintf(name, sizeof(name), "%s-pdudef.json", stem);
 		if (epb_write_file(name, pdudef) != 0) {
-			return errf(why, cap, HAKO_EIO, "cannot write %s: %s", name,
-			            strerror(errno));
+			return epb_fail(why, cap, HAKO_EIO, "cannot write %s: %s", name,
+			                strerror(errno));
 		}
 		snprintf(pd, sizeof(pd), "\"%s\"", name);
 	}
@@ -292,7 +275,7 @@ static int open_ep(const char *stem, const char *comm, const char *pdudef, int p
 	         stem, stem, pd);
 	snprintf(name, sizeof(name), "%s.json", stem);
 	if (epb_write_file(name, text) != 0) {
-		return errf(why, cap, HAKO_EIO, "cannot write %s: %s", name, strerror(errno));
+		return epb_fail(why, cap, HAKO_EIO, "cannot write %s: %s", name, strerror(errno));
 	}
 	epb_file(name, path, sizeof(path));
 	hako_endpoint_config_t *cfg = NULL;
@@ -301,16 +284,16 @@ static int open_ep(const char *stem, const char *comm, const char *pdudef, int p
 	char msg[1200];
 	int r = hako_endpoint_config_load(path, &cfg, &err);
 	if (r != 0) {
-		return errf(why, cap, r, "load %s: %s", name,
-		            hako_error_format(&err, msg, sizeof(msg)));
+		return epb_fail(why, cap, r, "load %s: %s", name,
+		                hako_error_format(&err, msg, sizeof(msg)));
 	}
 	if (port0 && cfg->comm != NULL) {
 		cfg->comm->local.port = 0;
 	}
 	r = hako_endpoint_open_config(cfg, out, &err);
 	if (r != 0) {
-		return errf(why, cap, r, "open %s: %s (%s)", name, hako_strerror(r),
-		            hako_error_format(&err, msg, sizeof(msg)));
+		return epb_fail(why, cap, r, "open %s: %s (%s)", name, hako_strerror(r),
+		                hako_error_format(&err, msg, sizeof(msg)));
 	}
 	return 0;
 }
@@ -325,8 +308,8 @@ static int start_ep(hako_endpoint_t *ep, hako_domain_t *dom, char *why, size_t c
 	}
 	int r = hako_endpoint_start(ep, &err);
 	if (r != 0) {
-		return errf(why, cap, r, "start %s: %s (%s)", hako_endpoint_name(ep),
-		            hako_strerror(r), hako_error_format(&err, msg, sizeof(msg)));
+		return epb_fail(why, cap, r, "start %s: %s (%s)", hako_endpoint_name(ep),
+		                hako_strerror(r), hako_error_format(&err, msg, sizeof(msg)));
 	}
 	return 0;
 }
@@ -422,7 +405,7 @@ int epb_link_parent_open(epb_link_t *l, const epb_link_opts_t *o, uint16_t *port
 	}
 	*port = hako_endpoint_local_port(l->rx);
 	if (*port == 0) {
-		return errf(why, cap, HAKO_EIO, "hako_endpoint_local_port gave 0 after start");
+		return epb_fail(why, cap, HAKO_EIO, "hako_endpoint_local_port gave 0 after start");
 	}
 	return 0;
 }
@@ -485,7 +468,7 @@ int epb_link_child_open(epb_link_t *l, const epb_link_opts_t *o, uint16_t parent
 		}
 		*port = hako_endpoint_local_port(l->rx);
 		if (*port == 0) {
-			return errf(why, cap, HAKO_EIO, "hako_endpoint_local_port gave 0");
+			return epb_fail(why, cap, HAKO_EIO, "hako_endpoint_local_port gave 0");
 		}
 		return open_udp_out(&l->tx, "c-out", o, parent_port, why, cap);
 	case EPB_SHM: return open_shm(l, o, "c", why, cap);
@@ -514,8 +497,8 @@ int epb_link_parent_connect(epb_link_t *l, const epb_link_opts_t *o, uint16_t ch
 			return 0;
 		}
 		if (bench_now_ns() > end) {
-			return errf(why, cap, HAKO_ETIMEDOUT,
-			            "the child did not connect within %d ms", timeout_ms);
+			return epb_fail(why, cap, HAKO_ETIMEDOUT,
+			                "the child did not connect within %d ms", timeout_ms);
 		}
 		epb_sleep_us(1000);
 	}
@@ -563,4 +546,183 @@ int epb_send_copy_loaned(const epb_link_t *l, const void *data, size_t len)
 	}
 	memcpy(buf, data, len);
 	return hako_endpoint_commit(l->tx, &l->send_key, len);
+}
+
+/* ---- the command line and the report ---- */
+
+int epb_check_opts(bench_opts_t *o, long max_rounds, const char *stamp, void (*usage)(FILE *out),
+                   size_t *sum)
+{
+	if (o->quick) {
+		if (!o->payloads_given) {
+			o->payloads[0] = 64;
+			o->payloads[1] = 65536;
+			o->npayloads = 2;
+		}
+		o->rounds = 1;
+	}
+	if (o->rounds < 1 || o->rounds > max_rounds || o->count < 0) {
+		usage(stderr);
+		return 2;
+	}
+	*sum = 0;
+	for (int p = 0; p < o->npayloads; p++) {
+		if (o->payloads[p] < 8) {
+			fprintf(stderr, "payloads must be >= 8 bytes (%s)\n", stamp);
+			return 2;
+		}
+		*sum += ((size_t)o->payloads[p] + 4095) & ~(size_t)4095;
+	}
+	return -1;
+}
+
+hako_domain_t *epb_create_domain(const char *tag, size_t payload_sum, char *name, size_t cap)
+{
+	snprintf(name, cap, "bench-%s-%d", tag, (int)getpid());
+	hako_domain_config_t cfg;
+	hako_domain_config_default(&cfg);
+	cfg.max_assets = 4;
+	cfg.max_channels = 64;
+	/* every payload has its own two channels (robot bench-<size>), two buffers each */
+	cfg.arena_bytes = 4ull * payload_sum + (8ull << 20);
+	epb_set_domain(name);
+	hako_domain_t *dom = NULL;
+	int r = hako_domain_create(name, &cfg, &dom);
+	if (r != 0) {
+		epb_set_domain("");
+		fprintf(stderr, "%s: skipped: shm: create domain %s: %s\n", g_prog, name,
+		        hako_strerror(r));
+		return NULL;
+	}
+	return dom;
+}
+
+void epb_run_failed(int r, const char *variant, const char *size, const char *why, int *disabled,
+                    char *disabled_why, size_t cap)
+{
+	if (r == HAKO_ENOTSUP) {
+		*disabled = 1;
+		snprintf(disabled_why, cap, "%s", why);
+		fprintf(stderr, "%s: skipped: %s: %s\n", g_prog, variant, why);
+	} else {
+		fprintf(stderr, "%s: skipped: %s %s (this round): %s\n", g_prog, variant, size,
+		        why);
+	}
+}
+
+void epb_print_skipped(const char *const *names, int n, const int *enabled, const int *disabled,
+                       const char (*disabled_why)[600])
+{
+	for (int v = 0; v < n; v++) {
+		if (enabled[v] && disabled[v]) {
+			printf("# skipped %s: %s\n", names[v], disabled_why[v]);
+		}
+	}
+}
+
+void epb_both(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", g_prog);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+static char *g_child_err;
+static size_t g_child_err_cap;
+
+void epb_set_child_error(char *buf, size_t cap)
+{
+	g_child_err = buf;
+	g_child_err_cap = cap;
+}
+
+void epb_child_fail(int wfd, const char *fmt, ...)
+{
+	char local[240];
+	char *buf = g_child_err != NULL ? g_child_err : local;
+	size_t cap = g_child_err != NULL ? g_child_err_cap : sizeof(local);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	epb_send_msg(wfd, 'E', 0, buf);
+	_exit(4);
+}
+
+void *epb_zmq_open(int type, const char *ep, int bind, int timeout_ms, char *why, size_t cap,
+                   void **ctx)
+{
+	*ctx = zmq_ctx_new();
+	void *s = *ctx != NULL ? zmq_socket(*ctx, type) : NULL;
+	int to = timeout_ms, linger = 1000;
+	if (s == NULL || zmq_setsockopt(s, ZMQ_RCVTIMEO, &to, sizeof(to)) != 0 ||
+	    zmq_setsockopt(s, ZMQ_SNDTIMEO, &to, sizeof(to)) != 0 ||
+	    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+	    (bind ? zmq_bind(s, ep) : zmq_connect(s, ep)) != 0) {
+		snprintf(why, cap, "zmq %s %s: %s", bind ? "bind" : "connect", ep,
+		         zmq_strerror(zmq_errno()));
+		if (s != NULL) {
+			zmq_close(s);
+		}
+		if (*ctx != NULL) {
+			zmq_ctx_term(*ctx);
+		}
+		*ctx = NULL;
+		return NULL;
+	}
+	return s;
+}
+
+int epb_send_stamped(const epb_link_t *l, int loan, uint8_t *buf, size_t len, uint64_t stamp,
+                     int64_t *t0)
+{
+	if (loan) {
+		*t0 = bench_now_ns(); /* producing the PDU in place is part of the time */
+		return epb_send_produced(l, stamp, len);
+	}
+	memcpy(buf, &stamp, sizeof(stamp));
+	*t0 = bench_now_ns();
+	return hako_endpoint_send(l->tx, &l->send_key, buf, len);
+}
+
+void epb_done_init(epb_done_t *d)
+{
+	d->done = 0;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void epb_done_destroy(epb_done_t *d)
+{
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+}
+
+void epb_done_set(epb_done_t *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->done = 1;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+void epb_done_wait_ms(epb_done_t *d, long ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += ms * 1000000L;
+	while (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&d->cond, &d->lock, &dl);
 }

@@ -8,18 +8,22 @@
 #ifndef HAKO_BENCH_ENDPOINT_COMMON_H
 #define HAKO_BENCH_ENDPOINT_COMMON_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bench_common.h"
 #include "hako/domain.h"
 #include "hako/endpoint.h"
 
 /* ---- process-wide state and cleanup ---- */
 
-/* Make the temporary folder /tmp/hako-<prog>-<pid>-XXXXXX, install the SIGINT/SIGTERM handlers
- * and the atexit cleanup. Exits with a message on failure. */
-void epb_init(const char *prog);
+/* Make the temporary folder /tmp/hako-<tag>-<pid>-XXXXXX, install the SIGINT/SIGTERM handlers
+ * and the atexit cleanup. prog: the benchmark's name in messages. Exits with a message on
+ * failure. */
+void epb_init(const char *tag, const char *prog);
 /* The folder, and "<folder>/<name>" (tracked: removed by the cleanup). */
 const char *epb_dir(void);
 const char *epb_file(const char *name, char *buf, size_t cap);
@@ -31,8 +35,30 @@ void epb_set_domain(const char *name);
  * only the first call of a process (never a forked child) does anything. */
 void epb_cleanup(void);
 
-/* "64 B", "1 KiB", "64 KiB", "1 MiB". */
-const char *epb_size_str(size_t b, char *out, size_t cap);
+/* ---- the command line and the report ---- */
+
+/* After bench_parse_opts: --quick means payloads 64 B and 64 KiB (unless --payloads) and one
+ * round; then 1 <= rounds <= max_rounds, count >= 0 (else usage on stderr) and every payload
+ * >= 8 bytes (else a message naming `stamp`, what the first 8 bytes hold). *sum: the payloads
+ * rounded up to pages, added. Returns -1 to go on, else the exit code (2). */
+int epb_check_opts(bench_opts_t *o, long max_rounds, const char *stamp, void (*usage)(FILE *out),
+                   size_t *sum);
+
+/* Create the private domain bench-<tag>-<pid> (name: its name) for shm variants whose payloads
+ * add up to payload_sum (two channels each, two buffers a channel) and remember it for the
+ * cleanup. NULL, after "<prog>: skipped: shm: ..." on stderr, if it cannot be made. */
+hako_domain_t *epb_create_domain(const char *tag, size_t payload_sum, char *name, size_t cap);
+
+/* A variant's run failed with r (HAKO_ENOTSUP: the variant cannot run here: it is disabled for
+ * the rest of the benchmark, the reason kept in disabled_why; else only this round's run is
+ * dropped). The message goes to stderr. */
+void epb_run_failed(int r, const char *variant, const char *size, const char *why, int *disabled,
+                    char *disabled_why, size_t cap);
+/* "# skipped <variant>: <why>" on stdout for every enabled variant that was disabled. */
+void epb_print_skipped(const char *const *names, int n, const int *enabled, const int *disabled,
+                       const char (*disabled_why)[600]);
+/* A '#' line on stdout, and the same on stderr after "<prog>: " (ratios and goals). */
+void epb_both(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- the child ---- */
 
@@ -61,6 +87,20 @@ int epb_reap(epb_child_t *c, int timeout_ms, char *why, size_t cap);
 int epb_send_msg(int fd, int code, uint32_t value, const char *text);
 /* 0, -1 on EOF / error, -2 on timeout (timeout_ms < 0: forever). */
 int epb_recv_msg(int fd, epb_msg_t *m, int timeout_ms);
+
+/* The child's error text goes to buf (shared memory the parent reads); NULL: a local buffer. */
+void epb_set_child_error(char *buf, size_t cap);
+/* In the child: the error into that buffer, sent to the parent as 'E', then _exit(4). */
+void epb_child_fail(int wfd, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* vsnprintf(why, cap, fmt, ...) and return code. */
+int epb_fail(char *why, size_t cap, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A zmq socket of type bound to / connected to ep, send and receive timeouts timeout_ms, linger
+ * 1 s, in a context of its own (*ctx). NULL with the reason in why. */
+void *epb_zmq_open(int type, const char *ep, int bind, int timeout_ms, char *why, size_t cap,
+                   void **ctx);
 
 /* Sleep this many microseconds. */
 void epb_sleep_us(long us);
@@ -120,6 +160,26 @@ void epb_link_close(epb_link_t *l);
 int epb_send_produced(const epb_link_t *l, uint64_t stamp, size_t len);
 /* Copy data (a received PDU) into a loaned buffer and commit it: the echo of the loaned path. */
 int epb_send_copy_loaned(const epb_link_t *l, const void *data, size_t len);
+
+/* Send a PDU of len bytes stamped with stamp (its first 8 bytes) and set *t0 to the send time:
+ * loan, produced in place (epb_send_produced, the production timed too); else buf (len bytes,
+ * its stamp overwritten) sent as it is. */
+int epb_send_stamped(const epb_link_t *l, int loan, uint8_t *buf, size_t len, uint64_t stamp,
+                     int64_t *t0);
+
+/* The end of a run driven from a subscriber callback: the callback sets it, the main thread
+ * waits for it (deadlines on CLOCK_MONOTONIC). */
+typedef struct epb_done {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+} epb_done_t;
+void epb_done_init(epb_done_t *d);
+void epb_done_destroy(epb_done_t *d);
+/* done = 1, signalled. */
+void epb_done_set(epb_done_t *d);
+/* With d->lock held: wait until signalled or ms milliseconds passed. */
+void epb_done_wait_ms(epb_done_t *d, long ms);
 
 /* Statistics of the sending / receiving endpoint. */
 void epb_link_tx_stats(const epb_link_t *l, hako_endpoint_stats_t *st);

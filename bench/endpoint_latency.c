@@ -77,18 +77,6 @@ static int g_pin = 1;
 static int g_disabled[NVARIANTS];
 static char g_disabled_why[NVARIANTS][600];
 
-static void child_fail(int wfd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-static void child_fail(int wfd, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(g_res->error, sizeof(g_res->error), fmt, ap);
-	va_end(ap);
-	epb_send_msg(wfd, 'E', 0, g_res->error);
-	_exit(4);
-}
-
 struct run_args {
 	int v;
 	size_t payload;
@@ -157,7 +145,7 @@ static void ponger_endpoint(struct run_args *a, int rfd, int wfd)
 	if (variant_proto[a->v] == EPB_SHM) {
 		int r = hako_domain_open(g_domain, &dom);
 		if (r != 0) {
-			child_fail(wfd, "open domain %s: %s", g_domain, hako_strerror(r));
+			epb_child_fail(wfd, "open domain %s: %s", g_domain, hako_strerror(r));
 		}
 	}
 	static struct ponger p;
@@ -169,10 +157,10 @@ static void ponger_endpoint(struct run_args *a, int rfd, int wfd)
 	uint16_t port = 0;
 	int r = epb_link_child_open(&p.link, &o, (uint16_t)m.value, &port, why, sizeof(why));
 	if (r != 0) {
-		child_fail(wfd, "%s", why);
+		epb_child_fail(wfd, "%s", why);
 	}
 	if ((r = hako_endpoint_subscribe(p.link.rx, &p.link.recv_key, echo_cb, &p)) != 0) {
-		child_fail(wfd, "subscribe: %s", hako_strerror(r));
+		epb_child_fail(wfd, "subscribe: %s", hako_strerror(r));
 	}
 	epb_send_msg(wfd, 'R', port, NULL);
 	/* Echo from the callback until the parent says quit (or dies). */
@@ -180,29 +168,6 @@ static void ponger_endpoint(struct run_args *a, int rfd, int wfd)
 	}
 	epb_link_close(&p.link);
 	hako_domain_close(dom);
-}
-
-static void *zmq_open_sock(int type, const char *ep, int bind, char *why, size_t cap, void **ctx)
-{
-	*ctx = zmq_ctx_new();
-	void *s = *ctx != NULL ? zmq_socket(*ctx, type) : NULL;
-	int to = ZMQ_TIMEOUT_MS, linger = 1000;
-	if (s == NULL || zmq_setsockopt(s, ZMQ_RCVTIMEO, &to, sizeof(to)) != 0 ||
-	    zmq_setsockopt(s, ZMQ_SNDTIMEO, &to, sizeof(to)) != 0 ||
-	    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
-	    (bind ? zmq_bind(s, ep) : zmq_connect(s, ep)) != 0) {
-		snprintf(why, cap, "zmq %s %s: %s", bind ? "bind" : "connect", ep,
-		         zmq_strerror(zmq_errno()));
-		if (s != NULL) {
-			zmq_close(s);
-		}
-		if (*ctx != NULL) {
-			zmq_ctx_term(*ctx);
-		}
-		*ctx = NULL;
-		return NULL;
-	}
-	return s;
 }
 
 static void ponger_zmq(struct run_args *a, int rfd, int wfd)
@@ -213,13 +178,13 @@ static void ponger_zmq(struct run_args *a, int rfd, int wfd)
 	}
 	char why[300];
 	void *ctx;
-	void *s = zmq_open_sock(ZMQ_REP, m.text, 0, why, sizeof(why), &ctx);
+	void *s = epb_zmq_open(ZMQ_REP, m.text, 0, ZMQ_TIMEOUT_MS, why, sizeof(why), &ctx);
 	if (s == NULL) {
-		child_fail(wfd, "%s", why);
+		epb_child_fail(wfd, "%s", why);
 	}
 	uint8_t *buf = malloc(a->payload);
 	if (buf == NULL) {
-		child_fail(wfd, "out of memory");
+		epb_child_fail(wfd, "out of memory");
 	}
 	epb_send_msg(wfd, 'R', 0, NULL);
 	for (long i = 0; i < a->total; i++) {
@@ -229,10 +194,10 @@ static void ponger_zmq(struct run_args *a, int rfd, int wfd)
 		}
 		int n = zmq_recv(s, buf, a->payload, 0);
 		if (n != (int)a->payload) {
-			child_fail(wfd, "zmq_recv #%ld: %s", i, zmq_strerror(zmq_errno()));
+			epb_child_fail(wfd, "zmq_recv #%ld: %s", i, zmq_strerror(zmq_errno()));
 		}
 		if (zmq_send(s, buf, (size_t)n, 0) != n) {
-			child_fail(wfd, "zmq_send #%ld: %s", i, zmq_strerror(zmq_errno()));
+			epb_child_fail(wfd, "zmq_send #%ld: %s", i, zmq_strerror(zmq_errno()));
 		}
 		g_res->echoed++;
 	}
@@ -262,12 +227,13 @@ static void ponger_raw(struct run_args *a, int rfd, int wfd)
 	int one = 1;
 	if (fd < 0 || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 ||
 	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		child_fail(wfd, "raw connect 127.0.0.1:%u: %s", (unsigned)m.value, strerror(errno));
+		epb_child_fail(wfd, "raw connect 127.0.0.1:%u: %s", (unsigned)m.value,
+		               strerror(errno));
 	}
 	size_t flen = raw_frame_len(a->payload);
 	uint8_t *buf = malloc(flen);
 	if (buf == NULL) {
-		child_fail(wfd, "out of memory");
+		epb_child_fail(wfd, "out of memory");
 	}
 	epb_send_msg(wfd, 'R', 0, NULL);
 	for (long i = 0; i < a->total; i++) {
@@ -276,7 +242,7 @@ static void ponger_raw(struct run_args *a, int rfd, int wfd)
 			g_res->have_c0 = 1;
 		}
 		if (bench_read_full(fd, buf, flen) != 0 || bench_write_full(fd, buf, flen) != 0) {
-			child_fail(wfd, "raw echo #%ld: %s", i, strerror(errno));
+			epb_child_fail(wfd, "raw echo #%ld: %s", i, strerror(errno));
 		}
 		g_res->echoed++;
 	}
@@ -315,30 +281,8 @@ struct pinger {
 	_Atomic int stop;
 	int err;
 	char why[256];
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int done;
+	epb_done_t end;
 };
-
-static void pinger_finish(struct pinger *p)
-{
-	pthread_mutex_lock(&p->lock);
-	p->done = 1;
-	pthread_cond_signal(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-}
-
-static int pinger_send(struct pinger *p, long i)
-{
-	uint64_t stamp = (uint64_t)i;
-	if (p->loan) {
-		p->t0 = bench_now_ns(); /* producing the PDU in place is part of the time */
-		return epb_send_produced(p->link, stamp, p->payload);
-	}
-	memcpy(p->sbuf, &stamp, sizeof(stamp));
-	p->t0 = bench_now_ns();
-	return hako_endpoint_send(p->link->tx, &p->link->send_key, p->sbuf, p->payload);
-}
 
 static void pong_cb(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
 {
@@ -355,7 +299,7 @@ static void pong_cb(void *user, const hako_pdu_key_t *key, const void *data, siz
 		snprintf(p->why, sizeof(p->why), "pong #%ld has %zu bytes, not %zu", i, len,
 		         p->payload);
 		atomic_store(&p->stop, 1);
-		pinger_finish(p);
+		epb_done_set(&p->end);
 		return;
 	}
 	memcpy(&stamp, data, sizeof(stamp));
@@ -366,7 +310,7 @@ static void pong_cb(void *user, const hako_pdu_key_t *key, const void *data, siz
 		p->err = HAKO_EPROTO;
 		snprintf(p->why, sizeof(p->why), "pong #%ld: last byte is not the stamp's", i);
 		atomic_store(&p->stop, 1);
-		pinger_finish(p);
+		epb_done_set(&p->end);
 		return;
 	}
 	p->rtt[i] = atomic_exchange(&p->resent_cur, 0) ? 0 : (uint64_t)(t1 - p->t0);
@@ -379,16 +323,16 @@ static void pong_cb(void *user, const hako_pdu_key_t *key, const void *data, siz
 		p->t_end = t1;
 		p->c1 = bench_cpu_self();
 		atomic_store(&p->cur, i);
-		pinger_finish(p);
+		epb_done_set(&p->end);
 		return;
 	}
 	atomic_store(&p->cur, i);
-	int r = pinger_send(p, i);
+	int r = epb_send_stamped(p->link, p->loan, p->sbuf, p->payload, (uint64_t)i, &p->t0);
 	if (r != 0) {
 		p->err = r;
 		snprintf(p->why, sizeof(p->why), "send ping #%ld: %s", i, hako_strerror(r));
 		atomic_store(&p->stop, 1);
-		pinger_finish(p);
+		epb_done_set(&p->end);
 	}
 }
 
@@ -398,17 +342,10 @@ static int pinger_wait(struct pinger *p, int udp, long *resent)
 {
 	long last = -1;
 	int64_t last_progress = bench_now_ns();
-	pthread_mutex_lock(&p->lock);
-	while (!p->done) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_nsec += (udp ? 20 : 100) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&p->cond, &p->lock, &dl);
-		if (p->done) {
+	pthread_mutex_lock(&p->end.lock);
+	while (!p->end.done) {
+		epb_done_wait_ms(&p->end, udp ? 20 : 100);
+		if (p->end.done) {
 			break;
 		}
 		long c = atomic_load(&p->cur);
@@ -420,7 +357,7 @@ static int pinger_wait(struct pinger *p, int udp, long *resent)
 		}
 		int64_t idle_ms = (now - last_progress) / 1000000;
 		if (udp && idle_ms >= UDP_RESEND_MS && *resent < 1000) {
-			pthread_mutex_unlock(&p->lock);
+			pthread_mutex_unlock(&p->end.lock);
 			uint8_t *b = malloc(p->payload);
 			if (b != NULL) {
 				memcpy(b, p->sbuf, p->payload);
@@ -432,7 +369,7 @@ static int pinger_wait(struct pinger *p, int udp, long *resent)
 			}
 			(*resent)++;
 			last_progress = now;
-			pthread_mutex_lock(&p->lock);
+			pthread_mutex_lock(&p->end.lock);
 			continue;
 		}
 		if (idle_ms >= STALL_MS || (udp && *resent >= 1000)) {
@@ -443,19 +380,8 @@ static int pinger_wait(struct pinger *p, int udp, long *resent)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->end.lock);
 	return p->err;
-}
-
-static int fail(char *why, size_t cap, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t cap, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, cap, fmt, ap);
-	va_end(ap);
-	return code;
 }
 
 /* The child's 'R' (with its udp port), or its error. */
@@ -468,10 +394,11 @@ static int wait_ready(epb_child_t *ch, uint16_t *port, char *why, size_t cap)
 		return 0;
 	}
 	if (r == 0 && m.code == 'E') {
-		return fail(why, cap, HAKO_EIO, "child: %s", m.text);
+		return epb_fail(why, cap, HAKO_EIO, "child: %s", m.text);
 	}
-	return fail(why, cap, HAKO_EIO, "the child did not get ready (%s)%s%s",
-	            r == -2 ? "timeout" : "it exited", g_res->error[0] ? ": " : "", g_res->error);
+	return epb_fail(why, cap, HAKO_EIO, "the child did not get ready (%s)%s%s",
+	                r == -2 ? "timeout" : "it exited", g_res->error[0] ? ": " : "",
+	                g_res->error);
 }
 
 static int run_endpoint(struct run_args *a, epb_child_t *ch, struct cell *cell, bench_cpu_t *mine,
@@ -509,19 +436,14 @@ static int run_endpoint(struct run_args *a, epb_child_t *ch, struct cell *cell, 
 	for (size_t i = 0; i < a->payload; i++) {
 		p.sbuf[i] = (uint8_t)(i * 131u + 7u);
 	}
-	pthread_mutex_init(&p.lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	epb_done_init(&p.end);
 	if ((r = hako_endpoint_subscribe(link.rx, &link.recv_key, pong_cb, &p)) != 0) {
-		fail(why, cap, r, "subscribe: %s", hako_strerror(r));
-	} else if ((r = pinger_send(&p, 0)) != 0) {
-		fail(why, cap, r, "send ping #0: %s", hako_strerror(r));
+		epb_fail(why, cap, r, "subscribe: %s", hako_strerror(r));
+	} else if ((r = epb_send_stamped(p.link, p.loan, p.sbuf, p.payload, 0, &p.t0)) != 0) {
+		epb_fail(why, cap, r, "send ping #0: %s", hako_strerror(r));
 	} else if ((r = pinger_wait(&p, a->v == V_UDP, &cell->resent)) != 0) {
-		fail(why, cap, r, "%s (child: %s)", p.why,
-		     g_res->error[0] ? g_res->error : "no error");
+		epb_fail(why, cap, r, "%s (child: %s)", p.why,
+		         g_res->error[0] ? g_res->error : "no error");
 	}
 	atomic_store(&p.stop, 1);
 	if (r == 0) {
@@ -537,8 +459,7 @@ static int run_endpoint(struct run_args *a, epb_child_t *ch, struct cell *cell, 
 	char rwhy[200];
 	epb_reap(ch, 5000, rwhy, sizeof(rwhy));
 	epb_link_close(&link);
-	pthread_cond_destroy(&p.cond);
-	pthread_mutex_destroy(&p.lock);
+	epb_done_destroy(&p.end);
 	free(p.sbuf);
 	free(p.rtt);
 	return r;
@@ -548,7 +469,7 @@ static int run_zmq(struct run_args *a, epb_child_t *ch, struct cell *cell, bench
                    int64_t *wall, char *why, size_t cap)
 {
 	void *ctx;
-	void *s = zmq_open_sock(ZMQ_REQ, "tcp://127.0.0.1:*", 1, why, cap, &ctx);
+	void *s = epb_zmq_open(ZMQ_REQ, "tcp://127.0.0.1:*", 1, ZMQ_TIMEOUT_MS, why, cap, &ctx);
 	if (s == NULL) {
 		return HAKO_EIO;
 	}
@@ -575,21 +496,21 @@ static int run_zmq(struct run_args *a, epb_child_t *ch, struct cell *cell, bench
 		memcpy(sbuf, &stamp, sizeof(stamp));
 		int64_t t0 = bench_now_ns();
 		if (zmq_send(s, sbuf, a->payload, 0) != (int)a->payload) {
-			r = fail(why, cap, HAKO_EIO, "zmq_send #%ld: %s", i,
-			         zmq_strerror(zmq_errno()));
+			r = epb_fail(why, cap, HAKO_EIO, "zmq_send #%ld: %s", i,
+			             zmq_strerror(zmq_errno()));
 			break;
 		}
 		int n = zmq_recv(s, rbuf, a->payload, 0);
 		int64_t t1 = bench_now_ns();
 		if (n != (int)a->payload) {
-			r = fail(why, cap, HAKO_EIO, "zmq_recv #%ld: %s (child: %s)", i,
-			         zmq_strerror(zmq_errno()), g_res->error);
+			r = epb_fail(why, cap, HAKO_EIO, "zmq_recv #%ld: %s (child: %s)", i,
+			             zmq_strerror(zmq_errno()), g_res->error);
 			break;
 		}
 		memcpy(&stamp, rbuf, sizeof(stamp));
 		if (stamp != (uint64_t)i) {
-			r = fail(why, cap, HAKO_EPROTO, "round trip #%ld came back as #%llu", i,
-			         (unsigned long long)stamp);
+			r = epb_fail(why, cap, HAKO_EPROTO, "round trip #%ld came back as #%llu", i,
+			             (unsigned long long)stamp);
 			break;
 		}
 		if (i >= a->warm) {
@@ -622,7 +543,7 @@ static int run_raw(struct run_args *a, epb_child_t *ch, struct cell *cell, bench
 		if (lfd >= 0) {
 			close(lfd);
 		}
-		return fail(why, cap, HAKO_EIO, "raw listen: %s", strerror(e));
+		return epb_fail(why, cap, HAKO_EIO, "raw listen: %s", strerror(e));
 	}
 	epb_send_msg(ch->to_child, 'P', ntohs(sa.sin_port), NULL);
 	uint16_t cport;
@@ -632,7 +553,7 @@ static int run_raw(struct run_args *a, epb_child_t *ch, struct cell *cell, bench
 		struct pollfd pf = {.fd = lfd, .events = POLLIN};
 		if (poll(&pf, 1, SETUP_MS) != 1 ||
 		    (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
-			r = fail(why, cap, HAKO_EIO, "raw accept: %s", strerror(errno));
+			r = epb_fail(why, cap, HAKO_EIO, "raw accept: %s", strerror(errno));
 		}
 	}
 	close(lfd);
@@ -658,7 +579,7 @@ static int run_raw(struct run_args *a, epb_child_t *ch, struct cell *cell, bench
 	size_t got = 0;
 	if (r == 0 &&
 	    (hako_frame_encode(HAKO_FRAME_V2, &f, sbuf, flen, &got) != 0 || got != flen)) {
-		r = fail(why, cap, HAKO_EINVAL, "hako_frame_encode failed");
+		r = epb_fail(why, cap, HAKO_EINVAL, "hako_frame_encode failed");
 	}
 	size_t off = flen - a->payload;
 	bench_cpu_t c0 = {0, 0};
@@ -672,15 +593,15 @@ static int run_raw(struct run_args *a, epb_child_t *ch, struct cell *cell, bench
 		memcpy(sbuf + off, &stamp, sizeof(stamp));
 		int64_t t0 = bench_now_ns();
 		if (bench_write_full(fd, sbuf, flen) != 0 || bench_read_full(fd, rbuf, flen) != 0) {
-			r = fail(why, cap, HAKO_EIO, "raw round trip #%ld: %s (child: %s)", i,
-			         strerror(errno), g_res->error);
+			r = epb_fail(why, cap, HAKO_EIO, "raw round trip #%ld: %s (child: %s)", i,
+			             strerror(errno), g_res->error);
 			break;
 		}
 		int64_t t1 = bench_now_ns();
 		memcpy(&stamp, rbuf + off, sizeof(stamp));
 		if (stamp != (uint64_t)i) {
-			r = fail(why, cap, HAKO_EPROTO, "round trip #%ld came back as #%llu", i,
-			         (unsigned long long)stamp);
+			r = epb_fail(why, cap, HAKO_EPROTO, "round trip #%ld came back as #%llu", i,
+			             (unsigned long long)stamp);
 			break;
 		}
 		if (i >= a->warm) {
@@ -706,7 +627,7 @@ static int run_raw(struct run_args *a, epb_child_t *ch, struct cell *cell, bench
 static void run_one(int v, size_t payload, long per, long warm, struct cell *cell)
 {
 	char why[600] = "", sz[32];
-	epb_size_str(payload, sz, sizeof(sz));
+	bench_size_str(payload, sz, sizeof(sz));
 	if (variant_proto[v] == EPB_SHM && g_dom == NULL) {
 		return; /* disabled at start-up */
 	}
@@ -731,15 +652,8 @@ static void run_one(int v, size_t payload, long per, long warm, struct cell *cel
 	epb_reap(&ch, 5000, rwhy, sizeof(rwhy)); /* no-op if already reaped */
 	if (r != 0) {
 		cell->s.n = first; /* drop this run's samples */
-		if (r == HAKO_ENOTSUP) {
-			g_disabled[v] = 1;
-			snprintf(g_disabled_why[v], sizeof(g_disabled_why[v]), "%s", why);
-			fprintf(stderr, "endpoint_latency: skipped: %s: %s\n", variant_names[v],
-			        why);
-		} else {
-			fprintf(stderr, "endpoint_latency: skipped: %s %s (this round): %s\n",
-			        variant_names[v], sz, why);
-		}
+		epb_run_failed(r, variant_names[v], sz, why, &g_disabled[v], g_disabled_why[v],
+		               sizeof(g_disabled_why[v]));
 		return;
 	}
 	if (g_res->have_c0 && g_res->have_c1) {
@@ -752,12 +666,7 @@ static void run_one(int v, size_t payload, long per, long warm, struct cell *cel
 	cell->wall_ns += wall;
 	cell->trips += (uint64_t)per;
 	cell->ran = 1;
-	bench_samples_t copy = {0};
-	for (size_t i = first; i < cell->s.n; i++) {
-		bench_samples_push(&copy, cell->s.v[i]);
-	}
-	bench_stats_t st = bench_stats(&copy, 0.5);
-	bench_samples_free(&copy);
+	bench_stats_t st = bench_stats_since(&cell->s, first, 0.5);
 	if (cell->rounds < MAX_ROUNDS) {
 		cell->round_p50[cell->rounds++] = st.p50;
 	}
@@ -765,17 +674,6 @@ static void run_one(int v, size_t payload, long per, long warm, struct cell *cel
 		fprintf(stderr, "  %-10s %8s: %ld round trips, p50 %.3f us one-way\n",
 		        variant_names[v], sz, per, st.p50);
 	}
-}
-
-static long default_count(size_t payload)
-{
-	if (payload <= 1024) {
-		return 20000;
-	}
-	if (payload <= 65536) {
-		return 5000;
-	}
-	return 1000;
 }
 
 static void usage(FILE *f)
@@ -793,123 +691,30 @@ static void usage(FILE *f)
 	    "  -v, --verbose      progress on stderr\n");
 }
 
-static int create_domain(size_t max_payload_sum)
-{
-	snprintf(g_domain, sizeof(g_domain), "bench-eplat-%d", (int)getpid());
-	hako_domain_config_t cfg;
-	hako_domain_config_default(&cfg);
-	cfg.max_assets = 4;
-	cfg.max_channels = 64;
-	/* every payload has its own two channels (robot bench-<size>), two buffers each */
-	cfg.arena_bytes = 4ull * max_payload_sum + (8ull << 20);
-	epb_set_domain(g_domain);
-	int r = hako_domain_create(g_domain, &cfg, &g_dom);
-	if (r != 0) {
-		epb_set_domain("");
-		g_dom = NULL;
-		fprintf(stderr, "endpoint_latency: skipped: shm: create domain %s: %s\n", g_domain,
-		        hako_strerror(r));
-	}
-	return r;
-}
-
-/* A '#' line on stdout, and the same on stderr (ratios and goals). */
-static void both(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void both(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	va_start(ap, fmt);
-	fprintf(stderr, "endpoint_latency: ");
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-}
-
 int main(int argc, char **argv)
 {
-	long payloads[MAX_PAYLOADS] = {64, 1024, 65536, 1048576};
-	int npayloads = 4;
-	int enabled[NVARIANTS] = {1, 1, 1, 1, 1, 1, 1};
-	long rounds = 3, count = 0;
-	int quick = 0, payloads_given = 0;
-	static const struct option opts[] = {
-	    {"quick", no_argument, NULL, 'q'},
-	    {"rounds", required_argument, NULL, 'r'},
-	    {"count", required_argument, NULL, 'n'},
-	    {"payloads", required_argument, NULL, 'p'},
-	    {"variants", required_argument, NULL, 'V'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"no-pin", no_argument, NULL, 'P'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int o;
-	while ((o = getopt_long(argc, argv, "qr:n:p:V:vh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'P': g_pin = 0; break;
-		case 'q': quick = 1; break;
-		case 'r': rounds = atol(optarg); break;
-		case 'n': count = atol(optarg); break;
-		case 'p':
-			npayloads = bench_parse_list(optarg, payloads, MAX_PAYLOADS);
-			payloads_given = 1;
-			if (npayloads <= 0) {
-				usage(stderr);
-				return 2;
-			}
-			break;
-		case 'V': {
-			memset(enabled, 0, sizeof(enabled));
-			char *dup = strdup(optarg), *save = NULL;
-			for (char *t = strtok_r(dup, ",", &save); t != NULL;
-			     t = strtok_r(NULL, ",", &save)) {
-				int found = 0;
-				for (int v = 0; v < NVARIANTS; v++) {
-					if (strcmp(t, variant_names[v]) == 0) {
-						enabled[v] = found = 1;
-					}
-				}
-				if (!found) {
-					fprintf(stderr, "unknown variant '%s'\n", t);
-					free(dup);
-					return 2;
-				}
-			}
-			free(dup);
-			break;
-		}
-		case 'v': g_verbose = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (quick) {
-		if (!payloads_given) {
-			payloads[0] = 64;
-			payloads[1] = 65536;
-			npayloads = 2;
-		}
-		rounds = 1;
-	}
-	if (rounds < 1 || rounds > MAX_ROUNDS || count < 0) {
-		usage(stderr);
-		return 2;
-	}
+	bench_opts_t opt;
 	size_t sum = 0;
-	for (int p = 0; p < npayloads; p++) {
-		if (payloads[p] < 8) {
-			fprintf(stderr, "payloads must be >= 8 bytes (the iteration stamp)\n");
-			return 2;
-		}
-		sum += ((size_t)payloads[p] + 4095) & ~(size_t)4095;
+	int rc = bench_parse_opts(argc, argv, variant_names, NVARIANTS, 1, usage, &opt);
+	if (rc < 0) {
+		rc = epb_check_opts(&opt, MAX_ROUNDS, "the iteration stamp", usage, &sum);
 	}
+	if (rc >= 0) {
+		return rc;
+	}
+	const long *payloads = opt.payloads;
+	int npayloads = opt.npayloads;
+	const int *enabled = opt.enabled;
+	long rounds = opt.rounds, count = opt.count;
+	int quick = opt.quick;
+	g_verbose = opt.verbose;
+	g_pin = !opt.no_pin;
 
-	epb_init("eplat");
+	epb_init("eplat", "endpoint_latency");
 	g_res = bench_shared_alloc(sizeof(*g_res));
+	epb_set_child_error(g_res->error, sizeof(g_res->error));
 	if (enabled[V_SHM] || enabled[V_SHML]) {
-		create_domain(sum);
+		g_dom = epb_create_domain("eplat", sum, g_domain, sizeof(g_domain));
 	}
 	int pinned = g_pin && bench_pin_cpu(0) == 0;
 
@@ -919,8 +724,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "round %ld/%ld\n", rd + 1, rounds);
 		}
 		for (int p = 0; p < npayloads; p++) {
-			long n =
-			    quick ? 200 : (count > 0 ? count : default_count((size_t)payloads[p]));
+			long n = quick
+			             ? 200
+			             : (count > 0 ? count
+			                          : bench_default_round_trips((size_t)payloads[p]));
 			long per = (n + rounds - 1) / rounds;
 			long warm = per / 10 > 10 ? per / 10 : 10;
 			for (int v = 0; v < NVARIANTS; v++) {
@@ -955,7 +762,7 @@ int main(int argc, char **argv)
 	       rounds, pinned ? "pinger on CPU 0, ponger on CPU 1" : "not pinned");
 	char sz[32];
 	for (int p = 0; p < npayloads; p++) {
-		epb_size_str((size_t)payloads[p], sz, sizeof(sz));
+		bench_size_str((size_t)payloads[p], sz, sizeof(sz));
 		printf("# round p50s (us) at %s:", sz);
 		for (int v = 0; v < NVARIANTS; v++) {
 			if (!cells[p][v].ran) {
@@ -968,43 +775,40 @@ int main(int argc, char **argv)
 		}
 		printf("\n");
 		if (cells[p][V_UDP].ran && cells[p][V_UDP].resent > 0) {
-			both("# udp at %s: %ld pings lost and sent again (not sampled)\n", sz,
-			     cells[p][V_UDP].resent);
+			epb_both("# udp at %s: %ld pings lost and sent again (not sampled)\n", sz,
+			         cells[p][V_UDP].resent);
 		}
 	}
-	for (int v = 0; v < NVARIANTS; v++) {
-		if (enabled[v] && g_disabled[v]) {
-			printf("# skipped %s: %s\n", variant_names[v], g_disabled_why[v]);
-		}
-	}
+	epb_print_skipped(variant_names, NVARIANTS, enabled, g_disabled,
+	                  (const char(*)[600])g_disabled_why);
 	static const int pairs[][2] = {{V_TCP, V_RAW},  {V_TCP, V_ZMQ}, {V_WS, V_TCP},
 	                               {V_UDP, V_TCP},  {V_SHM, V_TCP}, {V_SHML, V_TCP},
 	                               {V_SHML, V_SHM}, {V_ZMQ, V_RAW}};
 	for (int p = 0; p < npayloads; p++) {
-		epb_size_str((size_t)payloads[p], sz, sizeof(sz));
+		bench_size_str((size_t)payloads[p], sz, sizeof(sz));
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
 			int a = pairs[k][0], b = pairs[k][1];
 			if (cells[p][a].ran && cells[p][b].ran && st[p][b].p50 > 0) {
-				both("# ratio %s/%s p50 at %s: %.3f\n", variant_names[a],
-				     variant_names[b], sz, st[p][a].p50 / st[p][b].p50);
+				epb_both("# ratio %s/%s p50 at %s: %.3f\n", variant_names[a],
+				         variant_names[b], sz, st[p][a].p50 / st[p][b].p50);
 			}
 		}
 	}
 	for (int p = 0; p < npayloads; p++) {
-		epb_size_str((size_t)payloads[p], sz, sizeof(sz));
+		bench_size_str((size_t)payloads[p], sz, sizeof(sz));
 		if (payloads[p] == 64 && cells[p][V_TCP].ran && cells[p][V_RAW].ran &&
 		    st[p][V_RAW].p50 > 0) {
 			double x = st[p][V_TCP].p50 / st[p][V_RAW].p50;
-			both("# goal tcp p50 <= 1.3x raw-tcp p50 at 64 B: %.3f %s\n", x,
-			     x <= 1.3 ? "PASS" : "MISS");
+			epb_both("# goal tcp p50 <= 1.3x raw-tcp p50 at 64 B: %.3f %s\n", x,
+			         x <= 1.3 ? "PASS" : "MISS");
 		}
 		for (int v = V_SHM; v <= V_SHML; v++) {
 			if (payloads[p] == 1048576 && cells[p][v].ran && cells[p][V_TCP].ran &&
 			    st[p][v].p50 > 0) {
-				both("# %s vs tcp at 1 MiB: p50 %.1f us vs %.1f us, %s %.2fx "
-				     "faster\n",
-				     variant_names[v], st[p][v].p50, st[p][V_TCP].p50,
-				     variant_names[v], st[p][V_TCP].p50 / st[p][v].p50);
+				epb_both("# %s vs tcp at 1 MiB: p50 %.1f us vs %.1f us, %s %.2fx "
+				         "faster\n",
+				         variant_names[v], st[p][v].p50, st[p][V_TCP].p50,
+				         variant_names[v], st[p][V_TCP].p50 / st[p][v].p50);
 			}
 		}
 	}

@@ -91,29 +91,6 @@ static int g_verbose;
 static int g_disabled[NVARIANTS];
 static char g_disabled_why[NVARIANTS][600];
 
-static void child_fail(int wfd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-static void child_fail(int wfd, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(g_res->error, sizeof(g_res->error), fmt, ap);
-	va_end(ap);
-	epb_send_msg(wfd, 'E', 0, g_res->error);
-	_exit(4);
-}
-
-static int fail(char *why, size_t cap, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t cap, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, cap, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 struct run_args {
 	int v;
 	size_t payload;
@@ -222,8 +199,8 @@ static void receive_stream(const struct run_args *a, int wfd)
 			break; /* some warm-up datagrams were lost: go on */
 		}
 		if (waited > SETUP_MS) {
-			child_fail(wfd, "got %ld of %ld warm-up PDUs in %d ms",
-			           (long)atomic_load(&g_res->warm_got), a->warm, SETUP_MS);
+			epb_child_fail(wfd, "got %ld of %ld warm-up PDUs in %d ms",
+			               (long)atomic_load(&g_res->warm_got), a->warm, SETUP_MS);
 		}
 		epb_sleep_us(500);
 	}
@@ -263,7 +240,7 @@ static void receiver_endpoint(struct run_args *a, int rfd, int wfd)
 	if (variant_proto[a->v] == EPB_SHM) {
 		int r = hako_domain_open(g_domain, &dom);
 		if (r != 0) {
-			child_fail(wfd, "open domain %s: %s", g_domain, hako_strerror(r));
+			epb_child_fail(wfd, "open domain %s: %s", g_domain, hako_strerror(r));
 		}
 	}
 	static struct receiver rc;
@@ -275,10 +252,10 @@ static void receiver_endpoint(struct run_args *a, int rfd, int wfd)
 	uint16_t port = 0;
 	int r = epb_link_child_open(&rc.link, &o, (uint16_t)m.value, &port, why, sizeof(why));
 	if (r != 0) {
-		child_fail(wfd, "%s", why);
+		epb_child_fail(wfd, "%s", why);
 	}
 	if ((r = hako_endpoint_subscribe(rc.link.rx, &rc.link.recv_key, data_cb, &rc)) != 0) {
-		child_fail(wfd, "subscribe: %s", hako_strerror(r));
+		epb_child_fail(wfd, "subscribe: %s", hako_strerror(r));
 	}
 	epb_send_msg(wfd, 'R', port, NULL);
 	if (!variant_acked[a->v]) {
@@ -290,29 +267,6 @@ static void receiver_endpoint(struct run_args *a, int rfd, int wfd)
 	hako_domain_close(dom);
 }
 
-static void *zmq_open_sock(int type, const char *ep, int bind, char *why, size_t cap, void **ctx)
-{
-	*ctx = zmq_ctx_new();
-	void *s = *ctx != NULL ? zmq_socket(*ctx, type) : NULL;
-	int to = ZMQ_TIMEOUT_MS, linger = 1000;
-	if (s == NULL || zmq_setsockopt(s, ZMQ_RCVTIMEO, &to, sizeof(to)) != 0 ||
-	    zmq_setsockopt(s, ZMQ_SNDTIMEO, &to, sizeof(to)) != 0 ||
-	    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
-	    (bind ? zmq_bind(s, ep) : zmq_connect(s, ep)) != 0) {
-		snprintf(why, cap, "zmq %s %s: %s", bind ? "bind" : "connect", ep,
-		         zmq_strerror(zmq_errno()));
-		if (s != NULL) {
-			zmq_close(s);
-		}
-		if (*ctx != NULL) {
-			zmq_ctx_term(*ctx);
-		}
-		*ctx = NULL;
-		return NULL;
-	}
-	return s;
-}
-
 static void receiver_zmq(struct run_args *a, int rfd, int wfd)
 {
 	epb_msg_t m;
@@ -321,13 +275,13 @@ static void receiver_zmq(struct run_args *a, int rfd, int wfd)
 	}
 	char why[300];
 	void *ctx;
-	void *s = zmq_open_sock(ZMQ_PULL, m.text, 0, why, sizeof(why), &ctx);
+	void *s = epb_zmq_open(ZMQ_PULL, m.text, 0, ZMQ_TIMEOUT_MS, why, sizeof(why), &ctx);
 	if (s == NULL) {
-		child_fail(wfd, "%s", why);
+		epb_child_fail(wfd, "%s", why);
 	}
 	uint8_t *buf = malloc(a->payload);
 	if (buf == NULL) {
-		child_fail(wfd, "out of memory");
+		epb_child_fail(wfd, "out of memory");
 	}
 	epb_send_msg(wfd, 'R', 0, NULL);
 	for (long i = 0; i < a->warm + a->n; i++) {
@@ -338,7 +292,7 @@ static void receiver_zmq(struct run_args *a, int rfd, int wfd)
 		}
 		int n = zmq_recv(s, buf, a->payload, 0);
 		if (n != (int)a->payload) {
-			child_fail(wfd, "zmq_recv #%ld: %s", i, zmq_strerror(zmq_errno()));
+			epb_child_fail(wfd, "zmq_recv #%ld: %s", i, zmq_strerror(zmq_errno()));
 		}
 		uint64_t stamp;
 		memcpy(&stamp, buf, sizeof(stamp));
@@ -384,13 +338,13 @@ static int wait_msg(epb_child_t *ch, int code, int timeout_ms, uint16_t *value, 
 		return 0;
 	}
 	if (r == 0 && m.code == 'E') {
-		return fail(why, cap, HAKO_EIO, "child: %s", m.text);
+		return epb_fail(why, cap, HAKO_EIO, "child: %s", m.text);
 	}
-	return fail(why, cap, HAKO_EIO, "no '%c' from the child (%s)%s%s", code,
-	            r == -2  ? "timeout"
-	            : r == 0 ? "unexpected message"
-	                     : "it exited",
-	            g_res->error[0] ? ": " : "", g_res->error);
+	return epb_fail(why, cap, HAKO_EIO, "no '%c' from the child (%s)%s%s", code,
+	                r == -2  ? "timeout"
+	                : r == 0 ? "unexpected message"
+	                         : "it exited",
+	                g_res->error[0] ? ": " : "", g_res->error);
 }
 
 /* Streamed sends through an endpoint. websocket drops the oldest queued PDU when its send
@@ -423,7 +377,7 @@ static int send_stream(epb_link_t *l, const struct run_args *a, uint8_t *buf, ui
 				(*errors)++; /* a full socket buffer: dropped, counted */
 				continue;
 			}
-			return fail(why, cap, r, "send #%ld: %s", i, hako_strerror(r));
+			return epb_fail(why, cap, r, "send #%ld: %s", i, hako_strerror(r));
 		}
 	}
 	return 0;
@@ -443,30 +397,8 @@ struct acker {
 	_Atomic int stop;
 	int err;
 	char why[256];
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int done;
+	epb_done_t end;
 };
-
-static void acker_finish(struct acker *k)
-{
-	pthread_mutex_lock(&k->lock);
-	k->done = 1;
-	pthread_cond_signal(&k->cond);
-	pthread_mutex_unlock(&k->lock);
-}
-
-static int acker_send(struct acker *k, long i)
-{
-	uint64_t stamp = (uint64_t)i;
-	if (k->loan) {
-		k->t0 = bench_now_ns(); /* producing the PDU in place is part of the time */
-		return epb_send_produced(k->link, stamp, k->payload);
-	}
-	memcpy(k->buf, &stamp, sizeof(stamp));
-	k->t0 = bench_now_ns();
-	return hako_endpoint_send(k->link->tx, &k->link->send_key, k->buf, k->payload);
-}
 
 static void ack_cb(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
 {
@@ -492,15 +424,15 @@ static void ack_cb(void *user, const hako_pdu_key_t *key, const void *data, size
 	if (i == k->total) {
 		k->t_end = t1;
 		k->c1 = bench_cpu_self();
-		acker_finish(k);
+		epb_done_set(&k->end);
 		return;
 	}
-	int r = acker_send(k, i);
+	int r = epb_send_stamped(k->link, k->loan, k->buf, k->payload, (uint64_t)i, &k->t0);
 	if (r != 0) {
 		k->err = r;
 		snprintf(k->why, sizeof(k->why), "send #%ld: %s", i, hako_strerror(r));
 		atomic_store(&k->stop, 1);
-		acker_finish(k);
+		epb_done_set(&k->end);
 	}
 }
 
@@ -508,19 +440,12 @@ static int acker_wait(struct acker *k)
 {
 	long last = -1;
 	int64_t last_progress = bench_now_ns();
-	pthread_mutex_lock(&k->lock);
-	while (!k->done) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_nsec += 100000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&k->cond, &k->lock, &dl);
+	pthread_mutex_lock(&k->end.lock);
+	while (!k->end.done) {
+		epb_done_wait_ms(&k->end, 100);
 		long c = atomic_load(&k->cur);
 		int64_t now = bench_now_ns();
-		if (k->done) {
+		if (k->end.done) {
 			break;
 		}
 		if (c != last) {
@@ -534,7 +459,7 @@ static int acker_wait(struct acker *k)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&k->lock);
+	pthread_mutex_unlock(&k->end.lock);
 	return k->err;
 }
 
@@ -556,23 +481,18 @@ static int run_acked(struct run_args *a, epb_link_t *link, struct cell *cell, st
 		exit(2);
 	}
 	memset(k.buf, 0x5a, a->payload);
-	pthread_mutex_init(&k.lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&k.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	epb_done_init(&k.end);
 	int r;
 	if ((r = hako_endpoint_subscribe(link->rx, &link->recv_key, ack_cb, &k)) != 0) {
-		fail(why, cap, r, "subscribe: %s", hako_strerror(r));
-	} else if ((r = acker_send(&k, 0)) != 0) {
-		fail(why, cap, r, "send #0: %s", hako_strerror(r));
+		epb_fail(why, cap, r, "subscribe: %s", hako_strerror(r));
+	} else if ((r = epb_send_stamped(k.link, k.loan, k.buf, k.payload, 0, &k.t0)) != 0) {
+		epb_fail(why, cap, r, "send #0: %s", hako_strerror(r));
 	} else if ((r = acker_wait(&k)) != 0) {
-		fail(why, cap, r, "%s (child: %s)", k.why,
-		     g_res->error[0] ? g_res->error : "no error");
+		epb_fail(why, cap, r, "%s (child: %s)", k.why,
+		         g_res->error[0] ? g_res->error : "no error");
 	} else if (g_res->send_errors > 0) {
 		r = HAKO_EPROTO;
-		fail(why, cap, r, "child: %s", g_res->error);
+		epb_fail(why, cap, r, "child: %s", g_res->error);
 	}
 	atomic_store(&k.stop, 1);
 	if (r == 0) {
@@ -590,8 +510,7 @@ static int run_acked(struct run_args *a, epb_link_t *link, struct cell *cell, st
 
 static void acker_release(void)
 {
-	pthread_cond_destroy(&k.cond);
-	pthread_mutex_destroy(&k.lock);
+	epb_done_destroy(&k.end);
 	free(k.buf);
 	free(k.rtt);
 	k.buf = NULL;
@@ -683,7 +602,7 @@ static int run_zmq(struct run_args *a, epb_child_t *ch, struct cell *cell, struc
                    char *why, size_t cap)
 {
 	void *ctx;
-	void *s = zmq_open_sock(ZMQ_PUSH, "tcp://127.0.0.1:*", 1, why, cap, &ctx);
+	void *s = epb_zmq_open(ZMQ_PUSH, "tcp://127.0.0.1:*", 1, ZMQ_TIMEOUT_MS, why, cap, &ctx);
 	if (s == NULL) {
 		return HAKO_EIO;
 	}
@@ -702,7 +621,7 @@ static int run_zmq(struct run_args *a, epb_child_t *ch, struct cell *cell, struc
 		uint64_t stamp = WARM_STAMP;
 		memcpy(buf, &stamp, sizeof(stamp));
 		if (zmq_send(s, buf, a->payload, 0) != (int)a->payload) {
-			r = fail(why, cap, HAKO_EIO, "zmq_send: %s", zmq_strerror(zmq_errno()));
+			r = epb_fail(why, cap, HAKO_EIO, "zmq_send: %s", zmq_strerror(zmq_errno()));
 		}
 	}
 	if (r == 0) {
@@ -715,8 +634,8 @@ static int run_zmq(struct run_args *a, epb_child_t *ch, struct cell *cell, struc
 			uint64_t stamp = (uint64_t)i;
 			memcpy(buf, &stamp, sizeof(stamp));
 			if (zmq_send(s, buf, a->payload, 0) != (int)a->payload) {
-				r = fail(why, cap, HAKO_EIO, "zmq_send #%ld: %s", i,
-				         zmq_strerror(zmq_errno()));
+				r = epb_fail(why, cap, HAKO_EIO, "zmq_send #%ld: %s", i,
+				             zmq_strerror(zmq_errno()));
 			}
 		}
 		atomic_store(&g_res->sender_done, 1);
@@ -747,7 +666,7 @@ static int run_zmq(struct run_args *a, epb_child_t *ch, struct cell *cell, struc
 static void run_one(int v, size_t payload, long n, long warm, struct cell *cell)
 {
 	char why[600] = "", sz[32];
-	epb_size_str(payload, sz, sizeof(sz));
+	bench_size_str(payload, sz, sizeof(sz));
 	if (variant_proto[v] == EPB_SHM && g_dom == NULL) {
 		return;
 	}
@@ -771,15 +690,8 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell)
 	epb_reap(&ch, 5000, rwhy, sizeof(rwhy));
 	if (r != 0) {
 		cell->s.n = first;
-		if (r == HAKO_ENOTSUP) {
-			g_disabled[v] = 1;
-			snprintf(g_disabled_why[v], sizeof(g_disabled_why[v]), "%s", why);
-			fprintf(stderr, "endpoint_throughput: skipped: %s: %s\n", variant_names[v],
-			        why);
-		} else {
-			fprintf(stderr, "endpoint_throughput: skipped: %s %s (this round): %s\n",
-			        variant_names[v], sz, why);
-		}
+		epb_run_failed(r, variant_names[v], sz, why, &g_disabled[v], g_disabled_why[v],
+		               sizeof(g_disabled_why[v]));
 		return;
 	}
 	if (g_res->have_c0 && g_res->have_c1) {
@@ -851,19 +763,6 @@ static void usage(FILE *f)
 	    "  -v, --verbose      progress on stderr\n");
 }
 
-static void both(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void both(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	va_start(ap, fmt);
-	fprintf(stderr, "endpoint_throughput: ");
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-}
-
 static double cell_rate(const struct cell *c)
 {
 	return c->wall_ns > 0 ? (double)c->got * 1e9 / (double)c->wall_ns : 0;
@@ -871,76 +770,23 @@ static double cell_rate(const struct cell *c)
 
 int main(int argc, char **argv)
 {
-	long payloads[MAX_PAYLOADS] = {64, 1024, 65536, 1048576};
-	int npayloads = 4;
-	int enabled[NVARIANTS] = {1, 1, 1, 1, 1, 1, 1};
-	long rounds = 3, count = 0;
-	int quick = 0, payloads_given = 0;
-	static const struct option opts[] = {
-	    {"quick", no_argument, NULL, 'q'},          {"rounds", required_argument, NULL, 'r'},
-	    {"count", required_argument, NULL, 'n'},    {"payloads", required_argument, NULL, 'p'},
-	    {"variants", required_argument, NULL, 'V'}, {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-	};
-	int o;
-	while ((o = getopt_long(argc, argv, "qr:n:p:V:vh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'q': quick = 1; break;
-		case 'r': rounds = atol(optarg); break;
-		case 'n': count = atol(optarg); break;
-		case 'p':
-			npayloads = bench_parse_list(optarg, payloads, MAX_PAYLOADS);
-			payloads_given = 1;
-			if (npayloads <= 0) {
-				usage(stderr);
-				return 2;
-			}
-			break;
-		case 'V': {
-			memset(enabled, 0, sizeof(enabled));
-			char *dup = strdup(optarg), *save = NULL;
-			for (char *t = strtok_r(dup, ",", &save); t != NULL;
-			     t = strtok_r(NULL, ",", &save)) {
-				int found = 0;
-				for (int v = 0; v < NVARIANTS; v++) {
-					if (strcmp(t, variant_names[v]) == 0) {
-						enabled[v] = found = 1;
-					}
-				}
-				if (!found) {
-					fprintf(stderr, "unknown variant '%s'\n", t);
-					free(dup);
-					return 2;
-				}
-			}
-			free(dup);
-			break;
-		}
-		case 'v': g_verbose = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (quick) {
-		if (!payloads_given) {
-			payloads[0] = 64;
-			payloads[1] = 65536;
-			npayloads = 2;
-		}
-		rounds = 1;
-	}
-	if (rounds < 1 || rounds > MAX_ROUNDS || count < 0) {
-		usage(stderr);
-		return 2;
-	}
+	bench_opts_t opt;
 	size_t sum = 0;
+	int rc = bench_parse_opts(argc, argv, variant_names, NVARIANTS, 0, usage, &opt);
+	if (rc < 0) {
+		rc = epb_check_opts(&opt, MAX_ROUNDS, "the sequence number", usage, &sum);
+	}
+	if (rc >= 0) {
+		return rc;
+	}
+	const long *payloads = opt.payloads;
+	int npayloads = opt.npayloads;
+	const int *enabled = opt.enabled;
+	long rounds = opt.rounds, count = opt.count;
+	int quick = opt.quick;
+	g_verbose = opt.verbose;
 	long max_per = 1;
 	for (int p = 0; p < npayloads; p++) {
-		if (payloads[p] < 8) {
-			fprintf(stderr, "payloads must be >= 8 bytes (the sequence number)\n");
-			return 2;
-		}
-		sum += ((size_t)payloads[p] + 4095) & ~(size_t)4095;
 		for (int v = 0; v < NVARIANTS; v++) {
 			long n = count > 0 ? count : default_count(v, (size_t)payloads[p], quick);
 			long per = (n + rounds - 1) / rounds;
@@ -950,24 +796,12 @@ int main(int argc, char **argv)
 		}
 	}
 
-	epb_init("eptput");
+	epb_init("eptput", "endpoint_throughput");
 	g_res_bytes = offsetof(struct child_result, arr) + (size_t)max_per * sizeof(int64_t);
 	g_res = bench_shared_alloc(g_res_bytes);
+	epb_set_child_error(g_res->error, sizeof(g_res->error));
 	if (enabled[V_SHM] || enabled[V_SHML]) {
-		snprintf(g_domain, sizeof(g_domain), "bench-eptput-%d", (int)getpid());
-		hako_domain_config_t cfg;
-		hako_domain_config_default(&cfg);
-		cfg.max_assets = 4;
-		cfg.max_channels = 64;
-		cfg.arena_bytes = 4ull * sum + (8ull << 20);
-		epb_set_domain(g_domain);
-		int r = hako_domain_create(g_domain, &cfg, &g_dom);
-		if (r != 0) {
-			epb_set_domain("");
-			g_dom = NULL;
-			fprintf(stderr, "endpoint_throughput: skipped: shm: create domain %s: %s\n",
-			        g_domain, hako_strerror(r));
-		}
+		g_dom = epb_create_domain("eptput", sum, g_domain, sizeof(g_domain));
 	}
 
 	static struct cell cells[MAX_PAYLOADS][NVARIANTS];
@@ -1017,7 +851,7 @@ int main(int argc, char **argv)
 	       NWINDOWS, rounds);
 	char sz[32];
 	for (int p = 0; p < npayloads; p++) {
-		epb_size_str((size_t)payloads[p], sz, sizeof(sz));
+		bench_size_str((size_t)payloads[p], sz, sizeof(sz));
 		printf("# MB/s at %s:", sz);
 		for (int v = 0; v < NVARIANTS; v++) {
 			if (cells[p][v].ran) {
@@ -1042,51 +876,48 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (v == V_UDP || c->got != c->sent || c->send_dropped > 0 || c->ooo > 0) {
-				both("# %s at %s: received %llu of %llu sent (%.2f%% lost; sender "
-				     "dropped %llu, send errors %llu), %llu out of order\n",
-				     variant_names[v], sz, (unsigned long long)c->got,
-				     (unsigned long long)c->sent,
-				     c->sent > 0
-				         ? 100.0 * (double)(c->sent - c->got) / (double)c->sent
-				         : 0.0,
-				     (unsigned long long)c->send_dropped,
-				     (unsigned long long)c->send_errors,
-				     (unsigned long long)c->ooo);
+				epb_both(
+				    "# %s at %s: received %llu of %llu sent (%.2f%% lost; sender "
+				    "dropped %llu, send errors %llu), %llu out of order\n",
+				    variant_names[v], sz, (unsigned long long)c->got,
+				    (unsigned long long)c->sent,
+				    c->sent > 0
+				        ? 100.0 * (double)(c->sent - c->got) / (double)c->sent
+				        : 0.0,
+				    (unsigned long long)c->send_dropped,
+				    (unsigned long long)c->send_errors, (unsigned long long)c->ooo);
 			}
 		}
 	}
-	for (int v = 0; v < NVARIANTS; v++) {
-		if (enabled[v] && g_disabled[v]) {
-			printf("# skipped %s: %s\n", variant_names[v], g_disabled_why[v]);
-		}
-	}
+	epb_print_skipped(variant_names, NVARIANTS, enabled, g_disabled,
+	                  (const char(*)[600])g_disabled_why);
 	static const int pairs[][2] = {{V_TCP, V_ZMQ},     {V_WS, V_TCP},       {V_UDP, V_TCP},
 	                               {V_SHM, V_TCP_ACK}, {V_SHML, V_TCP_ACK}, {V_SHML, V_SHM},
 	                               {V_TCP_ACK, V_TCP}};
 	for (int p = 0; p < npayloads; p++) {
-		epb_size_str((size_t)payloads[p], sz, sizeof(sz));
+		bench_size_str((size_t)payloads[p], sz, sizeof(sz));
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
 			int a = pairs[k][0], b = pairs[k][1];
 			if (cells[p][a].ran && cells[p][b].ran && cell_rate(&cells[p][b]) > 0) {
-				both("# ratio %s/%s PDU/s at %s: %.3f\n", variant_names[a],
-				     variant_names[b], sz,
-				     cell_rate(&cells[p][a]) / cell_rate(&cells[p][b]));
+				epb_both("# ratio %s/%s PDU/s at %s: %.3f\n", variant_names[a],
+				         variant_names[b], sz,
+				         cell_rate(&cells[p][a]) / cell_rate(&cells[p][b]));
 			}
 		}
 	}
 	for (int p = 0; p < npayloads; p++) {
 		if (payloads[p] == 64 && cells[p][V_TCP].ran && cells[p][V_ZMQ].ran) {
 			double x = cell_rate(&cells[p][V_TCP]) / cell_rate(&cells[p][V_ZMQ]);
-			both("# goal tcp >= 0.5x zmq-tcp msg/s at 64 B: %.3f %s\n", x,
-			     x >= 0.5 ? "PASS" : "MISS");
+			epb_both("# goal tcp >= 0.5x zmq-tcp msg/s at 64 B: %.3f %s\n", x,
+			         x >= 0.5 ? "PASS" : "MISS");
 		}
 		for (int v = V_SHM; v <= V_SHML; v++) {
 			if (payloads[p] == 1048576 && cells[p][v].ran && cells[p][V_TCP_ACK].ran) {
 				double x =
 				    cell_rate(&cells[p][v]) / cell_rate(&cells[p][V_TCP_ACK]);
-				both("# goal %s >= 5x tcp-ack PDU/s at 1 MiB (acknowledged "
-				     "delivery): %.2f %s\n",
-				     variant_names[v], x, x >= 5.0 ? "PASS" : "MISS");
+				epb_both("# goal %s >= 5x tcp-ack PDU/s at 1 MiB (acknowledged "
+				         "delivery): %.2f %s\n",
+				         variant_names[v], x, x >= 5.0 ? "PASS" : "MISS");
 			}
 		}
 	}

@@ -96,28 +96,6 @@ static void cleanup(void)
 	}
 }
 
-static void on_signal(int sig)
-{
-	cleanup();
-	_exit(128 + sig);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "rd_handoff: ");
-	vfprintf(stderr, fmt, ap);
-	if (g_sh != NULL && g_sh->error[0] != '\0') {
-		fprintf(stderr, " (host: %s)", g_sh->error);
-	}
-	fprintf(stderr, "\n");
-	va_end(ap);
-	cleanup();
-	exit(1);
-}
-
 static void host_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void host_fail(const char *fmt, ...)
 {
@@ -134,13 +112,13 @@ static void write_configs(size_t ctx_bytes)
 	snprintf(g_dir, sizeof(g_dir), "/tmp/hako-bench-rd-XXXXXX");
 	if (mkdtemp(g_dir) == NULL) {
 		g_dir[0] = '\0';
-		die("mkdtemp: %s", strerror(errno));
+		bench_die("mkdtemp: %s", strerror(errno));
 	}
 	char path[160];
 	snprintf(path, sizeof(path), "%s/pdudef.json", g_dir);
 	FILE *f = fopen(path, "w");
 	if (f == NULL) {
-		die("%s: %s", path, strerror(errno));
+		bench_die("%s: %s", path, strerror(errno));
 	}
 	/* context PDU: 40 bytes of meta and base + 24-byte RD header + the context */
 	fprintf(
@@ -157,7 +135,7 @@ static void write_configs(size_t ctx_bytes)
 	snprintf(g_rd_path, sizeof(g_rd_path), "%s/rd.json", g_dir);
 	f = fopen(g_rd_path, "w");
 	if (f == NULL) {
-		die("%s: %s", g_rd_path, strerror(errno));
+		bench_die("%s: %s", g_rd_path, strerror(errno));
 	}
 	fprintf(
 	    f,
@@ -369,14 +347,14 @@ static void run(void)
 	hako_domain_t *dom;
 	int r = hako_domain_create(g_domain, &dc, &dom);
 	if (r != 0) {
-		die("create domain %s: %s", g_domain, hako_strerror(r));
+		bench_die("create domain %s: %s", g_domain, hako_strerror(r));
 	}
 	pid_t parent = getpid();
 	fflush(stdout);
 	for (int i = 0; i < 2; i++) {
 		pid_t pid = fork();
 		if (pid < 0) {
-			die("fork: %s", strerror(errno));
+			bench_die("fork: %s", strerror(errno));
 		}
 		if (pid == 0) {
 			bench_child_init(parent);
@@ -387,39 +365,39 @@ static void run(void)
 	int64_t deadline = bench_now_ns() + (int64_t)WAIT_USEC * 1000;
 	while (atomic_load(&g_sh->ready) < 2) {
 		if (g_sh->error[0] != '\0' || bench_now_ns() > deadline) {
-			die("the hosts did not start");
+			bench_die("the hosts did not start");
 		}
 		usleep(1000);
 	}
 	hako_master_config_t mc = {DELTA_USEC, DELTA_USEC, 0.0};
 	hako_master_t *master;
 	if ((r = hako_master_start(dom, &mc, &master)) != 0) {
-		die("master start: %s", hako_strerror(r));
+		bench_die("master start: %s", hako_strerror(r));
 	}
 	if ((r = hako_domain_start(dom)) != 0) {
-		die("start: %s", hako_strerror(r));
+		bench_die("start: %s", hako_strerror(r));
 	}
 	while (!atomic_load(&g_sh->done)) {
 		if (bench_now_ns() > deadline || hako_domain_state(dom) == HAKO_STATE_ERROR) {
-			die("no progress: phase %d, %llu hand-offs, world time %lld us",
-			    atomic_load(&g_sh->phase), (unsigned long long)g_sh->n_handoff,
-			    (long long)hako_domain_world_time(dom));
+			bench_die("no progress: phase %d, %llu hand-offs, world time %lld us",
+			          atomic_load(&g_sh->phase), (unsigned long long)g_sh->n_handoff,
+			          (long long)hako_domain_world_time(dom));
 		}
 		usleep(2000);
 	}
 	if (g_sh->error[0] != '\0') {
-		die("a host failed");
+		bench_die("a host failed");
 	}
 	hako_domain_stop(dom);
 	if ((r = hako_domain_wait_state(dom, HAKO_STATE_STOPPED, WAIT_USEC)) != 0) {
-		die("not stopped: %s", hako_strerror(r));
+		bench_die("not stopped: %s", hako_strerror(r));
 	}
 	for (int i = 0; i < 2; i++) {
 		int status = 0;
 		if (waitpid(g_children[i], &status, 0) < 0 || !WIFEXITED(status) ||
 		    WEXITSTATUS(status) != 0) {
 			g_children[i] = 0;
-			die("host %d failed (status 0x%x)", i + 1, status);
+			bench_die("host %d failed (status 0x%x)", i + 1, status);
 		}
 		g_children[i] = 0;
 	}
@@ -480,9 +458,9 @@ int main(int argc, char **argv)
 	g_count = count;
 	g_ctx_bytes = (size_t)ctx_bytes;
 	snprintf(g_domain, sizeof(g_domain), "bench-rd-%d", (int)getpid());
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	bench_exit_init("rd_handoff", cleanup, 1);
 	g_sh = bench_shared_alloc(sizeof(*g_sh));
+	bench_die_detail("host", g_sh->error);
 	g_sh->warm_left = (uint64_t)(count / 10 > 10 ? count / 10 : 10);
 	write_configs(g_ctx_bytes);
 	run();
@@ -541,6 +519,7 @@ int main(int argc, char **argv)
 	bench_samples_free(&wall);
 	bench_samples_free(&step);
 	cleanup();
+	bench_die_detail(NULL, NULL);
 	bench_shared_free(g_sh, sizeof(*g_sh));
 	return 0;
 }

@@ -72,25 +72,6 @@ static void cleanup(void)
 	}
 }
 
-static void on_signal(int sig)
-{
-	cleanup();
-	_exit(128 + sig);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "shm_latency: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	cleanup();
-	exit(1);
-}
-
 static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void child_fail(const char *fmt, ...)
 {
@@ -192,7 +173,7 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 {
 	int ready[2], p2c[2] = {-1, -1}, c2p[2] = {-1, -1};
 	if (pipe(ready) != 0 || (v == V_PIPE && (pipe(p2c) != 0 || pipe(c2p) != 0))) {
-		die("pipe: %s", strerror(errno));
+		bench_die("pipe: %s", strerror(errno));
 	}
 	memset(g_res, 0, sizeof(*g_res));
 	uint64_t seen_ping = hako_channel_seq(g_ping);
@@ -202,7 +183,7 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid < 0) {
-		die("fork: %s", strerror(errno));
+		bench_die("fork: %s", strerror(errno));
 	}
 	if (pid == 0) {
 		bench_child_init(parent);
@@ -224,7 +205,7 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 	if (bench_read_full(ready[0], &c, 1) != 0) {
 		waitpid(pid, NULL, 0);
 		g_child = 0;
-		die("%s: the ponger did not start: %s", variant_names[v], g_res->error);
+		bench_die("%s: the ponger did not start: %s", variant_names[v], g_res->error);
 	}
 	close(ready[0]);
 
@@ -238,7 +219,7 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 		if (sock == NULL || zmq_setsockopt(sock, ZMQ_RCVTIMEO, &to, sizeof(to)) != 0 ||
 		    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
 		    zmq_connect(sock, ep) != 0) {
-			die("zmq connect %s: %s", ep, zmq_strerror(zmq_errno()));
+			bench_die("zmq connect %s: %s", ep, zmq_strerror(zmq_errno()));
 		}
 	}
 	hako_time_t spin = v == V_SPIN ? SPIN_USEC : 0;
@@ -260,40 +241,41 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 		case V_SPIN:
 		case V_BLOCKING:
 			if ((r = hako_channel_write(g_ping, sbuf, payload)) != 0) {
-				die("write ping: %s", hako_strerror(r));
+				bench_die("write ping: %s", hako_strerror(r));
 			}
 			if ((r = hako_channel_wait(g_pong, seen_pong, spin, TIMEOUT_USEC)) != 0) {
-				die("%s %zu B: wait pong #%ld: %s (ponger: %s)", variant_names[v],
-				    payload, i, hako_strerror(r), g_res->error);
+				bench_die("%s %zu B: wait pong #%ld: %s (ponger: %s)",
+				          variant_names[v], payload, i, hako_strerror(r),
+				          g_res->error);
 			}
 			r = hako_channel_read(g_pong, rbuf, cap, &len, &seen_pong);
 			if (r != 0 || len != payload) {
-				die("read pong: %s (len %zu)", hako_strerror(r), len);
+				bench_die("read pong: %s (len %zu)", hako_strerror(r), len);
 			}
 			break;
 		case V_ZMQ: {
 			if (zmq_send(sock, sbuf, payload, 0) != (int)payload) {
-				die("zmq_send: %s", zmq_strerror(zmq_errno()));
+				bench_die("zmq_send: %s", zmq_strerror(zmq_errno()));
 			}
 			int got = zmq_recv(sock, rbuf, cap, 0);
 			if (got < 0 || (size_t)got != payload) {
-				die("zmq_recv #%ld: %s (ponger: %s)", i, zmq_strerror(zmq_errno()),
-				    g_res->error);
+				bench_die("zmq_recv #%ld: %s (ponger: %s)", i,
+				          zmq_strerror(zmq_errno()), g_res->error);
 			}
 			break;
 		}
 		case V_PIPE:
 			if (bench_write_full(p2c[1], sbuf, payload) != 0 ||
 			    bench_read_full(c2p[0], rbuf, payload) != 0) {
-				die("pipe round trip #%ld (ponger: %s)", i, g_res->error);
+				bench_die("pipe round trip #%ld (ponger: %s)", i, g_res->error);
 			}
 			break;
 		}
 		int64_t t1 = bench_now_ns();
 		memcpy(&stamp, rbuf, sizeof(stamp));
 		if (stamp != (uint64_t)i) {
-			die("%s %zu B: round trip #%ld came back as #%llu", variant_names[v],
-			    payload, i, (unsigned long long)stamp);
+			bench_die("%s %zu B: round trip #%ld came back as #%llu", variant_names[v],
+			          payload, i, (unsigned long long)stamp);
 		}
 		if (i >= warm) {
 			bench_samples_push(&cell->s, (uint64_t)(t1 - t0));
@@ -314,8 +296,8 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 	int status = 0;
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		g_child = 0;
-		die("%s %zu B: ponger failed (status 0x%x): %s", variant_names[v], payload, status,
-		    g_res->error);
+		bench_die("%s %zu B: ponger failed (status 0x%x): %s", variant_names[v], payload,
+		          status, g_res->error);
 	}
 	g_child = 0;
 	bench_cpu_t mine = bench_cpu_sub(c1, c0);
@@ -325,12 +307,7 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 	cell->trips += (uint64_t)n;
 
 	/* This round's p50 (one-way), for the spread line. */
-	bench_samples_t copy = {0};
-	for (size_t i = first; i < cell->s.n; i++) {
-		bench_samples_push(&copy, cell->s.v[i]);
-	}
-	bench_stats_t st = bench_stats(&copy, 0.5);
-	bench_samples_free(&copy);
+	bench_stats_t st = bench_stats_since(&cell->s, first, 0.5);
 	if (cell->rounds < MAX_ROUNDS) {
 		cell->round_p50[cell->rounds++] = st.p50;
 	}
@@ -338,17 +315,6 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 		fprintf(stderr, "  %-8s %8zu B: %ld round trips, p50 %.3f us one-way\n",
 		        variant_names[v], payload, n, st.p50);
 	}
-}
-
-static long default_count(size_t payload)
-{
-	if (payload <= 1024) {
-		return 20000;
-	}
-	if (payload <= 65536) {
-		return 5000;
-	}
-	return 1000;
 }
 
 static void usage(FILE *f)
@@ -364,68 +330,19 @@ static void usage(FILE *f)
 	       "  -v, --verbose      progress on stderr\n");
 }
 
-static const char *fmt_size(size_t b, char *out, size_t cap)
-{
-	if (b >= (1u << 20) && b % (1u << 20) == 0) {
-		snprintf(out, cap, "%zu MiB", b >> 20);
-	} else if (b >= 1024 && b % 1024 == 0) {
-		snprintf(out, cap, "%zu KiB", b >> 10);
-	} else {
-		snprintf(out, cap, "%zu B", b);
-	}
-	return out;
-}
-
 int main(int argc, char **argv)
 {
-	long payloads[MAX_PAYLOADS] = {64, 1024, 65536, 1048576};
-	int npayloads = 4;
-	int enabled[NVARIANTS] = {1, 1, 1, 1};
-	long rounds = 3, count = 0;
-	int quick = 0;
-	static const struct option opts[] = {
-	    {"quick", no_argument, NULL, 'q'},          {"rounds", required_argument, NULL, 'r'},
-	    {"count", required_argument, NULL, 'n'},    {"payloads", required_argument, NULL, 'p'},
-	    {"variants", required_argument, NULL, 'V'}, {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-	};
-	int o;
-	while ((o = getopt_long(argc, argv, "qr:n:p:V:vh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'q': quick = 1; break;
-		case 'r': rounds = atol(optarg); break;
-		case 'n': count = atol(optarg); break;
-		case 'p':
-			npayloads = bench_parse_list(optarg, payloads, MAX_PAYLOADS);
-			if (npayloads <= 0) {
-				usage(stderr);
-				return 2;
-			}
-			break;
-		case 'V': {
-			memset(enabled, 0, sizeof(enabled));
-			char *dup = strdup(optarg), *save = NULL;
-			for (char *t = strtok_r(dup, ",", &save); t != NULL;
-			     t = strtok_r(NULL, ",", &save)) {
-				int found = 0;
-				for (int v = 0; v < NVARIANTS; v++) {
-					if (strcmp(t, variant_names[v]) == 0) {
-						enabled[v] = found = 1;
-					}
-				}
-				if (!found) {
-					fprintf(stderr, "unknown variant '%s'\n", t);
-					return 2;
-				}
-			}
-			free(dup);
-			break;
-		}
-		case 'v': g_verbose = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+	bench_opts_t opt;
+	int rc = bench_parse_opts(argc, argv, variant_names, NVARIANTS, 0, usage, &opt);
+	if (rc >= 0) {
+		return rc;
 	}
+	long *payloads = opt.payloads;
+	int npayloads = opt.npayloads;
+	int *enabled = opt.enabled;
+	long rounds = opt.rounds, count = opt.count;
+	int quick = opt.quick;
+	g_verbose = opt.verbose;
 	if (rounds < 1 || rounds > MAX_ROUNDS || count < 0) {
 		usage(stderr);
 		return 2;
@@ -444,8 +361,7 @@ int main(int argc, char **argv)
 	/* The domain: two channels of the largest payload, two buffers each, plus slack. */
 	snprintf(g_domain, sizeof(g_domain), "bench-lat-%d", (int)getpid());
 	snprintf(g_ipc_path, sizeof(g_ipc_path), "/tmp/hako-bench-lat-%d.ipc", (int)getpid());
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	bench_exit_init("shm_latency", cleanup, 1);
 	hako_domain_config_t cfg;
 	hako_domain_config_default(&cfg);
 	cfg.max_assets = 4;
@@ -454,16 +370,16 @@ int main(int argc, char **argv)
 	int r = hako_domain_create(g_domain, &cfg, &g_dom);
 	if (r != 0) {
 		g_domain[0] = '\0';
-		die("create domain: %s", hako_strerror(r));
+		bench_die("create domain: %s", hako_strerror(r));
 	}
 	if ((r = hako_channel_create(g_dom, "bench", 0, max_payload, &g_ping)) != 0 ||
 	    (r = hako_channel_create(g_dom, "bench", 1, max_payload, &g_pong)) != 0) {
-		die("create channels: %s", hako_strerror(r));
+		bench_die("create channels: %s", hako_strerror(r));
 	}
 	g_res = bench_shared_alloc(sizeof(*g_res));
 	uint8_t *sbuf = malloc(max_payload), *rbuf = malloc(max_payload);
 	if (sbuf == NULL || rbuf == NULL) {
-		die("out of memory");
+		bench_die("out of memory");
 	}
 	for (size_t i = 0; i < max_payload; i++) {
 		sbuf[i] = (uint8_t)(i * 131u + 7u);
@@ -477,8 +393,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "round %ld/%ld\n", rd + 1, rounds);
 		}
 		for (int p = 0; p < npayloads; p++) {
-			long n =
-			    quick ? 200 : (count > 0 ? count : default_count((size_t)payloads[p]));
+			long n = quick
+			             ? 200
+			             : (count > 0 ? count
+			                          : bench_default_round_trips((size_t)payloads[p]));
 			long per = (n + rounds - 1) / rounds;
 			long warm = per / 10 > 10 ? per / 10 : 10;
 			for (int v = 0; v < NVARIANTS; v++) {
@@ -511,7 +429,7 @@ int main(int argc, char **argv)
 	       rounds, pinned ? "pinger on CPU 0, ponger on CPU 1" : "not pinned");
 	char sz[32];
 	for (int p = 0; p < npayloads; p++) {
-		fmt_size((size_t)payloads[p], sz, sizeof(sz));
+		bench_size_str((size_t)payloads[p], sz, sizeof(sz));
 		printf("# round p50s (us) at %s:", sz);
 		for (int v = 0; v < NVARIANTS; v++) {
 			if (!enabled[v]) {
@@ -527,7 +445,7 @@ int main(int argc, char **argv)
 	static const int pairs[][2] = {
 	    {V_SPIN, V_ZMQ}, {V_BLOCKING, V_ZMQ}, {V_SPIN, V_PIPE}, {V_BLOCKING, V_PIPE}};
 	for (int p = 0; p < npayloads; p++) {
-		fmt_size((size_t)payloads[p], sz, sizeof(sz));
+		bench_size_str((size_t)payloads[p], sz, sizeof(sz));
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
 			int a = pairs[k][0], b = pairs[k][1];
 			if (enabled[a] && enabled[b] && st[p][b].p50 > 0) {

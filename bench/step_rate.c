@@ -84,28 +84,6 @@ static void cleanup(void)
 	}
 }
 
-static void on_signal(int sig)
-{
-	cleanup();
-	_exit(128 + sig);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "step_rate: ");
-	vfprintf(stderr, fmt, ap);
-	if (g_sh != NULL && g_sh->error[0] != '\0') {
-		fprintf(stderr, " (child: %s)", g_sh->error);
-	}
-	fprintf(stderr, "\n");
-	va_end(ap);
-	cleanup();
-	exit(1);
-}
-
 static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void child_fail(const char *fmt, ...)
 {
@@ -123,7 +101,7 @@ static void reap_children(const char *what)
 		if (waitpid(g_children[i], &status, 0) < 0 || !WIFEXITED(status) ||
 		    WEXITSTATUS(status) != 0) {
 			g_children[i] = 0;
-			die("%s: child %d failed (status 0x%x)", what, i, status);
+			bench_die("%s: child %d failed (status 0x%x)", what, i, status);
 		}
 		g_children[i] = 0;
 	}
@@ -225,11 +203,11 @@ static void run_assets(int k, int idle, uint64_t target_steps, int64_t limit_ns,
 	hako_domain_t *dom;
 	int r = hako_domain_create(g_domain, &cfg, &dom);
 	if (r != 0) {
-		die("create domain %s: %s", g_domain, hako_strerror(r));
+		bench_die("create domain %s: %s", g_domain, hako_strerror(r));
 	}
 	int ready[2], done[2];
 	if (pipe(ready) != 0 || pipe(done) != 0) {
-		die("pipe: %s", strerror(errno));
+		bench_die("pipe: %s", strerror(errno));
 	}
 	memset(g_sh, 0, offsetof(struct shared, samples));
 	pid_t parent = getpid();
@@ -238,7 +216,7 @@ static void run_assets(int k, int idle, uint64_t target_steps, int64_t limit_ns,
 	for (int i = 0; i < k; i++) {
 		pid_t pid = fork();
 		if (pid < 0) {
-			die("fork: %s", strerror(errno));
+			bench_die("fork: %s", strerror(errno));
 		}
 		if (pid == 0) {
 			bench_child_init(parent);
@@ -253,29 +231,29 @@ static void run_assets(int k, int idle, uint64_t target_steps, int64_t limit_ns,
 	hako_master_config_t mc = {DELTA_USEC, DELTA_USEC, 0.0};
 	hako_master_t *master;
 	if ((r = hako_master_start(dom, &mc, &master)) != 0) {
-		die("master start: %s", hako_strerror(r));
+		bench_die("master start: %s", hako_strerror(r));
 	}
 	for (int i = 0; i < k; i++) {
 		char c;
 		if (bench_read_full(ready[0], &c, 1) != 0) {
-			die("k=%d: an asset did not register", k);
+			bench_die("k=%d: an asset did not register", k);
 		}
 	}
 	close(ready[0]);
 	hako_member_t *holder = NULL;
 	if (idle && (r = hako_member_register(dom, "idle-holder", DELTA_USEC, &holder)) != 0) {
-		die("register holder: %s", hako_strerror(r));
+		bench_die("register holder: %s", hako_strerror(r));
 	}
 
 	bench_cpu_t c0 = bench_cpu_self();
 	if ((r = hako_domain_start(dom)) != 0) {
-		die("start: %s", hako_strerror(r));
+		bench_die("start: %s", hako_strerror(r));
 	}
 	if (idle && (r = hako_member_ack(holder, HAKO_EVENT_START)) != 0) {
-		die("holder ack start: %s", hako_strerror(r));
+		bench_die("holder ack start: %s", hako_strerror(r));
 	}
 	if ((r = hako_domain_wait_state(dom, HAKO_STATE_RUNNING, WAIT_USEC)) != 0) {
-		die("k=%d: not running: %s", k, hako_strerror(r));
+		bench_die("k=%d: not running: %s", k, hako_strerror(r));
 	}
 	bench_cpu_t p_idle = {0, 0};
 	int64_t p_idle_wall = 0;
@@ -293,18 +271,18 @@ static void run_assets(int k, int idle, uint64_t target_steps, int64_t limit_ns,
 		while ((pr = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
 		}
 		if (pr <= 0) {
-			die("k=%d: no progress report from asset 0 (world time %lld us)", k,
-			    (long long)hako_domain_world_time(dom));
+			bench_die("k=%d: no progress report from asset 0 (world time %lld us)", k,
+			          (long long)hako_domain_world_time(dom));
 		}
 	}
 	if ((r = hako_domain_stop(dom)) != 0) {
-		die("stop: %s", hako_strerror(r));
+		bench_die("stop: %s", hako_strerror(r));
 	}
 	if (idle && (r = hako_member_ack(holder, HAKO_EVENT_STOP)) != 0) {
-		die("holder ack stop: %s", hako_strerror(r));
+		bench_die("holder ack stop: %s", hako_strerror(r));
 	}
 	if ((r = hako_domain_wait_state(dom, HAKO_STATE_STOPPED, WAIT_USEC)) != 0) {
-		die("k=%d: not stopped: %s", k, hako_strerror(r));
+		bench_die("k=%d: not stopped: %s", k, hako_strerror(r));
 	}
 	bench_cpu_t c1 = bench_cpu_self();
 	hako_time_t world_end = hako_domain_world_time(dom);
@@ -379,11 +357,11 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 	fflush(stdout);
 	for (int i = 0; i < workers; i++) {
 		if (pipe(to[i]) != 0 || pipe(from[i]) != 0) {
-			die("pipe: %s", strerror(errno));
+			bench_die("pipe: %s", strerror(errno));
 		}
 		pid_t pid = fork();
 		if (pid < 0) {
-			die("fork: %s", strerror(errno));
+			bench_die("fork: %s", strerror(errno));
 		}
 		if (pid == 0) {
 			bench_child_init(parent);
@@ -417,12 +395,12 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 	for (uint64_t i = 0;; i++) {
 		for (int w = 0; w < workers; w++) {
 			if (bench_write_full(to[w][1], &c, 1) != 0) {
-				die("pipe-lockstep: write");
+				bench_die("pipe-lockstep: write");
 			}
 		}
 		for (int w = 0; w < workers; w++) {
 			if (bench_read_full(from[w][0], &c, 1) != 0) {
-				die("pipe-lockstep: read");
+				bench_die("pipe-lockstep: read");
 			}
 		}
 		now = bench_now_ns();
@@ -547,9 +525,9 @@ int main(int argc, char **argv)
 		}
 	}
 	snprintf(g_domain, sizeof(g_domain), "bench-step-%d", (int)getpid());
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	bench_exit_init("step_rate", cleanup, 1);
 	g_sh = bench_shared_alloc(sizeof(*g_sh));
+	bench_die_detail("child", g_sh->error);
 
 	int64_t limit_ns = (int64_t)(seconds * 1e9 / (double)rounds);
 	uint64_t target = (steps_cap + (uint64_t)rounds - 1) / (uint64_t)rounds;
@@ -654,6 +632,7 @@ int main(int argc, char **argv)
 		bench_samples_free(&cells[i].s);
 	}
 	bench_samples_free(&pipe_cell.s);
+	bench_die_detail(NULL, NULL);
 	bench_shared_free(g_sh, sizeof(*g_sh));
 	return 0;
 }

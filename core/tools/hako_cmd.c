@@ -23,12 +23,12 @@
 #include "hako/msg.h"
 #include "hako/pdu.h"
 #include "hako/pdudef.h"
+#include "hako_cli.h"
 
 #ifndef HAKO_VERSION
 #define HAKO_VERSION "unknown"
 #endif
 
-#define EXIT_USAGE         2
 #define DEFAULT_WAIT_MS    5000
 #define DEFAULT_WATCH_MS   500
 #define DEFAULT_DELTA_USEC 1000
@@ -62,139 +62,59 @@ static void library_quiet(int quiet)
 
 /* ---- usage ---- */
 
-struct command {
-	const char *name;
-	const char *synopsis;
-	const char *brief;   /* one line for the overview */
-	const char *summary; /* the first paragraph of the command's help */
-	const char *options;
-	int (*run)(const struct command *cmd, int argc, char **argv);
-};
-
 static const char common_options[] =
     "  -d, --domain NAME     domain to act on (default: $HAKO_DOMAIN, else \"default\")\n"
     "  -h, --help            show this help\n";
 
-/* Length of the word at text: up to a space outside brackets, so "[--config FILE]" stays
- * on one line. */
-static int word_len(const char *text)
-{
-	int depth = 0, i = 0;
-	for (; text[i] != '\0' && (text[i] != ' ' || depth > 0); i++) {
-		depth += text[i] == '[' || text[i] == '<';
-		depth -= (text[i] == ']' || text[i] == '>') && depth > 0;
-	}
-	return i;
-}
-
-/* The words of text on lines of at most `width` columns. The cursor is at column `col`;
- * continuation lines start at column `indent`. */
-static void print_wrapped(FILE *out, const char *text, int col, int indent, int width)
-{
-	int first = 1;
-	while (*text != '\0') {
-		int len = word_len(text);
-		if (!first && col + 1 + len > width) {
-			fprintf(out, "\n%*s", indent, "");
-			col = indent;
-		} else if (!first) {
-			fputc(' ', out);
-			col++;
-		}
-		fprintf(out, "%.*s", len, text);
-		col += len;
-		first = 0;
-		text += len;
-		text += strspn(text, " ");
-	}
-	fputc('\n', out);
-}
-
-static void command_usage(const struct command *cmd, FILE *out)
-{
-	int col = fprintf(out, "usage: hako-cmd %s", cmd->name);
-	if (cmd->synopsis[0] != '\0') {
-		fputc(' ', out);
-		print_wrapped(out, cmd->synopsis, col + 1, col + 1, 80);
-	} else {
-		fputc('\n', out);
-	}
-	fputc('\n', out);
-	print_wrapped(out, cmd->summary, 0, 0, 80);
-	fprintf(out, "\noptions:\n%s%s", cmd->options, common_options);
-}
-
-static int usage_error(const struct command *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int usage_error(const struct command *cmd, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "hako-cmd%s%s: ", cmd != NULL ? " " : "", cmd != NULL ? cmd->name : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'hako-cmd %s%s--help'.\n", cmd != NULL ? cmd->name : "",
-	        cmd != NULL ? " " : "");
-	return EXIT_USAGE;
-}
-
-/* ---- option parsing shared by the commands ---- */
+/* ---- option parsing shared by the commands (tools/common/hako_cli) ---- */
 
 /* clang-format off */
 #define COMMON_LONG_OPTIONS {"domain", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}
 /* clang-format on */
 
 /* Handles -d, -h and parse errors. Returns -1 to go on, else the exit code. */
-static int common_option(const struct command *cmd, int c, char **argv)
+static int common_option(const hako_cli_command_t *cmd, int c, char **argv)
 {
-	switch (c) {
-	case 'd':
-		if (optarg[0] == '\0') {
-			return usage_error(cmd, "the domain name must not be empty");
-		}
-		opt_domain = optarg;
-		return -1;
-	case 'h': command_usage(cmd, stdout); return 0;
-	case ':': return usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-	case '?':
-		if (optopt != 0) {
-			return usage_error(cmd, "unknown option '-%c'", optopt);
-		}
-		return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	default: return usage_error(cmd, "unexpected option");
+	if (c != 'd') {
+		return hako_cli_common_option(cmd, c, argv);
 	}
+	if (optarg[0] == '\0') {
+		return hako_cli_usage_error(cmd, "the domain name must not be empty");
+	}
+	opt_domain = optarg;
+	return -1;
 }
 
-static int parse_i64(const struct command *cmd, const char *opt, const char *s, int64_t min,
+static int parse_i64(const hako_cli_command_t *cmd, const char *opt, const char *s, int64_t min,
                      int64_t *out)
 {
 	char *end;
 	errno = 0;
 	long long v = strtoll(s, &end, 10);
 	if (errno != 0 || end == s || *end != '\0' || v < min) {
-		return usage_error(cmd, "%s: '%s' is not an integer >= %lld", opt, s,
-		                   (long long)min);
+		return hako_cli_usage_error(cmd, "%s: '%s' is not an integer >= %lld", opt, s,
+		                            (long long)min);
 	}
 	*out = v;
 	return -1;
 }
 
-static int parse_double(const struct command *cmd, const char *opt, const char *s, double *out)
+static int parse_double(const hako_cli_command_t *cmd, const char *opt, const char *s, double *out)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno != 0 || end == s || *end != '\0' || !(v >= 0.0)) {
-		return usage_error(cmd, "%s: '%s' is not a number >= 0", opt, s);
+		return hako_cli_usage_error(cmd, "%s: '%s' is not a number >= 0", opt, s);
 	}
 	*out = v;
 	return -1;
 }
 
-static int no_operands(const struct command *cmd, int argc, char **argv)
+static int no_operands(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	if (optind < argc) {
-		return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+		return hako_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	}
 	return -1;
 }
@@ -361,7 +281,7 @@ static void stop_signals(sigset_t *set, int hup)
 
 /* ---- conductor ---- */
 
-static int cmd_conductor(const struct command *cmd, int argc, char **argv)
+static int cmd_conductor(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"delta-usec", required_argument, NULL, 'D'},
 	                                         {"max-delay-usec", required_argument, NULL, 'M'},
@@ -403,11 +323,12 @@ static int cmd_conductor(const struct command *cmd, int argc, char **argv)
 		mc.max_delay_usec = mc.delta_usec;
 	}
 	if (mc.real_time_factor > 1e6) {
-		return usage_error(cmd, "--real-time-factor: at most 1000000");
+		return hako_cli_usage_error(cmd, "--real-time-factor: at most 1000000");
 	}
 	if (mc.max_delay_usec < mc.delta_usec) {
-		return usage_error(cmd, "--max-delay-usec (%lld) must be >= --delta-usec (%lld)",
-		                   (long long)mc.max_delay_usec, (long long)mc.delta_usec);
+		return hako_cli_usage_error(
+		    cmd, "--max-delay-usec (%lld) must be >= --delta-usec (%lld)",
+		    (long long)mc.max_delay_usec, (long long)mc.delta_usec);
 	}
 
 	hako_domain_config_t cfg;
@@ -554,7 +475,8 @@ static void print_pending(hako_domain_t *dom, int event)
 	free(a);
 }
 
-static int transition(const struct command *cmd, const struct transition *t, int argc, char **argv)
+static int transition(const hako_cli_command_t *cmd, const struct transition *t, int argc,
+                      char **argv)
 {
 	static const struct option longopts[] = {{"no-wait", no_argument, NULL, 'n'},
 	                                         {"timeout-ms", required_argument, NULL, 't'},
@@ -633,21 +555,21 @@ out:
 	return rc;
 }
 
-static int cmd_start(const struct command *cmd, int argc, char **argv)
+static int cmd_start(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct transition t = {"start", hako_domain_start, HAKO_STATE_RUNNING,
 	                                    HAKO_EVENT_START};
 	return transition(cmd, &t, argc, argv);
 }
 
-static int cmd_stop(const struct command *cmd, int argc, char **argv)
+static int cmd_stop(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct transition t = {"stop", hako_domain_stop, HAKO_STATE_STOPPED,
 	                                    HAKO_EVENT_STOP};
 	return transition(cmd, &t, argc, argv);
 }
 
-static int cmd_reset(const struct command *cmd, int argc, char **argv)
+static int cmd_reset(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct transition t = {"reset", hako_domain_reset, HAKO_STATE_STOPPED,
 	                                    HAKO_EVENT_RESET};
@@ -656,7 +578,7 @@ static int cmd_reset(const struct command *cmd, int argc, char **argv)
 
 /* ---- status / ls / info ---- */
 
-static int simple_options(const struct command *cmd, int argc, char **argv)
+static int simple_options(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
 	int c, r;
@@ -678,7 +600,7 @@ static void print_conductor(const hako_domain_info_t *info)
 	}
 }
 
-static int cmd_status(const struct command *cmd, int argc, char **argv)
+static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	int r = simple_options(cmd, argc, argv);
 	if (r >= 0) {
@@ -716,7 +638,7 @@ static int cmd_status(const struct command *cmd, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_ls(const struct command *cmd, int argc, char **argv)
+static int cmd_ls(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	int r = simple_options(cmd, argc, argv);
 	if (r >= 0) {
@@ -754,7 +676,7 @@ static int cmd_ls(const struct command *cmd, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_info(const struct command *cmd, int argc, char **argv)
+static int cmd_info(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	int r = simple_options(cmd, argc, argv);
 	if (r >= 0) {
@@ -966,7 +888,7 @@ static char *pdu_json(const char *type_name, const uint8_t *buf, size_t len, cha
 	return json;
 }
 
-static int cmd_pdu(const struct command *cmd, int argc, char **argv)
+static int cmd_pdu(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"pdudef", required_argument, NULL, 'p'},
 	                                         {"type", required_argument, NULL, 't'},
@@ -1006,10 +928,10 @@ static int cmd_pdu(const struct command *cmd, int argc, char **argv)
 		}
 	}
 	if (argc - optind != 2) {
-		return usage_error(cmd, "need <robot> and <channel-id|name>");
+		return hako_cli_usage_error(cmd, "need <robot> and <channel-id|name>");
 	}
 	if (raw + hex + json_only > 1) {
-		return usage_error(cmd, "--raw, --hex and --json exclude each other");
+		return hako_cli_usage_error(cmd, "--raw, --hex and --json exclude each other");
 	}
 	struct pdu_target t;
 	int rc = 1;
@@ -1120,7 +1042,7 @@ static char *read_stdin(size_t *len)
 	return buf;
 }
 
-static int cmd_pdu_write(const struct command *cmd, int argc, char **argv)
+static int cmd_pdu_write(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"pdudef", required_argument, NULL, 'p'},
 	                                         {"type", required_argument, NULL, 't'},
@@ -1145,7 +1067,7 @@ static int cmd_pdu_write(const struct command *cmd, int argc, char **argv)
 		}
 	}
 	if (argc - optind != 3) {
-		return usage_error(cmd, "need <robot>, <name|channel-id> and '<json>'");
+		return hako_cli_usage_error(cmd, "need <robot>, <name|channel-id> and '<json>'");
 	}
 	struct pdu_target t;
 	hako_msg_registry_t *reg = NULL;
@@ -1228,7 +1150,7 @@ out:
 
 /* ---- types / type ---- */
 
-static int cmd_types(const struct command *cmd, int argc, char **argv)
+static int cmd_types(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	int r = simple_options(cmd, argc, argv);
 	if (r >= 0) {
@@ -1319,7 +1241,7 @@ static int print_fields(const hako_msg_type_t *t, uint32_t origin, int per_elem,
 	return relative;
 }
 
-static int cmd_type(const struct command *cmd, int argc, char **argv)
+static int cmd_type(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
 	int c, r;
@@ -1329,7 +1251,7 @@ static int cmd_type(const struct command *cmd, int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1) {
-		return usage_error(cmd, "need one <pkg/Type>");
+		return hako_cli_usage_error(cmd, "need one <pkg/Type>");
 	}
 	hako_msg_registry_t *reg = NULL;
 	const hako_msg_type_t *t;
@@ -1360,7 +1282,7 @@ static int cmd_type(const struct command *cmd, int argc, char **argv)
 
 /* ---- clean ---- */
 
-static int cmd_clean(const struct command *cmd, int argc, char **argv)
+static int cmd_clean(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"force", no_argument, NULL, 'f'}, COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
@@ -1477,7 +1399,7 @@ static void watch_block(const hako_domain_info_t *info, const hako_asset_info_t 
 	}
 }
 
-static int cmd_watch(const struct command *cmd, int argc, char **argv)
+static int cmd_watch(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"interval-ms", required_argument, NULL, 'i'},
 	                                         {"count", required_argument, NULL, 'n'},
@@ -1582,9 +1504,7 @@ static int cmd_watch(const struct command *cmd, int argc, char **argv)
 
 /* ---- dispatch ---- */
 
-static int cmd_help(const struct command *cmd, int argc, char **argv);
-
-static const struct command commands[] = {
+static const hako_cli_command_t commands[] = {
     {"conductor", "[--delta-usec N] [--max-delay-usec N] [--real-time-factor F] [--config FILE]",
      "create the domain and run its conductor in the foreground",
      "Create the domain and run its conductor (the master: state transitions, liveness, "
@@ -1668,29 +1588,17 @@ static const struct command commands[] = {
      "Remove the shared-memory segment of the domain (also one of another hako version).",
      "  -f, --force           remove it even though its conductor is alive\n", cmd_clean},
     {"help", "[command]", "help of hako-cmd or of a command",
-     "Show the help of hako-cmd or of one command.", "", cmd_help},
+     "Show the help of hako-cmd or of one command.", "", hako_cli_help},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-static const struct command *find_command(const char *name)
-{
-	for (size_t i = 0; i < NCOMMANDS; i++) {
-		if (strcmp(commands[i].name, name) == 0) {
-			return &commands[i];
-		}
-	}
-	return NULL;
-}
 
 static void tool_usage(FILE *out)
 {
 	fprintf(out, "usage: hako-cmd [-d NAME] <command> [options]\n\n"
 	             "Run the conductor of a hako domain (one shared-memory simulation on this "
 	             "machine),\nand look at or drive it.\n\ncommands:\n");
-	for (size_t i = 0; i < NCOMMANDS; i++) {
-		fprintf(out, "  %-10s  %s\n", commands[i].name, commands[i].brief);
-	}
+	hako_cli_list_commands(out, 10);
 	fprintf(out,
 	        "\noptions:\n%s  -V, --version         print the version\n\n"
 	        "'hako-cmd <command> --help' describes a command. Environment: HAKO_DOMAIN, "
@@ -1698,58 +1606,17 @@ static void tool_usage(FILE *out)
 	        common_options);
 }
 
-static int cmd_help(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	if (argc <= 1) {
-		tool_usage(stdout);
-		return 0;
-	}
-	const struct command *c = find_command(argv[1]);
-	if (c == NULL) {
-		return usage_error(NULL, "unknown command '%s'", argv[1]);
-	}
-	command_usage(c, stdout);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"domain", required_argument, NULL, 'd'},
-	                                         {"help", no_argument, NULL, 'h'},
-	                                         {"version", no_argument, NULL, 'V'},
-	                                         {NULL, 0, NULL, 0}};
-	int c;
-	opterr = 0;
-	/* '+': stop at the command name; its options are parsed by the command. */
-	while ((c = getopt_long(argc, argv, "+:d:hV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'd': opt_domain = optarg; break;
-		case 'h': tool_usage(stdout); return 0;
-		case 'V': printf("hako-cmd %s\n", HAKO_VERSION); return 0;
-		case ':': return usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
-		default:
-			if (optopt != 0) {
-				return usage_error(NULL, "unknown option '-%c'", optopt);
-			}
-			return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind >= argc) {
-		tool_usage(stderr);
-		return EXIT_USAGE;
-	}
-	const struct command *cmd = find_command(argv[optind]);
-	if (cmd == NULL) {
-		return usage_error(NULL, "unknown command '%s'", argv[optind]);
-	}
-	if (opt_domain != NULL && opt_domain[0] == '\0') {
-		return usage_error(NULL, "the domain name must not be empty");
-	}
-	int sub_argc = argc - optind;
-	char **sub_argv = argv + optind;
-	optind = 0; /* re-initialise getopt for the command's options; its argv[0] is its name */
-	int r = cmd->run(cmd, sub_argc, sub_argv);
-	fflush(stdout);
-	return r;
+	static const hako_cli_t cli = {
+	    .prog = "hako-cmd",
+	    .version = HAKO_VERSION,
+	    .commands = commands,
+	    .ncommands = NCOMMANDS,
+	    .common_options = common_options,
+	    .wrap_width = 80,
+	    .domain = &opt_domain,
+	    .usage = tool_usage,
+	};
+	return hako_cli_main(&cli, argc, argv);
 }

@@ -22,12 +22,12 @@
 #include "hako/msg.h"
 #include "hako/pdu.h"
 #include "hako/pdudef.h"
+#include "hako_cli.h"
 
 #ifndef HAKO_VERSION
 #define HAKO_VERSION "unknown"
 #endif
 
-#define EXIT_USAGE       2
 #define HEX_PREVIEW      64
 #define POLL_USEC        100000 /* signals and deadlines are looked at this often */
 #define FIRST_BUF        65536
@@ -71,13 +71,6 @@ static void errf(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static hako_time_t now_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (hako_time_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void sleep_usec(hako_time_t usec)
 {
 	struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};
@@ -87,72 +80,29 @@ static void sleep_usec(hako_time_t usec)
 
 /* ---- usage ---- */
 
-struct command {
-	const char *name;
-	const char *synopsis;
-	const char *summary;
-	const char *options;
-	int (*run)(const struct command *cmd, int argc, char **argv);
-};
-
 static const char common_options[] = "  -h, --help            show this help\n";
 
-static void command_usage(const struct command *cmd, FILE *out)
-{
-	fprintf(out, "usage: hako-endpoint %s %s\n\n%s\n\noptions:\n%s%s", cmd->name, cmd->synopsis,
-	        cmd->summary, cmd->options, common_options);
-}
-
-static int usage_error(const struct command *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int usage_error(const struct command *cmd, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "hako-endpoint%s%s: ", cmd != NULL ? " " : "",
-	        cmd != NULL ? cmd->name : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'hako-endpoint %s%s--help'.\n", cmd != NULL ? cmd->name : "",
-	        cmd != NULL ? " " : "");
-	return EXIT_USAGE;
-}
-
-/* Handles -h and parse errors. Returns -1 to go on, else the exit code. */
-static int common_option(const struct command *cmd, int c, char **argv)
-{
-	switch (c) {
-	case 'h': command_usage(cmd, stdout); return 0;
-	case ':': return usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-	case '?':
-		if (optopt != 0) {
-			return usage_error(cmd, "unknown option '-%c'", optopt);
-		}
-		return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	default: return usage_error(cmd, "unexpected option");
-	}
-}
-
-static int parse_u64(const struct command *cmd, const char *opt, const char *s, uint64_t min,
+static int parse_u64(const hako_cli_command_t *cmd, const char *opt, const char *s, uint64_t min,
                      uint64_t *out)
 {
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < min) {
-		return usage_error(cmd, "%s: '%s' is not an integer >= %" PRIu64, opt, s, min);
+		return hako_cli_usage_error(cmd, "%s: '%s' is not an integer >= %" PRIu64, opt, s,
+		                            min);
 	}
 	*out = v;
 	return -1;
 }
 
-static int parse_sec(const struct command *cmd, const char *opt, const char *s, double *out)
+static int parse_sec(const hako_cli_command_t *cmd, const char *opt, const char *s, double *out)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno != 0 || end == s || *end != '\0' || !(v > 0.0) || v > 1e9) {
-		return usage_error(cmd, "%s: '%s' is not a number of seconds > 0", opt, s);
+		return hako_cli_usage_error(cmd, "%s: '%s' is not a number of seconds > 0", opt, s);
 	}
 	*out = v;
 	return -1;
@@ -326,7 +276,7 @@ static void print_pdu(const hako_endpoint_t *ep, hako_msg_registry_t *reg, int r
 	free(json);
 }
 
-static int cmd_probe(const struct command *cmd, int argc, char **argv)
+static int cmd_probe(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"count", required_argument, NULL, 'n'},  {"timeout", required_argument, NULL, 't'},
@@ -347,14 +297,14 @@ static int cmd_probe(const struct command *cmd, int argc, char **argv)
 			raw = 1;
 			r = -1;
 			break;
-		default: r = common_option(cmd, c, argv); break;
+		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
 			return r;
 		}
 	}
 	if (argc - optind != 1) {
-		return usage_error(cmd, "need one <endpoint.json>");
+		return hako_cli_usage_error(cmd, "need one <endpoint.json>");
 	}
 	hako_endpoint_t *ep = NULL;
 	hako_msg_registry_t *reg = NULL;
@@ -374,7 +324,7 @@ static int cmd_probe(const struct command *cmd, int argc, char **argv)
 			reg = NULL;
 		}
 	}
-	hako_time_t deadline = timeout > 0 ? now_usec() + (hako_time_t)(timeout * 1e6) : -1;
+	hako_time_t deadline = timeout > 0 ? hako_now_usec() + (hako_time_t)(timeout * 1e6) : -1;
 	uint64_t got = 0;
 	int rc = 0;
 	while (!got_stop && (count == 0 || got < count)) {
@@ -406,7 +356,7 @@ static int cmd_probe(const struct command *cmd, int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		hako_time_t now = now_usec();
+		hako_time_t now = hako_now_usec();
 		if (deadline >= 0 && now >= deadline) {
 			if (count > 0) {
 				errf("%s: got %" PRIu64 " of %" PRIu64 " PDUs within %g s",
@@ -572,7 +522,7 @@ static int wait_peer(hako_endpoint_t *ep, const char *path, double wait_sec)
 	if (!is_connected_comm(ep)) {
 		return 0;
 	}
-	hako_time_t deadline = now_usec() + (hako_time_t)(wait_sec * 1e6);
+	hako_time_t deadline = hako_now_usec() + (hako_time_t)(wait_sec * 1e6);
 	hako_endpoint_stats_t s;
 	for (;;) {
 		hako_endpoint_get_stats(ep, &s);
@@ -587,7 +537,7 @@ static int wait_peer(hako_endpoint_t *ep, const char *path, double wait_sec)
 			got_usr1 = 0;
 			stats_to_stderr(ep);
 		}
-		if (now_usec() >= deadline) {
+		if (hako_now_usec() >= deadline) {
 			errf("%s: no peer connected to endpoint '%s' within %g s", path,
 			     hako_endpoint_name(ep), wait_sec);
 			return 1;
@@ -603,19 +553,19 @@ static void wait_flushed(hako_endpoint_t *ep, uint64_t out0, uint64_t drop0, uin
 	if (!is_connected_comm(ep)) {
 		return;
 	}
-	hako_time_t deadline = now_usec() + FLUSH_WAIT_USEC;
+	hako_time_t deadline = hako_now_usec() + FLUSH_WAIT_USEC;
 	hako_endpoint_stats_t s;
 	for (;;) {
 		hako_endpoint_get_stats(ep, &s);
 		if (s.frames_out - out0 >= sent || s.send_dropped != drop0 || s.peers == 0 ||
-		    now_usec() >= deadline || got_stop) {
+		    hako_now_usec() >= deadline || got_stop) {
 			return;
 		}
 		sleep_usec(1000);
 	}
 }
 
-static int cmd_send(const struct command *cmd, int argc, char **argv)
+static int cmd_send(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"json", required_argument, NULL, 'j'},
 	                                         {"json-file", required_argument, NULL, 'f'},
@@ -651,17 +601,18 @@ static int cmd_send(const struct command *cmd, int argc, char **argv)
 			opt_domain = optarg;
 			r = -1;
 			break;
-		default: r = common_option(cmd, c, argv); break;
+		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
 			return r;
 		}
 	}
 	if (argc - optind != 3) {
-		return usage_error(cmd, "need <endpoint.json>, <robot> and <pdu-name>");
+		return hako_cli_usage_error(cmd, "need <endpoint.json>, <robot> and <pdu-name>");
 	}
 	if ((json != NULL) + (json_file != NULL) + (hex != NULL) != 1) {
-		return usage_error(cmd, "give exactly one of --json, --json-file and --hex");
+		return hako_cli_usage_error(cmd,
+		                            "give exactly one of --json, --json-file and --hex");
 	}
 	const char *path = argv[optind], *robot = argv[optind + 1], *name = argv[optind + 2];
 	hako_endpoint_t *ep = NULL;
@@ -671,7 +622,7 @@ static int cmd_send(const struct command *cmd, int argc, char **argv)
 	int rc = 1, sending = 0;
 	char why[200];
 	if (hex != NULL && parse_hex(hex, &pdu, &len, why, sizeof(why)) != 0) {
-		return usage_error(cmd, "%s", why);
+		return hako_cli_usage_error(cmd, "%s", why);
 	}
 	if (json_file != NULL) {
 		text = read_file(json_file, &text_len);
@@ -741,7 +692,7 @@ out:
 
 /* ---- check ---- */
 
-static int cmd_check(const struct command *cmd, int argc, char **argv)
+static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"container", required_argument, NULL, 'c'},
 	                                         {"node", required_argument, NULL, 'n'},
@@ -759,20 +710,20 @@ static int cmd_check(const struct command *cmd, int argc, char **argv)
 			node = optarg;
 			r = -1;
 			break;
-		default: r = common_option(cmd, c, argv); break;
+		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
 			return r;
 		}
 	}
 	if ((container != NULL) != (node != NULL)) {
-		return usage_error(cmd, "--container and --node go together");
+		return hako_cli_usage_error(cmd, "--container and --node go together");
 	}
 	if (container != NULL ? argc != optind : argc - optind != 1) {
-		return usage_error(cmd,
-		                   container != NULL
-		                       ? "no <endpoint.json> with --container"
-		                       : "need one <endpoint.json> (or --container F --node ID)");
+		return hako_cli_usage_error(
+		    cmd, container != NULL
+		             ? "no <endpoint.json> with --container"
+		             : "need one <endpoint.json> (or --container F --node ID)");
 	}
 	hako_error_t err;
 	hako_error_clear(&err);
@@ -802,7 +753,7 @@ static int cmd_check(const struct command *cmd, int argc, char **argv)
 
 /* ---- stats ---- */
 
-static int cmd_stats(const struct command *cmd, int argc, char **argv)
+static int cmd_stats(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"interval", required_argument, NULL, 'i'},
 	                                         {"count", required_argument, NULL, 'n'},
@@ -820,14 +771,14 @@ static int cmd_stats(const struct command *cmd, int argc, char **argv)
 			opt_domain = optarg;
 			r = -1;
 			break;
-		default: r = common_option(cmd, c, argv); break;
+		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
 			return r;
 		}
 	}
 	if (argc - optind != 1) {
-		return usage_error(cmd, "need one <endpoint.json>");
+		return hako_cli_usage_error(cmd, "need one <endpoint.json>");
 	}
 	hako_endpoint_t *ep = NULL;
 	if (open_endpoint(argv[optind], &ep) != 0) {
@@ -841,7 +792,7 @@ static int cmd_stats(const struct command *cmd, int argc, char **argv)
 	/* The cache is drained so a queue does not count its overflow as recv_dropped. */
 	size_t cap = FIRST_BUF;
 	uint8_t *buf = malloc(cap);
-	hako_time_t start = now_usec(), step = (hako_time_t)(interval * 1e6);
+	hako_time_t start = hako_now_usec(), step = (hako_time_t)(interval * 1e6);
 	hako_time_t next = start + step;
 	uint64_t lines = 0;
 	char line[600];
@@ -862,7 +813,7 @@ static int cmd_stats(const struct command *cmd, int argc, char **argv)
 			}
 		}
 		hako_endpoint_process_recv_events(ep);
-		hako_time_t now = now_usec();
+		hako_time_t now = hako_now_usec();
 		if (now >= next || got_usr1) {
 			got_usr1 = 0;
 			format_stats(ep, line, sizeof(line));
@@ -886,10 +837,9 @@ static int cmd_stats(const struct command *cmd, int argc, char **argv)
 
 /* ---- commands ---- */
 
-static int cmd_help(const struct command *cmd, int argc, char **argv);
-
-static const struct command commands[] = {
+static const hako_cli_command_t commands[] = {
     {"probe", "<endpoint.json> [--count N] [--timeout SEC] [--domain NAME] [--raw]",
+     "print every PDU an endpoint receives, as JSON lines",
      "Open and start the endpoint and print every PDU it receives, one JSON object per line:\n"
      "{\"robot\", \"channel_id\", \"pdu\" (its name in the pdudef, or null), \"bytes\", and\n"
      "\"data\" (the PDU as JSON when the pdudef gives its type and it decodes) or \"hex\"\n"
@@ -903,6 +853,7 @@ static const struct command commands[] = {
     {"send",
      "<endpoint.json> ROBOT PDU_NAME (--json JSON | --json-file F | --hex HEX) [--count N] "
      "[--interval-ms M] [--wait-peer SEC] [--domain NAME]",
+     "send a PDU given as JSON or hex",
      "Encode JSON as a PDU of the type the pdudef gives (missing fields are zero), or take the\n"
      "bytes of --hex, and send it through the endpoint. A tcp or websocket endpoint first waits\n"
      "for a peer to connect. Exits 0 once every PDU has been handed to a peer.",
@@ -915,6 +866,7 @@ static const struct command commands[] = {
      "  -d, --domain NAME     the domain of an shm comm (default: $HAKO_DOMAIN)\n",
      cmd_send},
     {"check", "<endpoint.json> | --container <container.json> --node ID",
+     "validate an endpoint or container file",
      "Load and validate an endpoint file and the files it names (cache, comm, pdudef), or the\n"
      "endpoints of one node of a container file. Prints \"ok\", or the error as\n"
      "file:line:column: message on stderr (exit 1). Nothing is opened or bound.",
@@ -922,6 +874,7 @@ static const struct command commands[] = {
      "  -n, --node ID         the node whose endpoints to check\n",
      cmd_check},
     {"stats", "<endpoint.json> [--interval SEC] [--count N] [--domain NAME]",
+     "print an endpoint's statistics periodically",
      "Open and start the endpoint and print its statistics every interval, on SIGUSR1 and at\n"
      "exit (Ctrl-C), one line each. What arrives is read and discarded. A server or udp\n"
      "endpoint first prints \"port N\".",
@@ -929,85 +882,35 @@ static const struct command commands[] = {
      "  -n, --count N         stop after N lines\n"
      "  -d, --domain NAME     the domain of an shm comm (default: $HAKO_DOMAIN)\n",
      cmd_stats},
-    {"help", "[command]", "Show the help of hako-endpoint or of one command.", "", cmd_help},
+    {"help", "[command]", "help of a command", "Show the help of hako-endpoint or of one command.",
+     "", hako_cli_help},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-static const struct command *find_command(const char *name)
-{
-	for (size_t i = 0; i < NCOMMANDS; i++) {
-		if (strcmp(commands[i].name, name) == 0) {
-			return &commands[i];
-		}
-	}
-	return NULL;
-}
 
 static void tool_usage(FILE *out)
 {
 	fprintf(out, "usage: hako-endpoint <command> [options]\n\n"
 	             "Open PDU endpoints (endpoint JSON files: cache + comm + pdudef) from the "
-	             "shell.\n\ncommands:\n"
-	             "  probe   print every PDU an endpoint receives, as JSON lines\n"
-	             "  send    send a PDU given as JSON or hex\n"
-	             "  check   validate an endpoint or container file\n"
-	             "  stats   print an endpoint's statistics periodically\n"
-	             "  help    help of a command\n\n"
-	             "options:\n  -h, --help            show this help\n"
+	             "shell.\n\ncommands:\n");
+	hako_cli_list_commands(out, 6);
+	fprintf(out, "\noptions:\n  -h, --help            show this help\n"
 	             "  -V, --version         print the version\n\n"
 	             "'hako-endpoint <command> --help' describes a command. Environment: "
 	             "HAKO_DOMAIN,\nHAKO_MSG_PATH, HAKO_LOG=debug|info|warn|error.\n"
 	             "Exit codes: 0 ok, 1 runtime or config error, 2 usage error.\n");
 }
 
-static int cmd_help(const struct command *cmd, int argc, char **argv)
-{
-	(void)cmd;
-	if (argc <= 1) {
-		tool_usage(stdout);
-		return 0;
-	}
-	const struct command *c = find_command(argv[1]);
-	if (c == NULL) {
-		return usage_error(NULL, "unknown command '%s'", argv[1]);
-	}
-	command_usage(c, stdout);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {"version", no_argument, NULL, 'V'},
-	                                         {NULL, 0, NULL, 0}};
-	int c;
-	opterr = 0;
-	/* '+': stop at the command name; its options are parsed by the command. */
-	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h': tool_usage(stdout); return 0;
-		case 'V': printf("hako-endpoint %s\n", HAKO_VERSION); return 0;
-		default:
-			if (optopt != 0) {
-				return usage_error(NULL, "unknown option '-%c'", optopt);
-			}
-			return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind >= argc) {
-		tool_usage(stderr);
-		return EXIT_USAGE;
-	}
-	const struct command *cmd = find_command(argv[optind]);
-	if (cmd == NULL) {
-		return usage_error(NULL, "unknown command '%s'", argv[optind]);
-	}
-	install_signals();
-	int sub_argc = argc - optind;
-	char **sub_argv = argv + optind;
-	optind = 0; /* re-initialise getopt for the command's options; its argv[0] is its name */
-	int r = cmd->run(cmd, sub_argc, sub_argv);
-	fflush(stdout);
-	return r;
+	static const hako_cli_t cli = {
+	    .prog = "hako-endpoint",
+	    .version = HAKO_VERSION,
+	    .commands = commands,
+	    .ncommands = NCOMMANDS,
+	    .common_options = common_options,
+	    .usage = tool_usage,
+	    .before_run = install_signals,
+	};
+	return hako_cli_main(&cli, argc, argv);
 }

@@ -51,47 +51,13 @@ static void put(const char *name, const char *fmt, ...)
 
 /* ---- the daemon as a child ---- */
 
-typedef struct run {
-	char *argv[16];
-	const char *log;
-} run_t;
-
-static void exec_tool(void *arg)
-{
-	run_t *r = arg;
-	int fd = open(r->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		dup2(fd, 1);
-		close(fd);
-	}
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	execv(r->argv[0], r->argv);
-	_exit(127);
-}
-
-static char *slurp(const char *path)
-{
-	static char buf[16384];
-	buf[0] = '\0';
-	FILE *f = fopen(path, "r");
-	if (f != NULL) {
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		buf[n] = '\0';
-		fclose(f);
-	}
-	return buf;
-}
-
 /* The port the daemon's log (-v) says endpoint `name` is bound to; 0 while its line is not
  * complete there. */
 static unsigned logged_port(const char *log, const char *name)
 {
 	char pat[128];
 	snprintf(pat, sizeof(pat), "endpoint '%s' bound to port ", name);
-	const char *at = strstr(slurp(log), pat);
+	const char *at = strstr(htu_slurp(log), pat);
 	unsigned port = 0;
 	char end = 0;
 	if (at == NULL || sscanf(at + strlen(pat), "%u%c", &port, &end) != 2 || end != '\n') {
@@ -112,18 +78,18 @@ static int count_of(const char *hay, const char *needle)
 /* Run the tool to its end; its exit code, output in *out. */
 static int run_to_end(const char *const *args, char **out)
 {
-	run_t r;
+	htu_exec_t r;
 	memset(&r, 0, sizeof(r));
 	r.argv[0] = (char *)tool;
 	for (int i = 0; args[i] != NULL; i++) {
 		r.argv[i + 1] = (char *)args[i];
 	}
 	r.log = path_of("short.log");
-	pid_t pid = htu_fork(exec_tool, &r);
+	pid_t pid = htu_fork(htu_exec_main, &r);
 	assert_true(pid > 0);
 	int status = 0;
 	assert_int_equal(htu_wait_child(pid, HTU_TIMEOUT_USEC, &status), 0);
-	*out = slurp(r.log);
+	*out = htu_slurp(r.log);
 	assert_true(WIFEXITED(status));
 	return WEXITSTATUS(status);
 }
@@ -289,7 +255,7 @@ static void test_forward_control_signals(void **state)
 	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"imm\"}],\n"
 	    "   \"epoch_validation\": true}]}\n");
 
-	run_t r;
+	htu_exec_t r;
 	memset(&r, 0, sizeof(r));
 	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* path_of reuses its buffers */
 	snprintf(sock, sizeof(sock), "%s", path_of("ctl.sock"));
@@ -301,14 +267,14 @@ static void test_forward_control_signals(void **state)
 	char log_path[400];
 	snprintf(log_path, sizeof(log_path), "%s", path_of("bridge.log"));
 	r.log = log_path;
-	pid_t pid = htu_fork(exec_tool, &r);
+	pid_t pid = htu_fork(htu_exec_main, &r);
 	assert_true(pid > 0);
 	ctl_connect(sock);
 	int ok;
 	unsigned src_port = 0;
 	HTU_WAIT_UNTIL(ok, (src_port = logged_port(r.log, "src")) != 0, HTU_TIMEOUT_USEC);
 	if (!ok) {
-		fail_msg("the bridge did not say its src port:\n%s", slurp(r.log));
+		fail_msg("the bridge did not say its src port:\n%s", htu_slurp(r.log));
 	}
 	assert_true(src_port < 65536 && src_port != rx_port);
 	write_tcp_endpoint("tx", "client", src_port);
@@ -359,10 +325,11 @@ static void test_forward_control_signals(void **state)
 
 	/* SIGUSR1: statistics on stderr, and the daemon goes on */
 	assert_int_equal(kill(pid, SIGUSR1), 0);
-	HTU_WAIT_UNTIL(ok, strstr(slurp(r.log), "hako-bridge: connection c1: forwarded=4 ") != NULL,
+	HTU_WAIT_UNTIL(ok,
+	               strstr(htu_slurp(r.log), "hako-bridge: connection c1: forwarded=4 ") != NULL,
 	               HTU_TIMEOUT_USEC);
 	if (!ok) {
-		fail_msg("no statistics after SIGUSR1:\n%s", slurp(r.log));
+		fail_msg("no statistics after SIGUSR1:\n%s", htu_slurp(r.log));
 	}
 	send_pdu(tx, 8, 7);
 	wait_seen(8);
@@ -373,7 +340,7 @@ static void test_forward_control_signals(void **state)
 	assert_int_equal(kill(pid, SIGTERM), 0);
 	int status = 0;
 	assert_int_equal(htu_wait_child(pid, HTU_TIMEOUT_USEC, &status), 0);
-	char *log = slurp(r.log);
+	char *log = htu_slurp(r.log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fail_msg("hako-bridge did not exit cleanly (status 0x%x):\n%s", status, log);
 	}

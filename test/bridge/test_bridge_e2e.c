@@ -98,19 +98,6 @@ static void put(struct fx *f, const char *name, const char *fmt, ...)
 	assert_int_equal(htu_write_file(path_in(f, name), text), 0);
 }
 
-static char *slurp(const char *path)
-{
-	static char buf[65536];
-	buf[0] = '\0';
-	FILE *fp = fopen(path, "r");
-	if (fp != NULL) {
-		size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-		buf[n] = '\0';
-		fclose(fp);
-	}
-	return buf;
-}
-
 /* A port nobody listens on now (bound to port 0, then released; the kernel hands ports out in
  * turn, so it is not handed out again at once). For the dead destination only: live servers
  * bind port 0 themselves. */
@@ -205,32 +192,11 @@ static void write_config(struct fx *f, int with_dead)
 
 /* ---- the daemons ---- */
 
-struct exec_args {
-	char *argv[16];
-	const char *log;
-};
-
-static void exec_tool(void *arg)
-{
-	struct exec_args *x = arg;
-	int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		dup2(fd, 1);
-		close(fd);
-	}
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	execv(x->argv[0], x->argv);
-	_exit(127);
-}
-
 static void start_daemon(struct fx *f, struct daemon *d, const char *node, const char *domain,
                          const char *control)
 {
 	snprintf(d->log, sizeof(d->log), "%s/%s.log", f->dir, node);
-	struct exec_args x;
+	htu_exec_t x;
 	memset(&x, 0, sizeof(x));
 	const char *args[] = {tool,       path_in(f, "bridge.json"),
 	                      "--node",   node,
@@ -241,7 +207,7 @@ static void start_daemon(struct fx *f, struct daemon *d, const char *node, const
 		x.argv[i] = (char *)args[i];
 	}
 	x.log = d->log;
-	d->pid = htu_fork(exec_tool, &x);
+	d->pid = htu_fork(htu_exec_main, &x);
 	assert_true(d->pid > 0);
 }
 
@@ -250,10 +216,11 @@ static const char *wait_log(struct daemon *d, const char *what)
 {
 	const char *at = NULL;
 	int ok;
-	HTU_WAIT_UNTIL(ok, (at = strstr(slurp(d->log), what)) != NULL || htu_child_exited(d->pid),
+	HTU_WAIT_UNTIL(ok,
+	               (at = strstr(htu_slurp(d->log), what)) != NULL || htu_child_exited(d->pid),
 	               HTU_TIMEOUT_USEC);
 	if (!ok || at == NULL) {
-		fail_msg("no '%s' in %s:\n%s", what, d->log, slurp(d->log));
+		fail_msg("no '%s' in %s:\n%s", what, d->log, htu_slurp(d->log));
 	}
 	return at + strlen(what);
 }
@@ -265,7 +232,7 @@ static char *stop_daemon(struct daemon *d)
 	int status = 0;
 	assert_int_equal(htu_wait_child(d->pid, HTU_TIMEOUT_USEC, &status), 0);
 	d->pid = 0;
-	char *log = slurp(d->log);
+	char *log = htu_slurp(d->log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fail_msg("%s: no clean exit (status 0x%x):\n%s", d->log, status, log);
 	}
@@ -349,7 +316,8 @@ static void probe_path(struct fx *f)
 	int got = 0;
 	while (!got) {
 		if (hako_now_usec() > deadline) {
-			fail_msg("no probe reached domain B in 10 s\nn1:\n%s", slurp(f->n1.log));
+			fail_msg("no probe reached domain B in 10 s\nn1:\n%s",
+			         htu_slurp(f->n1.log));
 		}
 		write_a(f, PROBE | ++f->probe);
 		got = read_b(f, 20000, &v, &seq, buf) == 0;
@@ -514,7 +482,7 @@ static void test_dead_destination(void **state)
 	}
 	assert_int_equal(fwd, f->seen_b);
 	/* logged once per failure streak, not once per PDU */
-	const char *log = slurp(f->n1.log);
+	const char *log = htu_slurp(f->n1.log);
 	const char *warn = "destination 'n1_dead': R/0 not sent";
 	const char *w = strstr(log, warn);
 	assert_non_null(w);

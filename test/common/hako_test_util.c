@@ -334,6 +334,35 @@ int htu_write_file(const char *path, const char *text)
 	return ok ? 0 : -1;
 }
 
+char *htu_slurp(const char *path)
+{
+	static char buf[65536];
+	buf[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f != NULL) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+void htu_exec_main(void *arg)
+{
+	htu_exec_t *x = arg;
+	int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		dup2(fd, 1);
+		close(fd);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execv(x->argv[0], x->argv);
+	_exit(127);
+}
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;

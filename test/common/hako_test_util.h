@@ -58,6 +58,17 @@ const char *htu_tmpdir(char *buf, size_t len);
 int htu_write_file(const char *path, const char *text);
 /* Remove every tracked temporary directory. */
 void htu_remove_tmpdirs(void);
+/* The text of file path (at most 64 KiB; "" when it cannot be read) in a static buffer that the
+ * next call overwrites. */
+char *htu_slurp(const char *path);
+
+/* A program run in a child (htu_fork(htu_exec_main, &x)): argv[0] executed with stdout and
+ * stderr to log (created or truncated) and no signal blocked; exit status 127 if it cannot run. */
+typedef struct htu_exec {
+	char *argv[16];
+	const char *log;
+} htu_exec_t;
+void htu_exec_main(void *arg);
 
 void htu_sleep_usec(hako_time_t usec);
 

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hako/domain.h"
 #include "hako/endpoint.h"
 
 #define PEER_MAGIC  0x52505045u /* "EPPR" */
@@ -46,13 +47,6 @@ static void on_term(int sig)
 {
 	(void)sig;
 	got_term = 1;
-}
-
-static hako_time_t now_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (hako_time_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void sleep_usec(hako_time_t usec)
@@ -232,7 +226,7 @@ static hako_time_t timeout_usec = 30000000;
 /* Wait until *counter >= want (want 0: until SIGTERM). 0, or -1 after a message. */
 static int wait_count(_Atomic uint64_t *counter, uint64_t want, const char *what)
 {
-	hako_time_t deadline = now_usec() + timeout_usec;
+	hako_time_t deadline = hako_now_usec() + timeout_usec;
 	while (want == 0 || atomic_load(counter) < want) {
 		if (atomic_load(&rx.bad)) {
 			fail("%s", rx.why);
@@ -245,7 +239,7 @@ static int wait_count(_Atomic uint64_t *counter, uint64_t want, const char *what
 			                    -1);
 		}
 		hako_endpoint_process_recv_events(rx.ep);
-		if (want != 0 && now_usec() >= deadline) {
+		if (want != 0 && hako_now_usec() >= deadline) {
 			fail("timeout: %" PRIu64 " of %" PRIu64 " %s", atomic_load(counter), want,
 			     what);
 			return -1;
@@ -267,7 +261,7 @@ static int connected_comm(hako_endpoint_t *ep)
 
 static int wait_peers(hako_endpoint_t *ep, uint32_t peers)
 {
-	hako_time_t deadline = now_usec() + timeout_usec;
+	hako_time_t deadline = hako_now_usec() + timeout_usec;
 	hako_endpoint_stats_t st;
 	if (!connected_comm(ep)) {
 		return 0;
@@ -278,7 +272,7 @@ static int wait_peers(hako_endpoint_t *ep, uint32_t peers)
 			say("peers %u", (unsigned)st.peers);
 			return 0;
 		}
-		if (got_term || now_usec() >= deadline) {
+		if (got_term || hako_now_usec() >= deadline) {
 			fail("%u of %u peers connected", (unsigned)st.peers, (unsigned)peers);
 			return -1;
 		}
@@ -289,7 +283,7 @@ static int wait_peers(hako_endpoint_t *ep, uint32_t peers)
 /* Until frames_out grew by want (each PDU written to each peer). */
 static int wait_written(hako_endpoint_t *ep, uint64_t out0, uint64_t want)
 {
-	hako_time_t deadline = now_usec() + timeout_usec;
+	hako_time_t deadline = hako_now_usec() + timeout_usec;
 	hako_endpoint_stats_t st;
 	if (!connected_comm(ep)) {
 		return 0;
@@ -299,7 +293,7 @@ static int wait_written(hako_endpoint_t *ep, uint64_t out0, uint64_t want)
 		if (st.frames_out - out0 >= want) {
 			return 0;
 		}
-		if (got_term || now_usec() >= deadline) {
+		if (got_term || hako_now_usec() >= deadline) {
 			fail("written %" PRIu64 " of %" PRIu64 " frames (send_dropped %" PRIu64 ")",
 			     st.frames_out - out0, want, st.send_dropped);
 			return -1;
@@ -314,14 +308,14 @@ static int send_one(hako_endpoint_t *ep, const hako_pdu_key_t *key, uint8_t *buf
                     uint32_t seq)
 {
 	fill_pdu(buf, size, seq);
-	hako_time_t deadline = now_usec() + timeout_usec;
+	hako_time_t deadline = hako_now_usec() + timeout_usec;
 	for (;;) {
 		int r = hako_endpoint_send(ep, key, buf, size);
 		if (r == 0) {
 			return 0;
 		}
 		/* A client between two connections (reconnect test): try again. */
-		if (r != HAKO_ENOTCONN || got_term || now_usec() >= deadline) {
+		if (r != HAKO_ENOTCONN || got_term || hako_now_usec() >= deadline) {
 			fail("send seq %" PRIu32 ": %s", seq, hako_strerror(r));
 			return -1;
 		}
@@ -384,7 +378,7 @@ static int run_recv_any(hako_endpoint_t *ep, uint64_t n)
 	/* No keys: recv_next, each key's sequence numbers checked. */
 	size_t cap = 1u << 20;
 	uint8_t *buf = malloc(cap);
-	hako_time_t deadline = now_usec() + timeout_usec;
+	hako_time_t deadline = hako_now_usec() + timeout_usec;
 	uint64_t got = 0;
 	while (buf != NULL && (n == 0 || got < n)) {
 		hako_pdu_key_t key;
@@ -402,7 +396,7 @@ static int run_recv_any(hako_endpoint_t *ep, uint64_t n)
 			got++;
 			continue;
 		}
-		if (atomic_load(&rx.bad) || got_term || now_usec() >= deadline) {
+		if (atomic_load(&rx.bad) || got_term || hako_now_usec() >= deadline) {
 			break;
 		}
 		hako_endpoint_process_recv_events(ep);
@@ -429,9 +423,9 @@ static int run_ping(hako_endpoint_t *ep, const struct opts *o, uint64_t n,
 			free(buf);
 			return -1;
 		}
-		hako_time_t deadline = now_usec() + timeout_usec;
+		hako_time_t deadline = hako_now_usec() + timeout_usec;
 		while (atomic_load(&rx.last_seq) != seq) {
-			if (atomic_load(&rx.bad) || got_term || now_usec() >= deadline) {
+			if (atomic_load(&rx.bad) || got_term || hako_now_usec() >= deadline) {
 				fail("ping seq %" PRIu32 ": no reply (last %" PRIu32 ")%s%s", seq,
 				     atomic_load(&rx.last_seq), rx.bad ? ": " : "",
 				     rx.bad ? rx.why : "");

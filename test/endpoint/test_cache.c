@@ -12,16 +12,9 @@
 
 #include <cmocka.h>
 
-#include "hako/endpoint_cache.h"
+#include "ep_test_util.h"
 
-static hako_pdu_key_t key(const char *robot, int32_t ch)
-{
-	hako_pdu_key_t k;
-	memset(&k, 0, sizeof(k));
-	snprintf(k.robot, sizeof(k.robot), "%s", robot);
-	k.channel_id = ch;
-	return k;
-}
+#include "hako/endpoint_cache.h"
 
 static void write_u32(hako_cache_t *c, const hako_pdu_key_t *k, uint32_t v)
 {
@@ -51,8 +44,8 @@ static void test_latest_overwrite(void **state)
 	(void)state;
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(HAKO_CACHE_LATEST, 1, &c), 0);
-	hako_pdu_key_t a = key("drone", 1);
-	hako_pdu_key_t b = key("drone", 2);
+	hako_pdu_key_t a = ept_key("drone", 1);
+	hako_pdu_key_t b = ept_key("drone", 2);
 	uint32_t v;
 	size_t len;
 	assert_int_equal(hako_cache_read(c, &a, &v, sizeof(v), &len), HAKO_EAGAIN);
@@ -83,7 +76,7 @@ static void test_queue_fifo(void **state)
 	(void)state;
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(HAKO_CACHE_QUEUE, 8, &c), 0);
-	hako_pdu_key_t a = key("rover", 0);
+	hako_pdu_key_t a = ept_key("rover", 0);
 	for (uint32_t i = 1; i <= 5; i++) {
 		write_u32(c, &a, i);
 	}
@@ -107,7 +100,7 @@ static void test_queue_overflow(void **state)
 	(void)state;
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(HAKO_CACHE_QUEUE, 3, &c), 0);
-	hako_pdu_key_t a = key("rover", 0);
+	hako_pdu_key_t a = ept_key("rover", 0);
 	for (uint32_t i = 1; i <= 5; i++) {
 		write_u32(c, &a, i);
 	}
@@ -134,7 +127,7 @@ static void test_read_next_queue(void **state)
 	(void)state;
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(HAKO_CACHE_QUEUE, 4, &c), 0);
-	hako_pdu_key_t a = key("a", 1), b = key("b", 1), a2 = key("a", 2);
+	hako_pdu_key_t a = ept_key("a", 1), b = ept_key("b", 1), a2 = ept_key("a", 2);
 	write_u32(c, &a, 1);
 	write_u32(c, &b, 2);
 	write_u32(c, &a, 3);
@@ -166,7 +159,7 @@ static void test_read_next_latest(void **state)
 	(void)state;
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(HAKO_CACHE_LATEST, 1, &c), 0);
-	hako_pdu_key_t a = key("a", 1), b = key("b", 1), d = key("d", 7);
+	hako_pdu_key_t a = ept_key("a", 1), b = ept_key("b", 1), d = ept_key("d", 7);
 	write_u32(c, &a, 1);
 	write_u32(c, &b, 2);
 	write_u32(c, &a, 3); /* a stays first (first pending write), with its latest value */
@@ -197,7 +190,7 @@ static void check_too_big(hako_cache_mode_t mode)
 {
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(mode, 2, &c), 0);
-	hako_pdu_key_t a = key("a", 1);
+	hako_pdu_key_t a = ept_key("a", 1);
 	char data[64];
 	memset(data, 7, sizeof(data));
 	assert_int_equal(hako_cache_write(c, &a, data, sizeof(data)), 0);
@@ -251,7 +244,7 @@ static void test_subscribers(void **state)
 	(void)state;
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(HAKO_CACHE_LATEST, 1, &c), 0);
-	hako_pdu_key_t a = key("a", 1), b = key("b", 1);
+	hako_pdu_key_t a = ept_key("a", 1), b = ept_key("b", 1);
 	struct sub_rec r1 = {.c = c}, r2 = {.c = c}, rb = {.c = c};
 	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &r1), 0);
 	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &r2), 0);
@@ -304,11 +297,11 @@ static void test_bad_args(void **state)
 	assert_int_equal(hako_cache_create(HAKO_CACHE_LATEST, 0, &c), HAKO_EINVAL);
 	assert_int_equal(hako_cache_create((hako_cache_mode_t)7, 1, &c), HAKO_EINVAL);
 	assert_int_equal(hako_cache_create(HAKO_CACHE_QUEUE, HAKO_CACHE_MAX_DEPTH, &c), 0);
-	hako_pdu_key_t k = key("x", 0);
+	hako_pdu_key_t k = ept_key("x", 0);
 	memset(k.robot, 'r', sizeof(k.robot)); /* not terminated */
 	uint32_t v = 1;
 	assert_int_equal(hako_cache_write(c, &k, &v, sizeof(v)), HAKO_EINVAL);
-	k = key("x", 0);
+	k = ept_key("x", 0);
 	assert_int_equal(hako_cache_write(c, &k, NULL, 4), HAKO_EINVAL);
 	assert_int_equal(hako_cache_write(c, &k, NULL, 0), 0); /* an empty PDU is a PDU */
 	size_t len = 99;
@@ -323,11 +316,11 @@ static void test_many_keys(void **state)
 	hako_cache_t *c = NULL;
 	assert_int_equal(hako_cache_create(HAKO_CACHE_QUEUE, 2, &c), 0);
 	for (uint32_t i = 0; i < 1000; i++) {
-		hako_pdu_key_t k = key(i % 2 ? "odd" : "even", (int32_t)i);
+		hako_pdu_key_t k = ept_key(i % 2 ? "odd" : "even", (int32_t)i);
 		write_u32(c, &k, i);
 	}
 	for (uint32_t i = 0; i < 1000; i += 7) {
-		hako_pdu_key_t k = key(i % 2 ? "odd" : "even", (int32_t)i);
+		hako_pdu_key_t k = ept_key(i % 2 ? "odd" : "even", (int32_t)i);
 		assert_int_equal(read_u32(c, &k), i);
 	}
 	hako_cache_stats_t st;
@@ -358,8 +351,8 @@ static int writers_done;
 static void *writer_main(void *arg)
 {
 	struct stress *s = arg;
-	hako_pdu_key_t own = key(s->writer == 0 ? "w0" : "w1", 3);
-	hako_pdu_key_t shared = key("shared", 3);
+	hako_pdu_key_t own = ept_key(s->writer == 0 ? "w0" : "w1", 3);
+	hako_pdu_key_t shared = ept_key("shared", 3);
 	for (uint32_t i = 0; i < STRESS_N; i++) {
 		struct pdu p = {s->writer, i};
 		if (hako_cache_write(s->c, i % 3 == 0 ? &shared : &own, &p, sizeof(p)) != 0) {

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "ep_test_util.h"
+
 #include "hako/endpoint.h"
 #include "hako_test_util.h"
 
@@ -60,15 +62,6 @@ static int teardown(void **state)
 	(void)state;
 	htu_remove_tmpdirs();
 	return 0;
-}
-
-static hako_pdu_key_t key(const char *robot, int32_t ch)
-{
-	hako_pdu_key_t k;
-	memset(&k, 0, sizeof(k));
-	snprintf(k.robot, sizeof(k.robot), "%s", robot);
-	k.channel_id = ch;
-	return k;
 }
 
 struct seen {
@@ -144,7 +137,7 @@ static void test_bus_queue_next_and_drops(void **state)
 	hako_endpoint_t *ep = NULL;
 	hako_error_t err;
 	assert_int_equal(hako_endpoint_open(path_of("fifo.json"), &ep, &err), 0);
-	hako_pdu_key_t a = key("A", 0), b = key("B", 5);
+	hako_pdu_key_t a = ept_key("A", 0), b = ept_key("B", 5);
 	/* no pdudef: names do not resolve, keys work */
 	assert_int_equal(hako_endpoint_resolve(ep, "A", "x", NULL, NULL), HAKO_ENOENT);
 	assert_null(hako_endpoint_pdu_name(ep, &a));
@@ -180,7 +173,7 @@ static void test_bus_queue_next_and_drops(void **state)
 	assert_int_equal(st.recv_dropped, 2);
 	assert_int_equal(st.frames_in, 10);
 	/* bad arguments */
-	hako_pdu_key_t empty = key("", 0);
+	hako_pdu_key_t empty = ept_key("", 0);
 	assert_int_equal(hako_endpoint_send(ep, &empty, &v, 1), HAKO_EINVAL);
 	assert_int_equal(hako_endpoint_send(ep, NULL, &v, 1), HAKO_EINVAL);
 	assert_int_equal(hako_endpoint_send(NULL, &a, &v, 1), HAKO_EINVAL);
@@ -219,7 +212,7 @@ static void test_wait_wakes_on_arrival(void **state)
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
 	struct timespec ts = {0, 20 * 1000 * 1000};
 	nanosleep(&ts, NULL);
-	hako_pdu_key_t a = key("A", 0);
+	hako_pdu_key_t a = ept_key("A", 0);
 	unsigned char v = 42;
 	assert_int_equal(hako_endpoint_send(ep, &a, &v, 1), 0);
 	pthread_join(t, NULL);

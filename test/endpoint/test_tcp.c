@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -28,12 +27,12 @@
 #include "hako/endpoint_config.h"
 #include "hako/frame.h"
 
-#define WAIT_MS 10000
+#include "ep_test_util.h"
+
 #define MAX_EPS 8
 #define MAX_FDS 8
 
 typedef struct fx {
-	char dir[64];
 	hako_endpoint_t *eps[MAX_EPS];
 	int fds[MAX_FDS];
 } fx_t;
@@ -47,8 +46,7 @@ static int setup(void **state)
 	for (int i = 0; i < MAX_FDS; i++) {
 		fx->fds[i] = -1;
 	}
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/hako_test_tcp_XXXXXX");
-	if (mkdtemp(fx->dir) == NULL) {
+	if (ept_setup_dir("hako_test_tcp") != 0) {
 		free(fx);
 		return -1;
 	}
@@ -67,31 +65,8 @@ static int teardown(void **state)
 			close(fx->fds[i]);
 		}
 	}
-	DIR *d = opendir(fx->dir);
-	if (d != NULL) {
-		struct dirent *e;
-		char p[512];
-		while ((e = readdir(d)) != NULL) {
-			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-				snprintf(p, sizeof(p), "%s/%s", fx->dir, e->d_name);
-				unlink(p);
-			}
-		}
-		closedir(d);
-	}
-	rmdir(fx->dir);
 	free(fx);
-	return 0;
-}
-
-static void write_file(fx_t *fx, const char *name, const char *text)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", fx->dir, name);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	return ept_remove_dir();
 }
 
 /* Open (and remember for teardown) endpoint slot `slot` named name. comm_fmt: the comm JSON. */
@@ -99,39 +74,13 @@ static hako_endpoint_t *open_ep(fx_t *fx, int slot, const char *name, int depth,
                                 const char *comm_fmt, ...)
 {
 	char buf[2048];
-	char file[128];
 	va_list ap;
 	va_start(ap, comm_fmt);
 	vsnprintf(buf, sizeof(buf), comm_fmt, ap);
 	va_end(ap);
-	snprintf(file, sizeof(file), "%s.comm.json", name);
-	write_file(fx, file, buf);
-	snprintf(buf, sizeof(buf),
-	         "{\"type\": \"buffer\", \"store\": {\"mode\": \"queue\", \"depth\": %d}}", depth);
-	snprintf(file, sizeof(file), "%s.cache.json", name);
-	write_file(fx, file, buf);
-	snprintf(buf, sizeof(buf),
-	         "{\"name\": \"%s\", \"cache\": \"%s.cache.json\", \"comm\": \"%s.comm.json\", "
-	         "\"pdu_def_path\": null}",
-	         name, name, name);
-	snprintf(file, sizeof(file), "%s.json", name);
-	write_file(fx, file, buf);
-
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s.json", fx->dir, name);
-	hako_endpoint_config_t *cfg = NULL;
 	hako_error_t err;
-	int r = hako_endpoint_config_load(path, &cfg, &err);
-	if (r != 0) {
-		fprintf(stderr, "%s:%d: %s\n", err.file, err.line, err.message);
-	}
-	assert_int_equal(r, 0);
 	assert_null(fx->eps[slot]);
-	r = hako_endpoint_open_config(cfg, &fx->eps[slot], &err);
-	if (r != 0) {
-		fprintf(stderr, "%s: %s\n", err.file, err.message);
-	}
-	assert_int_equal(r, 0);
+	assert_int_equal(ept_open(name, buf, depth, &fx->eps[slot], &err), 0);
 	assert_int_equal(hako_endpoint_start(fx->eps[slot], &err), 0);
 	return fx->eps[slot];
 }
@@ -163,44 +112,12 @@ static hako_endpoint_t *open_client(fx_t *fx, int slot, const char *name, const 
 	return open_ep(fx, slot, name, 1024, CLIENT_FMT, ver, (unsigned)port, opts);
 }
 
-static uint64_t ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-static hako_endpoint_stats_t stats(const hako_endpoint_t *ep)
-{
-	hako_endpoint_stats_t st;
-	hako_endpoint_get_stats(ep, &st);
-	return st;
-}
-
-/* Poll cond (an expression) for up to WAIT_MS, then assert it. */
+/* Poll cond (an expression) for up to EPT_WAIT_MS, then assert it. */
 #define WAIT_FOR(cond)                                                                             \
 	do {                                                                                       \
-		uint64_t wait_end_ = ms_now() + WAIT_MS;                                           \
-		while (!(cond) && ms_now() < wait_end_) {                                          \
-			sleep_ms(1);                                                               \
-		}                                                                                  \
+		EPT_WAIT_UNTIL(cond);                                                              \
 		assert_true(cond);                                                                 \
 	} while (0)
-
-static hako_pdu_key_t key(const char *robot, int32_t ch)
-{
-	hako_pdu_key_t k;
-	memset(&k, 0, sizeof(k));
-	snprintf(k.robot, sizeof(k.robot), "%s", robot);
-	k.channel_id = ch;
-	return k;
-}
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
 {
@@ -215,10 +132,10 @@ static void expect_pdu(hako_endpoint_t *ep, const hako_pdu_key_t *k, const uint8
 	static uint8_t got[1 << 16];
 	size_t len = 0;
 	int r = HAKO_EAGAIN;
-	uint64_t end = ms_now() + WAIT_MS;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
 	while ((r = hako_endpoint_recv(ep, k, got, sizeof(got), &len)) == HAKO_EAGAIN &&
-	       ms_now() < end) {
-		sleep_ms(1);
+	       ept_now_ms() < end) {
+		ept_sleep_ms(1);
 	}
 	assert_int_equal(r, 0);
 	assert_int_equal(len, n);
@@ -233,8 +150,8 @@ static void exchange(hako_endpoint_t *a, hako_endpoint_t *b, unsigned seed)
 	uint8_t y[5000];
 	fill(x, sizeof(x), seed);
 	fill(y, sizeof(y), seed + 1);
-	hako_pdu_key_t ka = key("drone", 1);
-	hako_pdu_key_t kb = key("arm_robot", 7);
+	hako_pdu_key_t ka = ept_key("drone", 1);
+	hako_pdu_key_t kb = ept_key("arm_robot", 7);
 	assert_int_equal(hako_endpoint_send(a, &ka, x, sizeof(x)), 0);
 	expect_pdu(b, &ka, x, sizeof(x));
 	assert_int_equal(hako_endpoint_send(b, &kb, y, sizeof(y)), 0);
@@ -248,10 +165,10 @@ static void both_ways(void **state, const char *ver)
 	uint16_t port = hako_endpoint_local_port(srv);
 	assert_true(port > 0);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", ver, port, "");
-	WAIT_FOR(stats(cli).connects == 1 && stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 3);
 	/* An empty PDU and a large one (several reads on the receiving side). */
-	hako_pdu_key_t k = key("r", -5);
+	hako_pdu_key_t k = ept_key("r", -5);
 	assert_int_equal(hako_endpoint_send(cli, &k, NULL, 0), 0);
 	expect_pdu(srv, &k, NULL, 0);
 	static uint8_t big[60000];
@@ -259,8 +176,8 @@ static void both_ways(void **state, const char *ver)
 	assert_int_equal(hako_endpoint_send(srv, &k, big, sizeof(big)), 0);
 	expect_pdu(cli, &k, big, sizeof(big));
 
-	hako_endpoint_stats_t c = stats(cli);
-	hako_endpoint_stats_t s = stats(srv);
+	hako_endpoint_stats_t c = ept_stats(cli);
+	hako_endpoint_stats_t s = ept_stats(srv);
 	assert_int_equal(c.frames_out, 2);
 	assert_int_equal(c.bytes_out, 1000);
 	assert_int_equal(s.frames_in, 2);
@@ -293,26 +210,26 @@ static void test_three_clients(void **state)
 		snprintf(name, sizeof(name), "cli%d", i);
 		cli[i] = open_client(fx, 1 + i, name, "v2", port, "");
 	}
-	WAIT_FOR(stats(srv).peers == 3);
+	WAIT_FOR(ept_stats(srv).peers == 3);
 	uint8_t x[300];
 	fill(x, sizeof(x), 4);
-	hako_pdu_key_t k = key("drone", 2);
+	hako_pdu_key_t k = ept_key("drone", 2);
 	assert_int_equal(hako_endpoint_send(srv, &k, x, sizeof(x)), 0);
 	for (int i = 0; i < 3; i++) {
 		expect_pdu(cli[i], &k, x, sizeof(x));
 	}
-	WAIT_FOR(stats(srv).frames_out == 3);
+	WAIT_FOR(ept_stats(srv).frames_out == 3);
 	for (int i = 0; i < 3; i++) {
 		uint32_t v = 100u + (uint32_t)i;
-		hako_pdu_key_t ki = key("drone", 10 + i);
+		hako_pdu_key_t ki = ept_key("drone", 10 + i);
 		assert_int_equal(hako_endpoint_send(cli[i], &ki, &v, sizeof(v)), 0);
 	}
 	for (int i = 0; i < 3; i++) {
 		uint32_t want = 100u + (uint32_t)i;
-		hako_pdu_key_t ki = key("drone", 10 + i);
+		hako_pdu_key_t ki = ept_key("drone", 10 + i);
 		expect_pdu(srv, &ki, (const uint8_t *)&want, sizeof(want));
 	}
-	assert_int_equal(stats(srv).accepted, 3);
+	assert_int_equal(ept_stats(srv).accepted, 3);
 }
 
 static void test_reconnect(void **state)
@@ -321,25 +238,25 @@ static void test_reconnect(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(stats(cli).connects == 1 && stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 5);
 
 	/* Stop and start the same server: the client comes back. */
 	assert_int_equal(hako_endpoint_stop(srv), 0);
-	WAIT_FOR(stats(cli).peers == 0 && stats(cli).disconnects == 1);
+	WAIT_FOR(ept_stats(cli).peers == 0 && ept_stats(cli).disconnects == 1);
 	hako_error_t err;
 	assert_int_equal(hako_endpoint_start(srv, &err), 0);
-	WAIT_FOR(stats(cli).reconnects == 1 && stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(cli).reconnects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 6);
 
 	/* Close it; a new endpoint on the same port. */
 	close_ep(fx, 0);
-	WAIT_FOR(stats(cli).peers == 0 && stats(cli).disconnects == 2);
-	sleep_ms(150); /* let the client fail an attempt or two */
+	WAIT_FOR(ept_stats(cli).peers == 0 && ept_stats(cli).disconnects == 2);
+	ept_sleep_ms(150); /* let the client fail an attempt or two */
 	srv = open_ep(fx, 0, "srv2", 1024, SERVER_FMT, "v2", (unsigned)port, "");
-	WAIT_FOR(stats(cli).reconnects == 2 && stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(cli).reconnects == 2 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 7);
-	assert_int_equal(stats(cli).connects, 3);
+	assert_int_equal(ept_stats(cli).connects, 3);
 }
 
 typedef struct seq_check {
@@ -370,11 +287,11 @@ static void test_burst_10000(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(stats(cli).connects == 1 && stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	seq_check_t sc;
 	atomic_init(&sc.count, 0);
 	atomic_init(&sc.bad, 0);
-	hako_pdu_key_t k = key("burst", 3);
+	hako_pdu_key_t k = ept_key("burst", 3);
 	assert_int_equal(hako_endpoint_subscribe(srv, &k, on_seq, &sc), 0);
 	uint8_t pdu[64];
 	memset(pdu, 0xA5, sizeof(pdu));
@@ -384,10 +301,10 @@ static void test_burst_10000(void **state)
 	}
 	WAIT_FOR(atomic_load(&sc.count) == 10000);
 	assert_int_equal(atomic_load(&sc.bad), 0);
-	WAIT_FOR(stats(cli).frames_out == 10000);
-	assert_int_equal(stats(cli).bytes_out, 640000);
-	assert_int_equal(stats(cli).send_dropped, 0);
-	assert_int_equal(stats(srv).frames_in, 10000);
+	WAIT_FOR(ept_stats(cli).frames_out == 10000);
+	assert_int_equal(ept_stats(cli).bytes_out, 640000);
+	assert_int_equal(ept_stats(cli).send_dropped, 0);
+	assert_int_equal(ept_stats(srv).frames_in, 10000);
 }
 
 /* A raw client socket to the server (closed at teardown). */
@@ -425,10 +342,10 @@ static void raw_write(int fd, const void *b, size_t n)
 	assert_int_equal(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
 }
 
-/* The server closes this socket: a read sees EOF or a reset within WAIT_MS. */
+/* The server closes this socket: a read sees EOF or a reset within EPT_WAIT_MS. */
 static void expect_closed_by_server(int fd)
 {
-	uint64_t end = ms_now() + WAIT_MS;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int n = poll(&p, 1, 100);
@@ -439,7 +356,7 @@ static void expect_closed_by_server(int fd)
 				return;
 			}
 		}
-		assert_true(ms_now() < end);
+		assert_true(ept_now_ms() < end);
 	}
 }
 
@@ -471,7 +388,7 @@ static void test_hostile_peers(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(stats(cli).connects == 1 && stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 1);
 	uint8_t frame[512];
 
@@ -482,7 +399,7 @@ static void test_hostile_peers(void **state)
 	raw_write(fd, junk, sizeof(junk));
 	expect_closed_by_server(fd);
 	raw_close(fx, fd);
-	WAIT_FOR(stats(srv).rejected == 1);
+	WAIT_FOR(ept_stats(srv).rejected == 1);
 	exchange(cli, srv, 2);
 
 	/* A truncated header, then close. */
@@ -490,7 +407,7 @@ static void test_hostile_peers(void **state)
 	v2_header(frame, sizeof(frame));
 	raw_write(fd, frame, 100);
 	raw_close(fx, fd);
-	WAIT_FOR(stats(srv).rejected == 2);
+	WAIT_FOR(ept_stats(srv).rejected == 2);
 	exchange(cli, srv, 3);
 
 	/* A header announcing a body of 2^31 bytes. */
@@ -500,26 +417,26 @@ static void test_hostile_peers(void **state)
 	raw_write(fd, frame, HAKO_FRAME_V2_HEADER_SIZE);
 	expect_closed_by_server(fd);
 	raw_close(fx, fd);
-	WAIT_FOR(stats(srv).rejected == 3);
+	WAIT_FOR(ept_stats(srv).rejected == 3);
 	exchange(cli, srv, 4);
 
 	/* A wrong magic (after one good frame, which is delivered). */
 	fd = raw_connect(fx, port, 0);
 	size_t n = v2_header(frame, sizeof(frame));
 	raw_write(fd, frame, n);
-	hako_pdu_key_t hk = key("hostile", 0);
+	hako_pdu_key_t hk = ept_key("hostile", 0);
 	uint8_t zero[8] = {0};
 	expect_pdu(srv, &hk, zero, sizeof(zero));
 	put_u32(frame + 128, 0x12345678u);
 	raw_write(fd, frame, n);
 	expect_closed_by_server(fd);
 	raw_close(fx, fd);
-	WAIT_FOR(stats(srv).rejected == 4);
+	WAIT_FOR(ept_stats(srv).rejected == 4);
 	exchange(cli, srv, 5);
 
-	WAIT_FOR(stats(srv).peers == 1);
-	assert_int_equal(stats(srv).accepted, 5);
-	assert_int_equal(stats(cli).disconnects, 0);
+	WAIT_FOR(ept_stats(srv).peers == 1);
+	assert_int_equal(ept_stats(srv).accepted, 5);
+	assert_int_equal(ept_stats(cli).disconnects, 0);
 }
 
 static void test_read_timeout(void **state)
@@ -528,23 +445,23 @@ static void test_read_timeout(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "\"read_timeout_ms\": 200");
 	uint16_t port = hako_endpoint_local_port(srv);
 	int idle = raw_connect(fx, port, 0);
-	WAIT_FOR(stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(srv).peers == 1);
 	int stalled = raw_connect(fx, port, 0);
-	WAIT_FOR(stats(srv).peers == 2);
+	WAIT_FOR(ept_stats(srv).peers == 2);
 	uint8_t frame[512];
 	v2_header(frame, sizeof(frame));
 	raw_write(stalled, frame, 50); /* a header that never completes */
 	expect_closed_by_server(stalled);
-	WAIT_FOR(stats(srv).peers == 1);
-	assert_int_equal(stats(srv).disconnects, 1);
+	WAIT_FOR(ept_stats(srv).peers == 1);
+	assert_int_equal(ept_stats(srv).disconnects, 1);
 	/* The idle one (no partial frame, connected for longer) is still served. */
-	hako_pdu_key_t k = key("drone", 1);
+	hako_pdu_key_t k = ept_key("drone", 1);
 	uint32_t v = 42;
 	assert_int_equal(hako_endpoint_send(srv, &k, &v, sizeof(v)), 0);
 	uint8_t got[HAKO_FRAME_V2_HEADER_SIZE + 4];
 	size_t have = 0;
-	uint64_t end = ms_now() + WAIT_MS;
-	while (have < sizeof(got) && ms_now() < end) {
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
+	while (have < sizeof(got) && ept_now_ms() < end) {
 		struct pollfd p = {.fd = idle, .events = POLLIN};
 		if (poll(&p, 1, 100) > 0) {
 			ssize_t r = recv(idle, got + have, sizeof(got) - have, 0);
@@ -564,10 +481,10 @@ static void test_send_without_peer(void **state)
 {
 	fx_t *fx = *state;
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "\"max_body_bytes\": 1024");
-	hako_pdu_key_t k = key("drone", 1);
+	hako_pdu_key_t k = ept_key("drone", 1);
 	uint8_t x[2048] = {0};
 	assert_int_equal(hako_endpoint_send(srv, &k, x, 16), HAKO_ENOTCONN);
-	assert_int_equal(stats(srv).send_dropped, 1);
+	assert_int_equal(ept_stats(srv).send_dropped, 1);
 	assert_int_equal(hako_endpoint_send(srv, &k, x, sizeof(x)), HAKO_ETOOBIG);
 	/* A client whose server is not there: no error at start, ENOTCONN on send. */
 	uint16_t port = hako_endpoint_local_port(srv);
@@ -585,13 +502,13 @@ static void test_nonreader_nonblocking(void **state)
 	                "\"blocking\": false, \"send_queue_depth\": 4, \"send_buffer_size\": 4096");
 	uint16_t port = hako_endpoint_local_port(srv);
 	raw_connect(fx, port, 4096); /* never reads */
-	WAIT_FOR(stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(srv).peers == 1);
 	static uint8_t big[65536];
-	hako_pdu_key_t k = key("flood", 1);
+	hako_pdu_key_t k = ept_key("flood", 1);
 	for (int i = 0; i < 500; i++) {
 		assert_int_equal(hako_endpoint_send(srv, &k, big, sizeof(big)), 0);
 	}
-	hako_endpoint_stats_t s = stats(srv);
+	hako_endpoint_stats_t s = ept_stats(srv);
 	assert_true(s.send_dropped > 0);
 	assert_true(s.frames_out < 500);
 	assert_int_equal(s.peers, 1);
@@ -604,14 +521,14 @@ static void test_listen_port_in_use(void **state)
 	uint16_t port = hako_endpoint_local_port(srv);
 	char buf[1024];
 	snprintf(buf, sizeof(buf), SERVER_FMT, "v2", (unsigned)port, "\"reuse_address\": false");
-	write_file(fx, "busy.comm.json", buf);
-	write_file(fx, "busy.cache.json",
-	           "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}");
-	write_file(fx, "busy.json",
-	           "{\"name\": \"busy\", \"cache\": \"busy.cache.json\", \"comm\": "
-	           "\"busy.comm.json\", \"pdu_def_path\": null}");
+	ept_write_file("busy.comm.json", buf);
+	ept_write_file("busy.cache.json",
+	               "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}");
+	ept_write_file("busy.json",
+	               "{\"name\": \"busy\", \"cache\": \"busy.cache.json\", \"comm\": "
+	               "\"busy.comm.json\", \"pdu_def_path\": null}");
 	char path[512];
-	snprintf(path, sizeof(path), "%s/busy.json", fx->dir);
+	snprintf(path, sizeof(path), "%s/busy.json", ept_dir());
 	hako_error_t err;
 	assert_int_equal(hako_endpoint_open(path, &fx->eps[1], &err), HAKO_EBUSY);
 	assert_null(fx->eps[1]);
@@ -628,18 +545,18 @@ static void test_stuck_peer_blocking(void **state)
 	    "\"write_timeout_ms\": 100, \"send_queue_depth\": 2, \"send_buffer_size\": 4096");
 	uint16_t port = hako_endpoint_local_port(srv);
 	raw_connect(fx, port, 4096); /* never reads */
-	WAIT_FOR(stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(srv).peers == 1);
 	static uint8_t big[65536];
-	hako_pdu_key_t k = key("flood", 1);
+	hako_pdu_key_t k = ept_key("flood", 1);
 	int r = 0;
 	for (int i = 0; i < 1000 && r == 0; i++) {
 		r = hako_endpoint_send(srv, &k, big, sizeof(big));
 	}
 	/* The sender waited up to write_timeout_ms, then the stuck peer was dropped. */
 	assert_int_equal(r, HAKO_ENOTCONN);
-	WAIT_FOR(stats(srv).peers == 0);
-	assert_int_equal(stats(srv).disconnects, 1);
-	assert_true(stats(srv).send_dropped >= 1);
+	WAIT_FOR(ept_stats(srv).peers == 0);
+	assert_int_equal(ept_stats(srv).disconnects, 1);
+	assert_true(ept_stats(srv).send_dropped >= 1);
 }
 
 static hako_endpoint_t *g_echo_ep;
@@ -647,7 +564,7 @@ static hako_endpoint_t *g_echo_ep;
 static void on_echo(void *user, const hako_pdu_key_t *k, const void *data, size_t len)
 {
 	(void)k;
-	hako_pdu_key_t back = key("echo", 99);
+	hako_pdu_key_t back = ept_key("echo", 99);
 	atomic_int *rc = user;
 	atomic_store(rc, hako_endpoint_send(g_echo_ep, &back, data, len));
 }
@@ -659,13 +576,13 @@ static void test_send_from_subscriber(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(srv).peers == 1);
 	static atomic_int rc;
 	atomic_store(&rc, 1);
 	g_echo_ep = srv;
-	hako_pdu_key_t k = key("ping", 1);
+	hako_pdu_key_t k = ept_key("ping", 1);
 	assert_int_equal(hako_endpoint_subscribe(srv, &k, on_echo, &rc), 0);
-	hako_pdu_key_t back = key("echo", 99);
+	hako_pdu_key_t back = ept_key("echo", 99);
 	for (unsigned i = 0; i < 50; i++) {
 		uint8_t x[200];
 		fill(x, sizeof(x), i);
@@ -712,17 +629,17 @@ static void test_stop_flushes_queue(void **state)
 	                        .sin_port = htons(port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	WAIT_FOR(stats(srv).peers == 1);
+	WAIT_FOR(ept_stats(srv).peers == 1);
 	struct slow_reader r = {fd, 0};
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, slow_read, &r), 0);
 	static uint8_t body[70000];
-	hako_pdu_key_t k = key("R", 1);
+	hako_pdu_key_t k = ept_key("R", 1);
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(hako_endpoint_send(srv, &k, body, sizeof(body)), 0);
 	}
 	hako_endpoint_stop(srv);
-	hako_endpoint_stats_t st = stats(srv);
+	hako_endpoint_stats_t st = ept_stats(srv);
 	pthread_join(t, NULL);
 	assert_int_equal(st.send_dropped, 0);
 	assert_int_equal(st.frames_out, 100);

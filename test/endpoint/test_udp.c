@@ -21,171 +21,7 @@
 #include "hako/endpoint.h"
 #include "hako/frame.h"
 
-#define WAIT_MS 10000
-
-static char g_dir[256];
-static hako_endpoint_t *g_eps[8]; /* open ones: a failed test's are closed by its teardown */
-
-static void track(hako_endpoint_t *ep)
-{
-	for (int i = 0; i < 8; i++) {
-		if (g_eps[i] == NULL) {
-			g_eps[i] = ep;
-			return;
-		}
-	}
-	fail_msg("too many endpoints");
-}
-
-static void close_ep(hako_endpoint_t *ep)
-{
-	for (int i = 0; i < 8; i++) {
-		if (g_eps[i] == ep) {
-			g_eps[i] = NULL;
-		}
-	}
-	hako_endpoint_close(ep);
-}
-
-static int close_all(void **state)
-{
-	(void)state;
-	for (int i = 0; i < 8; i++) {
-		hako_endpoint_close(g_eps[i]);
-		g_eps[i] = NULL;
-	}
-	return 0;
-}
-
-static void write_file(const char *name, const char *text)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", g_dir, name);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-/* comm with LPORT replaced by local_port (<= 0: 0, any free port) and RPORT by remote_port. */
-static void put_ports(const char *comm, int local_port, int remote_port, char *out, size_t cap)
-{
-	size_t n = 0;
-	while (*comm != '\0') {
-		int lp = strncmp(comm, "LPORT", 5) == 0;
-		if (lp || strncmp(comm, "RPORT", 5) == 0) {
-			int v = lp ? (local_port > 0 ? local_port : 0) : remote_port;
-			n += (size_t)snprintf(out + n, cap - n, "%d", v);
-			comm += 5;
-		} else if (n + 1 < cap) {
-			out[n++] = *comm++;
-		}
-		assert_true(n + 1 < cap);
-	}
-	out[n] = '\0';
-}
-
-/* Write <name>.json (+ cache, comm with its ports put in: put_ports), load it and open. */
-static int open_ep(const char *name, const char *comm, int local_port, int remote_port,
-                   hako_endpoint_t **out, hako_error_t *err)
-{
-	char buf[1024], file[300];
-	snprintf(file, sizeof(file), "%s_comm.json", name);
-	put_ports(comm, local_port, remote_port, buf, sizeof(buf));
-	write_file(file, buf);
-	snprintf(file, sizeof(file), "%s_cache.json", name);
-	write_file(file, "{\"type\":\"buffer\",\"store\":{\"mode\":\"queue\",\"depth\":64}}");
-	snprintf(buf, sizeof(buf),
-	         "{\"name\":\"%s\",\"cache\":\"%s_cache.json\",\"comm\":\"%s_comm.json\","
-	         "\"pdu_def_path\":null}",
-	         name, name, name);
-	snprintf(file, sizeof(file), "%s.json", name);
-	write_file(file, buf);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s.json", g_dir, name);
-	hako_endpoint_config_t *cfg = NULL;
-	int r = hako_endpoint_config_load(path, &cfg, err);
-	if (r != 0) {
-		return r;
-	}
-	r = hako_endpoint_open_config(cfg, out, err);
-	if (r == 0) {
-		track(*out);
-	}
-	return r;
-}
-
-static hako_endpoint_t *must_open(const char *name, const char *comm, int lport, int rport)
-{
-	hako_endpoint_t *ep = NULL;
-	hako_error_t err;
-	hako_error_clear(&err);
-	int r = open_ep(name, comm, lport, rport, &ep, &err);
-	if (r != 0) {
-		fprintf(stderr, "open %s: %s: %s\n", name, hako_strerror(r), err.message);
-	}
-	assert_int_equal(r, 0);
-	assert_int_equal(hako_endpoint_start(ep, &err), 0);
-	return ep;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static hako_pdu_key_t key(const char *robot, int32_t ch)
-{
-	hako_pdu_key_t k;
-	memset(&k, 0, sizeof(k));
-	snprintf(k.robot, sizeof(k.robot), "%s", robot);
-	k.channel_id = ch;
-	return k;
-}
-
-/* Poll the cache up to 10 s. */
-static int recv_wait(hako_endpoint_t *ep, const hako_pdu_key_t *k, void *buf, size_t cap,
-                     size_t *len)
-{
-	uint64_t end = now_ms() + WAIT_MS;
-	int r;
-	while ((r = hako_endpoint_recv(ep, k, buf, cap, len)) == HAKO_EAGAIN && now_ms() < end) {
-		usleep(2000);
-	}
-	return r;
-}
-
-static hako_endpoint_stats_t stats(const hako_endpoint_t *ep)
-{
-	hako_endpoint_stats_t st;
-	hako_endpoint_get_stats(ep, &st);
-	return st;
-}
-
-#define WAIT_FOR(cond)                                                                             \
-	do {                                                                                       \
-		uint64_t end_ = now_ms() + WAIT_MS;                                                \
-		while (!(cond) && now_ms() < end_) {                                               \
-			usleep(2000);                                                              \
-		}                                                                                  \
-	} while (0)
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/hako_udp_XXXXXX");
-	return mkdtemp(g_dir) != NULL ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "ep_test_util.h"
 
 static void one_way_and_reply(const char *ver)
 {
@@ -195,7 +31,7 @@ static void one_way_and_reply(const char *ver)
 	         "{\"protocol\":\"udp\",\"direction\":\"inout\",\"comm_raw_version\":\"%s\","
 	         "\"local\":{\"address\":\"127.0.0.1\",\"port\":LPORT}}",
 	         ver);
-	hako_endpoint_t *a = must_open("a", comm, 0, 0);
+	hako_endpoint_t *a = ept_must_open("a", comm, 0, 0);
 	uint16_t pa = hako_endpoint_local_port(a);
 	assert_true(pa != 0);
 	snprintf(comm, sizeof(comm),
@@ -203,37 +39,37 @@ static void one_way_and_reply(const char *ver)
 	         "\"local\":{\"address\":\"127.0.0.1\",\"port\":LPORT},"
 	         "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
 	         ver);
-	hako_endpoint_t *b = must_open("b", comm, 0, pa);
+	hako_endpoint_t *b = ept_must_open("b", comm, 0, pa);
 	assert_true(hako_endpoint_local_port(b) != 0);
 	assert_true(hako_endpoint_local_port(b) != pa);
 
-	hako_pdu_key_t k = key("Drone", 3);
+	hako_pdu_key_t k = ept_key("Drone", 3);
 	char msg[200], got[256];
 	size_t len = 0;
 	/* A has heard nobody yet. */
 	assert_int_equal(hako_endpoint_send(a, &k, "x", 1), HAKO_ENOTCONN);
-	assert_int_equal(stats(a).send_dropped, 1);
+	assert_int_equal(ept_stats(a).send_dropped, 1);
 
 	for (int i = 0; i < 5; i++) {
 		snprintf(msg, sizeof(msg), "b to a %d (%s)", i, ver);
 		assert_int_equal(hako_endpoint_send(b, &k, msg, strlen(msg)), 0);
-		assert_int_equal(recv_wait(a, &k, got, sizeof(got), &len), 0);
+		assert_int_equal(ept_recv_wait(a, &k, got, sizeof(got), &len), 0);
 		assert_int_equal(len, strlen(msg));
 		assert_memory_equal(got, msg, len);
 	}
 	/* A replies to its last sender. */
-	hako_pdu_key_t k2 = key("Other", -7);
+	hako_pdu_key_t k2 = ept_key("Other", -7);
 	snprintf(msg, sizeof(msg), "a to b (%s)", ver);
 	assert_int_equal(hako_endpoint_send(a, &k2, msg, strlen(msg)), 0);
-	assert_int_equal(recv_wait(b, &k2, got, sizeof(got), &len), 0);
+	assert_int_equal(ept_recv_wait(b, &k2, got, sizeof(got), &len), 0);
 	assert_int_equal(len, strlen(msg));
 	assert_memory_equal(got, msg, len);
 	/* An empty PDU is a PDU. */
 	assert_int_equal(hako_endpoint_send(b, &k, NULL, 0), 0);
-	assert_int_equal(recv_wait(a, &k, got, sizeof(got), &len), 0);
+	assert_int_equal(ept_recv_wait(a, &k, got, sizeof(got), &len), 0);
 	assert_int_equal(len, 0);
 
-	hako_endpoint_stats_t sa = stats(a), sb = stats(b);
+	hako_endpoint_stats_t sa = ept_stats(a), sb = ept_stats(b);
 	assert_int_equal(sa.frames_in, 6);
 	assert_int_equal(sa.frames_out, 1);
 	assert_int_equal(sb.frames_out, 6);
@@ -246,10 +82,10 @@ static void one_way_and_reply(const char *ver)
 	assert_int_equal(hako_endpoint_local_port(a), pa);
 	assert_int_equal(hako_endpoint_start(a, NULL), 0);
 	assert_int_equal(hako_endpoint_send(b, &k, "again", 5), 0);
-	assert_int_equal(recv_wait(a, &k, got, sizeof(got), &len), 0);
+	assert_int_equal(ept_recv_wait(a, &k, got, sizeof(got), &len), 0);
 	assert_int_equal(len, 5);
-	close_ep(b);
-	close_ep(a);
+	ept_close(b);
+	ept_close(a);
 }
 
 static void test_v2_both_ways(void **state)
@@ -267,42 +103,43 @@ static void test_v1_both_ways(void **state)
 static void test_directions(void **state)
 {
 	(void)state;
-	hako_endpoint_t *in = must_open(
+	hako_endpoint_t *in = ept_must_open(
 	    "in",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
 	    "\"port\":LPORT}}",
 	    0, 0);
 	uint16_t pin = hako_endpoint_local_port(in);
-	hako_endpoint_t *out = must_open("out",
-	                                 "{\"protocol\":\"udp\",\"direction\":\"out\","
-	                                 "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
-	                                 -1, pin);
+	hako_endpoint_t *out =
+	    ept_must_open("out",
+	                  "{\"protocol\":\"udp\",\"direction\":\"out\","
+	                  "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
+	                  -1, pin);
 	assert_int_equal(hako_endpoint_local_port(out), 0);
-	hako_pdu_key_t k = key("r", 1);
+	hako_pdu_key_t k = ept_key("r", 1);
 	char got[16];
 	size_t len;
 	assert_int_equal(hako_endpoint_send(in, &k, "no", 2), HAKO_EPERM);
 	assert_int_equal(hako_endpoint_send(out, &k, "yes", 3), 0);
-	assert_int_equal(recv_wait(in, &k, got, sizeof(got), &len), 0);
+	assert_int_equal(ept_recv_wait(in, &k, got, sizeof(got), &len), 0);
 	assert_int_equal(len, 3);
-	close_ep(out);
-	close_ep(in);
+	ept_close(out);
+	ept_close(in);
 }
 
 static void test_oversize(void **state)
 {
 	(void)state;
-	hako_endpoint_t *a = must_open(
+	hako_endpoint_t *a = ept_must_open(
 	    "big_a",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
 	    "\"port\":LPORT}}",
 	    0, 0);
 	uint16_t pa = hako_endpoint_local_port(a);
-	hako_endpoint_t *b = must_open("big_b",
-	                               "{\"protocol\":\"udp\",\"direction\":\"out\","
-	                               "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
-	                               -1, pa);
-	hako_endpoint_t *c = must_open(
+	hako_endpoint_t *b = ept_must_open("big_b",
+	                                   "{\"protocol\":\"udp\",\"direction\":\"out\","
+	                                   "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
+	                                   -1, pa);
+	hako_endpoint_t *c = ept_must_open(
 	    "big_c",
 	    "{\"protocol\":\"udp\",\"direction\":\"out\",\"remote\":{\"address\":\"127.0.0.1\","
 	    "\"port\":RPORT},\"options\":{\"max_body_bytes\":1000}}",
@@ -314,28 +151,28 @@ static void test_oversize(void **state)
 	for (size_t i = 0; i < fit + 1; i++) {
 		buf[i] = (uint8_t)(i * 7);
 	}
-	hako_pdu_key_t k = key("big", 0);
+	hako_pdu_key_t k = ept_key("big", 0);
 	assert_int_equal(hako_endpoint_send(b, &k, buf, fit + 1), HAKO_ETOOBIG);
 	assert_int_equal(hako_endpoint_send(b, &k, buf, 200000), HAKO_ETOOBIG);
-	assert_int_equal(stats(b).send_dropped, 2);
-	assert_int_equal(stats(b).frames_out, 0);
+	assert_int_equal(ept_stats(b).send_dropped, 2);
+	assert_int_equal(ept_stats(b).frames_out, 0);
 	assert_int_equal(hako_endpoint_send(c, &k, buf, 1001), HAKO_ETOOBIG);
-	assert_int_equal(stats(c).send_dropped, 1);
+	assert_int_equal(ept_stats(c).send_dropped, 1);
 	/* The largest that fits goes through whole. */
 	assert_int_equal(hako_endpoint_send(b, &k, buf, fit), 0);
 	size_t len = 0;
-	assert_int_equal(recv_wait(a, &k, got, 70000, &len), 0);
+	assert_int_equal(ept_recv_wait(a, &k, got, 70000, &len), 0);
 	assert_int_equal(len, fit);
 	assert_memory_equal(got, buf, fit);
 	assert_int_equal(hako_endpoint_send(c, &k, buf, 1000), 0);
-	assert_int_equal(recv_wait(a, &k, got, 70000, &len), 0);
+	assert_int_equal(ept_recv_wait(a, &k, got, 70000, &len), 0);
 	assert_int_equal(len, 1000);
-	assert_int_equal(stats(a).rejected, 0);
+	assert_int_equal(ept_stats(a).rejected, 0);
 	free(buf);
 	free(got);
-	close_ep(c);
-	close_ep(b);
-	close_ep(a);
+	ept_close(c);
+	ept_close(b);
+	ept_close(a);
 }
 
 static void test_multicast(void **state)
@@ -351,7 +188,7 @@ static void test_multicast(void **state)
 	hako_endpoint_t *a = NULL;
 	hako_error_t err;
 	hako_error_clear(&err);
-	int r = open_ep("mc_a", comm, 0, 0, &a, &err);
+	int r = ept_open_ports("mc_a", comm, 0, 0, &a, &err);
 	if (r == HAKO_EIO) {
 		fprintf(stderr, "multicast: the kernel refuses (%s): skipped\n", err.message);
 		skip();
@@ -365,19 +202,19 @@ static void test_multicast(void **state)
 	         "\"ttl\":1}}}",
 	         group, group);
 	hako_endpoint_t *b = NULL;
-	r = open_ep("mc_b", comm, -1, pa, &b, &err);
+	r = ept_open_ports("mc_b", comm, -1, pa, &b, &err);
 	if (r == HAKO_EIO) {
-		close_ep(a);
+		ept_close(a);
 		fprintf(stderr, "multicast: the kernel refuses (%s): skipped\n", err.message);
 		skip();
 	}
 	assert_int_equal(r, 0);
 	assert_int_equal(hako_endpoint_start(b, NULL), 0);
-	hako_pdu_key_t k = key("mc", 9);
+	hako_pdu_key_t k = ept_key("mc", 9);
 	r = hako_endpoint_send(b, &k, "group", 5);
 	if (r == HAKO_EIO) {
-		close_ep(b);
-		close_ep(a);
+		ept_close(b);
+		ept_close(a);
 		fprintf(stderr, "multicast: no route for the group in this sandbox: skipped\n");
 		skip();
 	}
@@ -385,17 +222,17 @@ static void test_multicast(void **state)
 	char got[16];
 	size_t len = 0;
 	/* Sent more than once: a group join may take effect a moment after open. */
-	uint64_t end = now_ms() + WAIT_MS;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
 	while ((r = hako_endpoint_recv(a, &k, got, sizeof(got), &len)) == HAKO_EAGAIN &&
-	       now_ms() < end) {
+	       ept_now_ms() < end) {
 		usleep(50000);
 		hako_endpoint_send(b, &k, "group", 5);
 	}
 	assert_int_equal(r, 0);
 	assert_int_equal(len, 5);
 	assert_memory_equal(got, "group", 5);
-	close_ep(b);
-	close_ep(a);
+	ept_close(b);
+	ept_close(a);
 }
 
 static void raw_send(int fd, uint16_t port, const void *p, size_t n)
@@ -416,16 +253,16 @@ static void put_u32(uint8_t *p, uint32_t v)
 static void test_malformed(void **state)
 {
 	(void)state;
-	hako_endpoint_t *a = must_open(
+	hako_endpoint_t *a = ept_must_open(
 	    "mal_a",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
 	    "\"port\":LPORT}}",
 	    0, 0);
 	uint16_t pa = hako_endpoint_local_port(a);
-	hako_endpoint_t *b = must_open("mal_b",
-	                               "{\"protocol\":\"udp\",\"direction\":\"out\","
-	                               "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
-	                               -1, pa);
+	hako_endpoint_t *b = ept_must_open("mal_b",
+	                                   "{\"protocol\":\"udp\",\"direction\":\"out\","
+	                                   "\"remote\":{\"address\":\"127.0.0.1\",\"port\":RPORT}}",
+	                                   -1, pa);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	assert_true(fd >= 0);
 
@@ -452,31 +289,31 @@ static void test_malformed(void **state)
 	raw_send(fd, pa, bad, n);
 	raw_send(fd, pa, good, n - 1); /* shorter than it says */
 
-	WAIT_FOR(stats(a).rejected >= 5);
-	assert_int_equal(stats(a).rejected, 5);
-	assert_int_equal(stats(a).frames_in, 0);
+	EPT_WAIT_UNTIL(ept_stats(a).rejected >= 5);
+	assert_int_equal(ept_stats(a).rejected, 5);
+	assert_int_equal(ept_stats(a).frames_in, 0);
 
 	/* A good sender is still heard, and so is the raw one once it behaves. */
-	hako_pdu_key_t k = key("good", 2);
+	hako_pdu_key_t k = ept_key("good", 2);
 	char got[16];
 	size_t len;
 	assert_int_equal(hako_endpoint_send(b, &k, "fine", 4), 0);
-	assert_int_equal(recv_wait(a, &k, got, sizeof(got), &len), 0);
+	assert_int_equal(ept_recv_wait(a, &k, got, sizeof(got), &len), 0);
 	assert_int_equal(len, 4);
 	raw_send(fd, pa, good, n);
-	hako_pdu_key_t ke = key("evil", 1);
-	assert_int_equal(recv_wait(a, &ke, got, sizeof(got), &len), 0);
+	hako_pdu_key_t ke = ept_key("evil", 1);
+	assert_int_equal(ept_recv_wait(a, &ke, got, sizeof(got), &len), 0);
 	assert_memory_equal(got, "abcd", 4);
-	assert_int_equal(stats(a).rejected, 5);
+	assert_int_equal(ept_stats(a).rejected, 5);
 	close(fd);
-	close_ep(b);
-	close_ep(a);
+	ept_close(b);
+	ept_close(a);
 }
 
 static void test_bind_busy(void **state)
 {
 	(void)state;
-	hako_endpoint_t *a = must_open(
+	hako_endpoint_t *a = ept_must_open(
 	    "busy_a",
 	    "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":\"127.0.0.1\","
 	    "\"port\":LPORT},\"options\":{\"reuse_address\":false}}",
@@ -485,27 +322,28 @@ static void test_bind_busy(void **state)
 	hako_endpoint_t *b = NULL;
 	hako_error_t err;
 	hako_error_clear(&err);
-	int r = open_ep("busy_b",
-	                "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":"
-	                "\"127.0.0.1\",\"port\":LPORT},\"options\":{\"reuse_address\":false}}",
-	                pa, 0, &b, &err);
+	int r =
+	    ept_open_ports("busy_b",
+	                   "{\"protocol\":\"udp\",\"direction\":\"in\",\"local\":{\"address\":"
+	                   "\"127.0.0.1\",\"port\":LPORT},\"options\":{\"reuse_address\":false}}",
+	                   pa, 0, &b, &err);
 	assert_int_equal(r, HAKO_EBUSY);
 	assert_null(b);
-	assert_non_null(strstr(err.file, "busy_b_comm.json"));
+	assert_non_null(strstr(err.file, "busy_b.comm.json"));
 	assert_non_null(strstr(err.message, "127.0.0.1"));
-	close_ep(a);
+	ept_close(a);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_teardown(test_v2_both_ways, close_all),
-	    cmocka_unit_test_teardown(test_v1_both_ways, close_all),
-	    cmocka_unit_test_teardown(test_directions, close_all),
-	    cmocka_unit_test_teardown(test_oversize, close_all),
-	    cmocka_unit_test_teardown(test_multicast, close_all),
-	    cmocka_unit_test_teardown(test_malformed, close_all),
-	    cmocka_unit_test_teardown(test_bind_busy, close_all),
+	    cmocka_unit_test_teardown(test_v2_both_ways, ept_close_all),
+	    cmocka_unit_test_teardown(test_v1_both_ways, ept_close_all),
+	    cmocka_unit_test_teardown(test_directions, ept_close_all),
+	    cmocka_unit_test_teardown(test_oversize, ept_close_all),
+	    cmocka_unit_test_teardown(test_multicast, ept_close_all),
+	    cmocka_unit_test_teardown(test_malformed, ept_close_all),
+	    cmocka_unit_test_teardown(test_bind_busy, ept_close_all),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ept_group_setup, ept_group_teardown);
 }

@@ -24,171 +24,7 @@
 #include "hako/endpoint.h"
 #include "hako/frame.h"
 
-#define WAIT_MS 10000
-
-static char g_dir[256];
-static hako_endpoint_t *g_eps[8]; /* open ones: a failed test's are closed by its teardown */
-
-static void track(hako_endpoint_t *ep)
-{
-	for (int i = 0; i < 8; i++) {
-		if (g_eps[i] == NULL) {
-			g_eps[i] = ep;
-			return;
-		}
-	}
-	fail_msg("too many endpoints");
-}
-
-static void close_ep(hako_endpoint_t *ep)
-{
-	for (int i = 0; i < 8; i++) {
-		if (g_eps[i] == ep) {
-			g_eps[i] = NULL;
-		}
-	}
-	hako_endpoint_close(ep);
-}
-
-static int close_all(void **state)
-{
-	(void)state;
-	for (int i = 0; i < 8; i++) {
-		hako_endpoint_close(g_eps[i]);
-		g_eps[i] = NULL;
-	}
-	return 0;
-}
-
-static void write_file(const char *name, const char *text)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", g_dir, name);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-/* comm with LPORT replaced by local_port (<= 0: 0, any free port) and RPORT by remote_port. */
-static void put_ports(const char *comm, int local_port, int remote_port, char *out, size_t cap)
-{
-	size_t n = 0;
-	while (*comm != '\0') {
-		int lp = strncmp(comm, "LPORT", 5) == 0;
-		if (lp || strncmp(comm, "RPORT", 5) == 0) {
-			int v = lp ? (local_port > 0 ? local_port : 0) : remote_port;
-			n += (size_t)snprintf(out + n, cap - n, "%d", v);
-			comm += 5;
-		} else if (n + 1 < cap) {
-			out[n++] = *comm++;
-		}
-		assert_true(n + 1 < cap);
-	}
-	out[n] = '\0';
-}
-
-/* Write <name>.json (+ cache, comm with its ports put in: put_ports), load it and open. */
-static int open_ep(const char *name, const char *comm, int local_port, int remote_port,
-                   hako_endpoint_t **out, hako_error_t *err)
-{
-	char buf[1024], file[300];
-	snprintf(file, sizeof(file), "%s_comm.json", name);
-	put_ports(comm, local_port, remote_port, buf, sizeof(buf));
-	write_file(file, buf);
-	snprintf(file, sizeof(file), "%s_cache.json", name);
-	write_file(file, "{\"type\":\"buffer\",\"store\":{\"mode\":\"queue\",\"depth\":64}}");
-	snprintf(buf, sizeof(buf),
-	         "{\"name\":\"%s\",\"cache\":\"%s_cache.json\",\"comm\":\"%s_comm.json\","
-	         "\"pdu_def_path\":null}",
-	         name, name, name);
-	snprintf(file, sizeof(file), "%s.json", name);
-	write_file(file, buf);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s.json", g_dir, name);
-	hako_endpoint_config_t *cfg = NULL;
-	int r = hako_endpoint_config_load(path, &cfg, err);
-	if (r != 0) {
-		return r;
-	}
-	r = hako_endpoint_open_config(cfg, out, err);
-	if (r == 0) {
-		track(*out);
-	}
-	return r;
-}
-
-static hako_endpoint_t *must_open(const char *name, const char *comm, int lport, int rport)
-{
-	hako_endpoint_t *ep = NULL;
-	hako_error_t err;
-	hako_error_clear(&err);
-	int r = open_ep(name, comm, lport, rport, &ep, &err);
-	if (r != 0) {
-		fprintf(stderr, "open %s: %s: %s\n", name, hako_strerror(r), err.message);
-	}
-	assert_int_equal(r, 0);
-	assert_int_equal(hako_endpoint_start(ep, &err), 0);
-	return ep;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static hako_pdu_key_t key(const char *robot, int32_t ch)
-{
-	hako_pdu_key_t k;
-	memset(&k, 0, sizeof(k));
-	snprintf(k.robot, sizeof(k.robot), "%s", robot);
-	k.channel_id = ch;
-	return k;
-}
-
-/* Poll the cache up to 10 s. */
-static int recv_wait(hako_endpoint_t *ep, const hako_pdu_key_t *k, void *buf, size_t cap,
-                     size_t *len)
-{
-	uint64_t end = now_ms() + WAIT_MS;
-	int r;
-	while ((r = hako_endpoint_recv(ep, k, buf, cap, len)) == HAKO_EAGAIN && now_ms() < end) {
-		usleep(2000);
-	}
-	return r;
-}
-
-static hako_endpoint_stats_t stats(const hako_endpoint_t *ep)
-{
-	hako_endpoint_stats_t st;
-	hako_endpoint_get_stats(ep, &st);
-	return st;
-}
-
-#define WAIT_FOR(cond)                                                                             \
-	do {                                                                                       \
-		uint64_t end_ = now_ms() + WAIT_MS;                                                \
-		while (!(cond) && now_ms() < end_) {                                               \
-			usleep(2000);                                                              \
-		}                                                                                  \
-	} while (0)
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/hako_ws_XXXXXX");
-	return mkdtemp(g_dir) != NULL ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "ep_test_util.h"
 
 #define SERVER_COMM                                                                                \
 	"{\"protocol\":\"websocket\",\"role\":\"server\",\"direction\":\"inout\","                 \
@@ -201,7 +37,7 @@ static void expect_pdu(hako_endpoint_t *ep, const hako_pdu_key_t *k, const char 
 {
 	char got[256];
 	size_t len = 0;
-	assert_int_equal(recv_wait(ep, k, got, sizeof(got), &len), 0);
+	assert_int_equal(ept_recv_wait(ep, k, got, sizeof(got), &len), 0);
 	assert_int_equal(len, strlen(msg));
 	assert_memory_equal(got, msg, len);
 }
@@ -209,30 +45,31 @@ static void expect_pdu(hako_endpoint_t *ep, const hako_pdu_key_t *k, const char 
 static void test_two_clients(void **state)
 {
 	(void)state;
-	hako_endpoint_t *s = must_open("srv", SERVER_COMM "}", 0, 0);
+	hako_endpoint_t *s = ept_must_open("srv", SERVER_COMM "}", 0, 0);
 	uint16_t port = hako_endpoint_local_port(s);
 	assert_true(port != 0);
-	hako_pdu_key_t k = key("Drone", 1);
+	hako_pdu_key_t k = ept_key("Drone", 1);
 	/* Nobody there yet. */
 	assert_int_equal(hako_endpoint_send(s, &k, "x", 1), HAKO_ENOTCONN);
-	assert_int_equal(stats(s).send_dropped, 1);
-	hako_endpoint_t *c1 = must_open("c1", CLIENT_COMM, -1, port);
-	hako_endpoint_t *c2 = must_open("c2", CLIENT_COMM, -1, port);
-	WAIT_FOR(stats(s).peers == 2 && stats(c1).peers == 1 && stats(c2).peers == 1);
-	assert_int_equal(stats(s).peers, 2);
-	assert_int_equal(stats(s).accepted, 2);
-	assert_int_equal(stats(c1).connects, 1);
-	assert_int_equal(stats(c1).reconnects, 0);
+	assert_int_equal(ept_stats(s).send_dropped, 1);
+	hako_endpoint_t *c1 = ept_must_open("c1", CLIENT_COMM, -1, port);
+	hako_endpoint_t *c2 = ept_must_open("c2", CLIENT_COMM, -1, port);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 2 && ept_stats(c1).peers == 1 &&
+	               ept_stats(c2).peers == 1);
+	assert_int_equal(ept_stats(s).peers, 2);
+	assert_int_equal(ept_stats(s).accepted, 2);
+	assert_int_equal(ept_stats(c1).connects, 1);
+	assert_int_equal(ept_stats(c1).reconnects, 0);
 
 	/* Server to both. */
 	assert_int_equal(hako_endpoint_send(s, &k, "to all", 6), 0);
 	expect_pdu(c1, &k, "to all");
 	expect_pdu(c2, &k, "to all");
-	WAIT_FOR(stats(s).frames_out == 2);
-	assert_int_equal(stats(s).frames_out, 2);
-	assert_int_equal(stats(s).bytes_out, 12);
+	EPT_WAIT_UNTIL(ept_stats(s).frames_out == 2);
+	assert_int_equal(ept_stats(s).frames_out, 2);
+	assert_int_equal(ept_stats(s).bytes_out, 12);
 	/* Both to the server. */
-	hako_pdu_key_t k1 = key("c1", 5), k2 = key("c2", 6);
+	hako_pdu_key_t k1 = ept_key("c1", 5), k2 = ept_key("c2", 6);
 	assert_int_equal(hako_endpoint_send(c1, &k1, "from c1", 7), 0);
 	assert_int_equal(hako_endpoint_send(c2, &k2, "from c2", 7), 0);
 	expect_pdu(s, &k1, "from c1");
@@ -248,89 +85,90 @@ static void test_two_clients(void **state)
 	}
 	assert_int_equal(hako_endpoint_send(c1, &k1, buf, big), 0);
 	size_t len = 0;
-	assert_int_equal(recv_wait(s, &k1, got, big, &len), 0);
+	assert_int_equal(ept_recv_wait(s, &k1, got, big, &len), 0);
 	assert_int_equal(len, big);
 	assert_memory_equal(got, buf, big);
 	assert_int_equal(hako_endpoint_send(s, &k, buf, big), 0);
-	assert_int_equal(recv_wait(c2, &k, got, big, &len), 0);
+	assert_int_equal(ept_recv_wait(c2, &k, got, big, &len), 0);
 	assert_int_equal(len, big);
 	assert_memory_equal(got, buf, big);
 	free(buf);
 	free(got);
 
 	/* A client that leaves is a disconnect; the other one is served on. */
-	close_ep(c1);
-	WAIT_FOR(stats(s).peers == 1);
-	assert_int_equal(stats(s).peers, 1);
-	assert_int_equal(stats(s).disconnects, 1);
+	ept_close(c1);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
+	assert_int_equal(ept_stats(s).peers, 1);
+	assert_int_equal(ept_stats(s).disconnects, 1);
 	assert_int_equal(hako_endpoint_send(s, &k, "only c2", 7), 0);
 	expect_pdu(c2, &k, "only c2");
-	assert_int_equal(stats(s).rejected, 0);
+	assert_int_equal(ept_stats(s).rejected, 0);
 
 	/* Server stop closes the sessions and keeps the port. */
 	assert_int_equal(hako_endpoint_stop(s), 0);
 	assert_int_equal(hako_endpoint_local_port(s), port);
-	WAIT_FOR(stats(c2).disconnects == 1);
-	assert_int_equal(stats(c2).disconnects, 1);
+	EPT_WAIT_UNTIL(ept_stats(c2).disconnects == 1);
+	assert_int_equal(ept_stats(c2).disconnects, 1);
 	assert_int_equal(hako_endpoint_start(s, NULL), 0);
-	WAIT_FOR(stats(c2).reconnects == 1 && stats(s).peers == 1);
-	assert_int_equal(stats(c2).reconnects, 1);
+	EPT_WAIT_UNTIL(ept_stats(c2).reconnects == 1 && ept_stats(s).peers == 1);
+	assert_int_equal(ept_stats(c2).reconnects, 1);
 	assert_int_equal(hako_endpoint_send(c2, &k2, "back", 4), 0);
 	expect_pdu(s, &k2, "back");
-	close_ep(c2);
-	close_ep(s);
+	ept_close(c2);
+	ept_close(s);
 }
 
 static void test_reconnect(void **state)
 {
 	(void)state;
-	hako_endpoint_t *s = must_open("rs", SERVER_COMM "}", 0, 0);
+	hako_endpoint_t *s = ept_must_open("rs", SERVER_COMM "}", 0, 0);
 	uint16_t port = hako_endpoint_local_port(s);
-	hako_endpoint_t *c = must_open("rc", CLIENT_COMM, -1, port);
-	WAIT_FOR(stats(c).peers == 1);
-	assert_int_equal(stats(c).connects, 1);
-	close_ep(s);
-	WAIT_FOR(stats(c).disconnects == 1 && stats(c).peers == 0);
-	assert_int_equal(stats(c).disconnects, 1);
-	hako_pdu_key_t k = key("r", 1);
+	hako_endpoint_t *c = ept_must_open("rc", CLIENT_COMM, -1, port);
+	EPT_WAIT_UNTIL(ept_stats(c).peers == 1);
+	assert_int_equal(ept_stats(c).connects, 1);
+	ept_close(s);
+	EPT_WAIT_UNTIL(ept_stats(c).disconnects == 1 && ept_stats(c).peers == 0);
+	assert_int_equal(ept_stats(c).disconnects, 1);
+	hako_pdu_key_t k = ept_key("r", 1);
 	assert_int_equal(hako_endpoint_send(c, &k, "lost", 4), HAKO_ENOTCONN);
 
 	/* The same port again (the client keeps trying meanwhile). */
 	hako_error_t err;
 	int r;
-	uint64_t end = now_ms() + WAIT_MS;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
 	do {
 		s = NULL;
 		hako_error_clear(&err);
-		r = open_ep("rs", SERVER_COMM "}", port, 0, &s, &err);
-	} while (r == HAKO_EBUSY && now_ms() < end && usleep(50000) == 0);
+		r = ept_open_ports("rs", SERVER_COMM "}", port, 0, &s, &err);
+	} while (r == HAKO_EBUSY && ept_now_ms() < end && usleep(50000) == 0);
 	assert_int_equal(r, 0);
 	assert_int_equal(hako_endpoint_local_port(s), port);
 	assert_int_equal(hako_endpoint_start(s, NULL), 0);
-	WAIT_FOR(stats(c).peers == 1 && stats(s).peers == 1);
-	assert_int_equal(stats(c).reconnects, 1);
-	assert_int_equal(stats(c).connects, 2);
+	EPT_WAIT_UNTIL(ept_stats(c).peers == 1 && ept_stats(s).peers == 1);
+	assert_int_equal(ept_stats(c).reconnects, 1);
+	assert_int_equal(ept_stats(c).connects, 2);
 	assert_int_equal(hako_endpoint_send(c, &k, "again", 5), 0);
 	expect_pdu(s, &k, "again");
 	assert_int_equal(hako_endpoint_send(s, &k, "back", 4), 0);
 	expect_pdu(c, &k, "back");
-	close_ep(c);
-	close_ep(s);
+	ept_close(c);
+	ept_close(s);
 }
 
 static void test_port_busy(void **state)
 {
 	(void)state;
-	hako_endpoint_t *s = must_open("bs", SERVER_COMM "}", 0, 0);
+	hako_endpoint_t *s = ept_must_open("bs", SERVER_COMM "}", 0, 0);
 	hako_endpoint_t *t = NULL;
 	hako_error_t err;
 	hako_error_clear(&err);
-	assert_int_equal(open_ep("bt", SERVER_COMM "}", hako_endpoint_local_port(s), 0, &t, &err),
-	                 HAKO_EBUSY);
+	assert_int_equal(
+	    ept_open_ports("bt", SERVER_COMM "}", hako_endpoint_local_port(s), 0, &t, &err),
+	    HAKO_EBUSY);
 	assert_null(t);
-	assert_non_null(strstr(err.file, "bt_comm.json"));
+	assert_non_null(strstr(err.file, "bt.comm.json"));
 	assert_non_null(strstr(err.message, "127.0.0.1"));
-	close_ep(s);
+	ept_close(s);
 }
 
 /* ---- raw sockets ---- */
@@ -361,8 +199,8 @@ static size_t read_until_close(int fd, char *buf, size_t cap, int *closed)
 {
 	size_t n = 0;
 	*closed = 0;
-	uint64_t end = now_ms() + WAIT_MS;
-	while (now_ms() < end && n < cap) {
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
+	while (ept_now_ms() < end && n < cap) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 100) <= 0) {
 			continue;
@@ -381,9 +219,9 @@ static size_t read_until_close(int fd, char *buf, size_t cap, int *closed)
 static size_t read_head(int fd, char *buf, size_t cap)
 {
 	size_t n = 0;
-	uint64_t end = now_ms() + WAIT_MS;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
 	buf[0] = '\0';
-	while (now_ms() < end && n + 1 < cap && strstr(buf, "\r\n\r\n") == NULL) {
+	while (ept_now_ms() < end && n + 1 < cap && strstr(buf, "\r\n\r\n") == NULL) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 100) <= 0) {
 			continue;
@@ -465,10 +303,10 @@ static void test_hostile(void **state)
 {
 	(void)state;
 	hako_endpoint_t *s =
-	    must_open("hs", SERVER_COMM ",\"options\":{\"max_body_bytes\":100000}}", 0, 0);
+	    ept_must_open("hs", SERVER_COMM ",\"options\":{\"max_body_bytes\":100000}}", 0, 0);
 	uint16_t port = hako_endpoint_local_port(s);
-	hako_endpoint_t *c = must_open("hc", CLIENT_COMM, -1, port);
-	WAIT_FOR(stats(s).peers == 1);
+	hako_endpoint_t *c = ept_must_open("hc", CLIENT_COMM, -1, port);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
 
 	uint8_t good[400];
 	hako_frame_t f;
@@ -499,25 +337,25 @@ static void test_hostile(void **state)
 	put_u32(huge + 144, 172u + 100000u);
 	hostile(port, 2, huge, 200000);
 	free(huge);
-	WAIT_FOR(stats(s).rejected == 5);
-	assert_int_equal(stats(s).rejected, 5);
-	assert_int_equal(stats(s).frames_in, 0);
+	EPT_WAIT_UNTIL(ept_stats(s).rejected == 5);
+	assert_int_equal(ept_stats(s).rejected, 5);
+	assert_int_equal(ept_stats(s).frames_in, 0);
 
 	/* The good client goes on both ways; a raw session that behaves is a peer like any. */
-	hako_pdu_key_t k = key("good", 1);
+	hako_pdu_key_t k = ept_key("good", 1);
 	assert_int_equal(hako_endpoint_send(c, &k, "still", 5), 0);
 	expect_pdu(s, &k, "still");
-	WAIT_FOR(stats(s).peers == 1);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
 	assert_int_equal(hako_endpoint_send(s, &k, "here", 4), 0);
 	expect_pdu(c, &k, "here");
 	int fd = ws_upgrade(port);
 	ws_message(fd, 2, good, n);
-	hako_pdu_key_t kr = key("raw", 4);
+	hako_pdu_key_t kr = ept_key("raw", 4);
 	expect_pdu(s, &kr, "abcd");
 	close(fd);
-	assert_int_equal(stats(s).rejected, 5);
-	close_ep(c);
-	close_ep(s);
+	assert_int_equal(ept_stats(s).rejected, 5);
+	ept_close(c);
+	ept_close(s);
 }
 
 static void http_get(uint16_t port, const char *path, char *head, size_t hcap, char *body,
@@ -543,13 +381,13 @@ static void test_static(void **state)
 {
 	(void)state;
 	char p[600];
-	snprintf(p, sizeof(p), "%s/www", g_dir);
+	snprintf(p, sizeof(p), "%s/www", ept_dir());
 	assert_int_equal(mkdir(p, 0755), 0);
-	write_file("www/index.html", "<html>hako index</html>\n");
-	write_file("www/data.txt", "some text data\n");
-	write_file("secret", "TOP SECRET\n");
+	ept_write_file("www/index.html", "<html>hako index</html>\n");
+	ept_write_file("www/data.txt", "some text data\n");
+	ept_write_file("secret", "TOP SECRET\n");
 	hako_endpoint_t *s =
-	    must_open("ss", SERVER_COMM ",\"options\":{\"static_dir\":\"www\"}}", 0, 0);
+	    ept_must_open("ss", SERVER_COMM ",\"options\":{\"static_dir\":\"www\"}}", 0, 0);
 	uint16_t port = hako_endpoint_local_port(s);
 	char head[4096], body[4096];
 	size_t blen;
@@ -576,19 +414,19 @@ static void test_static(void **state)
 	}
 
 	/* WebSocket upgrades on that port are still PDU sessions. */
-	hako_endpoint_t *c = must_open("sc", CLIENT_COMM, -1, port);
-	WAIT_FOR(stats(s).peers == 1);
-	hako_pdu_key_t k = key("web", 2);
+	hako_endpoint_t *c = ept_must_open("sc", CLIENT_COMM, -1, port);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
+	hako_pdu_key_t k = ept_key("web", 2);
 	assert_int_equal(hako_endpoint_send(s, &k, "pdu", 3), 0);
 	expect_pdu(c, &k, "pdu");
-	close_ep(c);
-	close_ep(s);
+	ept_close(c);
+	ept_close(s);
 
 	/* Without static_dir: 404 for any HTTP request. */
-	s = must_open("ns", SERVER_COMM "}", 0, 0);
+	s = ept_must_open("ns", SERVER_COMM "}", 0, 0);
 	http_get(hako_endpoint_local_port(s), "/", head, sizeof(head), NULL, 0, &blen);
 	assert_non_null(strstr(head, " 404 "));
-	close_ep(s);
+	ept_close(s);
 }
 
 static void test_queue_overflow_counted(void **state)
@@ -596,36 +434,36 @@ static void test_queue_overflow_counted(void **state)
 	(void)state;
 	/* A raw session that never reads: sends queue (depth 4) and the oldest are dropped. */
 	hako_endpoint_t *s =
-	    must_open("qs", SERVER_COMM ",\"options\":{\"send_queue_depth\":4}}", 0, 0);
+	    ept_must_open("qs", SERVER_COMM ",\"options\":{\"send_queue_depth\":4}}", 0, 0);
 	uint16_t port = hako_endpoint_local_port(s);
 	int fd = ws_upgrade(port);
 	int rcv = 4096;
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
-	WAIT_FOR(stats(s).peers == 1);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
 	uint8_t *buf = calloc(1, 1u << 20);
 	assert_non_null(buf);
-	hako_pdu_key_t k = key("q", 1);
+	hako_pdu_key_t k = ept_key("q", 1);
 	for (int i = 0; i < 64; i++) {
 		assert_int_equal(hako_endpoint_send(s, &k, buf, 1u << 20), 0);
 	}
-	WAIT_FOR(stats(s).send_dropped > 0);
-	hako_endpoint_stats_t st = stats(s);
+	EPT_WAIT_UNTIL(ept_stats(s).send_dropped > 0);
+	hako_endpoint_stats_t st = ept_stats(s);
 	assert_true(st.send_dropped > 0);
 	assert_true(st.send_dropped + st.frames_out <= 64);
 	free(buf);
 	close(fd);
-	close_ep(s);
+	ept_close(s);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_teardown(test_two_clients, close_all),
-	    cmocka_unit_test_teardown(test_reconnect, close_all),
-	    cmocka_unit_test_teardown(test_port_busy, close_all),
-	    cmocka_unit_test_teardown(test_hostile, close_all),
-	    cmocka_unit_test_teardown(test_static, close_all),
-	    cmocka_unit_test_teardown(test_queue_overflow_counted, close_all),
+	    cmocka_unit_test_teardown(test_two_clients, ept_close_all),
+	    cmocka_unit_test_teardown(test_reconnect, ept_close_all),
+	    cmocka_unit_test_teardown(test_port_busy, ept_close_all),
+	    cmocka_unit_test_teardown(test_hostile, ept_close_all),
+	    cmocka_unit_test_teardown(test_static, ept_close_all),
+	    cmocka_unit_test_teardown(test_queue_overflow_counted, ept_close_all),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ept_group_setup, ept_group_teardown);
 }

@@ -1,0 +1,59 @@
+/* The sub-command skeleton shared by the hako command-line tools (hako-cmd, hako-endpoint):
+ * a table of commands, the tool's options before the command name (-h, -V, and -d when the tool
+ * has a domain), "<tool> help [command]", per-command --help and usage errors, all with the same
+ * wording and exit codes (0 ok, 2 usage error; the commands' own codes otherwise).
+ *
+ * hako_cli_main() remembers the tool for the calls below; one tool a process. */
+#ifndef HAKO_CLI_H
+#define HAKO_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define HAKO_CLI_EXIT_USAGE 2
+
+typedef struct hako_cli_command {
+	const char *name;
+	const char *synopsis;
+	const char *brief;   /* one line for the overview */
+	const char *summary; /* the first paragraph of the command's help */
+	const char *options; /* the command's option lines, before the tool's common ones */
+	int (*run)(const struct hako_cli_command *cmd, int argc, char **argv);
+} hako_cli_command_t;
+
+typedef struct hako_cli {
+	const char *prog; /* "hako-cmd" */
+	const char *version;
+	const hako_cli_command_t *commands;
+	size_t ncommands;
+	const char *common_options; /* the option lines every command's help ends with */
+	int wrap_width;             /* > 0: synopsis and summary wrapped at this column; 0: as is */
+	const char **domain;        /* non-NULL: -d/--domain NAME before the command sets it */
+	void (*usage)(FILE *out);   /* the tool's overview (--help, help, no command) */
+	void (*before_run)(void);   /* optional: called once the command is known */
+} hako_cli_t;
+
+/* Parse the tool's options, find the command and run it with argv[0] its name (getopt reset).
+ * Returns the exit code. */
+int hako_cli_main(const hako_cli_t *cli, int argc, char **argv);
+
+const hako_cli_command_t *hako_cli_find(const char *name);
+
+/* "  <name padded to width>  <brief>" a command. */
+void hako_cli_list_commands(FILE *out, int width);
+
+void hako_cli_command_usage(const hako_cli_command_t *cmd, FILE *out);
+
+/* "<prog>[ <cmd>]: <message>" and "Try '<prog> [<cmd> ]--help'." on stderr; returns
+ * HAKO_CLI_EXIT_USAGE. cmd may be NULL (the tool's own options). */
+int hako_cli_usage_error(const hako_cli_command_t *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A command's getopt result for -h (help on stdout: 0), ':' and '?' (usage errors). Returns the
+ * exit code. */
+int hako_cli_common_option(const hako_cli_command_t *cmd, int c, char **argv);
+
+/* The "help [command]" command. */
+int hako_cli_help(const hako_cli_command_t *cmd, int argc, char **argv);
+
+#endif
