@@ -10,7 +10,8 @@
  *
  * Send path. A PDU is encoded once (a refcounted frame buffer) and handed to every peer:
  *  - latency: when the peer's queue is empty, nobody is writing to it and the previous send to it
- *    is older than BATCH_GAP_NS, the sender writes the frame itself (one non-blocking send);
+ *    is older than BATCH_GAP_NS, the sender writes the frame itself (one non-blocking sendmsg of
+ *    the header and the caller's bytes: no frame buffer, no copy, when the socket takes it all);
  *    what the socket does not take stays queued for the I/O thread (POLLOUT);
  *  - throughput: sends that come back to back, or find frames queued, only enqueue and wake the
  *    I/O thread, which writes the whole queue with sendmsg(iovec) batches. The wake-up fd is
@@ -23,9 +24,25 @@
  * drops from or frees that queue meanwhile (senders that would drop wait for the write to end).
  *
  * Receive path. Per peer one buffer read in big chunks; hako_frame_needed frames the stream and
- * the buffer only grows up to the announced frame (at most header + max_body_bytes). A protocol
- * error closes that peer (rejected); a frame that stays incomplete with no byte arriving for
- * read_timeout_ms drops the peer (an idle peer without a partial frame is kept).
+ * the buffer only grows up to the announced frame (at most header + max_body_bytes, rounded up
+ * to a page). A protocol error closes that peer (rejected); a frame that stays incomplete with no
+ * byte arriving for read_timeout_ms drops the peer (an idle peer without a partial frame is
+ * kept).
+ * Receive buffer policy (memory per peer): RX_CHUNK (128 KiB) at least; a buffer grown for a big
+ * frame is kept for the next one as long as it is at most RX_KEEP_MAX (4 MiB), because a freshly
+ * allocated big buffer is freshly mapped memory (glibc mmaps allocations above its threshold):
+ * ~256 page faults per MiB, which made 1 MiB frames cost several times raw tcp. It goes back to
+ * RX_CHUNK after RX_SHRINK_FRAMES frames in a row that all fit in RX_CHUNK, or once the peer has
+ * sent nothing for RX_IDLE_MS with no partial frame. A buffer above RX_KEEP_MAX (frames larger
+ * than 4 MiB) is shrunk right after its frame. So a peer holds at most max(4 MiB, its frame in
+ * progress), and 128 KiB once its big frames stop.
+ *
+ * Send path memory: a frame is one malloc'd buffer (ep_net.c), encoded once for all peers. For
+ * frames of FCACHE_MIN and more the comm keeps up to FCACHE_SLOTS released buffers of at most
+ * FCACHE_MAX bytes each and encodes the next big frame into one of them (a cached buffer is
+ * free again once its reference is the cache's only one), for the same page-fault reason. The
+ * I/O thread frees them when no big frame was sent for RX_IDLE_MS: at most FCACHE_SLOTS x
+ * FCACHE_MAX per comm, nothing once big sends stop.
  *
  * Stop. Before the I/O thread leaves it writes what the peers have queued (bounded by
  * write_timeout_ms, 0: STOP_DRAIN_MS), ends each drained peer's stream (FIN after the data) and
@@ -54,6 +71,14 @@
 #include "hako/log.h"
 
 #define RX_CHUNK          (128u << 10) /* receive buffer kept per peer */
+#define RX_KEEP_MAX       (4u << 20)   /* a grown receive buffer up to this is kept */
+#define RX_SHRINK_FRAMES  256u         /* ... until this many small frames in a row */
+#define RX_IDLE_MS        2000u        /* ... or this long without a byte (nor a partial frame) */
+#define RX_ROUND          4096u        /* grown buffers are rounded up to this */
+#define RX_IDLE_NS        ((uint64_t)RX_IDLE_MS * 1000000u)
+#define FCACHE_SLOTS      4            /* big send buffers kept per comm */
+#define FCACHE_MIN        (128u << 10) /* frames from this size (glibc mmaps them) use the cache */
+#define FCACHE_MAX        (4u << 20)   /* larger ones are malloc'd and freed as usual */
 #define IOV_BATCH         512          /* frames per sendmsg */
 #define BATCH_GAP_NS      15000u       /* sends closer than this are batched */
 #define BACKOFF_MIN_MS    50u
@@ -83,9 +108,11 @@ typedef struct tcp_peer {
 	uint8_t *rbuf;
 	size_t rcap;
 	size_t rlen;
-	uint64_t rx_ns; /* last bytes received */
-	int bye;        /* stop: queue written, FIN sent */
-	int eof;        /* stop: the peer's EOF (or an error) read */
+	uint32_t rx_small; /* frames in a row that fit in RX_CHUNK */
+	size_t rneed;      /* bytes of the partial frame at rbuf (0: not known yet) */
+	uint64_t rx_ns;    /* last bytes received */
+	int bye;           /* stop: queue written, FIN sent */
+	int eof;           /* stop: the peer's EOF (or an error) read */
 } tcp_peer_t;
 
 typedef struct tcp_comm {
@@ -117,6 +144,13 @@ typedef struct tcp_comm {
 	int ever_connected;
 	int fail_logged;
 	uint64_t accept_pause_ns;
+
+	/* Big send buffers kept for reuse (see the top comment). */
+	pthread_mutex_t fc_lock;
+	hakoi_frame_buf_t *fc[FCACHE_SLOTS]; /* the cache holds one reference on each */
+	size_t fc_cap[FCACHE_SLOTS];         /* bytes from data on */
+	atomic_int fc_count;
+	_Atomic uint64_t fc_last_ns; /* last big send */
 } tcp_comm_t;
 
 static uint64_t now_ns(void)
@@ -335,6 +369,114 @@ static void flush_locked(tcp_comm_t *c, tcp_peer_t *p)
 	}
 }
 
+/* ---- big send buffers ---- */
+
+/* Encode a frame, into a cached buffer when it is big (see the top comment). *cap = the
+ * buffer's capacity for frame_release (0: not cacheable). NULL with *r on failure. */
+static hakoi_frame_buf_t *frame_get(tcp_comm_t *c, const hako_pdu_key_t *key, const void *data,
+                                    size_t len, size_t *cap, int *r)
+{
+	size_t n = hako_frame_size(c->ver, key->robot, (uint32_t)len);
+	*cap = 0;
+	if (n < FCACHE_MIN || n > FCACHE_MAX) {
+		return hakoi_frame_buf_new(c->ver, key, data, len, 0, r);
+	}
+	hakoi_frame_buf_t *f = NULL;
+	size_t fcap = 0;
+	if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) > 0) {
+		pthread_mutex_lock(&c->fc_lock);
+		for (int i = 0; i < FCACHE_SLOTS; i++) {
+			/* refs 1: only the cache holds it, the queues that had it are done. */
+			if (c->fc[i] != NULL && c->fc_cap[i] >= n &&
+			    __atomic_load_n(&c->fc[i]->refs, __ATOMIC_ACQUIRE) == 1) {
+				f = c->fc[i];
+				fcap = c->fc_cap[i];
+				c->fc[i] = NULL;
+				atomic_fetch_sub_explicit(&c->fc_count, 1, memory_order_relaxed);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&c->fc_lock);
+	}
+	if (f == NULL) {
+		fcap = (n + RX_ROUND - 1) / RX_ROUND * RX_ROUND;
+		f = malloc(sizeof(*f) + fcap); /* the layout of hakoi_frame_buf_new, headroom 0 */
+		if (f == NULL) {
+			*r = HAKO_ENOMEM;
+			return NULL;
+		}
+		f->refs = 1;
+		f->data = f->storage;
+	}
+	hako_frame_t fr = {
+	    .channel_id = key->channel_id,
+	    .request_type = HAKO_FRAME_PDU_DATA,
+	    .body = data,
+	    .body_len = (uint32_t)len,
+	};
+	memcpy(fr.robot, key->robot, strlen(key->robot) + 1);
+	size_t out = 0;
+	int e = hako_frame_encode(c->ver, &fr, f->data, fcap, &out);
+	if (e != 0) {
+		free(f);
+		*r = e;
+		return NULL;
+	}
+	f->len = out;
+	*cap = fcap;
+	atomic_store_explicit(&c->fc_last_ns, now_ns(), memory_order_relaxed);
+	return f;
+}
+
+/* The sender's reference on f: into the cache (an empty slot, or one whose buffer is free and
+ * smaller), else dropped. */
+static void frame_release(tcp_comm_t *c, hakoi_frame_buf_t *f, size_t cap)
+{
+	if (cap == 0) {
+		hakoi_frame_buf_unref(f);
+		return;
+	}
+	hakoi_frame_buf_t *old = f;
+	pthread_mutex_lock(&c->fc_lock);
+	int slot = -1;
+	for (int i = 0; i < FCACHE_SLOTS; i++) {
+		if (c->fc[i] == NULL) {
+			slot = i;
+			break;
+		}
+		if (slot < 0 && c->fc_cap[i] < cap &&
+		    __atomic_load_n(&c->fc[i]->refs, __ATOMIC_ACQUIRE) == 1) {
+			slot = i;
+		}
+	}
+	if (slot >= 0) {
+		old = c->fc[slot];
+		if (old == NULL) {
+			atomic_fetch_add_explicit(&c->fc_count, 1, memory_order_relaxed);
+		}
+		c->fc[slot] = f;
+		c->fc_cap[slot] = cap;
+	}
+	pthread_mutex_unlock(&c->fc_lock);
+	hakoi_frame_buf_unref(old);
+}
+
+/* Free the cached buffers (idle, or close). */
+static void frame_cache_clear(tcp_comm_t *c)
+{
+	hakoi_frame_buf_t *drop[FCACHE_SLOTS];
+	pthread_mutex_lock(&c->fc_lock);
+	for (int i = 0; i < FCACHE_SLOTS; i++) {
+		drop[i] = c->fc[i];
+		c->fc[i] = NULL;
+	}
+	atomic_store_explicit(&c->fc_count, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&c->fc_lock);
+	for (int i = 0; i < FCACHE_SLOTS; i++) {
+		hakoi_frame_buf_unref(drop[i]);
+	}
+}
+
 /* ---- send ---- */
 
 static void deadline_after(struct timespec *ts, uint32_t ms)
@@ -393,11 +535,69 @@ static int wait_room_locked(tcp_comm_t *c, tcp_peer_t *p, int on_io)
 	return 1;
 }
 
-/* Hand f to one peer. 1 = written or queued, 0 = dropped (counted here). */
-static int send_peer(tcp_comm_t *c, tcp_peer_t *p, hakoi_frame_buf_t *f, uint64_t now, int on_io)
+/* One PDU being sent. The direct write (latency path) sends the header and the caller's bytes
+ * with one sendmsg, without encoding the frame into a buffer; the frame buffer is made only
+ * when something has to be queued (once for all peers). */
+typedef struct tx_pdu {
+	const hako_pdu_key_t *key;
+	const void *data;
+	size_t len;
+	uint8_t hdr[HAKO_FRAME_V2_HEADER_SIZE]; /* v1's is shorter */
+	size_t hlen;
+	hakoi_frame_buf_t *f; /* NULL until needed */
+	size_t fcap;
+} tx_pdu_t;
+
+static void put_u32_add(uint8_t *p, uint32_t add)
+{
+	uint32_t v =
+	    (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	v += add;
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* The frame header of t (made by the first direct write): encoded with an empty body, then the
+ * length fields (frame.h's layout) grown by the body length. 0 or the error of hako_frame_encode.
+ */
+static int tx_header(tcp_comm_t *c, tx_pdu_t *t)
+{
+	hako_frame_t fr = {
+	    .channel_id = t->key->channel_id,
+	    .request_type = HAKO_FRAME_PDU_DATA,
+	};
+	memcpy(fr.robot, t->key->robot, strlen(t->key->robot) + 1);
+	int e = hako_frame_encode(c->ver, &fr, t->hdr, sizeof(t->hdr), &t->hlen);
+	if (e != 0) {
+		return e;
+	}
+	if (c->ver == HAKO_FRAME_V2) {
+		put_u32_add(t->hdr + 144, (uint32_t)t->len); /* total_len */
+		put_u32_add(t->hdr + 148, (uint32_t)t->len); /* body_len */
+	} else {
+		put_u32_add(t->hdr, (uint32_t)t->len); /* header_len */
+	}
+	return 0;
+}
+
+/* The encoded frame of t (made on first use). NULL on ENOMEM. */
+static hakoi_frame_buf_t *tx_frame(tcp_comm_t *c, tx_pdu_t *t)
+{
+	if (t->f == NULL) {
+		int r = 0;
+		t->f = frame_get(c, t->key, t->data, t->len, &t->fcap, &r);
+	}
+	return t->f;
+}
+
+/* Hand t to one peer. 1 = written or queued, 0 = dropped (counted here). */
+static int send_peer(tcp_comm_t *c, tcp_peer_t *p, tx_pdu_t *t, uint64_t now, int on_io)
 {
 	int need_wake = 0;
 	int handed = 0;
+	hakoi_frame_buf_t *f = NULL;
 	pthread_mutex_lock(&p->lock);
 	if (p->closed || p->dead) {
 		goto out;
@@ -406,18 +606,34 @@ static int send_peer(tcp_comm_t *c, tcp_peer_t *p, hakoi_frame_buf_t *f, uint64_
 	if (now > last) {
 		p->last_send_ns = now;
 	}
-	if (p->q.count == 0 && !p->writing && now >= last + BATCH_GAP_NS) {
-		ssize_t w = send(p->fd, f->data, f->len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w == (ssize_t)f->len) {
+	if (p->q.count == 0 && !p->writing && now >= last + BATCH_GAP_NS &&
+	    (t->hlen > 0 || tx_header(c, t) == 0)) {
+		struct iovec iov[2] = {
+		    {.iov_base = t->hdr, .iov_len = t->hlen},
+		    {.iov_base = (void *)t->data, .iov_len = t->len},
+		};
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = t->len > 0 ? 2 : 1};
+		size_t total = t->hlen + t->len;
+		ssize_t w = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w == (ssize_t)total) {
 			pthread_mutex_unlock(&p->lock);
 			hakoi_count(&c->ctx.ctr->frames_out, 1);
-			hakoi_count(&c->ctx.ctr->bytes_out, frame_body_len(c->ver, f));
+			hakoi_count(&c->ctx.ctr->bytes_out, t->len);
 			return 1;
 		}
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			p->dead = DEAD_BROKEN;
 			p->dead_errno = errno;
 			need_wake = 1;
+			goto out;
+		}
+		f = tx_frame(c, t);
+		if (f == NULL) {
+			if (w > 0) { /* part of the frame is on the wire: the stream is broken */
+				p->dead = DEAD_BROKEN;
+				p->dead_errno = ENOMEM;
+				need_wake = 1;
+			}
 			goto out;
 		}
 		hakoi_frameq_push(&p->q, f);
@@ -428,6 +644,10 @@ static int send_peer(tcp_comm_t *c, tcp_peer_t *p, hakoi_frame_buf_t *f, uint64_
 	}
 	if (p->q.count >= p->q.cap && !wait_room_locked(c, p, on_io)) {
 		need_wake = p->dead != DEAD_NONE;
+		goto out;
+	}
+	f = tx_frame(c, t);
+	if (f == NULL) {
 		goto out;
 	}
 	int r = hakoi_frameq_push(&p->q, f);
@@ -473,16 +693,20 @@ static int tcp_send(void *impl, const hako_pdu_key_t *key, const void *data, siz
 		hakoi_count(&c->ctx.ctr->send_dropped, 1);
 		return HAKO_ENOTCONN;
 	}
+	tx_pdu_t t = {.key = key, .data = data, .len = len};
 	int r = 0;
-	hakoi_frame_buf_t *f = hakoi_frame_buf_new(c->ver, key, data, len, 0, &r);
-	if (f != NULL) {
+	if (hako_frame_size(c->ver, key->robot, (uint32_t)len) == 0) {
+		r = strlen(key->robot) >= HAKO_FRAME_ROBOT_MAX ? HAKO_ENAMETOOLONG : HAKO_ETOOBIG;
+	} else {
 		uint64_t now = now_ns();
 		int on_io = on_io_thread(c);
 		size_t handed = 0;
 		for (size_t i = 0; i < n; i++) {
-			handed += (size_t)send_peer(c, snap[i], f, now, on_io);
+			handed += (size_t)send_peer(c, snap[i], &t, now, on_io);
 		}
-		hakoi_frame_buf_unref(f);
+		if (t.f != NULL) {
+			frame_release(c, t.f, t.fcap);
+		}
 		r = handed > 0 ? 0 : HAKO_ENOTCONN;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -546,6 +770,7 @@ static int rx_parse(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 		}
 		handle_frame(c, p, &fr);
 		pos += needed;
+		p->rx_small = needed <= RX_CHUNK ? p->rx_small + (p->rx_small < UINT32_MAX) : 0;
 	}
 	if (rc != RX_OK) {
 		return rc;
@@ -554,9 +779,17 @@ static int rx_parse(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 		memmove(p->rbuf, p->rbuf + pos, p->rlen - pos);
 		p->rlen -= pos;
 	}
-	/* Grow only to the frame the header announced (bounded by max_body_bytes). */
-	size_t want = needed > RX_CHUNK ? needed : RX_CHUNK;
-	if (want != p->rcap && (want > p->rcap || p->rlen <= want)) {
+	p->rneed = needed;
+	/* Grow only to the frame the header announced (bounded by max_body_bytes); shrink per the
+	 * policy in the top comment. */
+	size_t want = p->rcap;
+	if (needed > p->rcap) {
+		want = (needed + RX_ROUND - 1) / RX_ROUND * RX_ROUND;
+	} else if (p->rcap > RX_CHUNK &&
+	           (p->rcap > RX_KEEP_MAX || p->rx_small >= RX_SHRINK_FRAMES)) {
+		want = needed > RX_CHUNK ? (needed + RX_ROUND - 1) / RX_ROUND * RX_ROUND : RX_CHUNK;
+	}
+	if (want != p->rcap && p->rlen <= want) {
 		uint8_t *nb = realloc(p->rbuf, want);
 		if (nb == NULL) {
 			snprintf(why, why_len, "out of memory for a frame of %zu bytes", needed);
@@ -566,6 +799,19 @@ static int rx_parse(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 		p->rcap = want;
 	}
 	return RX_OK;
+}
+
+/* The peer has been quiet for RX_IDLE_MS with nothing partial: give its big buffer back. */
+static void rx_idle_shrink(tcp_peer_t *p)
+{
+	if (p->rcap <= RX_CHUNK || p->rlen > RX_CHUNK) {
+		return;
+	}
+	uint8_t *nb = realloc(p->rbuf, RX_CHUNK);
+	if (nb != NULL) {
+		p->rbuf = nb;
+		p->rcap = RX_CHUNK;
+	}
 }
 
 static int rx_peer(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
@@ -580,6 +826,11 @@ static int rx_peer(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 	}
 	for (int i = 0; i < 8; i++) {
 		size_t space = p->rcap - p->rlen;
+		if (p->rneed > RX_CHUNK && p->rneed > p->rlen && p->rneed - p->rlen < space) {
+			/* A big frame: read up to its end only, or the start of the next one would
+			 * be moved down (up to a kept buffer's size) after it. */
+			space = p->rneed - p->rlen;
+		}
 		ssize_t r = recv(p->fd, p->rbuf + p->rlen, space, MSG_DONTWAIT);
 		if (r < 0) {
 			if (errno == EINTR) {
@@ -828,6 +1079,17 @@ static void *io_main(void *arg)
 			if (rto_ns > 0 && p->rlen > 0) {
 				min_timeout(&timeout, ms_until(p->rx_ns + rto_ns, now));
 			}
+			if (p->rcap > RX_CHUNK && p->rlen == 0) {
+				min_timeout(&timeout, ms_until(p->rx_ns + RX_IDLE_NS, now));
+			}
+		}
+		if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) > 0) {
+			uint64_t last = atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed);
+			if (now >= last + RX_IDLE_NS) {
+				frame_cache_clear(c);
+			} else {
+				min_timeout(&timeout, ms_until(last + RX_IDLE_NS, now));
+			}
 		}
 		int n = poll(pfds, 2 + np, timeout);
 		atomic_store(&c->wake_pending, 1);
@@ -876,6 +1138,9 @@ static void *io_main(void *arg)
 			}
 			if (kind != RX_OK) {
 				drop_peer(c, i, kind, why[0] != '\0' ? why : NULL);
+			} else if (p->rcap > RX_CHUNK && p->rlen == 0 &&
+			           now >= p->rx_ns + RX_IDLE_NS) {
+				rx_idle_shrink(p);
 			}
 		}
 		if (n > 0 && pfds[1].fd >= 0 && pfds[1].revents != 0) {
@@ -1034,6 +1299,7 @@ static int tcp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	c->lfd = -1;
 	c->cfd = -1;
 	pthread_mutex_init(&c->peers_lock, NULL);
+	pthread_mutex_init(&c->fc_lock, NULL);
 	c->wfd = hakoi_wake_open();
 	if (c->wfd < 0) {
 		int e = errno;
@@ -1115,6 +1381,8 @@ static void tcp_close(void *impl)
 		close(c->wfd);
 	}
 	free(c->peers);
+	frame_cache_clear(c);
+	pthread_mutex_destroy(&c->fc_lock);
 	pthread_mutex_destroy(&c->peers_lock);
 	free(c);
 }

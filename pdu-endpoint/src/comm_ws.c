@@ -4,7 +4,16 @@
  * and served by one thread between start and stop. lws is not thread-safe: every lws call but
  * lws_cancel_service() happens in that thread (or in open/close while it does not run). A send
  * from another thread encodes the frame once (LWS_PRE headroom), pushes it on every session's
- * bounded queue and wakes the thread, which writes one message per WRITEABLE callback.
+ * bounded queue and wakes the thread, which writes the queued messages at each WRITEABLE
+ * callback as long as the socket takes them (lws_send_pipe_choked) and lws buffers nothing.
+ *
+ * Buffer sizes (lws's defaults make big PDUs crawl): lws reads a connection pt_serv_buf_size
+ * bytes per POLLIN (default 4 KiB: 256 passes of the service loop per MiB), so the context gets
+ * WS_SERV_BUF; a protocol's rx_buffer_size bounds the chunks handed to the RECEIVE callback and
+ * is allocated per session (WS_RX_BUF); tx_packet_size bounds one send() (0 means
+ * rx_buffer_size, after which lws copies the rest of the message aside and sends it in
+ * further passes): WS_TX_PACKET lets one send() offer the socket a whole message. lws disables
+ * Nagle on its sockets itself; sess_open sets TCP_NODELAY too, in case a build does not.
  *
  * Options (hako_comm_ws_options_t):
  *  - ping_interval_sec: lws's validity policy (lws_retry_bo_t on the vhost and the client
@@ -40,6 +49,7 @@
 #include <errno.h>
 #include <libwebsockets.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -52,9 +62,17 @@
 #include "ep_net.h"
 #include "hako/log.h"
 
-#define WS_PROTOCOL      "hako-pdu"
-#define WS_RX_CHUNK      65536u
-#define WS_RX_KEEP       (1u << 20) /* a receive buffer larger than this is freed after use */
+#define WS_PROTOCOL     "hako-pdu"
+#define WS_RX_CHUNK     65536u
+#define WS_SERV_BUF     (256u << 10) /* lws's per-thread service buffer: bytes per read */
+#define WS_RX_BUF       (256u << 10) /* per session: RECEIVE callback chunks */
+#define WS_TX_PACKET    (16u << 20)  /* one send() may offer this much */
+#define WS_WRITE_BUDGET (4u << 20)   /* bytes written per WRITEABLE callback at most */
+/* Receive buffer (per session): grown to the message; kept for the next one up to WS_RX_KEEP
+ * (a fresh big buffer is freshly mapped memory: ~256 page faults per MiB), freed after a larger
+ * message or after WS_RX_SHRINK messages in a row that fit in WS_RX_CHUNK. */
+#define WS_RX_KEEP       (4u << 20)
+#define WS_RX_SHRINK     256u
 #define WS_BACKOFF_MIN   50u
 #define WS_BACKOFF_MAX   1000u
 #define WS_FD_LIMIT      4096u
@@ -70,6 +88,7 @@ typedef struct ws_sess {
 	size_t rx_len;
 	size_t rx_cap;
 	int hdr_ok;
+	uint32_t rx_small; /* messages in a row that fit in WS_RX_CHUNK */
 	int rejected;
 	int bye;            /* stop: close it at its next WRITEABLE (service thread) */
 	int unflushed;      /* a message lws took but has partly buffered, not counted yet */
@@ -92,6 +111,7 @@ typedef struct ws_comm {
 	pthread_t thread;
 	int thread_on;
 	atomic_int stopping;
+	atomic_int wake_pending; /* a send signalled the thread and on_wake has not run since */
 
 	pthread_mutex_t lock; /* sessions and their queues */
 	ws_sess_t *sessions;
@@ -211,6 +231,8 @@ static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 		return -1;
 	}
 	s->wsi = wsi;
+	int one = 1;
+	setsockopt(lws_get_socket_fd(wsi), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
@@ -349,7 +371,8 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 		key.channel_id = fr.channel_id;
 		c->ctx.deliver(c->ctx.ep, &key, fr.body, fr.body_len);
 	}
-	if (s->rx_cap > WS_RX_KEEP) {
+	s->rx_small = n <= WS_RX_CHUNK ? s->rx_small + (s->rx_small < UINT32_MAX) : 0;
+	if (s->rx_cap > WS_RX_KEEP || (s->rx_cap > WS_RX_CHUNK && s->rx_small >= WS_RX_SHRINK)) {
 		free(s->rx);
 		s->rx = NULL;
 		s->rx_cap = 0;
@@ -378,47 +401,73 @@ static int sess_write(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
 		lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
 		return -1;
 	}
-	pthread_mutex_lock(&c->lock);
-	hakoi_frame_buf_t *f = hakoi_frameq_head(&s->q);
-	if (f != NULL) {
-		hakoi_frame_buf_ref(f);
-		hakoi_frameq_pop(&s->q);
-	}
-	int more = s->q.count > 0;
-	pthread_mutex_unlock(&c->lock);
-	if (f == NULL) {
-		return 0;
-	}
-	/* lws writes its header into the LWS_PRE bytes before data (and a client masks the
-	 * payload in place): fine, every write of a shared frame happens in this thread, and a
-	 * client has one session. */
-	size_t body = frame_body_len(c, f);
-	int n = lws_write(wsi, f->data, f->len, LWS_WRITE_BINARY);
-	size_t flen = f->len;
-	hakoi_frame_buf_unref(f);
-	if (n < 0 || (size_t)n < flen) {
-		HAKO_WARN("endpoint '%s': websocket write to %s failed; closing that session",
-		          c->ctx.ep_name, s->peer);
-		hakoi_count(&c->ctx.ctr->send_dropped, 1);
-		return -1;
-	}
-	if (lws_partial_buffered(wsi)) {
-		/* lws sends the rest when the socket takes it, then calls WRITEABLE. */
-		s->unflushed = 1;
-		s->unflushed_b = body;
+	if (s->unflushed) {
+		/* lws still holds part of the previous message: wait for it to go. */
 		lws_callback_on_writable(wsi);
 		return 0;
 	}
-	hakoi_count(&c->ctx.ctr->frames_out, 1);
-	hakoi_count(&c->ctx.ctr->bytes_out, body);
-	if (more) {
-		lws_callback_on_writable(wsi);
+	/* Several messages per callback while the socket takes them: one per callback costs a
+	 * pass of the service loop (a poll) per message. */
+	uint64_t frames = 0;
+	uint64_t bytes = 0;
+	size_t budget = WS_WRITE_BUDGET;
+	int rc = 0;
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		hakoi_frame_buf_t *f = hakoi_frameq_head(&s->q);
+		if (f != NULL) {
+			hakoi_frame_buf_ref(f);
+			hakoi_frameq_pop(&s->q);
+		}
+		int more = s->q.count > 0;
+		pthread_mutex_unlock(&c->lock);
+		if (f == NULL) {
+			break;
+		}
+		/* lws writes its header into the LWS_PRE bytes before data (and a client masks the
+		 * payload in place): fine, every write of a shared frame happens in this thread,
+		 * and a client has one session. */
+		size_t body = frame_body_len(c, f);
+		int n = lws_write(wsi, f->data, f->len, LWS_WRITE_BINARY);
+		size_t flen = f->len;
+		hakoi_frame_buf_unref(f);
+		if (n < 0 || (size_t)n < flen) {
+			HAKO_WARN(
+			    "endpoint '%s': websocket write to %s failed; closing that session",
+			    c->ctx.ep_name, s->peer);
+			hakoi_count(&c->ctx.ctr->send_dropped, 1);
+			rc = -1;
+			break;
+		}
+		if (lws_partial_buffered(wsi)) {
+			/* lws sends the rest when the socket takes it, then calls WRITEABLE. */
+			s->unflushed = 1;
+			s->unflushed_b = body;
+			lws_callback_on_writable(wsi);
+			break;
+		}
+		frames++;
+		bytes += body;
+		if (!more) {
+			break;
+		}
+		budget = flen < budget ? budget - flen : 0;
+		if (budget == 0 || lws_send_pipe_choked(wsi)) {
+			lws_callback_on_writable(wsi);
+			break;
+		}
 	}
-	return 0;
+	if (frames > 0) {
+		hakoi_count(&c->ctx.ctr->frames_out, frames);
+		hakoi_count(&c->ctx.ctr->bytes_out, bytes);
+	}
+	return rc;
 }
 
 static void on_wake(ws_comm_t *c)
 {
+	/* Senders signal again from here on; what they queued before is seen below. */
+	atomic_store(&c->wake_pending, 0);
 	pthread_mutex_lock(&c->lock);
 	for (ws_sess_t *s = c->sessions; s != NULL; s = s->next) {
 		if (s->q.count > 0) {
@@ -684,7 +733,8 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	    .name = WS_PROTOCOL,
 	    .callback = ws_cb,
 	    .per_session_data_size = sizeof(ws_sess_t *),
-	    .rx_buffer_size = WS_RX_CHUNK,
+	    .rx_buffer_size = WS_RX_BUF,
+	    .tx_packet_size = WS_TX_PACKET,
 	};
 	if (cfg->ws.ping_interval_sec > 0) {
 		uint32_t hup = cfg->ws.ping_interval_sec * 3u;
@@ -697,6 +747,7 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.fd_limit_per_thread = WS_FD_LIMIT;
+	info.pt_serv_buf_size = WS_SERV_BUF;
 	info.user = c;
 	info.gid = -1;
 	info.uid = -1;
@@ -776,6 +827,7 @@ static int ws_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 	(void)dom;
 	ws_comm_t *c = impl;
 	atomic_store(&c->stopping, 0);
+	atomic_store(&c->wake_pending, 0);
 	int e = pthread_create(&c->thread, NULL, svc_thread, c);
 	if (e != 0) {
 		return hako_error_set(err, HAKO_EIO, c->cfg->path, 0, 0,
@@ -843,7 +895,11 @@ static int ws_send(void *impl, const hako_pdu_key_t *key, const void *data, size
 	if (dropped > 0) {
 		hakoi_count(&ctr->send_dropped, dropped);
 	}
-	lws_cancel_service(c->lws);
+	/* One wake-up (a pipe write and a pass of the service loop) per batch of sends, not one per
+	 * PDU: the first send after on_wake signals, the next ones find their frames queued. */
+	if (!atomic_exchange(&c->wake_pending, 1)) {
+		lws_cancel_service(c->lws);
+	}
 	return 0;
 }
 
