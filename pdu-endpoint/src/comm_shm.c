@@ -503,11 +503,12 @@ static int shm_commit(void *impl, const hako_pdu_key_t *key, size_t len)
 	if (len > p->size) {
 		return HAKO_ETOOBIG; /* still lent */
 	}
-	int r = hako_channel_commit(ch, len);
-	if (r == HAKO_ETOOBIG) {
-		return r;
-	}
+	/* Clear the mark before publishing: the commit may wake a peer whose answer reaches a
+	 * subscriber of this process that loans this PDU again before this thread runs on. That
+	 * loan then waits on the channel's writer lock (held until the commit) instead of failing.
+	 */
 	atomic_store(&p->loaned, 0);
+	int r = hako_channel_commit(ch, len);
 	if (r == 0) {
 		hakoi_count(&c->ctx.ctr->frames_out, 1);
 		hakoi_count(&c->ctx.ctr->bytes_out, len);
