@@ -40,6 +40,7 @@
 #include <cmocka.h>
 
 #include "hako/endpoint.h"
+#include "bridge_stats.h"
 #include "hako_test_util.h"
 
 #define PDU_SIZE  32
@@ -94,19 +95,6 @@ static void put(struct fx *f, const char *name, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	assert_int_equal(htu_write_file(path_in(f, name), text), 0);
-}
-
-static char *slurp(const char *path)
-{
-	static char buf[65536];
-	buf[0] = '\0';
-	FILE *fp = fopen(path, "r");
-	if (fp != NULL) {
-		size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-		buf[n] = '\0';
-		fclose(fp);
-	}
-	return buf;
 }
 
 /* ---- the files ---- */
@@ -167,35 +155,14 @@ static void write_config(struct fx *f, unsigned rx_port)
 
 /* ---- the daemon ---- */
 
-struct exec_args {
-	char *argv[20];
-	const char *log;
-};
-
-static void exec_tool(void *arg)
-{
-	struct exec_args *x = arg;
-	int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		dup2(fd, 1);
-		close(fd);
-	}
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	execv(x->argv[0], x->argv);
-	_exit(127);
-}
-
 /* Wait for `what` in the daemon's log. Fails if the daemon exits first. */
 static void wait_log(struct fx *f, const char *what)
 {
 	int ok;
-	HTU_WAIT_UNTIL(ok, strstr(slurp(f->log), what) != NULL || htu_child_exited(f->pid),
+	HTU_WAIT_UNTIL(ok, strstr(htu_slurp(f->log), what) != NULL || htu_child_exited(f->pid),
 	               HTU_TIMEOUT_USEC);
-	if (!ok || strstr(slurp(f->log), what) == NULL) {
-		fail_msg("no '%s' in %s:\n%s", what, f->log, slurp(f->log));
+	if (!ok || strstr(htu_slurp(f->log), what) == NULL) {
+		fail_msg("no '%s' in %s:\n%s", what, f->log, htu_slurp(f->log));
 	}
 }
 
@@ -226,7 +193,7 @@ static void start_daemon(struct fx *f)
 	snprintf(name, sizeof(name), "bridge-%d.log", ++f->starts);
 	snprintf(f->log, sizeof(f->log), "%s", path_in(f, name));
 	snprintf(f->sock, sizeof(f->sock), "%s", path_in(f, "ctl.sock"));
-	struct exec_args x;
+	htu_exec_t x;
 	memset(&x, 0, sizeof(x));
 	const char *args[] = {tool,           path_in(f, "bridge.json"),
 	                      "--node",       "n1",
@@ -239,7 +206,7 @@ static void start_daemon(struct fx *f)
 		x.argv[i] = (char *)args[i];
 	}
 	x.log = f->log;
-	f->pid = htu_fork(exec_tool, &x);
+	f->pid = htu_fork(htu_exec_main, &x);
 	assert_true(f->pid > 0);
 	wait_log(f, "node 'n1': 2 connection(s), 2 endpoint(s), world time (asset)");
 	ctl_connect(f);
@@ -247,7 +214,7 @@ static void start_daemon(struct fx *f)
 	int ok;
 	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(f->rx, &es), es.peers > 0), HTU_TIMEOUT_USEC);
 	if (!ok) {
-		fail_msg("the bridge's tcp destination never connected:\n%s", slurp(f->log));
+		fail_msg("the bridge's tcp destination never connected:\n%s", htu_slurp(f->log));
 	}
 	wait_log(f, "endpoint 'dst': connected to");
 }
@@ -270,27 +237,9 @@ static const char *ctl_stats(struct fx *f)
 	}
 }
 
-/* A counter of the statistics line of `conn` in `text`. */
-static uint64_t stat_of(const char *text, const char *conn, const char *key)
-{
-	char head[64], k[64];
-	snprintf(head, sizeof(head), "connection %s: ", conn);
-	snprintf(k, sizeof(k), " %s=", key);
-	const char *line = strstr(text, head);
-	if (line == NULL) {
-		fail_msg("no statistics of %s in:\n%s", conn, text);
-	}
-	const char *eol = strchr(line, '\n');
-	const char *at = strstr(line, k);
-	if (at == NULL || (eol != NULL && at > eol)) {
-		fail_msg("no %s in statistics line of %s", key, conn);
-	}
-	return strtoull(at + strlen(k), NULL, 10);
-}
-
 static uint64_t fwd(struct fx *f, const char *conn)
 {
-	return stat_of(ctl_stats(f), conn, "forwarded");
+	return bst_stat_of(ctl_stats(f), conn, "forwarded");
 }
 
 /* Write value v to the source channel and wait until the immediate connection forwarded it
@@ -304,12 +253,13 @@ static void write_src(struct fx *f, uint64_t v, uint64_t want)
 	memcpy(buf, &v, sizeof(v));
 	hako_time_t deadline = hako_now_usec() + HTU_TIMEOUT_USEC;
 	for (;;) {
-		uint64_t failed = stat_of(ctl_stats(f), "ci", "send_failed");
+		uint64_t failed = bst_stat_of(ctl_stats(f), "ci", "send_failed");
 		assert_int_equal(hako_channel_write(f->ch, buf, sizeof(buf)), 0);
 		int ok;
-		HTU_WAIT_UNTIL(
-		    ok, fwd(f, "ci") == want || stat_of(ctl_stats(f), "ci", "send_failed") > failed,
-		    HTU_TIMEOUT_USEC);
+		HTU_WAIT_UNTIL(ok,
+		               fwd(f, "ci") == want ||
+		                   bst_stat_of(ctl_stats(f), "ci", "send_failed") > failed,
+		               HTU_TIMEOUT_USEC);
 		if (fwd(f, "ci") == want) {
 			return;
 		}
@@ -343,7 +293,7 @@ static void expect_state(struct fx *f, int state)
 		hako_domain_info_t info;
 		hako_domain_get_info(f->dom, &info);
 		fail_msg("state %s, expected %s (%s)\n%s", hako_state_name(st),
-		         hako_state_name(state), info.error_reason, slurp(f->log));
+		         hako_state_name(state), info.error_reason, htu_slurp(f->log));
 	}
 }
 
@@ -382,8 +332,8 @@ static uint64_t run_until(struct fx *f, hako_time_t stop_at)
 static void expect_rx(struct fx *f, uint64_t v)
 {
 	const char *st = ctl_stats(f);
-	uint64_t total = stat_of(st, "ct", "forwarded") + stat_of(st, "ci", "forwarded");
-	assert_int_equal(stat_of(st, "ct", "send_failed"), 0); /* connected before any tick */
+	uint64_t total = bst_stat_of(st, "ct", "forwarded") + bst_stat_of(st, "ci", "forwarded");
+	assert_int_equal(bst_stat_of(st, "ct", "send_failed"), 0); /* connected before any tick */
 	int ok;
 	HTU_WAIT_UNTIL(ok, (uint64_t)atomic_load(&rx_count) == total, HTU_TIMEOUT_USEC);
 	if (!ok) {
@@ -404,7 +354,7 @@ static char *term_daemon(struct fx *f)
 	int status = 0;
 	assert_int_equal(htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status), 0);
 	f->pid = 0;
-	char *log = slurp(f->log);
+	char *log = htu_slurp(f->log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fail_msg("hako-bridge: no clean exit (status 0x%x):\n%s", status, log);
 	}
@@ -479,8 +429,8 @@ static void test_asset_runs(void **state)
 
 	/* (4) SIGTERM while stopped: exit 0, statistics, unregistered */
 	const char *st = ctl_stats(f);
-	uint64_t ct_end = stat_of(st, "ct", "forwarded");
-	uint64_t ci_end = stat_of(st, "ci", "forwarded");
+	uint64_t ct_end = bst_stat_of(st, "ct", "forwarded");
+	uint64_t ci_end = bst_stat_of(st, "ci", "forwarded");
 	char *log = term_daemon(f);
 	char want[200];
 	snprintf(want, sizeof(want), "connection ct: forwarded=%" PRIu64 " ", ct_end);
@@ -530,7 +480,7 @@ static void test_conductor_gone(void **state)
 	int status = 0;
 	assert_int_equal(htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status), 0);
 	f->pid = 0;
-	char *log = slurp(f->log);
+	char *log = htu_slurp(f->log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) {
 		fail_msg("hako-bridge: expected exit 1 (status 0x%x):\n%s", status, log);
 	}
@@ -587,7 +537,7 @@ static int teardown(void **state)
 		close(f->ctl_fd);
 	}
 	if (f->pid > 0 && !htu_child_exited(f->pid)) {
-		fprintf(stderr, "daemon log:\n%s\n", slurp(f->log));
+		fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->log));
 	}
 	htu_kill_children(); /* the daemon, when a test failed before stopping it */
 	hako_endpoint_close(f->rx);

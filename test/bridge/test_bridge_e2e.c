@@ -50,6 +50,7 @@
 #include <cmocka.h>
 
 #include "hako/endpoint.h"
+#include "bridge_stats.h"
 #include "hako_test_util.h"
 
 #define PDU_SIZE  128
@@ -239,24 +240,6 @@ static char *stop_daemon(struct daemon *d)
 	return log;
 }
 
-/* A counter of the exit statistics line of `conn`. */
-static uint64_t stat_of(const char *log, const char *conn, const char *key)
-{
-	char head[64], k[64];
-	snprintf(head, sizeof(head), "connection %s: ", conn);
-	snprintf(k, sizeof(k), " %s=", key);
-	const char *line = strstr(log, head);
-	if (line == NULL) {
-		fail_msg("no statistics of %s in:\n%s", conn, log);
-	}
-	const char *eol = strchr(line, '\n');
-	const char *at = strstr(line, k);
-	if (at == NULL || (eol != NULL && at > eol)) {
-		fail_msg("no %s in statistics line of %s", key, conn);
-	}
-	return strtoull(at + strlen(k), NULL, 10);
-}
-
 /* Start node2, learn its port, write node1's client file(s), start node1. */
 static void start_bridges(struct fx *f, int dead_port, const char *n1_control)
 {
@@ -431,15 +414,15 @@ static void test_immediate_10000(void **state)
 	assert_int_equal(f->seen_b - base, N_PDUS);
 
 	char *log2 = stop_daemon(&f->n2);
-	uint64_t fwd2 = stat_of(log2, "c2", "forwarded");
-	assert_int_equal(stat_of(log2, "c2", "send_failed"), 0);
-	assert_int_equal(stat_of(log2, "c2", "bytes"), fwd2 * PDU_SIZE);
+	uint64_t fwd2 = bst_stat_of(log2, "c2", "forwarded");
+	assert_int_equal(bst_stat_of(log2, "c2", "send_failed"), 0);
+	assert_int_equal(bst_stat_of(log2, "c2", "bytes"), fwd2 * PDU_SIZE);
 	char *log1 = stop_daemon(&f->n1);
-	uint64_t fwd1 = stat_of(log1, "c1", "forwarded");
+	uint64_t fwd1 = bst_stat_of(log1, "c1", "forwarded");
 	/* every write node2 made is on B's channel; node1 forwarded exactly what node2 got */
 	assert_int_equal(fwd2, f->seen_b);
 	assert_int_equal(fwd1, fwd2);
-	assert_int_equal(stat_of(log1, "c1", "dropped_policy"), 0);
+	assert_int_equal(bst_stat_of(log1, "c1", "dropped_policy"), 0);
 }
 
 /* The revived destination's server: counts what it gets. */
@@ -475,8 +458,8 @@ static void test_dead_destination(void **state)
 
 	/* the dead one failed every send (the live one too, while the probes were first) */
 	const char *st = ctl_stats(f);
-	uint64_t failed = stat_of(st, "c1", "send_failed");
-	uint64_t fwd = stat_of(st, "c1", "forwarded");
+	uint64_t failed = bst_stat_of(st, "c1", "send_failed");
+	uint64_t fwd = bst_stat_of(st, "c1", "forwarded");
 	if (failed < N_DEAD) {
 		fail_msg("send_failed %" PRIu64 " < %d:\n%s", failed, N_DEAD, st);
 	}
@@ -504,12 +487,12 @@ static void test_dead_destination(void **state)
 	assert_true(ok);
 	/* it may have missed the first ones while the accept was on its way; no more */
 	assert_true(atomic_load(&revived_calls) <= N_REVIVED);
-	uint64_t failed_after = stat_of(ctl_stats(f), "c1", "send_failed");
+	uint64_t failed_after = bst_stat_of(ctl_stats(f), "c1", "send_failed");
 	close(f->ctl_fd);
 	f->ctl_fd = -1;
 	log = stop_daemon(&f->n1);
 	assert_non_null(strstr(log, "destination 'n1_dead' accepts PDUs again"));
-	assert_int_equal(stat_of(log, "c1", "send_failed"), failed_after);
+	assert_int_equal(bst_stat_of(log, "c1", "send_failed"), failed_after);
 	assert_true(failed_after - failed <= N_REVIVED);
 	stop_daemon(&f->n2);
 	hako_endpoint_close(srv);
