@@ -348,21 +348,6 @@ static int load_groups(struct ctx *c, json_t *root)
 
 /* ---- the endpoint container ---- */
 
-/* The container file named at the current path (pushed) failed: a missing file is reported
- * here, where it is named; other errors point into that file and are passed on as they are. */
-static int sub_error(struct ctx *c, int r, const hako_error_t *sub, const char *resolved)
-{
-	if (r == HAKO_ENOENT && sub->line == 0 && strcmp(sub->file, resolved) == 0) {
-		char what[700];
-		snprintf(what, sizeof(what), "cannot open %s: %s", resolved, strerror(ENOENT));
-		return report(c, c->j.depth, HAKO_ENOENT, what);
-	}
-	if (c->j.err != NULL) {
-		*c->j.err = *sub;
-	}
-	return r;
-}
-
 /* The node's endpoints, from the first of: the loader's container_path, the file's
  * endpoints_config_path, the file's inline "endpoints" block (a container file's array, inline;
  * its config_paths are relative to the bridge file). A file with both endpoints_config_path and
@@ -424,7 +409,7 @@ static int load_container(struct ctx *c, json_t *root)
 	r = hako_endpoint_container_load(cfg->endpoints_config_path, c->node, &cfg->endpoints,
 	                                 &sub);
 	if (r != 0) {
-		return sub_error(c, r, &sub, cfg->endpoints_config_path);
+		return hakoi_jctx_sub_error(&c->j, r, &sub, cfg->endpoints_config_path);
 	}
 	pop(c);
 	return 0;

@@ -224,21 +224,6 @@ static int load_file(const char *path, hako_error_t *err, const hako_pdudef_t *d
 	return r;
 }
 
-/* A file named at the current path (pushed) is missing: say so here, where it is named. Other
- * errors point into that file and are passed on as they are. */
-static int sub_error(struct ctx *c, int r, const hako_error_t *sub, const char *resolved)
-{
-	if (r == HAKO_ENOENT && sub->line == 0 && strcmp(sub->file, resolved) == 0) {
-		char what[700];
-		snprintf(what, sizeof(what), "cannot open %s: %s", resolved, strerror(ENOENT));
-		return report(c, c->j.depth, HAKO_ENOENT, what);
-	}
-	if (c->j.err != NULL) {
-		*c->j.err = *sub;
-	}
-	return r;
-}
-
 /* ---- cache ---- */
 
 static int load_cache_root(struct ctx *c, json_t *root)
@@ -783,7 +768,7 @@ static int load_endpoint_root(struct ctx *c, json_t *root)
 		}
 		r = hako_pdudef_load(resolved, &cfg->pdudef, &sub);
 		if (r != 0) {
-			return sub_error(c, r, &sub, resolved);
+			return hakoi_jctx_sub_error(&c->j, r, &sub, resolved);
 		}
 		pop(c);
 	}
@@ -799,7 +784,7 @@ static int load_endpoint_root(struct ctx *c, json_t *root)
 	}
 	r = load_file(cfg->cache.path, &sub, NULL, load_cache_root, &cfg->cache);
 	if (r != 0) {
-		return sub_error(c, r, &sub, cfg->cache.path);
+		return hakoi_jctx_sub_error(&c->j, r, &sub, cfg->cache.path);
 	}
 	pop(c);
 	if ((r = get_path_or_null(c, root, "comm", 0, rel, sizeof(rel), &present)) != 0) {
@@ -817,7 +802,7 @@ static int load_endpoint_root(struct ctx *c, json_t *root)
 	}
 	r = load_file(cfg->comm->path, &sub, cfg->pdudef, load_comm_root, cfg->comm);
 	if (r != 0) {
-		return sub_error(c, r, &sub, cfg->comm->path);
+		return hakoi_jctx_sub_error(&c->j, r, &sub, cfg->comm->path);
 	}
 	if (cfg->comm->protocol == HAKO_COMM_SHM && cfg->pdudef == NULL) {
 		return fail(c, "an shm comm needs pdu_def_path");
@@ -909,7 +894,7 @@ static int load_entry(struct ctx *c, json_t *e, hako_endpoint_entry_t *en, int l
 		hako_error_t sub;
 		r = hako_endpoint_config_load(en->config_path, &en->config, &sub);
 		if (r != 0) {
-			return sub_error(c, r, &sub, en->config_path);
+			return hakoi_jctx_sub_error(&c->j, r, &sub, en->config_path);
 		}
 	}
 	pop(c);

@@ -229,18 +229,10 @@ static int load_pdudef(struct ctx *c, json_t *root)
 	}
 	hako_error_t perr;
 	r = hako_pdudef_load(cfg->pdudef_path, &c->def, &perr);
-	if (r == HAKO_ENOENT && perr.line == 0 && strcmp(perr.file, cfg->pdudef_path) == 0) {
-		char what[700];
-		snprintf(what, sizeof(what), "cannot open %s: %s", cfg->pdudef_path,
-		         strerror(ENOENT));
-		return report(c, c->j.depth, HAKO_ENOENT, what);
-	}
 	if (r != 0) {
-		/* The pdudef's own error points into the pdudef (or its pdutypes files). */
-		if (c->j.err != NULL) {
-			*c->j.err = perr;
-		}
-		return r;
+		/* Missing: reported here; else the pdudef's own error (in the pdudef or its
+		 * pdutypes). */
+		return hakoi_jctx_sub_error(&c->j, r, &perr, cfg->pdudef_path);
 	}
 	pop(c);
 	return 0;

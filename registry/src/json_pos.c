@@ -426,6 +426,19 @@ int hakoi_jctx_fail_oom(hakoi_jctx_t *j)
 	return hako_error_set(j->err, HAKO_ENOMEM, j->file, 0, 0, "out of memory");
 }
 
+int hakoi_jctx_sub_error(hakoi_jctx_t *j, int r, const hako_error_t *sub, const char *resolved)
+{
+	if (r == HAKO_ENOENT && sub->line == 0 && strcmp(sub->file, resolved) == 0) {
+		char what[700];
+		snprintf(what, sizeof(what), "cannot open %s: %s", resolved, strerror(ENOENT));
+		return hakoi_jctx_report(j, j->depth, HAKO_ENOENT, what);
+	}
+	if (j->err != NULL) {
+		*j->err = *sub;
+	}
+	return r;
+}
+
 int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *known, size_t n)
 {
 	const char *key;

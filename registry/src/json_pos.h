@@ -47,6 +47,10 @@ int hakoi_jctx_fail(hakoi_jctx_t *j, const char *fmt, ...) __attribute__((format
 /* The member at the top of the path is missing: "missing (must be <expected>)". */
 int hakoi_jctx_fail_missing(hakoi_jctx_t *j, const char *expected);
 int hakoi_jctx_fail_oom(hakoi_jctx_t *j);
+/* A file named at the current path (pushed) failed to load (r != 0, its error in sub): a
+ * missing file is reported here, where it is named; other errors point into that file and are
+ * passed on as they are. Returns r. */
+int hakoi_jctx_sub_error(hakoi_jctx_t *j, int r, const hako_error_t *sub, const char *resolved);
 /* Members of obj not in known[] are refused ("unknown key"). obj is a jansson json_t *. */
 int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *known, size_t n);
 
