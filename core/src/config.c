@@ -85,7 +85,7 @@ int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_er
 	int e = hakoi_read_file(path, &text, &len);
 	if (e != 0) {
 		return hako_error_set(err, e == ENOENT ? HAKO_ENOENT : HAKO_EIO, path, 0, 0,
-		                      "cannot read: %s", strerror(e));
+		                      "cannot read: %s", hakoi_read_file_strerror(e));
 	}
 	json_t *root = json_loadb(text, len, 0, &je);
 	if (root == NULL) {

@@ -942,7 +942,7 @@ int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
 	int e = hakoi_read_file(file, &text, &len);
 	if (e != 0) {
 		return hako_error_set(err, e == ENOENT ? HAKO_ENOENT : HAKO_EIO, file, 0, 0,
-		                      "cannot read: %s", strerror(e));
+		                      "cannot read: %s", hakoi_read_file_strerror(e));
 	}
 	c.j.text = text;
 	c.j.len = len;

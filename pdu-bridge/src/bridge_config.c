@@ -743,7 +743,7 @@ static int load_file(struct ctx *c, const char *path)
 	if (e != 0) {
 		return hako_error_set(c->j.err,
 		                      e == ENOENT || e == ENOTDIR ? HAKO_ENOENT : HAKO_EIO, path, 0,
-		                      0, "cannot open: %s", strerror(e));
+		                      0, "cannot open: %s", hakoi_read_file_strerror(e));
 	}
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);

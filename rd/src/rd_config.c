@@ -600,7 +600,7 @@ int hako_rd_config_load(const char *path, hako_rd_config_t **out, hako_error_t *
 	if (e != 0) {
 		free(cfg);
 		return hako_error_set(err, e == ENOENT || e == ENOTDIR ? HAKO_ENOENT : HAKO_EIO,
-		                      path, 0, 0, "cannot open: %s", strerror(e));
+		                      path, 0, 0, "cannot open: %s", hakoi_read_file_strerror(e));
 	}
 	cfg->config_hash = hakoi_rd_fnv1a(text, len);
 	json_error_t jerr;

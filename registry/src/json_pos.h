@@ -60,7 +60,13 @@ int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *k
 int hakoi_jctx_get_int(hakoi_jctx_t *j, const void *obj, const char *key, int required,
                        long long min, long long max, long long *out);
 
-/* Read a whole file into a malloc'd buffer (not NUL-terminated). Returns 0 or an errno value. */
+/* Read a whole regular file of at most HAKOI_FILE_MAX_BYTES into a malloc'd buffer (not
+ * NUL-terminated). Returns 0 or an errno value; HAKOI_ENOTREG for a FIFO, device or socket,
+ * EISDIR, EFBIG. hakoi_read_file_strerror words them for a message. */
+#define HAKOI_FILE_MAX_BYTES (64u << 20)
+#define HAKOI_FILE_MAX_TEXT  "64 MiB"
+#define HAKOI_ENOTREG        (-1)
 int hakoi_read_file(const char *path, char **text, size_t *len);
+const char *hakoi_read_file_strerror(int e);
 
 #endif

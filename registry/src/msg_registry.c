@@ -121,7 +121,7 @@ static int find_source(const hako_msg_registry_t *reg, const char *pkg, const ch
 			}
 			if (e != ENOENT && e != ENOTDIR) {
 				return hako_error_set(err, HAKO_EIO, path, 0, 0, "cannot read: %s",
-				                      strerror(e));
+				                      hakoi_read_file_strerror(e));
 			}
 		}
 	}

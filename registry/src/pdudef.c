@@ -295,7 +295,7 @@ static int load_pdutypes(const struct ctx *c, size_t k, struct pdutypes *t)
 	int e = hakoi_read_file(d.file, &d.text, &d.len);
 	if (e != 0) {
 		return fail_at(&at, at.j.depth, errno_code(e), "cannot open %s: %s", d.file,
-		               strerror(e));
+		               hakoi_read_file_strerror(e));
 	}
 	int rc = doc_parse(&d, c->j.err);
 	if (rc == 0) {
@@ -455,7 +455,7 @@ int hako_pdudef_load(const char *path, hako_pdudef_t **out, hako_error_t *err)
 	int e = hakoi_read_file(path, &d.text, &d.len);
 	if (e != 0) {
 		return hako_error_set(err, errno_code(e), path, 0, 0, "cannot open: %s",
-		                      strerror(e));
+		                      hakoi_read_file_strerror(e));
 	}
 	hako_pdudef_t *def = calloc(1, sizeof(*def));
 	int rc = def != NULL ? doc_parse(&d, err)
