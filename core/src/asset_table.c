@@ -38,7 +38,10 @@ int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta
 		r = HAKO_ESTATE;
 		goto fail;
 	}
-	for (uint32_t i = 0; i < h->max_assets; i++) {
+	if ((r = hakoi_check_step(dom, name, delta_usec)) != 0) {
+		goto fail;
+	}
+	for (uint32_t i = 0; i < dom->max_assets; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
 		if (!atomic_load(&a->in_use)) {
 			if (free_slot < 0) {
@@ -46,7 +49,7 @@ int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta
 			}
 			continue;
 		}
-		if (strcmp(a->name, name) == 0) {
+		if (strncmp(a->name, name, sizeof(a->name)) == 0) {
 			if (hakoi_proc_alive(a->pid, a->start_time) && !atomic_load(&a->dead)) {
 				r = HAKO_EEXIST;
 				goto fail;

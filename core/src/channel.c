@@ -32,31 +32,54 @@ static uint32_t key_hash(const char *robot, int32_t id)
  * channel they point to. */
 static int find_index(hako_domain_t *dom, const char *robot, int32_t id)
 {
-	uint32_t mask = dom->hdr->index_slots - 1;
+	uint32_t mask = dom->index_slots - 1;
 	for (uint32_t i = key_hash(robot, id) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
 		int32_t e = atomic_load_explicit(&dom->index[i], memory_order_acquire);
 		if (e == 0) {
 			return -1;
 		}
+		if (e < 0 || (uint32_t)e > dom->max_channels) {
+			continue; /* not an entry this layout can hold: never followed */
+		}
 		struct hakoi_channel *c = &dom->channels[e - 1];
-		if (c->channel_id == id && strcmp(c->robot, robot) == 0) {
+		if (c->channel_id == id && strncmp(c->robot, robot, sizeof(c->robot)) == 0) {
 			return e - 1;
 		}
 	}
 	return -1;
 }
 
-static hako_channel_t *handle_for(hako_domain_t *dom, int index)
+/* 1 if a channel's entry describes buffers inside the arena. Checked once per handle: the
+ * data path then uses the handle's copies. */
+static int entry_sane(const hako_domain_t *dom, const struct hakoi_channel *c)
+{
+	return c->size > 0 && c->stride >= c->size && c->stride % HAKOI_CACHELINE == 0 &&
+	       c->data_off % HAKOI_CACHELINE == 0 && c->data_off <= dom->arena_bytes &&
+	       2ull * c->stride <= dom->arena_bytes - c->data_off &&
+	       strnlen(c->robot, sizeof(c->robot)) < sizeof(c->robot);
+}
+
+/* The handle of channel `index`; NULL with *r set (HAKO_ENOMEM, HAKO_ECORRUPT) if none. */
+static hako_channel_t *handle_for(hako_domain_t *dom, int index, int *r)
 {
 	pthread_mutex_lock(&dom->cache_lock);
 	hako_channel_t *ch = dom->chan_cache[index];
 	if (ch == NULL) {
-		ch = calloc(1, sizeof(*ch));
-		if (ch != NULL) {
-			struct hakoi_channel *c = &dom->channels[index];
+		struct hakoi_channel *c = &dom->channels[index];
+		if (!entry_sane(dom, c)) {
+			HAKO_ERROR(
+			    "domain '%s': channel %d is corrupted (size %u, stride %u, offset "
+			    "%llu in an arena of %llu bytes)",
+			    dom->name, index, c->size, c->stride, (unsigned long long)c->data_off,
+			    (unsigned long long)dom->arena_bytes);
+			*r = HAKO_ECORRUPT;
+		} else if ((ch = calloc(1, sizeof(*ch))) == NULL) {
+			*r = HAKO_ENOMEM;
+		} else {
 			ch->dom = dom;
 			ch->c = c;
 			ch->index = index;
+			ch->size = c->size;
 			ch->buf[0] = dom->arena + c->data_off;
 			ch->buf[1] = dom->arena + c->data_off + c->stride;
 			dom->chan_cache[index] = ch;
@@ -71,7 +94,7 @@ void hakoi_channel_cache_free(hako_domain_t *dom)
 	if (dom->chan_cache == NULL) {
 		return;
 	}
-	for (uint32_t i = 0; dom->hdr != NULL && i < dom->hdr->max_channels; i++) {
+	for (uint32_t i = 0; i < dom->max_channels; i++) {
 		free(dom->chan_cache[i]);
 	}
 	free(dom->chan_cache);
@@ -91,8 +114,9 @@ int hako_channel_lookup(hako_domain_t *dom, const char *robot, int32_t channel_i
 	if (idx < 0) {
 		return HAKO_ENOENT;
 	}
-	*out = handle_for(dom, idx);
-	return *out != NULL ? 0 : HAKO_ENOMEM;
+	int r = 0;
+	*out = handle_for(dom, idx, &r);
+	return r;
 }
 
 int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_id, size_t size,
@@ -122,17 +146,17 @@ int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_i
 		goto done;
 	}
 	uint32_t count = atomic_load(&h->channel_count);
-	if (count >= h->max_channels) {
-		HAKO_WARN("domain '%s': all %u channels are in use", dom->name, h->max_channels);
+	if (count >= dom->max_channels) {
+		HAKO_WARN("domain '%s': all %u channels are in use", dom->name, dom->max_channels);
 		r = HAKO_ENOSPC;
 		goto done;
 	}
 	uint32_t stride =
 	    (uint32_t)((size + HAKOI_CACHELINE - 1) / HAKOI_CACHELINE * HAKOI_CACHELINE);
 	uint64_t used = atomic_load(&h->arena_used);
-	if (used + 2ull * stride > h->arena_bytes) {
+	if (used > dom->arena_bytes || 2ull * stride > dom->arena_bytes - used) {
 		HAKO_WARN("domain '%s': PDU arena full (%llu of %llu bytes used, %u more needed)",
-		          dom->name, (unsigned long long)used, (unsigned long long)h->arena_bytes,
+		          dom->name, (unsigned long long)used, (unsigned long long)dom->arena_bytes,
 		          2 * stride);
 		r = HAKO_ENOSPC;
 		goto done;
@@ -146,9 +170,14 @@ int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_i
 	atomic_store(&c->seq, 0);
 	atomic_store(&c->in_use, 1);
 	atomic_store(&h->arena_used, used + 2ull * stride);
-	uint32_t mask = h->index_slots - 1;
+	uint32_t mask = dom->index_slots - 1;
 	uint32_t i = key_hash(robot, channel_id) & mask;
-	while (atomic_load(&dom->index[i]) != 0) {
+	for (uint32_t n = 0; atomic_load(&dom->index[i]) != 0; n++) {
+		if (n > mask) { /* more than twice the channel count: made up, not ours */
+			HAKO_ERROR("domain '%s': the channel index is corrupted", dom->name);
+			r = HAKO_ECORRUPT;
+			goto done;
+		}
 		i = (i + 1) & mask;
 	}
 	atomic_store_explicit(&dom->index[i], (int32_t)count + 1, memory_order_release);
@@ -157,17 +186,14 @@ int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_i
 done:
 	hakoi_unlock(dom);
 	if (r == 0) {
-		*out = handle_for(dom, idx);
-		if (*out == NULL) {
-			r = HAKO_ENOMEM;
-		}
+		*out = handle_for(dom, idx, &r);
 	}
 	return r;
 }
 
 size_t hako_channel_size(const hako_channel_t *ch)
 {
-	return ch != NULL ? ch->c->size : 0;
+	return ch != NULL ? ch->size : 0;
 }
 
 int hako_channel_index(const hako_channel_t *ch)
@@ -227,7 +253,7 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 		return HAKO_EINVAL;
 	}
 	struct hakoi_channel *c = ch->c;
-	if (len > c->size) {
+	if (len > ch->size) {
 		return HAKO_ETOOBIG;
 	}
 	/* One writer is the contract; a second one is serialised rather than corrupting data. */
@@ -280,7 +306,7 @@ int hako_channel_loan(hako_channel_t *ch, void **buf, size_t *cap)
 	(void)buffer_open(c, b);
 	*buf = ch->buf[b];
 	if (cap != NULL) {
-		*cap = c->size;
+		*cap = ch->size;
 	}
 	return 0;
 }
@@ -295,7 +321,7 @@ int hako_channel_commit(hako_channel_t *ch, size_t len)
 	if (!holds_loan(c, &b)) {
 		return HAKO_ESTATE;
 	}
-	if (len > c->size) {
+	if (len > ch->size) {
 		return HAKO_ETOOBIG; /* the loan stays open: commit again or cancel */
 	}
 	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
@@ -380,8 +406,8 @@ int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out
 		size_t len =
 		    wno == 0 ? 0 : atomic_load_explicit(&c->buf_len[b], memory_order_relaxed);
 		size_t copy = len < cap ? len : cap;
-		if (copy > c->size) {
-			copy = c->size;
+		if (copy > ch->size) {
+			copy = ch->size;
 		}
 		if (copy > 0) {
 			memcpy(buf, ch->buf[b], copy);
@@ -430,9 +456,12 @@ int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
 
 void hakoi_channels_reset(hako_domain_t *dom)
 {
-	uint32_t count = atomic_load(&dom->hdr->channel_count);
+	uint32_t count = hakoi_channel_count(dom);
 	for (uint32_t i = 0; i < count; i++) {
 		struct hakoi_channel *c = &dom->channels[i];
+		if (!entry_sane(dom, c)) {
+			continue;
+		}
 		/* As a writer would: a reader copying meanwhile sees the buffers open and retries.
 		 */
 		writer_lock(c);
@@ -462,10 +491,11 @@ int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int 
 	if (dom == NULL || (out == NULL && max > 0)) {
 		return HAKO_EINVAL;
 	}
-	uint32_t n = atomic_load(&dom->hdr->channel_count);
+	uint32_t n = hakoi_channel_count(dom);
 	for (uint32_t i = 0; i < n && (int)i < max; i++) {
 		struct hakoi_channel *c = &dom->channels[i];
-		snprintf(out[i].robot, sizeof(out[i].robot), "%s", c->robot);
+		snprintf(out[i].robot, sizeof(out[i].robot), "%.*s", (int)sizeof(c->robot) - 1,
+		         c->robot);
 		out[i].channel_id = c->channel_id;
 		out[i].size = c->size;
 		unsigned b;

@@ -9,6 +9,8 @@
  * cache-line hand-off instead of two. With a real-time factor the master paces the world and
  * assets only wake it.
  */
+#include <stdio.h>
+
 #include "hako/log.h"
 #include "internal.h"
 
@@ -25,7 +27,7 @@ static int world_may_advance(hako_domain_t *dom, hako_time_t world, hako_time_t 
 	if (atomic_load(&h->state) != HAKO_STATE_RUNNING) {
 		return 0;
 	}
-	uint32_t hwm = atomic_load(&h->asset_hwm);
+	uint32_t hwm = hakoi_asset_hwm(dom);
 	uint32_t seen = 0;
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
@@ -200,4 +202,82 @@ void hako_member_step_done(hako_member_t *m)
 		m->last_master_check = now;
 		step_slice(m);
 	}
+}
+
+static hako_time_t floor_div(hako_time_t a, hako_time_t b)
+{
+	return a / b;
+}
+
+static hako_time_t ceil_div(hako_time_t a, hako_time_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static hako_time_t gcd(hako_time_t a, hako_time_t b)
+{
+	while (b != 0) {
+		hako_time_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Whether an asset at t_i (t_i mod delta = r) can take its next step: it needs T_c >= t_i + dt,
+ * and T_c, a multiple of delta, may reach at most t_i + dmax. */
+static int fits_at(hako_time_t r, hako_time_t dt, hako_time_t delta, hako_time_t dmax)
+{
+	return ceil_div(r + dt, delta) <= floor_div(r + dmax, delta);
+}
+
+int hako_step_fits(hako_time_t dt, hako_time_t delta, hako_time_t dmax, char *why, size_t len)
+{
+	if (dt < 1 || delta < 1 || dmax < delta || dt > HAKOI_MAX_STEP_USEC ||
+	    dmax > HAKOI_MAX_STEP_USEC) {
+		snprintf(why, len, "need 1 <= step, 1 <= world step <= max delay <= 2^40 us");
+		return HAKO_EINVAL;
+	}
+	/* An asset starts at a multiple of delta and moves by dt, so t_i mod delta takes the
+	 * multiples of g = gcd(dt, delta) below delta. fits_at changes value only where r + dt
+	 * crosses a multiple of delta or r + dmax reaches one, so checking the members of that
+	 * set next to each crossing (and both ends) checks them all. */
+	hako_time_t g = gcd(dt, delta);
+	hako_time_t b = dt % delta, d = dmax % delta;
+	hako_time_t edges[] = {0, delta - g, delta - b, delta - b + 1, delta - d, delta - d - 1};
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		hako_time_t e = edges[i] < 0 ? 0 : edges[i] > delta - g ? delta - g : edges[i];
+		hako_time_t lo = e / g * g, hi = ceil_div(e, g) * g;
+		if (hi > delta - g) {
+			hi = delta - g;
+		}
+		if (!fits_at(lo, dt, delta, dmax) || !fits_at(hi, dt, delta, dmax)) {
+			snprintf(
+			    why, len,
+			    "a step of %lld us can never be taken with a world step of %lld us "
+			    "and a max delay of %lld us: the world runs at most max delay ahead "
+			    "of an asset, and an asset steps only to a world time already "
+			    "reached (at %lld us past a world step it would need %lld us); "
+			    "use a step <= max delay that is a multiple of the world step",
+			    (long long)dt, (long long)delta, (long long)dmax, (long long)lo,
+			    (long long)(ceil_div(lo + dt, delta) * delta - lo));
+			return HAKO_EINVAL;
+		}
+	}
+	return 0;
+}
+
+int hakoi_check_step(hako_domain_t *dom, const char *asset, hako_time_t dt)
+{
+	hako_time_t delta = atomic_load(&dom->hdr->delta_usec);
+	hako_time_t dmax = atomic_load(&dom->hdr->max_delay_usec);
+	char why[400];
+	if (delta <= 0) {
+		return 0; /* checked again at start */
+	}
+	if (hako_step_fits(dt, delta, dmax, why, sizeof(why)) != 0) {
+		HAKO_ERROR("domain '%s': asset '%s': %s", dom->name, asset, why);
+		return HAKO_EINVAL;
+	}
+	return 0;
 }

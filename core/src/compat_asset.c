@@ -75,6 +75,26 @@ hako_member_t *hako_asset_member(void)
 	return g.member;
 }
 
+/* What to do about a channel that cannot be created, in the user's terms. */
+static const char *channel_hint(hako_domain_t *dom, int r)
+{
+	hako_domain_info_t info;
+	if (r == HAKO_ESIZE) {
+		return " (another pdudef declared this channel with another size; "
+		       "every asset must use the same PDU sizes)";
+	}
+	if (r == HAKO_ENOSPC && hako_domain_get_info(dom, &info) == 0 &&
+	    info.channel_count >= info.max_channels) {
+		return " (the domain's channel table is full: start the conductor with a larger "
+		       "HAKO_MAX_CHANNELS or max_channels)";
+	}
+	if (r == HAKO_ENOSPC) {
+		return " (the domain's PDU arena is full: start the conductor with a larger "
+		       "HAKO_ARENA_BYTES or arena_bytes)";
+	}
+	return "";
+}
+
 static int create_channels(hako_domain_t *dom, const char *config_path)
 {
 	hako_pdudef_t *def = NULL;
@@ -92,12 +112,15 @@ static int create_channels(hako_domain_t *dom, const char *config_path)
 			hako_channel_t *ch;
 			r = hako_channel_create(dom, rb->name, p->channel_id, p->pdu_size, &ch);
 			if (r != 0) {
-				hako_pdudef_free(def);
-				return fail(
+				/* Report before freeing: the names live in the pdudef. */
+				r = fail(
 				    r,
-				    "hako_asset_register: %s: channel %s/%s (id %d, %u bytes): %s",
+				    "hako_asset_register: %s: channel %s/%s (id %d, %u bytes): "
+				    "%s%s",
 				    config_path, rb->name, p->name, p->channel_id, p->pdu_size,
-				    hako_strerror(r));
+				    hako_strerror(r), channel_hint(dom, r));
+				hako_pdudef_free(def);
+				return r;
 			}
 		}
 	}
@@ -132,11 +155,16 @@ int hako_asset_register(const char *asset_name, const char *config_path,
 	const char *dname = hako_domain_default_name();
 	if (g.dom == NULL && (r = hako_domain_open(dname, &g.dom)) != 0) {
 		pthread_mutex_unlock(&g.lock);
-		return fail(
-		    r == HAKO_ENOENT ? HAKO_ENOMASTER : r,
-		    "hako_asset_register: no conductor for domain '%s' (%s); start one with "
-		    "'hako-cmd conductor' or hako_conductor_start()",
-		    dname, hako_strerror(r));
+		if (r != HAKO_ENOENT) {
+			/* The segment is there (another user's, corrupted...): the reason was
+			 * logged by hako_domain_open. */
+			return fail(r, "hako_asset_register: cannot join domain '%s': %s", dname,
+			            hako_strerror(r));
+		}
+		return fail(HAKO_ENOMASTER,
+		            "hako_asset_register: no conductor for domain '%s'; start one with "
+		            "'hako-cmd conductor' or hako_conductor_start()",
+		            dname);
 	}
 	if (config_path != NULL && (r = create_channels(g.dom, config_path)) != 0) {
 		pthread_mutex_unlock(&g.lock);
@@ -144,9 +172,16 @@ int hako_asset_register(const char *asset_name, const char *config_path,
 	}
 	r = hako_member_register(g.dom, asset_name, delta_usec, &g.member);
 	if (r != 0) {
+		char why[400] = "";
+		hako_domain_info_t info;
+		if (r == HAKO_EINVAL && hako_domain_get_info(g.dom, &info) == 0 &&
+		    hako_step_fits(delta_usec, info.delta_usec, info.max_delay_usec, why,
+		                   sizeof(why)) == 0) {
+			why[0] = '\0';
+		}
 		pthread_mutex_unlock(&g.lock);
 		return fail(r, "hako_asset_register: asset '%s' in domain '%s': %s", asset_name,
-		            dname, hako_strerror(r));
+		            dname, why[0] != '\0' ? why : hako_strerror(r));
 	}
 	memset(&g.cb, 0, sizeof(g.cb));
 	if (callbacks != NULL) {

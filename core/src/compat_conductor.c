@@ -15,7 +15,9 @@ static struct {
 int hako_conductor_start(hako_time_t delta_usec, hako_time_t max_delay_usec)
 {
 	hako_domain_config_t cfg;
-	hako_domain_config_default(&cfg);
+	if (hako_domain_config_default(&cfg) != 0) {
+		return -1; /* logged: an invalid HAKO_* variable */
+	}
 	const char *path = getenv("HAKO_CORE_CONFIG");
 	if (path != NULL && path[0] != '\0') {
 		hako_error_t err;

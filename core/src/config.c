@@ -5,40 +5,78 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hako/log.h"
 #include "internal.h"
 #include "json_pos.h"
 
-static void env_u64(const char *name, uint64_t *dst, uint64_t min, uint64_t max)
+/* One variable into *dst; 0, or HAKO_ECONFIG with the variable named in err. */
+static int env_u64(const char *name, uint64_t *dst, uint64_t min, uint64_t max, hako_error_t *err)
 {
 	const char *s = getenv(name);
 	if (s == NULL || s[0] == '\0') {
-		return;
+		return 0;
 	}
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 0);
-	if (errno == 0 && *end == '\0' && v >= min && v <= max) {
-		*dst = v;
+	if (errno != 0 || *end != '\0' || s[0] == '-' || v < min || v > max) {
+		return hako_error_set(err, HAKO_ECONFIG, name, 0, 0,
+		                      "'%.64s' is not an integer in [%llu, %llu]", s,
+		                      (unsigned long long)min, (unsigned long long)max);
 	}
+	*dst = v;
+	return 0;
 }
 
-void hako_domain_config_default(hako_domain_config_t *cfg)
+void hako_domain_config_init(hako_domain_config_t *cfg)
 {
-	uint64_t assets = HAKO_DEFAULT_MAX_ASSETS, channels = HAKO_DEFAULT_MAX_CHANNELS;
-	uint64_t arena = HAKO_DEFAULT_ARENA_BYTES, hb = HAKO_DEFAULT_HEARTBEAT_TIMEOUT_USEC;
-	env_u64("HAKO_MAX_ASSETS", &assets, 1, 4096);
-	env_u64("HAKO_MAX_CHANNELS", &channels, 1, 1u << 24);
-	env_u64("HAKO_ARENA_BYTES", &arena, 4096, 1ull << 40);
-	env_u64("HAKO_HEARTBEAT_TIMEOUT_USEC", &hb, 0, 1ull << 40);
+	cfg->max_assets = HAKO_DEFAULT_MAX_ASSETS;
+	cfg->max_channels = HAKO_DEFAULT_MAX_CHANNELS;
+	cfg->arena_bytes = HAKO_DEFAULT_ARENA_BYTES;
+	cfg->heartbeat_timeout_usec = HAKO_DEFAULT_HEARTBEAT_TIMEOUT_USEC;
+	cfg->liveness_policy = HAKO_LIVENESS_ERROR;
+}
+
+int hako_domain_config_from_env(hako_domain_config_t *cfg, hako_error_t *err)
+{
+	uint64_t assets = cfg->max_assets, channels = cfg->max_channels;
+	uint64_t arena = cfg->arena_bytes, hb = (uint64_t)cfg->heartbeat_timeout_usec;
+	int r;
+	hako_error_clear(err);
+	if ((r = env_u64("HAKO_MAX_ASSETS", &assets, 1, HAKO_MAX_ASSETS_LIMIT, err)) != 0 ||
+	    (r = env_u64("HAKO_MAX_CHANNELS", &channels, 1, HAKO_MAX_CHANNELS_LIMIT, err)) != 0 ||
+	    (r = env_u64("HAKO_ARENA_BYTES", &arena, 4096, HAKO_ARENA_BYTES_LIMIT, err)) != 0 ||
+	    (r = env_u64("HAKO_HEARTBEAT_TIMEOUT_USEC", &hb, 0, HAKOI_MAX_STEP_USEC, err)) != 0) {
+		return r;
+	}
+	const char *p = getenv("HAKO_LIVENESS_POLICY");
+	if (p != NULL && p[0] != '\0') {
+		if (strcmp(p, "remove") == 0) {
+			cfg->liveness_policy = HAKO_LIVENESS_REMOVE;
+		} else if (strcmp(p, "error") == 0) {
+			cfg->liveness_policy = HAKO_LIVENESS_ERROR;
+		} else {
+			return hako_error_set(err, HAKO_ECONFIG, "HAKO_LIVENESS_POLICY", 0, 0,
+			                      "'%.64s' is not \"error\" or \"remove\"", p);
+		}
+	}
 	cfg->max_assets = (uint32_t)assets;
 	cfg->max_channels = (uint32_t)channels;
 	cfg->arena_bytes = arena;
 	cfg->heartbeat_timeout_usec = (hako_time_t)hb;
-	cfg->liveness_policy = HAKO_LIVENESS_ERROR;
-	const char *p = getenv("HAKO_LIVENESS_POLICY");
-	if (p != NULL && strcmp(p, "remove") == 0) {
-		cfg->liveness_policy = HAKO_LIVENESS_REMOVE;
+	return 0;
+}
+
+int hako_domain_config_default(hako_domain_config_t *cfg)
+{
+	hako_error_t err;
+	char msg[600];
+	hako_domain_config_init(cfg);
+	int r = hako_domain_config_from_env(cfg, &err);
+	if (r != 0) {
+		HAKO_ERROR("%s", hako_error_format(&err, msg, sizeof(msg)));
 	}
+	return r;
 }
 
 /* Report key's value (or the top level object) at its line and column. */

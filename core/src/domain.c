@@ -40,7 +40,7 @@ static void set_state(hako_domain_t *dom, uint32_t state)
 
 void hakoi_publish_event(hako_domain_t *dom, uint32_t event)
 {
-	uint32_t hwm = atomic_load(&dom->hdr->asset_hwm);
+	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
 		if (atomic_load(&a->in_use) && !atomic_load(&a->dead)) {
@@ -52,7 +52,7 @@ void hakoi_publish_event(hako_domain_t *dom, uint32_t event)
 
 static int all_acked(hako_domain_t *dom)
 {
-	uint32_t hwm = atomic_load(&dom->hdr->asset_hwm);
+	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
 		if (atomic_load(&a->in_use) && !atomic_load(&a->dead) &&
@@ -69,7 +69,7 @@ static void reset_clocks(hako_domain_t *dom)
 	atomic_store(&h->world_time, 0);
 	atomic_store(&h->world_steps, 0);
 	atomic_store(&h->stop_at, 0);
-	uint32_t hwm = atomic_load(&h->asset_hwm);
+	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		atomic_store(&dom->assets[i].time_usec, 0);
 		atomic_store(&dom->assets[i].steps, 0);
@@ -188,6 +188,22 @@ hako_time_t hako_domain_world_time(hako_domain_t *dom)
 	return dom != NULL ? atomic_load(&dom->hdr->world_time) : 0;
 }
 
+/* Every registered asset's step fits the clock (an asset may have registered before the master
+ * set it). Lock held. */
+static int steps_fit(hako_domain_t *dom)
+{
+	uint32_t hwm = hakoi_asset_hwm(dom);
+	for (uint32_t i = 0; i < hwm; i++) {
+		struct hakoi_asset *a = &dom->assets[i];
+		char name[HAKO_NAME_MAX];
+		snprintf(name, sizeof(name), "%.*s", (int)sizeof(a->name) - 1, a->name);
+		if (atomic_load(&a->in_use) && hakoi_check_step(dom, name, a->delta_usec) != 0) {
+			return HAKO_EINVAL;
+		}
+	}
+	return 0;
+}
+
 int hako_domain_start(hako_domain_t *dom)
 {
 	if (dom == NULL) {
@@ -201,9 +217,11 @@ int hako_domain_start(hako_domain_t *dom)
 		r = HAKO_ESTATE;
 	} else if (!hakoi_master_alive(dom)) {
 		r = HAKO_ENOMASTER;
+	} else if ((r = steps_fit(dom)) != 0) {
+		/* logged: a run that could never advance is not started */
 	} else {
 		dom->hdr->error_reason[0] = '\0';
-		uint32_t hwm = atomic_load(&dom->hdr->asset_hwm);
+		uint32_t hwm = hakoi_asset_hwm(dom);
 		for (uint32_t i = 0; i < hwm; i++) {
 			atomic_store(&dom->assets[i].checked_in, 0); /* the start barrier */
 		}
@@ -251,14 +269,14 @@ int hako_domain_reset(hako_domain_t *dom)
 	} else {
 		if (st == HAKO_STATE_ERROR) {
 			/* Dead assets leave now, so their names can register again. */
-			uint32_t hwm = atomic_load(&dom->hdr->asset_hwm);
+			uint32_t hwm = hakoi_asset_hwm(dom);
 			for (uint32_t i = 0; i < hwm; i++) {
 				struct hakoi_asset *a = &dom->assets[i];
 				if (atomic_load(&a->in_use) &&
 				    (atomic_load(&a->dead) ||
 				     !hakoi_proc_alive(a->pid, a->start_time))) {
-					HAKO_INFO("domain '%s': removing dead asset '%s'",
-					          dom->name, a->name);
+					HAKO_INFO("domain '%s': removing dead asset '%.*s'",
+					          dom->name, (int)sizeof(a->name) - 1, a->name);
 					hakoi_free_slot(dom, a);
 				}
 			}
@@ -307,13 +325,13 @@ int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info)
 	memset(info, 0, sizeof(*info));
 	snprintf(info->name, sizeof(info->name), "%s", dom->name);
 	info->layout_version = h->layout_version;
-	info->max_assets = h->max_assets;
-	info->max_channels = h->max_channels;
-	info->arena_bytes = h->arena_bytes;
+	info->max_assets = dom->max_assets;
+	info->max_channels = dom->max_channels;
+	info->arena_bytes = dom->arena_bytes;
 	info->arena_used = atomic_load(&h->arena_used);
-	info->segment_bytes = h->segment_bytes;
+	info->segment_bytes = dom->size;
 	info->asset_count = atomic_load(&h->asset_count);
-	info->channel_count = atomic_load(&h->channel_count);
+	info->channel_count = hakoi_channel_count(dom);
 	info->master_pid = h->creator_pid;
 	info->master_alive = hakoi_master_alive(dom);
 	info->master_running = info->master_alive && atomic_load(&h->master_running);
@@ -328,7 +346,8 @@ int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info)
 	info->world_steps = atomic_load(&h->world_steps);
 	info->reset_count = atomic_load(&h->reset_count);
 	if (hakoi_lock(dom) == 0) {
-		snprintf(info->error_reason, sizeof(info->error_reason), "%s", h->error_reason);
+		snprintf(info->error_reason, sizeof(info->error_reason), "%.*s",
+		         (int)sizeof(h->error_reason) - 1, h->error_reason);
 		hakoi_unlock(dom);
 	}
 	return 0;
@@ -346,7 +365,7 @@ int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max,
 	if (r != 0) {
 		return r;
 	}
-	uint32_t hwm = atomic_load(&dom->hdr->asset_hwm);
+	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
 		if (!atomic_load(&a->in_use)) {
@@ -355,7 +374,8 @@ int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max,
 		if (n < max) {
 			hako_asset_info_t *o = &out[n];
 			memset(o, 0, sizeof(*o));
-			snprintf(o->name, sizeof(o->name), "%s", a->name);
+			snprintf(o->name, sizeof(o->name), "%.*s", (int)sizeof(a->name) - 1,
+			         a->name);
 			o->id = (int)i;
 			o->pid = a->pid;
 			o->alive =
@@ -385,7 +405,7 @@ int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now)
 		return 0;
 	}
 	uint32_t st = atomic_load(&h->state);
-	uint32_t hwm = atomic_load(&h->asset_hwm);
+	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
 		if (!atomic_load(&a->in_use) || atomic_load(&a->dead)) {
@@ -403,14 +423,16 @@ int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now)
 		}
 		found++;
 		if (st == HAKO_STATE_STOPPED || h->liveness_policy == HAKO_LIVENESS_REMOVE) {
-			HAKO_WARN("domain '%s': asset '%s' removed: %s", dom->name, a->name, why);
+			HAKO_WARN("domain '%s': asset '%.*s' removed: %s", dom->name,
+			          (int)sizeof(a->name) - 1, a->name, why);
 			hakoi_free_slot(dom, a);
 			hakoi_try_transition(dom);
 			hakoi_try_advance(dom);
 		} else {
 			atomic_store(&a->dead, 1);
 			if (st != HAKO_STATE_ERROR) {
-				hakoi_set_error(dom, "asset '%s' is dead: %s", a->name, why);
+				hakoi_set_error(dom, "asset '%.*s' is dead: %s",
+				                (int)sizeof(a->name) - 1, a->name, why);
 				st = HAKO_STATE_ERROR;
 			}
 		}

@@ -107,6 +107,7 @@ struct hako_channel {
 	hako_domain_t *dom;
 	struct hakoi_channel *c;
 	uint8_t *buf[2];
+	uint32_t size; /* checked against the arena when the handle was made */
 	int index;
 };
 
@@ -116,6 +117,13 @@ struct hako_domain {
 	uint8_t *base;
 	size_t size;
 	int is_creator;
+	/* The geometry, checked against the segment's size when it was mapped. Later reads go
+	 * here, never back to the header: a process of the same user could rewrite the header
+	 * at any time, and a count or offset taken from it could then point outside the map. */
+	uint32_t max_assets;
+	uint32_t max_channels;
+	uint32_t index_slots;
+	uint64_t arena_bytes;
 	struct hakoi_header *hdr;
 	struct hakoi_asset *assets;
 	struct hakoi_channel *channels;
@@ -165,10 +173,24 @@ static inline void hakoi_cpu_relax(void)
 }
 
 /* segment.c */
+/* The lock, or HAKO_EBUSY after HAKOI_LOCK_TIMEOUT_USEC (a holder that never lets go: a
+ * stopped process, or a lock word a corrupted segment made up). */
+#define HAKOI_LOCK_TIMEOUT_USEC 5000000
 int hakoi_lock(hako_domain_t *dom);
 void hakoi_unlock(hako_domain_t *dom);
 int hakoi_master_alive(hako_domain_t *dom);
 int hakoi_valid_name(const char *name, size_t max); /* 0 or HAKO_EINVAL / HAKO_ENAMETOOLONG */
+/* Counts kept in the shared header, bounded by the mapped geometry. */
+static inline uint32_t hakoi_asset_hwm(const hako_domain_t *dom)
+{
+	uint32_t n = atomic_load(&dom->hdr->asset_hwm);
+	return n < dom->max_assets ? n : dom->max_assets;
+}
+static inline uint32_t hakoi_channel_count(const hako_domain_t *dom)
+{
+	uint32_t n = atomic_load(&dom->hdr->channel_count);
+	return n < dom->max_channels ? n : dom->max_channels;
+}
 
 /* domain.c (lock held unless noted) */
 void hakoi_publish_event(hako_domain_t *dom, uint32_t event);
@@ -182,6 +204,9 @@ int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now); /* takes the lock
 
 /* clock.c: advance the world clock as far as the rules allow (free-running mode). */
 void hakoi_try_advance(hako_domain_t *dom);
+/* 0 if the asset's step fits the master's clock (or no master set one yet), else HAKO_EINVAL,
+ * logged with the rule and the numbers. */
+int hakoi_check_step(hako_domain_t *dom, const char *asset, hako_time_t dt);
 /* One paced step by the master: 1 if the world advanced. */
 int hakoi_advance_once(hako_domain_t *dom);
 

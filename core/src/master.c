@@ -31,7 +31,7 @@ static void master_sleep(hako_master_t *m, hako_time_t usec, uint32_t seen)
  * asset has run exactly the steps that fit before the stop time. */
 static int all_assets_done(hako_domain_t *dom, hako_time_t stop_at)
 {
-	uint32_t hwm = atomic_load(&dom->hdr->asset_hwm);
+	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
 		if (atomic_load(&a->in_use) && !atomic_load(&a->dead) &&

@@ -1,11 +1,14 @@
 /* The domain segment: create, attach, remove, and the one robust lock. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hako/log.h"
@@ -53,13 +56,22 @@ const char *hako_domain_name(const hako_domain_t *dom)
 
 int hakoi_lock(hako_domain_t *dom)
 {
-	int r = pthread_mutex_lock(&dom->hdr->lock);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += HAKOI_LOCK_TIMEOUT_USEC / 1000000;
+	int r = pthread_mutex_timedlock(&dom->hdr->lock, &until);
 	if (r == EOWNERDEAD) {
 		/* The holder died inside a short critical section that only stores plain values:
 		 * the data stays usable. */
 		HAKO_WARN("domain '%s': a process died holding the lock; recovered", dom->name);
 		pthread_mutex_consistent(&dom->hdr->lock);
 		return 0;
+	}
+	if (r == ETIMEDOUT) {
+		HAKO_ERROR("domain '%s': its lock has been held for %d s; a process of the domain "
+		           "is stopped or hung (or the segment is corrupted)",
+		           dom->name, HAKOI_LOCK_TIMEOUT_USEC / 1000000);
+		return HAKO_EBUSY;
 	}
 	return r == 0 ? 0 : HAKO_EIO;
 }
@@ -95,20 +107,135 @@ static void layout(const hako_domain_config_t *cfg, struct hakoi_header *h)
 	h->max_channels = cfg->max_channels;
 }
 
-static int map_handle(hako_domain_t *dom, int fd, size_t size)
+static int map_handle(hako_domain_t *dom, int fd, const struct hakoi_header *geo)
 {
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, geo->segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		return HAKO_EIO;
 	}
 	dom->fd = fd;
 	dom->base = p;
-	dom->size = size;
+	dom->size = geo->segment_bytes;
 	dom->hdr = p;
-	dom->assets = (struct hakoi_asset *)(dom->base + dom->hdr->assets_off);
-	dom->channels = (struct hakoi_channel *)(dom->base + dom->hdr->channels_off);
-	dom->index = (_Atomic int32_t *)(dom->base + dom->hdr->index_off);
-	dom->arena = dom->base + dom->hdr->arena_off;
+	/* Offsets and counts from the copy that was checked, not from the live header. */
+	dom->max_assets = geo->max_assets;
+	dom->max_channels = geo->max_channels;
+	dom->index_slots = geo->index_slots;
+	dom->arena_bytes = geo->arena_bytes;
+	dom->assets = (struct hakoi_asset *)(dom->base + geo->assets_off);
+	dom->channels = (struct hakoi_channel *)(dom->base + geo->channels_off);
+	dom->index = (_Atomic int32_t *)(dom->base + geo->index_off);
+	dom->arena = dom->base + geo->arena_off;
+	return 0;
+}
+
+/* Check a header read from an existing segment of `file_bytes` bytes: every capacity in range
+ * and every offset where this layout version puts it, inside the file. 0, or HAKO_ECORRUPT with
+ * the field named in why. Nothing in the segment is used before this passed. */
+static int check_header(const struct hakoi_header *h, const char *name, uint64_t file_bytes,
+                        char *why, size_t len)
+{
+	if (h->max_assets < 1 || h->max_assets > HAKO_MAX_ASSETS_LIMIT) {
+		snprintf(why, len, "max_assets %u is not in [1, %u]", h->max_assets,
+		         HAKO_MAX_ASSETS_LIMIT);
+		return HAKO_ECORRUPT;
+	}
+	if (h->max_channels < 1 || h->max_channels > HAKO_MAX_CHANNELS_LIMIT) {
+		snprintf(why, len, "max_channels %u is not in [1, %u]", h->max_channels,
+		         HAKO_MAX_CHANNELS_LIMIT);
+		return HAKO_ECORRUPT;
+	}
+	if (h->arena_bytes < 4096 || h->arena_bytes > HAKO_ARENA_BYTES_LIMIT ||
+	    h->arena_bytes % 4096 != 0) {
+		snprintf(why, len, "arena_bytes %llu is not a multiple of 4096 in [4096, 2^40]",
+		         (unsigned long long)h->arena_bytes);
+		return HAKO_ECORRUPT;
+	}
+	hako_domain_config_t cfg = {.max_assets = h->max_assets,
+	                            .max_channels = h->max_channels,
+	                            .arena_bytes = h->arena_bytes};
+	struct hakoi_header want;
+	memset(&want, 0, sizeof(want));
+	layout(&cfg, &want);
+	static const struct {
+		const char *field;
+		size_t off;
+	} fields[] = {
+	    {"assets_off", offsetof(struct hakoi_header, assets_off)},
+	    {"channels_off", offsetof(struct hakoi_header, channels_off)},
+	    {"index_off", offsetof(struct hakoi_header, index_off)},
+	    {"arena_off", offsetof(struct hakoi_header, arena_off)},
+	    {"segment_bytes", offsetof(struct hakoi_header, segment_bytes)},
+	};
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		uint64_t got, exp;
+		memcpy(&got, (const char *)h + fields[i].off, sizeof(got));
+		memcpy(&exp, (const char *)&want + fields[i].off, sizeof(exp));
+		if (got != exp) {
+			snprintf(why, len,
+			         "%s is %llu, not %llu as the layout of %u assets, %u "
+			         "channels and %llu arena bytes has it",
+			         fields[i].field, (unsigned long long)got, (unsigned long long)exp,
+			         h->max_assets, h->max_channels,
+			         (unsigned long long)h->arena_bytes);
+			return HAKO_ECORRUPT;
+		}
+	}
+	if (h->index_slots != want.index_slots) {
+		snprintf(why, len, "index_slots is %u, not %u", h->index_slots, want.index_slots);
+		return HAKO_ECORRUPT;
+	}
+	if (h->segment_bytes > file_bytes || h->segment_bytes > SIZE_MAX) {
+		snprintf(why, len, "the header says %llu bytes but the segment has %llu",
+		         (unsigned long long)h->segment_bytes, (unsigned long long)file_bytes);
+		return HAKO_ECORRUPT;
+	}
+	if (strnlen(h->name, sizeof(h->name)) >= sizeof(h->name) || strcmp(h->name, name) != 0) {
+		snprintf(why, len, "it names another domain ('%.*s')", (int)sizeof(h->name) - 1,
+		         h->name);
+		return HAKO_ECORRUPT;
+	}
+	return 0;
+}
+
+/* A segment of another user: its owner's processes could rewrite what this process reads and
+ * runs by (its clock, its PDUs). 0, or HAKO_EPERM (and *uid) unless HAKO_ALLOW_FOREIGN_DOMAIN=1. */
+static int check_owner(int fd, const char *name, unsigned *uid)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		return HAKO_EIO;
+	}
+	*uid = (unsigned)st.st_uid;
+	if (st.st_uid == geteuid()) {
+		return 0;
+	}
+	const char *allow = getenv("HAKO_ALLOW_FOREIGN_DOMAIN");
+	if (allow != NULL && strcmp(allow, "1") == 0) {
+		HAKO_WARN("domain '%s': joining a segment owned by uid %u "
+		          "(HAKO_ALLOW_FOREIGN_DOMAIN=1)",
+		          name, *uid);
+		return 0;
+	}
+	HAKO_ERROR("domain '%s': /dev/shm/hako.%s is owned by uid %u, not by you (uid %u); "
+	           "set HAKO_ALLOW_FOREIGN_DOMAIN=1 to join it anyway",
+	           name, name, *uid, (unsigned)geteuid());
+	return HAKO_EPERM;
+}
+
+int hako_domain_owner(const char *name, unsigned *uid)
+{
+	char path[HAKO_NAME_MAX + 16];
+	int r = shm_path(name, path + 8, sizeof(path) - 8);
+	if (r != 0 || uid == NULL) {
+		return r != 0 ? r : HAKO_EINVAL;
+	}
+	memcpy(path, "/dev/shm", 8);
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		return errno == ENOENT ? HAKO_ENOENT : HAKO_EIO;
+	}
+	*uid = (unsigned)st.st_uid;
 	return 0;
 }
 
@@ -126,12 +253,12 @@ static hako_domain_t *alloc_handle(const char *name)
 
 static int alloc_cache(hako_domain_t *dom)
 {
-	dom->chan_cache = calloc(dom->hdr->max_channels, sizeof(*dom->chan_cache));
+	dom->chan_cache = calloc(dom->max_channels, sizeof(*dom->chan_cache));
 	return dom->chan_cache != NULL ? 0 : HAKO_ENOMEM;
 }
 
 /* Read the header of an existing segment: 0, or HAKO_EMAGIC / HAKO_EVERSION / HAKO_EIO. */
-static int peek_header(int fd, struct hakoi_header *out)
+static int peek_header(int fd, struct hakoi_header *out, uint64_t *file_bytes)
 {
 	/* A creator may be between ftruncate and the magic store: give it a moment. */
 	for (int tries = 0; tries < 100; tries++) {
@@ -139,6 +266,7 @@ static int peek_header(int fd, struct hakoi_header *out)
 		if (fstat(fd, &st) != 0) {
 			return HAKO_EIO;
 		}
+		*file_bytes = (uint64_t)st.st_size;
 		if ((size_t)st.st_size >= sizeof(*out)) {
 			ssize_t n = pread(fd, out, sizeof(*out), 0);
 			if (n == (ssize_t)sizeof(*out) && out->magic == HAKOI_MAGIC) {
@@ -154,6 +282,43 @@ static int peek_header(int fd, struct hakoi_header *out)
 		usleep(10000);
 	}
 	return HAKO_EMAGIC;
+}
+
+/* The header of an existing segment, checked: 0, or an error already reported. */
+static int read_checked_header(int fd, const char *name, struct hakoi_header *h)
+{
+	uint64_t file_bytes = 0;
+	char why[256] = "";
+	int r = peek_header(fd, h, &file_bytes);
+	if (r == 0) {
+		r = check_header(h, name, file_bytes, why, sizeof(why));
+	}
+	if (r == HAKO_ECORRUPT) {
+		HAKO_ERROR("domain '%s': /dev/shm/hako.%s is corrupted: %s; remove it with "
+		           "'hako-cmd clean'",
+		           name, name, why);
+	} else if (r != 0) {
+		HAKO_ERROR("domain '%s': /dev/shm/hako.%s is not a hako segment of layout %u (%s); "
+		           "remove it with 'hako-cmd clean'",
+		           name, name, HAKOI_LAYOUT_VERSION, hako_strerror(r));
+	}
+	return r;
+}
+
+/* shm_open of an existing segment failed with errno e. */
+static int open_error(const char *name, int e)
+{
+	unsigned uid;
+	if (e == ENOENT) {
+		return HAKO_ENOENT;
+	}
+	if (e == EACCES && hako_domain_owner(name, &uid) == 0) {
+		HAKO_ERROR("domain '%s': /dev/shm/hako.%s is owned by uid %u, not by you (uid %u)",
+		           name, name, uid, (unsigned)geteuid());
+		return HAKO_EPERM;
+	}
+	HAKO_ERROR("domain '%s': cannot open /dev/shm/hako.%s: %s", name, name, strerror(e));
+	return e == EACCES ? HAKO_EPERM : HAKO_EIO;
 }
 
 static void init_header(hako_domain_t *dom, const hako_domain_config_t *cfg, const char *name)
@@ -189,26 +354,30 @@ int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_d
 		return r;
 	}
 	if (cfg == NULL) {
-		hako_domain_config_default(&defaults);
+		if ((r = hako_domain_config_default(&defaults)) != 0) {
+			return r;
+		}
 		cfg = &defaults;
 	}
-	if (cfg->max_assets < 1 || cfg->max_assets > 4096 || cfg->max_channels < 1 ||
-	    cfg->max_channels > (1u << 24) || cfg->arena_bytes < 4096) {
+	if (cfg->max_assets < 1 || cfg->max_assets > HAKO_MAX_ASSETS_LIMIT ||
+	    cfg->max_channels < 1 || cfg->max_channels > HAKO_MAX_CHANNELS_LIMIT ||
+	    cfg->arena_bytes < 4096 || cfg->arena_bytes > HAKO_ARENA_BYTES_LIMIT) {
 		return HAKO_EINVAL;
 	}
 	int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0 && errno == EEXIST) {
 		int old = shm_open(path, O_RDWR, 0);
 		if (old < 0) {
-			return HAKO_EIO;
+			return open_error(name, errno);
 		}
 		struct hakoi_header h;
-		r = peek_header(old, &h);
+		unsigned uid;
+		r = read_checked_header(old, name, &h);
+		if (r == 0) {
+			r = check_owner(old, name, &uid);
+		}
 		close(old);
 		if (r != 0) {
-			HAKO_ERROR("domain '%s': %s is not a hako segment of layout %u (%s); "
-			           "remove it with 'hako-cmd clean'",
-			           name, path, HAKOI_LAYOUT_VERSION, hako_strerror(r));
 			return r;
 		}
 		if (hakoi_proc_alive(h.creator_pid, h.creator_start)) {
@@ -222,7 +391,7 @@ int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_d
 		fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 	}
 	if (fd < 0) {
-		return errno == EEXIST ? HAKO_EBUSY : HAKO_EIO;
+		return errno == EEXIST ? HAKO_EBUSY : open_error(name, errno);
 	}
 	fchmod(fd, 0600); /* whatever the umask */
 	struct hakoi_header geo;
@@ -247,7 +416,7 @@ int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_d
 		shm_unlink(path);
 		return HAKO_ENOMEM;
 	}
-	r = map_handle(dom, fd, geo.segment_bytes);
+	r = map_handle(dom, fd, &geo);
 	if (r == 0) {
 		r = alloc_cache(dom);
 	}
@@ -277,28 +446,24 @@ int hako_domain_open(const char *name, hako_domain_t **out)
 	}
 	int fd = shm_open(path, O_RDWR, 0);
 	if (fd < 0) {
-		return errno == ENOENT ? HAKO_ENOENT : (errno == EACCES ? HAKO_EPERM : HAKO_EIO);
+		return open_error(name, errno);
 	}
 	struct hakoi_header h;
-	r = peek_header(fd, &h);
+	unsigned uid;
+	r = read_checked_header(fd, name, &h);
+	if (r == 0) {
+		r = check_owner(fd, name, &uid);
+	}
 	if (r != 0) {
-		HAKO_ERROR("domain '%s': %s is not a hako segment of layout %u (%s)", name, path,
-		           HAKOI_LAYOUT_VERSION, hako_strerror(r));
 		close(fd);
 		return r;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < h.segment_bytes) {
-		HAKO_ERROR("domain '%s': segment is shorter than its header says", name);
-		close(fd);
-		return HAKO_EMAGIC;
 	}
 	hako_domain_t *dom = alloc_handle(name);
 	if (dom == NULL) {
 		close(fd);
 		return HAKO_ENOMEM;
 	}
-	r = map_handle(dom, fd, h.segment_bytes);
+	r = map_handle(dom, fd, &h);
 	if (r == 0) {
 		r = alloc_cache(dom);
 	}

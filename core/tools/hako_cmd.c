@@ -138,10 +138,24 @@ static int open_domain(hako_domain_t **dom)
 		     "remove it with: hako-cmd clean",
 		     dname(), dname(), hako_strerror(r));
 		break;
-	case HAKO_EPERM:
-		errf("domain '%s': permission denied (the segment belongs to another user)",
-		     dname());
+	case HAKO_ECORRUPT:
+		errf("domain '%s': /dev/shm/hako.%s is corrupted (run with HAKO_LOG=error to see "
+		     "which field); remove it with: hako-cmd clean",
+		     dname(), dname());
 		break;
+	case HAKO_EPERM: {
+		unsigned uid = 0;
+		if (hako_domain_owner(dname(), &uid) == 0 && uid != (unsigned)geteuid()) {
+			errf("domain '%s': /dev/shm/hako.%s is owned by uid %u, not by you (uid "
+			     "%u); "
+			     "its conductor is that user's (HAKO_ALLOW_FOREIGN_DOMAIN=1 joins it "
+			     "anyway)",
+			     dname(), dname(), uid, (unsigned)geteuid());
+		} else {
+			errf("domain '%s': permission denied", dname());
+		}
+		break;
+	}
 	default: errf("cannot open domain '%s': %s", dname(), hako_strerror(r)); break;
 	}
 	return 1;
@@ -332,10 +346,14 @@ static int cmd_conductor(const hako_cli_command_t *cmd, int argc, char **argv)
 	}
 
 	hako_domain_config_t cfg;
-	hako_domain_config_default(&cfg);
+	hako_error_t err;
+	char msg[1200];
+	hako_domain_config_init(&cfg);
+	if (hako_domain_config_from_env(&cfg, &err) != 0) {
+		errf("%s", hako_error_format(&err, msg, sizeof(msg)));
+		return 1;
+	}
 	if (config != NULL && config[0] != '\0') {
-		hako_error_t err;
-		char msg[1200];
 		if (hako_domain_config_load(&cfg, config, &err) != 0) {
 			errf("%s", hako_error_format(&err, msg, sizeof(msg)));
 			return 1;
@@ -1298,11 +1316,24 @@ static int cmd_clean(const hako_cli_command_t *cmd, int argc, char **argv)
 		return r;
 	}
 	hako_domain_t *dom = NULL;
-	library_quiet(1);
-	r = hako_domain_open(dname(), &dom);
-	library_quiet(0);
+	unsigned uid;
+	if (force) {
+		/* Nothing of the segment is read: whatever it holds, it goes. */
+		r = hako_domain_owner(dname(), &uid) == HAKO_ENOENT ? HAKO_ENOENT : HAKO_EAGAIN;
+	} else {
+		library_quiet(1);
+		r = hako_domain_open(dname(), &dom);
+		library_quiet(0);
+	}
 	if (r == HAKO_ENOENT) {
 		errf("no domain '%s': nothing to clean", dname());
+		return 1;
+	}
+	if (r == HAKO_EPERM) {
+		errf(
+		    "domain '%s': /dev/shm/hako.%s belongs to another user; remove it anyway with: "
+		    "hako-cmd clean --force",
+		    dname(), dname());
 		return 1;
 	}
 	if (r == 0) {

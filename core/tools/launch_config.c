@@ -416,7 +416,10 @@ static int load_conductor(struct ctx *c, json_t *root)
 	cfg->master.delta_usec = 1000;
 	cfg->master.max_delay_usec = 0;
 	cfg->master.real_time_factor = 0.0;
-	hako_domain_config_default(&cfg->core);
+	hako_domain_config_init(&cfg->core);
+	if ((r = hako_domain_config_from_env(&cfg->core, c->j.err)) != 0) {
+		return r; /* the conductor runs in hako-launch: its environment counts too */
+	}
 	if (obj == NULL) {
 		cfg->master.max_delay_usec = cfg->master.delta_usec;
 		return 0;

@@ -32,6 +32,7 @@ const char *hako_strerror(int err)
 	case HAKO_ETOOBIG: return "too big";
 	case HAKO_ECRASHED: return "a process of the domain died";
 	case HAKO_ENOTCONN: return "no peer connected";
+	case HAKO_ECORRUPT: return "corrupted shared segment";
 	default: return "unknown error";
 	}
 }

@@ -545,7 +545,7 @@ static void test_time_bounds(void **state)
 	assert_int_equal(hako_member_register(f->dom, "huge", (hako_time_t)1 << 41, &m),
 	                 HAKO_EINVAL);
 	assert_int_equal(hako_domain_set_stop_time(f->dom, INT64_MAX), HAKO_EINVAL);
-	start_master(f, 1000, (hako_time_t)1 << 40, 0.001);
+	start_master(f, 1024, (hako_time_t)1 << 40, 0.001);
 	assert_int_equal(hako_member_register(f->dom, "big", (hako_time_t)1 << 40, &f->m[0]), 0);
 }
 

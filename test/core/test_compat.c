@@ -201,8 +201,8 @@ static void register_child(void *p)
 	HTU_CHECK_RC(hako_asset_unregister(), 0);
 	HTU_CHECK(hako_asset_member() == NULL);
 	/* The name is free again, also for this process. */
-	HTU_CHECK_RC(hako_asset_register("asset1", NULL, &cb, 2000, HAKO_ASSET_MODEL_PLANT), 0);
-	HTU_CHECK_RC(hako_member_delta(hako_asset_member()), 2000);
+	HTU_CHECK_RC(hako_asset_register("asset1", NULL, &cb, 500, HAKO_ASSET_MODEL_PLANT), 0);
+	HTU_CHECK_RC(hako_member_delta(hako_asset_member()), 500);
 	HTU_CHECK_RC(hako_asset_unregister(), 0);
 }
 
@@ -250,6 +250,90 @@ static void test_register_no_conductor(void **state)
 {
 	(void)state;
 	in_child(no_conductor_child);
+}
+
+/* Two pdudefs that disagree on a PDU's size: the second asset gets a clear error that names
+ * the channel (the error path once read the freed pdudef: ASan reports it in the sanitizer
+ * build). A pdudef with more PDUs than the domain has channels: the same, not a crash. */
+static void pdudef_conflict_child(void *p)
+{
+	struct fx *f = p;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/other.json", f->dir);
+	char *text = strdup(PDUDEF);
+	HTU_CHECK(text != NULL);
+	char *size = strstr(text, "\"pdu_size\": 72");
+	HTU_CHECK(size != NULL);
+	memcpy(size, "\"pdu_size\": 80", 14);
+	HTU_CHECK_RC(htu_write_file(path, text), 0);
+	free(text);
+	HTU_CHECK_RC(hako_asset_register("second", path, NULL, 1000, HAKO_ASSET_MODEL_PLANT),
+	             EINVAL);
+	const char *msg = NULL;
+	HTU_CHECK_RC(hako_asset_last_error(&msg), HAKO_ESIZE);
+	HTU_CHECK(strstr(msg, "channel Robo/pos (id 1, 80 bytes)") != NULL);
+	HTU_CHECK(strstr(msg, "another pdudef declared this channel with another size") != NULL);
+	HTU_CHECK(hako_asset_member() == NULL);
+
+	/* 20 PDUs in a domain of 16 channels (2 are taken by the first pdudef). */
+	FILE *out = fopen(path, "w");
+	HTU_CHECK(out != NULL);
+	fprintf(out, "{\"robots\": [{\"name\": \"Many\", \"shm_pdu_readers\": [");
+	for (int i = 0; i < 20; i++) {
+		fprintf(out,
+		        "%s{\"type\": \"std_msgs/Int32\", \"org_name\": \"p%d\", "
+		        "\"channel_id\": %d, \"pdu_size\": 32}",
+		        i > 0 ? ", " : "", i, i);
+	}
+	fprintf(out, "], \"shm_pdu_writers\": []}]}\n");
+	fclose(out);
+	HTU_CHECK_RC(hako_asset_register("third", path, NULL, 1000, HAKO_ASSET_MODEL_PLANT),
+	             ENOSPC);
+	HTU_CHECK_RC(hako_asset_last_error(&msg), HAKO_ENOSPC);
+	HTU_CHECK(strstr(msg, "channel Many/p14 (id 14, 32 bytes)") != NULL);
+	HTU_CHECK(strstr(msg, "channel table is full") != NULL);
+}
+
+static void pdudef_first_child(void *p)
+{
+	struct fx *f = p;
+	HTU_CHECK_RC(hako_asset_register("first", f->pdudef, NULL, 1000, HAKO_ASSET_MODEL_PLANT),
+	             0);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+}
+
+SETUP(register_pdudef_conflict)
+static void test_register_pdudef_conflict(void **state)
+{
+	(void)state;
+	in_child(pdudef_first_child);
+	in_child(pdudef_conflict_child);
+}
+
+/* A domain of another user is not "no conductor": its conductor runs, it is not ours to join. */
+static void foreign_child(void *p)
+{
+	(void)p;
+	HTU_CHECK_RC(hako_asset_register("a", NULL, NULL, 1000, HAKO_ASSET_MODEL_CONTROLLER),
+	             EINVAL);
+	const char *msg = NULL;
+	HTU_CHECK_RC(hako_asset_last_error(&msg), HAKO_EPERM);
+	HTU_CHECK(strstr(msg, "no conductor") == NULL);
+	HTU_CHECK(strstr(msg, "cannot join domain") != NULL);
+}
+
+SETUP(register_foreign_domain)
+static void test_register_foreign_domain(void **state)
+{
+	struct fx *f = *state;
+	char path[300];
+	snprintf(path, sizeof(path), "/dev/shm/hako.%s", f->name);
+	if (geteuid() != 0) {
+		skip(); /* only root can give a segment to another user */
+	}
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	in_child(foreign_child);
+	assert_int_equal(chown(path, 0, 0), 0);
 }
 
 /* ---- data receive events ---- */
@@ -540,9 +624,9 @@ int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
-	    T(register_pdudef),          T(register_no_conductor), T(recv_flag_mode),
-	    T(recv_after_reset),         T(recv_callback_mode),    T(start_returns_eintr),
-	    T(start_no_wait_force_stop),
+	    T(register_pdudef),         T(register_no_conductor), T(register_pdudef_conflict),
+	    T(register_foreign_domain), T(recv_flag_mode),        T(recv_after_reset),
+	    T(recv_callback_mode),      T(start_returns_eintr),   T(start_no_wait_force_stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,14 @@
 /* Domain configuration: defaults, environment overrides and the core config JSON loader. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -102,24 +105,60 @@ static void test_env_overrides(void **state)
 	assert_int_equal(cfg.heartbeat_timeout_usec, 0);
 }
 
-static void test_env_invalid_ignored(void **state)
+/* A variable that is set but invalid is refused, named, never silently ignored. */
+static void test_env_invalid_refused(void **state)
 {
 	(void)state;
-	setenv("HAKO_MAX_ASSETS", "abc", 1);
-	setenv("HAKO_MAX_CHANNELS", "0", 1);
-	setenv("HAKO_ARENA_BYTES", "12", 1); /* below one page */
-	setenv("HAKO_HEARTBEAT_TIMEOUT_USEC", "-5", 1);
-	hako_domain_config_t cfg;
-	hako_domain_config_default(&cfg);
-	assert_int_equal(cfg.max_assets, HAKO_DEFAULT_MAX_ASSETS);
-	assert_int_equal(cfg.max_channels, HAKO_DEFAULT_MAX_CHANNELS);
-	assert_int_equal(cfg.arena_bytes, HAKO_DEFAULT_ARENA_BYTES);
-	assert_int_equal(cfg.heartbeat_timeout_usec, HAKO_DEFAULT_HEARTBEAT_TIMEOUT_USEC);
-	setenv("HAKO_MAX_ASSETS", "99999", 1); /* above the limit */
-	setenv("HAKO_MAX_CHANNELS", "12x", 1);
-	hako_domain_config_default(&cfg);
-	assert_int_equal(cfg.max_assets, HAKO_DEFAULT_MAX_ASSETS);
-	assert_int_equal(cfg.max_channels, HAKO_DEFAULT_MAX_CHANNELS);
+	static const struct {
+		const char *var, *value;
+	} bad[] = {
+	    {"HAKO_MAX_ASSETS", "abc"},         {"HAKO_MAX_ASSETS", "99999"},
+	    {"HAKO_MAX_CHANNELS", "0"},         {"HAKO_MAX_CHANNELS", "12x"},
+	    {"HAKO_ARENA_BYTES", "12"},         {"HAKO_HEARTBEAT_TIMEOUT_USEC", "-5"},
+	    {"HAKO_LIVENESS_POLICY", "remvoe"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv(bad[i].var, bad[i].value, 1);
+		hako_domain_config_t cfg = marked(), want = marked();
+		hako_error_t err;
+		assert_int_equal(hako_domain_config_from_env(&cfg, &err), HAKO_ECONFIG);
+		assert_string_equal(err.file, bad[i].var);
+		assert_non_null(strstr(err.message, bad[i].value));
+		assert_cfg_equal(&cfg, &want);
+		assert_int_equal(hako_domain_config_default(&cfg), HAKO_ECONFIG);
+		/* ... and a domain is not created with defaults behind the user's back. */
+		hako_domain_t *dom = NULL;
+		assert_int_equal(hako_domain_create("t-env-invalid-never-created", NULL, &dom),
+		                 HAKO_ECONFIG);
+		assert_null(dom);
+		unsetenv(bad[i].var);
+	}
+}
+
+/* Config files are regular files of bounded size: a FIFO would block the loader, /dev/zero
+ * would fill the memory. */
+static void test_load_not_regular(void **state)
+{
+	struct fx *f = *state;
+	hako_domain_config_t cfg = marked();
+	hako_error_t err;
+	char fifo[600];
+	snprintf(fifo, sizeof(fifo), "%s/fifo.json", f->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(hako_domain_config_load(&cfg, fifo, &err), HAKO_EIO);
+	assert_non_null(strstr(err.message, "not a regular file"));
+	unlink(fifo);
+	assert_int_equal(hako_domain_config_load(&cfg, "/dev/zero", &err), HAKO_EIO);
+	assert_non_null(strstr(err.message, "not a regular file"));
+	assert_int_equal(hako_domain_config_load(&cfg, f->dir, &err), HAKO_EIO);
+	assert_non_null(strstr(err.message, "is a directory"));
+	/* A sparse file just over the limit costs nothing to make. */
+	int fd = open(f->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (64 << 20) + 1), 0);
+	close(fd);
+	assert_int_equal(hako_domain_config_load(&cfg, f->path, &err), HAKO_EIO);
+	assert_non_null(strstr(err.message, "larger than 64 MiB"));
 }
 
 static void test_load_good(void **state)
@@ -303,11 +342,11 @@ int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
-	    T(defaults),          T(env_overrides),         T(env_invalid_ignored),
-	    T(load_good),         T(load_partial_overlays), T(load_unknown_key),
-	    T(load_wrong_type),   T(load_out_of_range),     T(load_not_object),
-	    T(load_syntax_error), T(load_empty_file),       T(load_missing_file),
-	    T(load_then_create),
+	    T(defaults),          T(env_overrides),     T(env_invalid_refused),
+	    T(load_not_regular),  T(load_good),         T(load_partial_overlays),
+	    T(load_unknown_key),  T(load_wrong_type),   T(load_out_of_range),
+	    T(load_not_object),   T(load_syntax_error), T(load_empty_file),
+	    T(load_missing_file), T(load_then_create),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,10 +270,13 @@ static void test_truncated_segment(void **state)
 	 * that is not alive (pid 0). */
 	uint32_t hdr[4] = {HAKO_MAGIC_VALUE, 1, 0, 0x100}; /* segment_bytes = 2^40 at offset 8 */
 	forge_segment(f->name, hdr, sizeof(hdr), 0, 4096);
-	assert_int_equal(hako_domain_open(f->name, &f->dom2), HAKO_EMAGIC);
+	assert_int_equal(hako_domain_open(f->name, &f->dom2), HAKO_ECORRUPT);
 	assert_null(f->dom2);
-	/* Its creator is dead: create replaces it. */
+	/* Nothing in a corrupted header can be trusted, its creator's pid neither: create refuses
+	 * to replace it until it is removed (hako-cmd clean). */
 	hako_domain_config_t cfg = small_cfg();
+	assert_int_equal(hako_domain_create(f->name, &cfg, &f->dom), HAKO_ECORRUPT);
+	assert_int_equal(hako_domain_remove(f->name), 0);
 	assert_int_equal(hako_domain_create(f->name, &cfg, &f->dom), 0);
 	assert_int_equal(hako_domain_open(f->name, &f->dom2), 0);
 }

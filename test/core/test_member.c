@@ -289,15 +289,91 @@ static void test_events_and_acks(void **state)
 	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
 }
 
+/* A step the clock can never grant: refused at registration once a master set the clock, and
+ * at start for an asset that registered before (it would stay at 0 steps, "running", for
+ * ever). */
+SETUP(step_over_dmax, 4)
+static void test_step_over_dmax(void **state)
+{
+	struct fx *f = *state;
+	/* Before any master: the clock is not known yet. */
+	assert_int_equal(hako_member_register(f->dom, "early", 3000, &f->m[0]), 0);
+	hako_master_config_t mc = {.delta_usec = 1000, .max_delay_usec = 2000};
+	hako_master_t *master = NULL;
+	assert_int_equal(hako_master_start(f->dom, &mc, &master), 0);
+	assert_int_equal(hako_member_register(f->dom, "late", 3000, &f->m[1]), HAKO_EINVAL);
+	assert_null(f->m[1]);
+	/* 1300 fits at t = 0 but not at t = 1300 * 6 = 7800 (800 us past a world step: it needs
+	 * T_c = 10000, and T_c may reach at most 9000 = the last world step <= t + Dmax). */
+	assert_int_equal(hako_member_register(f->dom, "odd", 1300, &f->m[1]), HAKO_EINVAL);
+	assert_int_equal(hako_member_register(f->dom, "ok", 2000, &f->m[2]), 0);
+	assert_int_equal(hako_domain_start(f->dom), HAKO_EINVAL);
+	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+	hako_member_unregister(f->m[0]);
+	f->m[0] = NULL;
+	assert_int_equal(hako_domain_start(f->dom), 0);
+	hako_master_stop(master);
+}
+
+/* hako_step_fits against the rule itself, stepped: an asset starting at 0 with step dt, under
+ * a world of step delta and max delay dmax, takes its steps for 4 * lcm of the steps. */
+static int steps_forever(hako_time_t dt, hako_time_t delta, hako_time_t dmax)
+{
+	hako_time_t world = 0, t = 0;
+	for (int i = 0; i < 4000; i++) {
+		if (t + dt <= world) {
+			t += dt;
+		} else if (world + delta - t <= dmax) {
+			world += delta;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void test_step_fits_rule(void **state)
+{
+	(void)state;
+	char why[400];
+	int refused = 0;
+	for (hako_time_t delta = 1; delta <= 12; delta++) {
+		for (hako_time_t dmax = delta; dmax <= 30; dmax++) {
+			for (hako_time_t dt = 1; dt <= 36; dt++) {
+				int fits = hako_step_fits(dt, delta, dmax, why, sizeof(why)) == 0;
+				if (fits != steps_forever(dt, delta, dmax)) {
+					fail_msg("dt %lld delta %lld dmax %lld: fits says %d",
+					         (long long)dt, (long long)delta, (long long)dmax,
+					         fits);
+				}
+				refused += !fits;
+			}
+		}
+	}
+	assert_true(refused > 0);
+	assert_int_equal(hako_step_fits(2000, 1000, 1000, why, sizeof(why)), HAKO_EINVAL);
+	assert_non_null(strstr(why, "2000 us"));
+	assert_int_equal(hako_step_fits(1000, 1000, 1000, why, sizeof(why)), 0);
+	assert_int_equal(hako_step_fits(1000, 1000, 500, why, sizeof(why)), HAKO_EINVAL);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
-	    T(register_basics),       T(bad_names),         T(duplicate), T(capacity),
-	    T(unregister_reregister), T(reclaim_dead_name), T(no_master), T(register_not_stopped),
+	    T(register_basics),
+	    T(bad_names),
+	    T(duplicate),
+	    T(capacity),
+	    T(unregister_reregister),
+	    T(reclaim_dead_name),
+	    T(no_master),
+	    T(register_not_stopped),
 	    T(events_and_acks),
+	    T(step_over_dmax),
+	    cmocka_unit_test(test_step_fits_rule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -359,10 +359,10 @@ static void test_reclaim_uses_largest_step(void **state)
 {
 	struct fx *f = *state;
 	hako_member_t *slow, *fast;
-	assert_int_equal(hako_member_register(f->dom, "slow", 5000, &slow), 0);
+	assert_int_equal(hako_member_register(f->dom, "slow", DMAX, &slow), 0);
 	assert_int_equal(hako_member_register(f->dom, "fast", 500, &fast), 0);
 	release_a_to_b(f, 10000, 10);
-	const hako_time_t reclaim = 10000 + TIMEOUT + DMAX + 5000;
+	const hako_time_t reclaim = 10000 + TIMEOUT + DMAX + DMAX;
 	assert_int_equal(poll_at(f, f->a, 10000 + TIMEOUT + GUARD, NULL), HAKO_RD_EV_NONE);
 	assert_int_equal(poll_at(f, f->a, reclaim - 1, NULL), HAKO_RD_EV_NONE);
 	assert_int_equal(poll_at(f, f->a, reclaim, NULL), HAKO_RD_EV_RECLAIMED);

@@ -24,6 +24,10 @@ typedef int64_t hako_time_t;
 #define HAKO_DEFAULT_MAX_CHANNELS           4096
 #define HAKO_DEFAULT_ARENA_BYTES            (256ull << 20)
 #define HAKO_DEFAULT_HEARTBEAT_TIMEOUT_USEC 30000000
+/* The largest capacities a domain may be created with. */
+#define HAKO_MAX_ASSETS_LIMIT   4096
+#define HAKO_MAX_CHANNELS_LIMIT (1u << 24)
+#define HAKO_ARENA_BYTES_LIMIT  (1ull << 40)
 
 typedef enum hako_state {
 	HAKO_STATE_STOPPED = 0,
@@ -52,9 +56,17 @@ typedef struct hako_domain_config {
 	hako_liveness_policy_t liveness_policy;
 } hako_domain_config_t;
 
-/* Defaults, then HAKO_MAX_ASSETS, HAKO_MAX_CHANNELS, HAKO_ARENA_BYTES,
- * HAKO_HEARTBEAT_TIMEOUT_USEC, HAKO_LIVENESS_POLICY from the environment. */
-void hako_domain_config_default(hako_domain_config_t *cfg);
+/* The compiled defaults. */
+void hako_domain_config_init(hako_domain_config_t *cfg);
+
+/* Overlay HAKO_MAX_ASSETS, HAKO_MAX_CHANNELS, HAKO_ARENA_BYTES, HAKO_HEARTBEAT_TIMEOUT_USEC,
+ * HAKO_LIVENESS_POLICY ("error" | "remove") from the environment. A variable that is set but
+ * invalid is refused: HAKO_ECONFIG, err names it (err->file) and says why; cfg is unchanged. */
+int hako_domain_config_from_env(hako_domain_config_t *cfg, hako_error_t *err);
+
+/* init + from_env; an invalid variable is logged and HAKO_ECONFIG returned (cfg then holds the
+ * defaults). */
+int hako_domain_config_default(hako_domain_config_t *cfg);
 
 /* Overlay a core config JSON file onto cfg ({"max_assets", "max_channels", "arena_bytes",
  * "heartbeat_timeout_usec", "liveness_policy": "error"|"remove"}). Unknown keys are refused. */
@@ -70,13 +82,20 @@ typedef struct hako_domain hako_domain_t;
 int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_domain_t **out);
 
 /* Attach to an existing domain. HAKO_ENOENT if there is none, HAKO_EMAGIC / HAKO_EVERSION if
- * the segment is not a hako segment of this layout. */
+ * the segment is not a hako segment of this layout, HAKO_ECORRUPT if its header does not agree
+ * with its size and layout (each field is checked before anything is read through it),
+ * HAKO_EPERM if it belongs to another user (unless HAKO_ALLOW_FOREIGN_DOMAIN=1: the owner's
+ * processes drive the clock and write the PDUs of every member). The reason is logged. */
 int hako_domain_open(const char *name, hako_domain_t **out);
+
+/* The uid that owns the segment of a domain: 0, HAKO_ENOENT or HAKO_EIO. */
+int hako_domain_owner(const char *name, unsigned *uid);
 
 /* Detach (unregisters nothing by itself: close the members first). Accepts NULL. */
 void hako_domain_close(hako_domain_t *dom);
 
-/* Remove the segment of a domain (hako-cmd clean). HAKO_ENOENT if there is none. */
+/* Remove the segment of a domain (hako-cmd clean) without reading it. HAKO_ENOENT if there is
+ * none. */
 int hako_domain_remove(const char *name);
 
 const char *hako_domain_name(const hako_domain_t *dom);
@@ -163,6 +182,12 @@ typedef struct hako_master_config {
 
 typedef struct hako_master hako_master_t;
 
+/* 0 if an asset whose step is dt can always take its next step under a master with world step
+ * delta and max delay dmax; HAKO_EINVAL (why filled with the rule and the numbers) if it would
+ * wait for ever at some time. dt <= dmax is enough when dt is a multiple of delta. Registration
+ * and start refuse such an asset. */
+int hako_step_fits(hako_time_t dt, hako_time_t delta, hako_time_t dmax, char *why, size_t len);
+
 /* Start the master of a created domain in a thread of this process: it handles state
  * transitions, liveness, and real-time pacing. In free-running mode (factor 0) the clock is
  * advanced by whichever asset reports last, so the master is not on the step path. */
@@ -183,7 +208,8 @@ typedef enum hako_event {
 typedef struct hako_member hako_member_t;
 
 /* Register an asset (names are unique, 1..127 chars). Allowed in Stopped only, like Hakoniwa.
- * Errors: HAKO_ENAMETOOLONG, HAKO_EEXIST, HAKO_ENOSPC, HAKO_ESTATE, HAKO_ENOMASTER. */
+ * Errors: HAKO_ENAMETOOLONG, HAKO_EEXIST, HAKO_ENOSPC, HAKO_ESTATE, HAKO_ENOMASTER, and
+ * HAKO_EINVAL for a step the running master's clock can never grant (hako_step_fits). */
 int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
                          hako_member_t **out);
 /* Unregister and free. Accepts NULL. */

@@ -33,6 +33,7 @@ enum hako_errno {
 	HAKO_ETOOBIG = -22,     /* buffer too small or data too large */
 	HAKO_ECRASHED = -23,    /* a process of the domain died */
 	HAKO_ENOTCONN = -24,    /* no peer connected */
+	HAKO_ECORRUPT = -25,    /* a shared segment fails its consistency checks */
 };
 
 /* A short English description of an error code ("unknown error" if none). */
