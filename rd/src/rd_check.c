@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hako/log.h"
 #include "hako/rd.h"
@@ -267,27 +268,61 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 	return *why != NULL ? HAKO_EPROTO : 0;
 }
 
+/* Records are short lines; a longer one is not a trace. */
+#define RD_TRACE_LINE_MAX 65536
+
+/* The next line of f into buf (RD_TRACE_LINE_MAX + 2 bytes), NUL-terminated: its length with
+ * the newline, 0 at the end, RD_TRACE_LINE_MAX + 1 if longer, SIZE_MAX at a NUL byte. */
+static size_t next_line(FILE *f, char *buf)
+{
+	size_t n = 0;
+	int ch;
+	while ((ch = getc_unlocked(f)) != EOF) {
+		if (ch == 0) {
+			return SIZE_MAX;
+		}
+		buf[n++] = (char)ch;
+		if (ch == '\n' || n > RD_TRACE_LINE_MAX) {
+			break;
+		}
+	}
+	buf[n] = '\0';
+	return n;
+}
+
 static int read_trace(struct check *ck, uint32_t file, hako_error_t *err)
 {
 	const char *path = ck->paths[file];
 	FILE *f = fopen(path, "r");
+	struct stat st;
 	if (f == NULL) {
 		int e = errno;
 		return hako_error_set(err, e == ENOENT ? HAKO_ENOENT : HAKO_EIO, path, 0, 0,
 		                      "cannot open: %s", strerror(e));
 	}
+	/* A trace is a file or a pipe; a directory reads as nothing and a device as garbage. */
+	if (fstat(fileno(f), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
+		fclose(f);
+		return hako_error_set(err, HAKO_EIO, path, 0, 0, "cannot read: %s",
+		                      S_ISDIR(st.st_mode) ? "is a directory"
+		                                          : "not a regular file or a pipe");
+	}
 	int64_t run_of[256]; /* per node: the run of its last init in this file */
 	for (int i = 0; i < 256; i++) {
 		run_of[i] = 0;
 	}
-	char *line = NULL;
-	size_t lcap = 0;
-	ssize_t got;
+	char *line = malloc(RD_TRACE_LINE_MAX + 2);
 	uint32_t lineno = 0;
-	int rc = 0;
-	while ((got = getline(&line, &lcap, f)) >= 0) {
+	int rc = line == NULL ? hako_error_set(err, HAKO_ENOMEM, path, 0, 0, "out of memory") : 0;
+	size_t len;
+	while (rc == 0 && (len = next_line(f, line)) != 0) {
 		lineno++;
-		size_t len = (size_t)got;
+		if (len > RD_TRACE_LINE_MAX) {
+			rc = hako_error_set(
+			    err, HAKO_EPROTO, path, (int)lineno, 0, "%s: not a trace",
+			    len == SIZE_MAX ? "a NUL byte" : "a record longer than 64 KiB");
+			break;
+		}
 		while (len > 0 &&
 		       (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ')) {
 			len--;
@@ -335,6 +370,10 @@ static int read_trace(struct check *ck, uint32_t file, hako_error_t *err)
 		r->line = lineno;
 		r->order = ck->n;
 		ck->n++;
+	}
+	if (rc == 0 && ferror(f)) {
+		rc = hako_error_set(err, HAKO_EIO, path, (int)lineno, 0, "cannot read: %s",
+		                    strerror(errno));
 	}
 	free(line);
 	fclose(f);

@@ -106,6 +106,17 @@ expect 1 rd check "$tmp/good.jsonl" "$tmp/broken.jsonl"
 has 'broken.jsonl:1:'
 expect 1 rd check "$tmp/missing.jsonl"
 has 'missing.jsonl: cannot open'
+# what is not a trace is an error, never "OK"
+expect 1 rd check "$tmp"
+has 'cannot read: is a directory'
+expect 1 rd check /dev/zero
+has '/dev/zero: cannot read: not a regular file or a pipe'
+head -c 100000 /dev/zero >"$tmp/zeros.jsonl"
+expect 1 rd check "$tmp/zeros.jsonl"
+has 'zeros.jsonl:1: a NUL byte: not a trace'
+head -c 70000 /dev/zero | tr '\0' 'x' >"$tmp/long.jsonl"
+expect 1 rd check "$tmp/long.jsonl"
+has 'long.jsonl:1: a record longer than 64 KiB: not a trace'
 
 # ---- status ----
 expect 1 rd status
