@@ -274,12 +274,15 @@ static int client_input(control_t *c, client_t *cl)
 		return -1;
 	}
 	cl->used += (size_t)n;
-	cl->buf[cl->used] = '\0';
-	char *start = cl->buf;
+	char *start = cl->buf, *end = cl->buf + cl->used;
 	char *nl;
-	while ((nl = strchr(start, '\n')) != NULL) {
+	while ((nl = memchr(start, '\n', (size_t)(end - start))) != NULL) {
 		*nl = '\0';
-		command(c, cl->fd, start);
+		if (memchr(start, '\0', (size_t)(nl - start)) != NULL) {
+			reply(cl->fd, "error: a NUL byte in the command");
+		} else {
+			command(c, cl->fd, start);
+		}
 		start = nl + 1;
 	}
 	size_t rest = cl->used - (size_t)(start - cl->buf);
@@ -383,8 +386,14 @@ static int control_open(control_t *c, hako_bridge_t *b, const char *path)
 		unlink(path);
 	}
 	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->listen_fd < 0 || bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    listen(c->listen_fd, 4) != 0) {
+	/* Whoever may connect may pause the bridge: the socket is the user's only, whatever the
+	 * umask (bind creates it with 0777 & ~umask; the chmod closes the window in which another
+	 * thread's umask could apply). */
+	mode_t old_mask = umask(0077);
+	int bound =
+	    c->listen_fd >= 0 && bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	umask(old_mask);
+	if (!bound || chmod(path, 0600) != 0 || listen(c->listen_fd, 4) != 0) {
 		int e = errno;
 		if (c->listen_fd >= 0) {
 			close(c->listen_fd);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,14 +119,12 @@ static void ctl_connect(const char *path)
 	assert_true(ok);
 }
 
-/* Send a command; the answer up to and including its "ok..." / "error:..." line. */
-static const char *ctl(const char *cmd)
+/* Send n bytes; the answer up to and including its "ok..." / "error:..." line. */
+static const char *ctl_raw(const char *bytes, size_t n_bytes)
 {
 	static char ans[4096];
 	size_t used = 0;
-	char line[256];
-	snprintf(line, sizeof(line), "%s\n", cmd);
-	assert_int_equal(send(ctl_fd, line, strlen(line), MSG_NOSIGNAL), (ssize_t)strlen(line));
+	assert_int_equal(send(ctl_fd, bytes, n_bytes, MSG_NOSIGNAL), (ssize_t)n_bytes);
 	for (;;) {
 		assert_true(used < sizeof(ans) - 1);
 		ssize_t n = recv(ctl_fd, ans + used, sizeof(ans) - 1 - used, 0);
@@ -144,6 +143,14 @@ static const char *ctl(const char *cmd)
 			}
 		}
 	}
+}
+
+/* Send a command line. */
+static const char *ctl(const char *cmd)
+{
+	char line[256];
+	snprintf(line, sizeof(line), "%s\n", cmd);
+	return ctl_raw(line, strlen(line));
 }
 
 /* Poll "stats" until the answer contains `want`. */
@@ -267,9 +274,16 @@ static void test_forward_control_signals(void **state)
 	char log_path[400];
 	snprintf(log_path, sizeof(log_path), "%s", path_of("bridge.log"));
 	r.log = log_path;
+	/* Under umask 000 the socket must still be the user's only: whoever connects can pause
+	 * the bridge. */
+	mode_t old_mask = umask(0);
 	pid_t pid = htu_fork(htu_exec_main, &r);
+	umask(old_mask);
 	assert_true(pid > 0);
 	ctl_connect(sock);
+	struct stat sst;
+	assert_int_equal(stat(sock, &sst), 0);
+	assert_int_equal(sst.st_mode & 0777, 0600);
 	int ok;
 	unsigned src_port = 0;
 	HTU_WAIT_UNTIL(ok, (src_port = logged_port(r.log, "src")) != 0, HTU_TIMEOUT_USEC);
@@ -321,6 +335,11 @@ static void test_forward_control_signals(void **state)
 	assert_string_equal(ctl("frobnicate c1"),
 	                    "error: unknown command 'frobnicate' (try 'help')\n");
 	assert_non_null(strstr(ctl("bump"), "error: usage"));
+	/* a NUL byte inside a line is answered, and the lines after it still are */
+	static const char nul_line[] = "pause\0 c1\n";
+	assert_string_equal(ctl_raw(nul_line, sizeof(nul_line) - 1),
+	                    "error: a NUL byte in the command\n");
+	assert_string_equal(ctl("epoch c1"), "ok epoch=7\n");
 	assert_non_null(strstr(ctl("help"), "bump CONN"));
 
 	/* SIGUSR1: statistics on stderr, and the daemon goes on */
