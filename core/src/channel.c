@@ -62,8 +62,12 @@ static int entry_sane(const hako_domain_t *dom, const struct hakoi_channel *c)
 /* The handle of channel `index`; NULL with *r set (HAKO_ENOMEM, HAKO_ECORRUPT) if none. */
 static hako_channel_t *handle_for(hako_domain_t *dom, int index, int *r)
 {
+	hako_channel_t *ch = atomic_load_explicit(&dom->chan_cache[index], memory_order_acquire);
+	if (ch != NULL) {
+		return ch;
+	}
 	pthread_mutex_lock(&dom->cache_lock);
-	hako_channel_t *ch = dom->chan_cache[index];
+	ch = atomic_load_explicit(&dom->chan_cache[index], memory_order_relaxed);
 	if (ch == NULL) {
 		struct hakoi_channel *c = &dom->channels[index];
 		if (!entry_sane(dom, c)) {
@@ -82,7 +86,7 @@ static hako_channel_t *handle_for(hako_domain_t *dom, int index, int *r)
 			ch->size = c->size;
 			ch->buf[0] = dom->arena + c->data_off;
 			ch->buf[1] = dom->arena + c->data_off + c->stride;
-			dom->chan_cache[index] = ch;
+			atomic_store_explicit(&dom->chan_cache[index], ch, memory_order_release);
 		}
 	}
 	pthread_mutex_unlock(&dom->cache_lock);
@@ -95,7 +99,7 @@ void hakoi_channel_cache_free(hako_domain_t *dom)
 		return;
 	}
 	for (uint32_t i = 0; i < dom->max_channels; i++) {
-		free(dom->chan_cache[i]);
+		free(atomic_load_explicit(&dom->chan_cache[i], memory_order_relaxed));
 	}
 	free(dom->chan_cache);
 	dom->chan_cache = NULL;

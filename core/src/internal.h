@@ -129,8 +129,10 @@ struct hako_domain {
 	struct hakoi_channel *channels;
 	_Atomic int32_t *index;
 	uint8_t *arena;
+	/* max_channels handles, made on first use under cache_lock and published with a release
+	 * store: lookups on the data path read them without a lock. */
 	pthread_mutex_t cache_lock;
-	struct hako_channel **chan_cache; /* max_channels lazily filled handles */
+	struct hako_channel *_Atomic *chan_cache;
 };
 
 struct hako_member {
