@@ -23,19 +23,30 @@
  * While the I/O thread writes it holds no lock but marks the peer `writing`: nobody else writes,
  * drops from or frees that queue meanwhile (senders that would drop wait for the write to end).
  *
- * Receive path. Per peer one buffer read in big chunks; hako_frame_needed frames the stream and
- * the buffer only grows up to the announced frame (at most header + max_body_bytes, rounded up
- * to a page). A protocol error closes that peer (rejected); a frame that stays incomplete with no
- * byte arriving for read_timeout_ms drops the peer (an idle peer without a partial frame is
- * kept).
+ * Receive path. Per peer one buffer read in big chunks; hako_frame_needed frames the stream. The
+ * buffer grows as a frame's bytes arrive (doubled when full, never past the announced frame:
+ * header + at most max_body_bytes, rounded up to a page), so a peer holds memory for what it
+ * sent, not for what its header announced. A protocol error closes that peer (rejected); a
+ * frame that stays incomplete with no byte arriving for read_timeout_ms, or that is not whole
+ * frame_timeout_ms after its first byte (a trickle does not extend that), drops the peer (an
+ * idle peer without a partial frame is kept).
+ * Limits across peers (a server's memory must not be linear in hostile peers): at most
+ * max_clients peers (more are accepted and closed at once, counted as rejected, logged once
+ * until one is accepted again), and the receive buffers of all peers together, beyond the
+ * RX_CHUNK each reads into (so small frames are always served), stay within max_buffered_bytes:
+ * a peer whose buffer would have to grow past it, once the buffers kept by idle peers are
+ * released, is dropped (rejected, with the reason). A listening socket's backlog is SOMAXCONN
+ * unless the file sets one.
  * Receive buffer policy (memory per peer): RX_CHUNK (128 KiB) at least; a buffer grown for a big
  * frame is kept for the next one as long as it is at most RX_KEEP_MAX (4 MiB), because a freshly
  * allocated big buffer is freshly mapped memory (glibc mmaps allocations above its threshold):
  * ~256 page faults per MiB, which made 1 MiB frames cost several times raw tcp. It goes back to
  * RX_CHUNK after RX_SHRINK_FRAMES frames in a row that all fit in RX_CHUNK, or once the peer has
- * sent nothing for RX_IDLE_MS with no partial frame. A buffer above RX_KEEP_MAX (frames larger
- * than 4 MiB) is shrunk right after its frame. So a peer holds at most max(4 MiB, its frame in
- * progress), and 128 KiB once its big frames stop.
+ * sent nothing for RX_IDLE_MS with no partial frame, or when another peer needs the room under
+ * max_buffered_bytes. A buffer above RX_KEEP_MAX (frames larger than 4 MiB) is shrunk right
+ * after its frame. So a peer holds at most 4 MiB, or for a bigger frame twice what arrived of it
+ * (at most the size of the frame before it while that one's buffer is reused), and 128 KiB once
+ * its big frames stop.
  *
  * Send path memory: a frame is one malloc'd buffer (ep_net.c), encoded once for all peers. For
  * frames of FCACHE_MIN and more the comm keeps up to FCACHE_SLOTS released buffers of at most
@@ -108,11 +119,12 @@ typedef struct tcp_peer {
 	uint8_t *rbuf;
 	size_t rcap;
 	size_t rlen;
-	uint32_t rx_small; /* frames in a row that fit in RX_CHUNK */
-	size_t rneed;      /* bytes of the partial frame at rbuf (0: not known yet) */
-	uint64_t rx_ns;    /* last bytes received */
-	int bye;           /* stop: queue written, FIN sent */
-	int eof;           /* stop: the peer's EOF (or an error) read */
+	uint32_t rx_small;  /* frames in a row that fit in RX_CHUNK */
+	size_t rneed;       /* bytes of the partial frame at rbuf (0: not known yet) */
+	uint64_t rx_ns;     /* last bytes received */
+	uint64_t fstart_ns; /* first bytes of the partial frame at rbuf (0: none) */
+	int bye;            /* stop: queue written, FIN sent */
+	int eof;            /* stop: the peer's EOF (or an error) read */
 } tcp_peer_t;
 
 typedef struct tcp_comm {
@@ -144,6 +156,10 @@ typedef struct tcp_comm {
 	int ever_connected;
 	int fail_logged;
 	uint64_t accept_pause_ns;
+
+	/* I/O thread. */
+	size_t rx_total; /* rx_held of the peers' buffers together (<= max_buffered_bytes) */
+	int full_logged; /* max_clients reached and said so */
 
 	/* Big send buffers kept for reuse (see the top comment). */
 	pthread_mutex_t fc_lock;
@@ -226,11 +242,7 @@ static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
 	p->fd = fd;
 	hakoi_sockaddr_str(sa, p->addr, sizeof(p->addr));
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->room, &ca);
-	pthread_condattr_destroy(&ca);
+	hakoi_cond_init(&p->room);
 	p->rx_ns = now_ns();
 
 	pthread_mutex_lock(&c->peers_lock);
@@ -276,6 +288,14 @@ static void peer_shut(tcp_comm_t *c, tcp_peer_t *p, int abortive)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* What a receive buffer counts under max_buffered_bytes: beyond the RX_CHUNK every peer reads
+ * into (bounded by max_clients), so a peer with small frames is served whatever big frames
+ * the others hold. */
+static size_t rx_held(size_t cap)
+{
+	return cap > RX_CHUNK ? cap - RX_CHUNK : 0;
+}
+
 /* Remove peers[i] from the array, close it and drop the array's reference. */
 static void peer_remove(tcp_comm_t *c, size_t i, int abortive)
 {
@@ -284,6 +304,13 @@ static void peer_remove(tcp_comm_t *c, size_t i, int abortive)
 	c->peers[i] = c->peers[--c->npeers];
 	pthread_mutex_unlock(&c->peers_lock);
 	atomic_fetch_sub_explicit(&c->ctx.ctr->peers, 1, memory_order_relaxed);
+	/* The receive side is the I/O thread's (or stop's, after it): give the room back now, a
+	 * sender may still hold a reference on p. */
+	c->rx_total -= rx_held(p->rcap);
+	free(p->rbuf);
+	p->rbuf = NULL;
+	p->rcap = 0;
+	p->rlen = 0;
 	peer_shut(c, p, abortive);
 	peer_unref(p);
 }
@@ -479,15 +506,10 @@ static void frame_cache_clear(tcp_comm_t *c)
 
 /* ---- send ---- */
 
-static void deadline_after(struct timespec *ts, uint32_t ms)
+static int peer_gone(const void *arg)
 {
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000u;
-	ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
+	const tcp_peer_t *p = arg;
+	return p->closed || p->dead;
 }
 
 /* The queue is full (lock held): make room per the options. 1 = room now (push), 0 = the frame
@@ -509,30 +531,18 @@ static int wait_room_locked(tcp_comm_t *c, tcp_peer_t *p, int on_io)
 		}
 		return !p->closed && !p->dead;
 	}
-	if (o->write_timeout_ms > 0) {
-		struct timespec dl;
-		deadline_after(&dl, o->write_timeout_ms);
-		while (p->q.count >= p->q.cap && !p->closed && !p->dead) {
-			p->waiters++;
-			int w = pthread_cond_timedwait(&p->room, &p->lock, &dl);
-			p->waiters--;
-			if (w == ETIMEDOUT) {
-				break;
-			}
-		}
+	if (hakoi_frameq_wait_room(&p->q, &p->lock, &p->room, &p->waiters, o->write_timeout_ms,
+	                           peer_gone, p)) {
+		return 1;
 	}
-	if (p->closed || p->dead) {
-		return 0;
-	}
-	if (p->q.count >= p->q.cap) {
+	if (!peer_gone(p)) {
 		HAKO_WARN("endpoint '%s': peer %s: send queue full (%u frames) for %u ms; "
 		          "connection closed",
 		          c->ctx.ep_name, p->addr, (unsigned)p->q.cap,
 		          (unsigned)o->write_timeout_ms);
 		p->dead = DEAD_STUCK;
-		return 0;
 	}
-	return 1;
+	return 0;
 }
 
 /* One PDU being sent. The direct write (latency path) sends the header and the caller's bytes
@@ -742,6 +752,57 @@ static void handle_frame(tcp_comm_t *c, tcp_peer_t *p, const hako_frame_t *fr)
 	c->ctx.deliver(c->ctx.ep, &key, fr->body, fr->body_len);
 }
 
+static size_t rx_round(size_t n)
+{
+	return (n + RX_ROUND - 1) / RX_ROUND * RX_ROUND;
+}
+
+/* Release the buffers of the peers but p that hold no partial frame (they allocate RX_CHUNK
+ * again on their next bytes): the room under max_buffered_bytes goes to frames in progress. */
+static void rx_reclaim(tcp_comm_t *c, const tcp_peer_t *p)
+{
+	for (size_t i = 0; i < c->npeers; i++) {
+		tcp_peer_t *q = c->peers[i];
+		if (q != p && q->rcap > RX_CHUNK && q->rlen == 0) {
+			c->rx_total -= rx_held(q->rcap);
+			free(q->rbuf);
+			q->rbuf = NULL;
+			q->rcap = 0;
+			q->rx_small = 0;
+		}
+	}
+}
+
+/* p's receive buffer := want bytes (keeping its rlen bytes), within max_buffered_bytes over all
+ * peers. RX_OK, RX_REJECT (no room: a peer that wants more than the endpoint gives) or RX_LOST
+ * (out of memory), with why. */
+static int rx_resize(tcp_comm_t *c, tcp_peer_t *p, size_t want, char *why, size_t why_len)
+{
+	if (rx_held(want) > rx_held(p->rcap)) {
+		size_t more = rx_held(want) - rx_held(p->rcap);
+		size_t cap = c->cfg->max_buffered_bytes;
+		if (c->rx_total + more > cap) {
+			rx_reclaim(c, p);
+		}
+		if (c->rx_total + more > cap) {
+			snprintf(why, why_len,
+			         "its frame needs a buffer of %zu bytes, more than the other "
+			         "peers' frames leave of max_buffered_bytes (%zu of %zu)",
+			         want, cap - c->rx_total, cap);
+			return RX_REJECT;
+		}
+	}
+	uint8_t *nb = realloc(p->rbuf, want);
+	if (nb == NULL) {
+		snprintf(why, why_len, "out of memory for a receive buffer of %zu bytes", want);
+		return RX_LOST;
+	}
+	c->rx_total = c->rx_total - rx_held(p->rcap) + rx_held(want);
+	p->rbuf = nb;
+	p->rcap = want;
+	return RX_OK;
+}
+
 /* Frame and deliver what the buffer holds; keep the partial rest. RX_REJECT with why. */
 static int rx_parse(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 {
@@ -780,49 +841,51 @@ static int rx_parse(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 		p->rlen -= pos;
 	}
 	p->rneed = needed;
-	/* Grow only to the frame the header announced (bounded by max_body_bytes); shrink per the
-	 * policy in the top comment. */
+	/* The frame deadline runs from the first bytes of a frame: one that began in this read if
+	 * frames ended in it (rx_ns is this read's time). */
+	if (p->rlen == 0) {
+		p->fstart_ns = 0;
+	} else if (pos > 0 || p->fstart_ns == 0) {
+		p->fstart_ns = p->rx_ns;
+	}
+	/* Grow when full, by doubling up to the frame the header announced (bounded by
+	 * max_body_bytes): memory follows the bytes that arrived. Shrink per the top comment. */
 	size_t want = p->rcap;
 	if (needed > p->rcap) {
-		want = (needed + RX_ROUND - 1) / RX_ROUND * RX_ROUND;
+		if (p->rlen == p->rcap) {
+			want = rx_round(needed < p->rcap * 2 ? needed : p->rcap * 2);
+		}
 	} else if (p->rcap > RX_CHUNK &&
 	           (p->rcap > RX_KEEP_MAX || p->rx_small >= RX_SHRINK_FRAMES)) {
-		want = needed > RX_CHUNK ? (needed + RX_ROUND - 1) / RX_ROUND * RX_ROUND : RX_CHUNK;
+		want = needed > RX_CHUNK ? rx_round(needed) : RX_CHUNK;
 	}
-	if (want != p->rcap && p->rlen <= want) {
-		uint8_t *nb = realloc(p->rbuf, want);
-		if (nb == NULL) {
-			snprintf(why, why_len, "out of memory for a frame of %zu bytes", needed);
-			return RX_REJECT;
-		}
-		p->rbuf = nb;
-		p->rcap = want;
+	if (want > p->rcap) {
+		return rx_resize(c, p, want, why, why_len);
+	}
+	if (want < p->rcap) {
+		rx_resize(c, p, want, why, why_len); /* a failed shrink keeps the bigger buffer */
+		why[0] = '\0';
 	}
 	return RX_OK;
 }
 
 /* The peer has been quiet for RX_IDLE_MS with nothing partial: give its big buffer back. */
-static void rx_idle_shrink(tcp_peer_t *p)
+static void rx_idle_shrink(tcp_comm_t *c, tcp_peer_t *p)
 {
+	char why[8];
 	if (p->rcap <= RX_CHUNK || p->rlen > RX_CHUNK) {
 		return;
 	}
-	uint8_t *nb = realloc(p->rbuf, RX_CHUNK);
-	if (nb != NULL) {
-		p->rbuf = nb;
-		p->rcap = RX_CHUNK;
-	}
+	rx_resize(c, p, RX_CHUNK, why, sizeof(why));
 }
 
 static int rx_peer(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 {
 	if (p->rbuf == NULL) {
-		p->rbuf = malloc(RX_CHUNK);
-		if (p->rbuf == NULL) {
-			snprintf(why, why_len, "out of memory");
-			return RX_LOST;
+		int rc = rx_resize(c, p, RX_CHUNK, why, why_len);
+		if (rc != RX_OK) {
+			return rc;
 		}
-		p->rcap = RX_CHUNK;
 	}
 	for (int i = 0; i < 8; i++) {
 		size_t space = p->rcap - p->rlen;
@@ -962,6 +1025,26 @@ static void server_accept(tcp_comm_t *c)
 			}
 			return;
 		}
+		if (c->npeers >= c->cfg->max_clients) {
+			/* Closed at once rather than left in the backlog: a connect that hangs
+			 * tells its program nothing. */
+			char addr[64];
+			hakoi_sockaddr_str((const struct sockaddr *)&ss, addr, sizeof(addr));
+			close(fd);
+			hakoi_count(&c->ctx.ctr->rejected, 1);
+			if (!c->full_logged) {
+				HAKO_WARN(
+				    "endpoint '%s': %u peers connected (max_clients); peer %s "
+				    "and any more are closed at once",
+				    c->ctx.ep_name, (unsigned)c->cfg->max_clients, addr);
+				c->full_logged = 1;
+			} else {
+				HAKO_DEBUG("endpoint '%s': peer %s closed: max_clients reached",
+				           c->ctx.ep_name, addr);
+			}
+			continue;
+		}
+		c->full_logged = 0;
 		set_sockopts(c, fd);
 		tcp_peer_t *p = peer_add(c, fd, (const struct sockaddr *)&ss);
 		if (p == NULL) {
@@ -1027,6 +1110,7 @@ static void *io_main(void *arg)
 	struct pollfd *pfds = NULL;
 	size_t pcap = 0;
 	const uint64_t rto_ns = (uint64_t)c->cfg->tcp.read_timeout_ms * 1000000u;
+	const uint64_t fto_ns = (uint64_t)c->cfg->frame_timeout_ms * 1000000u;
 
 	while (!atomic_load(&c->stopping)) {
 		uint64_t now = now_ns();
@@ -1078,6 +1162,9 @@ static void *io_main(void *arg)
 			pfds[2 + i] = (struct pollfd){.fd = p->fd, .events = ev};
 			if (rto_ns > 0 && p->rlen > 0) {
 				min_timeout(&timeout, ms_until(p->rx_ns + rto_ns, now));
+			}
+			if (fto_ns > 0 && p->rlen > 0) {
+				min_timeout(&timeout, ms_until(p->fstart_ns + fto_ns, now));
 			}
 			if (p->rcap > RX_CHUNK && p->rlen == 0) {
 				min_timeout(&timeout, ms_until(p->rx_ns + RX_IDLE_NS, now));
@@ -1136,11 +1223,19 @@ static void *io_main(void *arg)
 				         "no complete frame for %u ms (%zu bytes of one received)",
 				         (unsigned)c->cfg->tcp.read_timeout_ms, p->rlen);
 			}
+			if (kind == RX_OK && fto_ns > 0 && p->rlen > 0 &&
+			    now >= p->fstart_ns + fto_ns) {
+				kind = RX_LOST;
+				snprintf(why, sizeof(why),
+				         "a frame not whole %u ms after its first byte "
+				         "(frame_timeout_ms; %zu bytes of it received)",
+				         (unsigned)c->cfg->frame_timeout_ms, p->rlen);
+			}
 			if (kind != RX_OK) {
 				drop_peer(c, i, kind, why[0] != '\0' ? why : NULL);
 			} else if (p->rcap > RX_CHUNK && p->rlen == 0 &&
 			           now >= p->rx_ns + RX_IDLE_NS) {
-				rx_idle_shrink(p);
+				rx_idle_shrink(c, p);
 			}
 		}
 		if (n > 0 && pfds[1].fd >= 0 && pfds[1].revents != 0) {
@@ -1262,7 +1357,7 @@ static int tcp_listen(tcp_comm_t *c, hako_error_t *err)
 	if (cfg->tcp.reuse_address) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	}
-	int backlog = cfg->tcp.backlog > 0 ? (int)cfg->tcp.backlog : 5;
+	int backlog = cfg->tcp.backlog > 0 ? (int)cfg->tcp.backlog : SOMAXCONN;
 	if (bind(fd, (const struct sockaddr *)&ss, sl) != 0 || listen(fd, backlog) != 0) {
 		int e = errno;
 		close(fd);

@@ -6,6 +6,8 @@
  * from another thread encodes the frame once (LWS_PRE headroom), pushes it on every session's
  * bounded queue and wakes the thread, which writes the queued messages at each WRITEABLE
  * callback as long as the socket takes them (lws_send_pipe_choked) and lws buffers nothing.
+ * A send holds a reference on each session it hands the frame to (sessions are freed by the
+ * last of the service thread and those senders), so it may wait for room (blocking, below).
  *
  * Buffer sizes (lws's defaults make big PDUs crawl): lws reads a connection pt_serv_buf_size
  * bytes per POLLIN (default 4 KiB: 256 passes of the service loop per MiB), so the context gets
@@ -22,11 +24,24 @@
  *  - handshake_timeout_ms: the vhost's timeout_secs (rounded up to seconds), which lws applies
  *    to its network round trips: the HTTP upgrade request / response, the close handshake.
  *  - connect_timeout_ms: the vhost's connect_timeout_secs (client; rounded up to seconds).
- *  - read_timeout_ms: not used. A quiet peer is not an error (liveness is ping_interval_sec's
- *    job).
+ *  - read_timeout_ms: a message begun (a fragment, or part of one, delivered) with no byte of
+ *    it for that long closes the session; frame_timeout_ms: a message not whole that long after
+ *    its first bytes closes it, however it trickles. A quiet peer with no message begun is not
+ *    an error (liveness is ping_interval_sec's job). One lws timer per session (armed while a
+ *    message is partial) checks both.
  *  - write_timeout_ms: how long stop (and close) waits for the sessions' queues and the bytes
- *    lws buffered to go out (0: 1 s). A send never waits: a slow peer's queue drops its oldest
- *    frame (send_queue_depth, counted in send_dropped).
+ *    lws buffered to go out (0: 1 s), and, with blocking (the default, as tcp's), how long a
+ *    send waits for room in a full queue before that session is declared stuck and closed
+ *    (the frame counted in send_dropped). blocking false: the oldest queued frame is dropped
+ *    (counted). A send from the service thread itself (a subscriber) cannot wait for it: it
+ *    drops the oldest.
+ *  - max_clients (server): sessions at once; a connection over it is closed as lws accepts it
+ *    (FILTER_NETWORK_CONNECTION; one upgraded meanwhile is refused at ESTABLISHED), counted
+ *    as rejected, logged once until a session opens again.
+ *  - max_buffered_bytes: the sessions' message buffers together, beyond the first WS_RX_CHUNK
+ *    of each (so small messages are always served): a session whose message would need more,
+ *    once idle sessions' kept buffers are freed, is refused (rejected). lws's own per-session
+ *    buffer (WS_RX_BUF) is bounded by max_clients.
  *  - static_dir: an lws file mount on "/" (default index.html) on the server's port; without
  *    it every plain HTTP request gets 404. WebSocket upgrades on any path are PDU sessions.
  *  - max_body_bytes: a message longer than the frame header + this is refused while it
@@ -83,12 +98,21 @@
 typedef struct ws_sess {
 	struct ws_sess *next;
 	struct lws *wsi;
-	hakoi_frameq_t q; /* under the comm's lock */
-	uint8_t *rx;      /* service thread only */
+	/* Under the comm's lock. */
+	hakoi_frameq_t q;
+	int refs;  /* the session list + senders holding it */
+	int gone;  /* closed: off the list, queue freed */
+	int stuck; /* 1: a sender found its queue full for write_timeout_ms; 2: being closed */
+	/* Service thread only. */
+	uint8_t *rx;
 	size_t rx_len;
 	size_t rx_cap;
 	int hdr_ok;
-	uint32_t rx_small; /* messages in a row that fit in WS_RX_CHUNK */
+	uint32_t rx_small;    /* messages in a row that fit in WS_RX_CHUNK */
+	uint64_t rx_start_ms; /* the partial message's first bytes */
+	uint64_t rx_last_ms;  /* its last bytes */
+	int timer_on;         /* the lws timer checking those is armed */
+	int dropping;         /* closing for a timeout: its bytes are ignored */
 	int rejected;
 	int bye;            /* stop: close it at its next WRITEABLE (service thread) */
 	int unflushed;      /* a message lws took but has partly buffered, not counted yet */
@@ -114,6 +138,8 @@ typedef struct ws_comm {
 	atomic_int wake_pending; /* a send signalled the thread and on_wake has not run since */
 
 	pthread_mutex_t lock; /* sessions and their queues */
+	pthread_cond_t room;  /* a queue has room, or a session went */
+	int waiters;          /* senders waiting on room */
 	ws_sess_t *sessions;
 	uint32_t nsess;
 
@@ -125,7 +151,12 @@ typedef struct ws_comm {
 	int retry_pending;
 	uint32_t backoff_ms;
 	int ever_connected;
+	size_t rx_total; /* ws_held of the sessions' message buffers together */
+	int full_logged; /* max_clients reached and said so */
 } ws_comm_t;
+
+/* The comm whose service thread this is (a send from inside a subscriber must not wait). */
+static _Thread_local const ws_comm_t *tl_svc_comm;
 
 static void log_emit(int level, const char *line)
 {
@@ -219,9 +250,42 @@ static void connect_now(ws_comm_t *c)
 
 /* ---- sessions (service thread) ---- */
 
+/* A server at max_clients: one more connection is refused (counted; logged once until a
+ * session opens again). */
+static int over_max_clients(ws_comm_t *c, const char *peer)
+{
+	pthread_mutex_lock(&c->lock);
+	int full = !c->client && c->nsess >= c->cfg->max_clients;
+	pthread_mutex_unlock(&c->lock);
+	if (!full) {
+		return 0;
+	}
+	hakoi_count(&c->ctx.ctr->rejected, 1);
+	if (!c->full_logged) {
+		HAKO_WARN("endpoint '%s': %u websocket sessions (max_clients); %s and any more are "
+		          "closed at once",
+		          c->ctx.ep_name, (unsigned)c->cfg->max_clients, peer);
+		c->full_logged = 1;
+	} else {
+		HAKO_DEBUG("endpoint '%s': %s closed: max_clients reached", c->ctx.ep_name, peer);
+	}
+	return 1;
+}
+
 static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 {
 	if (c->closing || pss == NULL) {
+		return -1;
+	}
+	char peer[80] = "?";
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	memset(&ss, 0, sizeof(ss));
+	if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&ss, &sl) == 0) {
+		hakoi_sockaddr_str((struct sockaddr *)&ss, peer, sizeof(peer));
+	}
+	/* Connections upgraded while the last places were taken. */
+	if (over_max_clients(c, peer)) {
 		return -1;
 	}
 	ws_sess_t *s = calloc(1, sizeof(*s));
@@ -231,21 +295,16 @@ static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 		return -1;
 	}
 	s->wsi = wsi;
+	s->refs = 1;
+	memcpy(s->peer, peer, sizeof(s->peer));
 	int one = 1;
 	setsockopt(lws_get_socket_fd(wsi), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	memset(&ss, 0, sizeof(ss));
-	if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&ss, &sl) == 0) {
-		hakoi_sockaddr_str((struct sockaddr *)&ss, s->peer, sizeof(s->peer));
-	} else {
-		strcpy(s->peer, "?");
-	}
 	pthread_mutex_lock(&c->lock);
 	s->next = c->sessions;
 	c->sessions = s;
 	c->nsess++;
 	pthread_mutex_unlock(&c->lock);
+	c->full_logged = 0;
 	*pss = s;
 	hakoi_ep_counters_t *ctr = c->ctx.ctr;
 	atomic_fetch_add_explicit(&ctr->peers, 1, memory_order_relaxed);
@@ -263,6 +322,31 @@ static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 	return 0;
 }
 
+/* What a message buffer counts under max_buffered_bytes: beyond the WS_RX_CHUNK any session
+ * may use (bounded by max_clients), so a session with small messages is always served. */
+static size_t ws_held(size_t cap)
+{
+	return cap > WS_RX_CHUNK ? cap - WS_RX_CHUNK : 0;
+}
+
+static void rx_free(ws_comm_t *c, ws_sess_t *s)
+{
+	c->rx_total -= ws_held(s->rx_cap);
+	free(s->rx);
+	s->rx = NULL;
+	s->rx_cap = 0;
+	s->rx_len = 0;
+	s->hdr_ok = 0;
+}
+
+/* Drop the list's reference (lock held); the last one frees. */
+static void sess_unref_locked(ws_sess_t *s)
+{
+	if (--s->refs == 0) {
+		free(s);
+	}
+}
+
 static void sess_close(ws_comm_t *c, ws_sess_t **pss)
 {
 	ws_sess_t *s = pss != NULL ? *pss : NULL;
@@ -270,6 +354,7 @@ static void sess_close(ws_comm_t *c, ws_sess_t **pss)
 		return;
 	}
 	*pss = NULL;
+	rx_free(c, s);
 	pthread_mutex_lock(&c->lock);
 	for (ws_sess_t **pp = &c->sessions; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == s) {
@@ -278,16 +363,26 @@ static void sess_close(ws_comm_t *c, ws_sess_t **pss)
 			break;
 		}
 	}
+	/* Senders holding s see it gone and stop waiting for it. */
+	s->gone = 1;
+	uint32_t queued = s->q.count;
+	hakoi_frameq_free(&s->q);
+	if (c->waiters > 0) {
+		pthread_cond_broadcast(&c->room);
+	}
 	pthread_mutex_unlock(&c->lock);
 	hakoi_ep_counters_t *ctr = c->ctx.ctr;
 	atomic_fetch_sub_explicit(&ctr->peers, 1, memory_order_relaxed);
+	if (queued > 0) {
+		hakoi_count(&ctr->send_dropped, queued);
+	}
 	if (!c->closing && !s->rejected) {
 		hakoi_count(&ctr->disconnects, 1);
 	}
 	HAKO_DEBUG("endpoint '%s': websocket session with %s closed", c->ctx.ep_name, s->peer);
-	hakoi_frameq_free(&s->q);
-	free(s->rx);
-	free(s);
+	pthread_mutex_lock(&c->lock);
+	sess_unref_locked(s);
+	pthread_mutex_unlock(&c->lock);
 }
 
 static int reject(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, enum lws_close_status st,
@@ -297,15 +392,128 @@ static int reject(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, enum lws_close_st
 	          c->ctx.ep_name, s->peer, why);
 	hakoi_count(&c->ctx.ctr->rejected, 1);
 	s->rejected = 1;
+	rx_free(c, s); /* now: the close handshake may take a while */
 	static const char reason[] = "hako: protocol error";
 	lws_close_reason(wsi, st, (unsigned char *)reason, sizeof(reason) - 1);
 	return -1;
+}
+
+/* Free the kept buffers of the sessions but s that have no message begun: the room under
+ * max_buffered_bytes goes to messages in progress. */
+static void rx_reclaim(ws_comm_t *c, const ws_sess_t *s)
+{
+	pthread_mutex_lock(&c->lock);
+	for (ws_sess_t *o = c->sessions; o != NULL; o = o->next) {
+		if (o != s && o->rx_len == 0 && o->rx_cap > WS_RX_CHUNK) {
+			rx_free(c, o);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Grow s's message buffer to hold need bytes (doubling, at most msg_limit) within
+ * max_buffered_bytes. 0, or reject's -1. */
+static int rx_grow(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, size_t need)
+{
+	size_t cap = s->rx_cap > 0 ? s->rx_cap : WS_RX_CHUNK;
+	while (cap < need) {
+		cap *= 2;
+	}
+	if (cap > c->msg_limit) {
+		cap = c->msg_limit;
+	}
+	size_t limit = c->cfg->max_buffered_bytes;
+	if (ws_held(cap) > ws_held(s->rx_cap)) {
+		size_t more = ws_held(cap) - ws_held(s->rx_cap);
+		if (c->rx_total + more > limit) {
+			rx_reclaim(c, s);
+		}
+		if (c->rx_total + more > limit) {
+			char why[200];
+			snprintf(
+			    why, sizeof(why),
+			    "its message needs a buffer of %zu bytes, more than the %zu bytes left "
+			    "of max_buffered_bytes (%zu) by the messages of the other sessions",
+			    cap, limit - c->rx_total, limit);
+			return reject(c, wsi, s, LWS_CLOSE_STATUS_POLICY_VIOLATION, why);
+		}
+	}
+	uint8_t *p = realloc(s->rx, cap);
+	if (p == NULL) {
+		return reject(c, wsi, s, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
+		              "out of memory for its message");
+	}
+	c->rx_total = c->rx_total - ws_held(s->rx_cap) + ws_held(cap);
+	s->rx = p;
+	s->rx_cap = cap;
+	return 0;
+}
+
+/* The first of the partial message's deadlines (read_timeout_ms since its last bytes,
+ * frame_timeout_ms since its first); 0 if neither applies. */
+static uint64_t rx_deadline(const ws_comm_t *c, const ws_sess_t *s)
+{
+	uint64_t d = 0;
+	if (c->cfg->ws.read_timeout_ms > 0) {
+		d = s->rx_last_ms + c->cfg->ws.read_timeout_ms;
+	}
+	if (c->cfg->frame_timeout_ms > 0) {
+		uint64_t f = s->rx_start_ms + c->cfg->frame_timeout_ms;
+		d = d == 0 || f < d ? f : d;
+	}
+	return d;
+}
+
+static void rx_arm(const ws_comm_t *c, struct lws *wsi, ws_sess_t *s, uint64_t now)
+{
+	uint64_t d = rx_deadline(c, s);
+	if (d == 0) {
+		return;
+	}
+	s->timer_on = 1;
+	lws_set_timer_usecs(wsi, (lws_usec_t)(d > now ? d - now : 0) * LWS_US_PER_MS);
+}
+
+/* LWS_CALLBACK_TIMER: close a session whose partial message is late, else check again at the
+ * next deadline. */
+static void rx_timer(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	s->timer_on = 0;
+	if (s->rx_len == 0 || s->dropping || s->rejected) {
+		return;
+	}
+	uint64_t now = now_ms();
+	uint64_t d = rx_deadline(c, s);
+	if (d == 0 || now < d) {
+		rx_arm(c, wsi, s, now);
+		return;
+	}
+	const uint32_t rto = c->cfg->ws.read_timeout_ms;
+	if (rto > 0 && now >= s->rx_last_ms + rto) {
+		HAKO_WARN("endpoint '%s': websocket peer %s: no byte of its message for %u ms "
+		          "(read_timeout_ms; %zu bytes of it received); closing that session",
+		          c->ctx.ep_name, s->peer, (unsigned)rto, s->rx_len);
+	} else {
+		HAKO_WARN("endpoint '%s': websocket peer %s: a message not whole %u ms after its "
+		          "first bytes (frame_timeout_ms; %zu bytes of it received); closing that "
+		          "session",
+		          c->ctx.ep_name, s->peer, (unsigned)c->cfg->frame_timeout_ms, s->rx_len);
+	}
+	s->dropping = 1;
+	rx_free(c, s);
+	lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
 }
 
 static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, size_t len)
 {
 	if (s == NULL) {
 		return -1;
+	}
+	if (s->dropping) {
+		return 0; /* being closed: lws may still hand over what it had read */
 	}
 	if (!lws_frame_is_binary(wsi)) {
 		return reject(c, wsi, s, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE,
@@ -317,22 +525,14 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 		         c->msg_limit, c->cfg->max_body_bytes);
 		return reject(c, wsi, s, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, why);
 	}
-	if (s->rx_len + len > s->rx_cap) {
-		size_t cap = s->rx_cap > 0 ? s->rx_cap : WS_RX_CHUNK;
-		while (cap < s->rx_len + len) {
-			cap *= 2;
-		}
-		if (cap > c->msg_limit) {
-			cap = c->msg_limit;
-		}
-		uint8_t *p = realloc(s->rx, cap);
-		if (p == NULL) {
-			return reject(c, wsi, s, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
-			              "out of memory for its message");
-		}
-		s->rx = p;
-		s->rx_cap = cap;
+	if (s->rx_len + len > s->rx_cap && rx_grow(c, wsi, s, s->rx_len + len) != 0) {
+		return -1;
 	}
+	uint64_t now = now_ms();
+	if (s->rx_len == 0) {
+		s->rx_start_ms = now;
+	}
+	s->rx_last_ms = now;
 	if (len > 0) {
 		memcpy(s->rx + s->rx_len, in, len);
 		s->rx_len += len;
@@ -350,6 +550,9 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 				              e.message);
 			}
 			s->hdr_ok = needed > 0;
+		}
+		if (!s->timer_on) {
+			rx_arm(c, wsi, s, now);
 		}
 		return 0;
 	}
@@ -373,9 +576,7 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 	}
 	s->rx_small = n <= WS_RX_CHUNK ? s->rx_small + (s->rx_small < UINT32_MAX) : 0;
 	if (s->rx_cap > WS_RX_KEEP || (s->rx_cap > WS_RX_CHUNK && s->rx_small >= WS_RX_SHRINK)) {
-		free(s->rx);
-		s->rx = NULL;
-		s->rx_cap = 0;
+		rx_free(c, s);
 	}
 	return 0;
 }
@@ -418,6 +619,9 @@ static int sess_write(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
 		if (f != NULL) {
 			hakoi_frame_buf_ref(f);
 			hakoi_frameq_pop(&s->q);
+			if (c->waiters > 0) {
+				pthread_cond_broadcast(&c->room);
+			}
 		}
 		int more = s->q.count > 0;
 		pthread_mutex_unlock(&c->lock);
@@ -470,7 +674,12 @@ static void on_wake(ws_comm_t *c)
 	atomic_store(&c->wake_pending, 0);
 	pthread_mutex_lock(&c->lock);
 	for (ws_sess_t *s = c->sessions; s != NULL; s = s->next) {
-		if (s->q.count > 0) {
+		if (s->stuck == 1) {
+			/* A sender gave up on it (send_to_session): no close handshake through a
+			 * queue that does not move. */
+			s->stuck = 2;
+			lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+		} else if (s->q.count > 0 && !s->stuck) {
 			lws_callback_on_writable(s->wsi);
 		}
 	}
@@ -487,6 +696,17 @@ static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 		return lws_callback_http_dummy(wsi, reason, user, in, len);
 	}
 	switch (reason) {
+	case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: {
+		/* user is lws_filter_network_conn_args here, not a session. */
+		const struct lws_filter_network_conn_args *a = user;
+		char peer[80] = "?";
+		if (a != NULL) {
+			hakoi_sockaddr_str((const struct sockaddr *)&a->cli_addr, peer,
+			                   sizeof(peer));
+		}
+		return over_max_clients(c, peer) ? -1 : 0;
+	}
+	case LWS_CALLBACK_TIMER: rx_timer(c, wsi, pss != NULL ? *pss : NULL); return 0;
 	case LWS_CALLBACK_ESTABLISHED:
 	case LWS_CALLBACK_CLIENT_ESTABLISHED: return sess_open(c, wsi, pss);
 	case LWS_CALLBACK_CLOSED:
@@ -600,6 +820,7 @@ static void service_tick(ws_comm_t *c)
 static void *svc_thread(void *arg)
 {
 	ws_comm_t *c = arg;
+	tl_svc_comm = c;
 	c->closing = 0;
 	if (c->client) {
 		c->backoff_ms = WS_BACKOFF_MIN;
@@ -664,6 +885,7 @@ static void ws_free(ws_comm_t *c)
 		free(s);
 		s = next;
 	}
+	pthread_cond_destroy(&c->room);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -713,6 +935,7 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	c->cfg = cfg;
 	c->client = cfg->role == HAKO_COMM_CLIENT;
 	pthread_mutex_init(&c->lock, NULL);
+	hakoi_cond_init(&c->room);
 	c->msg_limit = (size_t)cfg->max_body_bytes + (cfg->raw_version == HAKO_FRAME_V1
 	                                                  ? 12u + HAKO_FRAME_ROBOT_MAX
 	                                                  : HAKO_FRAME_V2_HEADER_SIZE);
@@ -859,6 +1082,44 @@ static void ws_close(void *impl)
 	ws_free(c);
 }
 
+static int sess_gone(const void *arg)
+{
+	const ws_sess_t *s = arg;
+	return s->gone || s->stuck;
+}
+
+/* Queue f for one session (lock held; it may be released while waiting). 1 = queued. *dropped
+ * counts the frames dropped (f, or the oldest queued); *wake: the service thread has a session
+ * to close. */
+static int send_to_session(ws_comm_t *c, ws_sess_t *s, hakoi_frame_buf_t *f, int may_wait,
+                           uint64_t *dropped, int *wake)
+{
+	const hako_comm_ws_options_t *o = &c->cfg->ws;
+	if (s->gone || s->stuck) {
+		(*dropped)++;
+		return 0;
+	}
+	if (may_wait && s->q.count >= s->q.cap &&
+	    !hakoi_frameq_wait_room(&s->q, &c->lock, &c->room, &c->waiters, o->write_timeout_ms,
+	                            sess_gone, s)) {
+		if (!sess_gone(s)) {
+			HAKO_WARN(
+			    "endpoint '%s': websocket peer %s: send queue full (%u frames) for %u "
+			    "ms; closing that session",
+			    c->ctx.ep_name, s->peer, (unsigned)s->q.cap,
+			    (unsigned)o->write_timeout_ms);
+			s->stuck = 1;
+			*wake = 1;
+		}
+		(*dropped)++;
+		return 0;
+	}
+	if (hakoi_frameq_push(&s->q, f) != 0) {
+		(*dropped)++; /* the oldest (never partly written here: sess_write pops first) */
+	}
+	return 1;
+}
+
 static int ws_send(void *impl, const hako_pdu_key_t *key, const void *data, size_t len)
 {
 	ws_comm_t *c = impl;
@@ -874,19 +1135,41 @@ static int ws_send(void *impl, const hako_pdu_key_t *key, const void *data, size
 		hakoi_count(&ctr->send_dropped, 1);
 		return r;
 	}
+	/* Blocking (tcp's flow control): a full queue waits for the service thread, which a
+	 * send from that thread cannot do; there, and without blocking, the oldest goes. */
+	int may_wait = c->cfg->ws.blocking && tl_svc_comm != c;
+	ws_sess_t *stack[16];
+	ws_sess_t **snap = stack;
 	uint64_t dropped = 0;
+	uint32_t n = 0, handed = 0;
+	int wake = 0;
 	pthread_mutex_lock(&c->lock);
-	uint32_t n = 0;
+	if (c->nsess > sizeof(stack) / sizeof(stack[0])) {
+		snap = malloc(c->nsess * sizeof(*snap));
+	}
+	if (snap == NULL) {
+		pthread_mutex_unlock(&c->lock);
+		hakoi_frame_buf_unref(f);
+		hakoi_count(&ctr->send_dropped, 1);
+		return HAKO_ENOMEM;
+	}
+	/* References: a session that closes while this send waits for another stays valid. */
 	for (ws_sess_t *s = c->sessions; s != NULL; s = s->next) {
-		if (s->rejected) {
-			continue;
-		}
-		n++;
-		if (hakoi_frameq_push(&s->q, f) != 0) {
-			dropped++;
+		if (!s->rejected) {
+			s->refs++;
+			snap[n++] = s;
 		}
 	}
+	for (uint32_t i = 0; i < n; i++) {
+		handed += (uint32_t)send_to_session(c, snap[i], f, may_wait, &dropped, &wake);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		sess_unref_locked(snap[i]);
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (snap != stack) {
+		free(snap);
+	}
 	hakoi_frame_buf_unref(f);
 	if (n == 0) {
 		hakoi_count(&ctr->send_dropped, 1);
@@ -896,11 +1179,12 @@ static int ws_send(void *impl, const hako_pdu_key_t *key, const void *data, size
 		hakoi_count(&ctr->send_dropped, dropped);
 	}
 	/* One wake-up (a pipe write and a pass of the service loop) per batch of sends, not one per
-	 * PDU: the first send after on_wake signals, the next ones find their frames queued. */
-	if (!atomic_exchange(&c->wake_pending, 1)) {
+	 * PDU: the first send after on_wake signals, the next ones find their frames queued. A
+	 * stuck session needs one whatever. */
+	if (wake || (handed > 0 && !atomic_exchange(&c->wake_pending, 1))) {
 		lws_cancel_service(c->lws);
 	}
-	return 0;
+	return handed > 0 ? 0 : HAKO_ENOTCONN;
 }
 
 static uint16_t ws_local_port(void *impl)

@@ -205,7 +205,7 @@ static int load_file(const char *path, hako_error_t *err, const hako_pdudef_t *d
 	int e = hakoi_read_file(path, &text, &len);
 	if (e != 0) {
 		return hako_error_set(err, e == ENOENT || e == ENOTDIR ? HAKO_ENOENT : HAKO_EIO,
-		                      path, 0, 0, "cannot open: %s", strerror(e));
+		                      path, 0, 0, "cannot open: %s", hakoi_read_file_strerror(e));
 	}
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -313,7 +313,9 @@ static int load_addr(struct ctx *c, json_t *comm, const char *key, hako_comm_add
 			                  &a->family);
 		}
 	} else if (!remote) {
-		snprintf(a->address, sizeof(a->address), "0.0.0.0");
+		/* Loopback unless the file names an address: a server reachable from other hosts is
+		 * a choice, not a default (Hakoniwa's binds 0.0.0.0). */
+		snprintf(a->address, sizeof(a->address), "127.0.0.1");
 		a->family = AF_INET;
 		r = check_keys(c, o, ws_local_keys, COUNT(ws_local_keys));
 		if (r == 0) {
@@ -353,13 +355,60 @@ static int load_net_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 	return 0;
 }
 
+/* The limits of the stream protocols (tcp, websocket) against peers that hold memory. */
+static int load_stream_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
+{
+	int r;
+	if ((r = get_uint(c, o, "max_clients", 0, 1, HAKO_ENDPOINT_MAX_CLIENTS,
+	                  &cc->max_clients)) != 0 ||
+	    (r = get_uint(c, o, "max_buffered_bytes", 0, HAKO_ENDPOINT_BUFFERED_SLACK, UINT32_MAX,
+	                  &cc->max_buffered_bytes)) != 0 ||
+	    (r = get_uint(c, o, "frame_timeout_ms", 0, 0, MAX_MS, &cc->frame_timeout_ms)) != 0) {
+		return r;
+	}
+	if (cc->role != HAKO_COMM_SERVER && json_object_get(o, "max_clients") != NULL) {
+		push_key(c, "max_clients");
+		return fail(c, "only a server has clients");
+	}
+	/* One frame of max_body_bytes must fit, or such a frame could never be received. */
+	uint64_t least = (uint64_t)cc->max_body_bytes + HAKO_ENDPOINT_BUFFERED_SLACK;
+	if (cc->max_buffered_bytes != 0 && cc->max_buffered_bytes < least) {
+		push_key(c, "max_buffered_bytes");
+		return fail(c, "is %u; must be at least max_body_bytes + 1 MiB (%llu)",
+		            cc->max_buffered_bytes, (unsigned long long)least);
+	}
+	return 0;
+}
+
+/* What a stream comm's limits are when the file does not say (after its options). */
+static void stream_defaults(hako_comm_config_t *cc)
+{
+	if (cc->max_buffered_bytes == 0) {
+		uint64_t least = (uint64_t)cc->max_body_bytes + HAKO_ENDPOINT_BUFFERED_SLACK;
+		cc->max_buffered_bytes = least > HAKO_ENDPOINT_DEFAULT_BUFFERED
+		                             ? (uint32_t)least
+		                             : HAKO_ENDPOINT_DEFAULT_BUFFERED;
+	}
+}
+
 static int load_tcp_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 {
-	static const char *const keys[] = {
-	    "backlog",          "connect_timeout_ms", "read_timeout_ms", "write_timeout_ms",
-	    "blocking",         "reuse_address",      "keepalive",       "no_delay",
-	    "recv_buffer_size", "send_buffer_size",   "linger",          "max_body_bytes",
-	    "send_queue_depth"};
+	static const char *const keys[] = {"backlog",
+	                                   "connect_timeout_ms",
+	                                   "read_timeout_ms",
+	                                   "write_timeout_ms",
+	                                   "blocking",
+	                                   "reuse_address",
+	                                   "keepalive",
+	                                   "no_delay",
+	                                   "recv_buffer_size",
+	                                   "send_buffer_size",
+	                                   "linger",
+	                                   "max_body_bytes",
+	                                   "send_queue_depth",
+	                                   "max_clients",
+	                                   "max_buffered_bytes",
+	                                   "frame_timeout_ms"};
 	static const char *const linger_keys[] = {"enabled", "timeout_sec"};
 	hako_comm_tcp_options_t *t = &cc->tcp;
 	int r;
@@ -374,7 +423,7 @@ static int load_tcp_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 	    (r = get_bool(c, o, "no_delay", &t->no_delay)) != 0 ||
 	    (r = get_uint(c, o, "recv_buffer_size", 0, 1, MAX_BUF, &t->recv_buffer_size)) != 0 ||
 	    (r = get_uint(c, o, "send_buffer_size", 0, 1, MAX_BUF, &t->send_buffer_size)) != 0 ||
-	    (r = load_net_options(c, o, cc)) != 0) {
+	    (r = load_net_options(c, o, cc)) != 0 || (r = load_stream_options(c, o, cc)) != 0) {
 		return r;
 	}
 	json_t *l = get_object(c, o, "linger", 0, &r);
@@ -440,7 +489,8 @@ static int load_ws_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 	static const char *const keys[] = {
 	    "secure",          "ping_interval_sec", "handshake_timeout_ms", "connect_timeout_ms",
 	    "read_timeout_ms", "write_timeout_ms",  "max_body_bytes",       "send_queue_depth",
-	    "static_dir"};
+	    "static_dir",      "blocking",          "max_clients",          "max_buffered_bytes",
+	    "frame_timeout_ms"};
 	hako_comm_ws_options_t *w = &cc->ws;
 	int r, secure = 0;
 	if ((r = check_keys(c, o, keys, COUNT(keys))) != 0 ||
@@ -457,7 +507,8 @@ static int load_ws_options(struct ctx *c, json_t *o, hako_comm_config_t *cc)
 	    (r = get_uint(c, o, "connect_timeout_ms", 0, 0, MAX_MS, &w->connect_timeout_ms)) != 0 ||
 	    (r = get_uint(c, o, "read_timeout_ms", 0, 0, MAX_MS, &w->read_timeout_ms)) != 0 ||
 	    (r = get_uint(c, o, "write_timeout_ms", 0, 0, MAX_MS, &w->write_timeout_ms)) != 0 ||
-	    (r = load_net_options(c, o, cc)) != 0) {
+	    (r = get_bool(c, o, "blocking", &w->blocking)) != 0 ||
+	    (r = load_net_options(c, o, cc)) != 0 || (r = load_stream_options(c, o, cc)) != 0) {
 		return r;
 	}
 	char rel[HAKO_ENDPOINT_PATH_MAX];
@@ -607,7 +658,12 @@ static void comm_defaults(hako_comm_config_t *cc)
 	cc->raw_version = 2;
 	cc->max_body_bytes = HAKO_ENDPOINT_DEFAULT_BODY;
 	cc->send_queue_depth = HAKO_ENDPOINT_DEFAULT_SENDQ;
-	cc->tcp = (hako_comm_tcp_options_t){.backlog = 5,
+	cc->max_clients = HAKO_ENDPOINT_DEFAULT_CLIENTS;
+	cc->max_buffered_bytes = 0; /* stream_defaults, once max_body_bytes is known */
+	cc->frame_timeout_ms = HAKO_ENDPOINT_DEFAULT_FRAME_MS;
+	/* backlog 0: not in the file, SOMAXCONN (Hakoniwa's 5 made a burst of connects wait for
+	 * SYN retransmits, ~1 s each). */
+	cc->tcp = (hako_comm_tcp_options_t){.backlog = 0,
 	                                    .connect_timeout_ms = 1000,
 	                                    .read_timeout_ms = 1000,
 	                                    .write_timeout_ms = 1000,
@@ -626,7 +682,8 @@ static void comm_defaults(hako_comm_config_t *cc)
 	cc->ws = (hako_comm_ws_options_t){.handshake_timeout_ms = 5000,
 	                                  .connect_timeout_ms = 1000,
 	                                  .read_timeout_ms = 1000,
-	                                  .write_timeout_ms = 1000};
+	                                  .write_timeout_ms = 1000,
+	                                  .blocking = 1};
 }
 
 /* Which of local / remote the role or direction needs, and which it may not have. */
@@ -716,16 +773,21 @@ static int load_comm_root(struct ctx *c, json_t *root)
 		return r;
 	}
 	json_t *o = get_object(c, root, "options", 0, &r);
-	if (o == NULL) {
+	if (o == NULL && r != 0) {
 		return r;
 	}
-	r = cc->protocol == HAKO_COMM_TCP   ? load_tcp_options(c, o, cc)
-	    : cc->protocol == HAKO_COMM_UDP ? load_udp_options(c, o, cc)
-	                                    : load_ws_options(c, o, cc);
-	if (r != 0) {
-		return r;
+	if (o != NULL) {
+		r = cc->protocol == HAKO_COMM_TCP   ? load_tcp_options(c, o, cc)
+		    : cc->protocol == HAKO_COMM_UDP ? load_udp_options(c, o, cc)
+		                                    : load_ws_options(c, o, cc);
+		if (r != 0) {
+			return r;
+		}
+		pop(c);
 	}
-	pop(c);
+	if (cc->protocol != HAKO_COMM_UDP) {
+		stream_defaults(cc);
+	}
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "ep_net.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hako/error.h"
@@ -188,6 +190,39 @@ void hakoi_frameq_pop(hakoi_frameq_t *q)
 	q->head = (q->head + 1) % q->cap;
 	q->count--;
 	q->off = 0;
+}
+
+void hakoi_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+int hakoi_frameq_wait_room(const hakoi_frameq_t *q, pthread_mutex_t *m, pthread_cond_t *room,
+                           int *waiters, uint32_t timeout_ms, hakoi_gone_fn gone, const void *peer)
+{
+	if (timeout_ms > 0 && q->count >= q->cap && !gone(peer)) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += timeout_ms / 1000u;
+		dl.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		while (q->count >= q->cap && !gone(peer)) {
+			(*waiters)++;
+			int w = pthread_cond_timedwait(room, m, &dl);
+			(*waiters)--;
+			if (w == ETIMEDOUT) {
+				break;
+			}
+		}
+	}
+	return q->count < q->cap && !gone(peer);
 }
 
 int hakoi_wake_open(void)

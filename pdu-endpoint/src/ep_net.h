@@ -1,8 +1,10 @@
 /* Internal: what the network comms (tcp, udp, websocket) share: socket addresses from the config,
- * frame encoding into an owned buffer, a bounded per-peer queue of frames, a wake-up fd. */
+ * frame encoding into an owned buffer, a bounded per-peer queue of frames and the wait for room
+ * in it, a wake-up fd. */
 #ifndef HAKOI_EP_NET_H
 #define HAKOI_EP_NET_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -50,6 +52,17 @@ void hakoi_frameq_free(hakoi_frameq_t *q);                      /* unrefs what i
 int hakoi_frameq_push(hakoi_frameq_t *q, hakoi_frame_buf_t *f); /* takes a reference */
 hakoi_frame_buf_t *hakoi_frameq_head(const hakoi_frameq_t *q);
 void hakoi_frameq_pop(hakoi_frameq_t *q); /* unrefs the head, off = 0 */
+
+/* Flow control of a full queue (tcp's and websocket's blocking mode). With m held and q full,
+ * wait on room for up to timeout_ms (0: not at all) until q has room or gone(peer) says the
+ * peer went away (closed, declared stuck). *waiters counts the threads waiting, so that whoever
+ * takes frames off the queue (or closes the peer) knows to broadcast room. Returns 1 when q has
+ * room and the peer is there, else 0. room uses CLOCK_MONOTONIC (hakoi_cond_init). */
+typedef int (*hakoi_gone_fn)(const void *peer);
+int hakoi_frameq_wait_room(const hakoi_frameq_t *q, pthread_mutex_t *m, pthread_cond_t *room,
+                           int *waiters, uint32_t timeout_ms, hakoi_gone_fn gone, const void *peer);
+/* A condition variable whose timed waits use CLOCK_MONOTONIC. */
+void hakoi_cond_init(pthread_cond_t *cv);
 
 /* A wake-up fd (eventfd) for a poll loop. */
 int hakoi_wake_open(void);

@@ -68,9 +68,10 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 	case HAKO_COMM_WEBSOCKET: {
 		const hako_comm_ws_options_t *w = &cc->ws;
 		htc_append(buf, len,
-		           "  websocket ping=%u handshake=%u connect=%u read=%u write=%u\n",
+		           "  websocket ping=%u handshake=%u connect=%u read=%u write=%u "
+		           "blocking=%d\n",
 		           w->ping_interval_sec, w->handshake_timeout_ms, w->connect_timeout_ms,
-		           w->read_timeout_ms, w->write_timeout_ms);
+		           w->read_timeout_ms, w->write_timeout_ms, w->blocking);
 		break;
 	}
 	case HAKO_COMM_SHM:
@@ -91,6 +92,10 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 	if (cc->protocol != HAKO_COMM_SHM) {
 		htc_append(buf, len, "  max_body_bytes=%u send_queue_depth=%u\n",
 		           cc->max_body_bytes, cc->send_queue_depth);
+	}
+	if (cc->protocol == HAKO_COMM_TCP || cc->protocol == HAKO_COMM_WEBSOCKET) {
+		htc_append(buf, len, "  max_clients=%u max_buffered_bytes=%u frame_timeout_ms=%u\n",
+		           cc->max_clients, cc->max_buffered_bytes, cc->frame_timeout_ms);
 	}
 }
 

@@ -30,7 +30,7 @@
 #include "ep_test_util.h"
 
 #define MAX_EPS 8
-#define MAX_FDS 8
+#define MAX_FDS 40
 
 typedef struct fx {
 	hako_endpoint_t *eps[MAX_EPS];
@@ -646,6 +646,205 @@ static void test_stop_flushes_queue(void **state)
 	assert_int_equal(r.got, 100 * (sizeof(body) + HAKO_FRAME_V2_HEADER_SIZE));
 }
 
+/* A connect in progress (non-blocking), closed at teardown. */
+static int raw_connect_start(fx_t *fx, uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(fd >= 0);
+	int slot = 0;
+	while (slot < MAX_FDS && fx->fds[slot] >= 0) {
+		slot++;
+	}
+	assert_true(slot < MAX_FDS);
+	fx->fds[slot] = fd;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	assert_true(r == 0 || errno == EINPROGRESS);
+	return fd;
+}
+
+static int connected(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int e = 0;
+	socklen_t l = sizeof(e);
+	return poll(&p, 1, 0) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l) == 0 && e == 0;
+}
+
+/* Without backlog in the file the listen queue is SOMAXCONN, not Hakoniwa's 5: a burst of
+ * connects to a server that does not accept yet (opened, not started) all complete. With 5
+ * the kernel drops the SYNs past the 6th and those connects wait for retransmits (~1 s, 3 s,
+ * 7 s ... each), which made 1,000 sequential connects take 65 s. */
+static void test_backlog_default(void **state)
+{
+	fx_t *fx = *state;
+	char comm[1024];
+	snprintf(comm, sizeof(comm), SERVER_FMT, "v2", 0u, "");
+	hako_error_t err;
+	assert_int_equal(ept_open("srv", comm, 16, &fx->eps[0], &err), 0);
+	uint16_t port = hako_endpoint_local_port(fx->eps[0]);
+	assert_true(port > 0);
+	enum { N = 32 };
+	int fds[N];
+	for (int i = 0; i < N; i++) {
+		fds[i] = raw_connect_start(fx, port);
+	}
+	int done = 0;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
+	while (done < N && ept_now_ms() < end) {
+		done = 0;
+		for (int i = 0; i < N; i++) {
+			done += connected(fds[i]);
+		}
+		if (done < N) {
+			ept_sleep_ms(2);
+		}
+	}
+	assert_int_equal(done, N);
+	assert_int_equal(hako_endpoint_start(fx->eps[0], &err), 0);
+	WAIT_FOR(ept_stats(fx->eps[0]).peers == N);
+	assert_int_equal(ept_stats(fx->eps[0]).rejected, 0);
+}
+
+/* max_clients: a connection over it is accepted and closed at once (rejected), not left in the
+ * backlog; a place that frees is taken again. */
+static void test_max_clients(void **state)
+{
+	fx_t *fx = *state;
+	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "\"max_clients\": 2");
+	uint16_t port = hako_endpoint_local_port(srv);
+	int a = raw_connect(fx, port, 0);
+	raw_connect(fx, port, 0);
+	WAIT_FOR(ept_stats(srv).peers == 2);
+	int extra = raw_connect(fx, port, 0);
+	expect_closed_by_server(extra);
+	raw_close(fx, extra);
+	WAIT_FOR(ept_stats(srv).rejected == 1);
+	assert_int_equal(ept_stats(srv).peers, 2);
+	assert_int_equal(ept_stats(srv).accepted, 2);
+	/* A client endpoint gets in once a place is free, and is served. */
+	raw_close(fx, a);
+	WAIT_FOR(ept_stats(srv).peers == 1);
+	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
+	WAIT_FOR(ept_stats(srv).peers == 2 && ept_stats(cli).peers == 1);
+	exchange(cli, srv, 11);
+	assert_int_equal(ept_stats(srv).rejected, 1);
+}
+
+/* A frame that trickles in (a byte every few ms: read_timeout_ms never fires) is dropped
+ * frame_timeout_ms after its first byte; an idle peer is kept. */
+static void test_frame_timeout(void **state)
+{
+	fx_t *fx = *state;
+	hako_endpoint_t *srv =
+	    open_server(fx, 0, "srv", "v2", "\"read_timeout_ms\": 0, \"frame_timeout_ms\": 300");
+	uint16_t port = hako_endpoint_local_port(srv);
+	int idle = raw_connect(fx, port, 0);
+	int slow = raw_connect(fx, port, 0);
+	WAIT_FOR(ept_stats(srv).peers == 2);
+	uint8_t frame[512];
+	v2_header(frame, sizeof(frame));
+	put_u32(frame + 148, 4096); /* announces 4 KiB */
+	raw_write(slow, frame, HAKO_FRAME_V2_HEADER_SIZE);
+	int closed = 0;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
+	while (!closed && ept_now_ms() < end) {
+		/* One body byte, then up to 20 ms for the server to close the connection. */
+		if (send(slow, "x", 1, MSG_NOSIGNAL) != 1) {
+			closed = 1;
+			break;
+		}
+		struct pollfd p = {.fd = slow, .events = POLLIN};
+		if (poll(&p, 1, 20) > 0) {
+			char b[64];
+			ssize_t r = recv(slow, b, sizeof(b), MSG_DONTWAIT);
+			closed = r == 0 || (r < 0 && errno != EAGAIN);
+		}
+	}
+	assert_true(closed);
+	WAIT_FOR(ept_stats(srv).peers == 1);
+	assert_int_equal(ept_stats(srv).disconnects, 1);
+	assert_int_equal(ept_stats(srv).frames_in, 0);
+	/* The idle one is still there: it sends a whole frame, which is delivered. */
+	size_t n = v2_header(frame, sizeof(frame));
+	raw_write(idle, frame, n);
+	hako_pdu_key_t hk = ept_key("hostile", 0);
+	uint8_t zero[8] = {0};
+	expect_pdu(srv, &hk, zero, sizeof(zero));
+}
+
+/* Send n bytes on a blocking socket; 0 if the connection broke (the server closed it). */
+static int send_until_closed(int fd, const uint8_t *b, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+		if (w <= 0) {
+			return 0;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 1;
+}
+
+/* max_buffered_bytes: three peers each with a 1 MiB frame all but its last byte sent; two
+ * frames in progress fit in 2 MiB, the third peer is dropped (rejected); the two others then
+ * finish their frames, which are delivered. */
+static void test_buffered_cap(void **state)
+{
+	fx_t *fx = *state;
+	hako_endpoint_t *srv = open_server(
+	    fx, 0, "srv", "v2",
+	    "\"max_body_bytes\": 1048576, \"max_buffered_bytes\": 2097152, \"read_timeout_ms\": 0");
+	uint16_t port = hako_endpoint_local_port(srv);
+	enum { BODY = 1 << 20 };
+	static uint8_t frame[HAKO_FRAME_V2_HEADER_SIZE + BODY];
+	size_t len = sizeof(frame);
+	v2_header(frame, len);
+	put_u32(frame + 144, 172u + BODY);
+	put_u32(frame + 148, BODY);
+	memset(frame + HAKO_FRAME_V2_HEADER_SIZE, 0x5A, BODY);
+	int fd[3];
+	for (int i = 0; i < 3; i++) {
+		fd[i] = raw_connect(fx, port, 0);
+	}
+	WAIT_FOR(ept_stats(srv).peers == 3);
+	for (int i = 0; i < 3; i++) {
+		send_until_closed(fd[i], frame, len - 1);
+	}
+	WAIT_FOR(ept_stats(srv).rejected == 1);
+	WAIT_FOR(ept_stats(srv).peers == 2);
+	/* Which one: its reset arrives (the server sends nothing else), maybe just after the
+	 * counters changed. */
+	struct pollfd p[3];
+	int ready = 0;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
+	while (ready == 0 && ept_now_ms() < end) {
+		for (int i = 0; i < 3; i++) {
+			p[i] = (struct pollfd){.fd = fd[i], .events = POLLIN};
+		}
+		ready = poll(p, 3, 100);
+	}
+	assert_int_equal(ready, 1);
+	int done = 0;
+	for (int i = 0; i < 3; i++) {
+		if (p[i].revents == 0 && send_until_closed(fd[i], frame + len - 1, 1)) {
+			done++;
+		}
+	}
+	hako_pdu_key_t hk = ept_key("hostile", 0);
+	WAIT_FOR(ept_stats(srv).frames_in == 2);
+	assert_int_equal(done, 2);
+	assert_int_equal(ept_stats(srv).bytes_in, 2u * BODY);
+	assert_int_equal(ept_stats(srv).rejected, 1);
+	static uint8_t got[BODY];
+	size_t n = 0;
+	assert_int_equal(hako_endpoint_recv(srv, &hk, got, sizeof(got), &n), 0);
+	assert_int_equal(n, BODY);
+	assert_memory_equal(got, frame + HAKO_FRAME_V2_HEADER_SIZE, BODY);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -662,6 +861,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stuck_peer_blocking, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_send_from_subscriber, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_flushes_queue, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_backlog_default, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_max_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_frame_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_buffered_cap, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("endpoint.tcp", tests, NULL, NULL);
 }

@@ -1,14 +1,18 @@
 /* The websocket comm: a server and clients in this process on 127.0.0.1 (ports picked by the
  * kernel): both directions with two clients, a client reconnecting to a server closed and
  * opened again, hostile sessions (raw sockets speaking the upgrade, then bad messages) closed
- * while a good client goes on, static files over HTTP. */
+ * while a good client goes on, static files over HTTP, flow control (a burst arrives whole, a
+ * session that never reads is closed), the limits (max_clients, read and frame timeouts) and
+ * the loopback default address. */
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -236,25 +240,40 @@ static size_t read_head(int fd, char *buf, size_t cap)
 	return n;
 }
 
-static int ws_upgrade(uint16_t port)
+/* An upgraded raw session, or -1 if the server closed the connection instead. */
+static int ws_try_upgrade(uint16_t port)
 {
 	int fd = tcp_connect(port);
 	const char *req = "GET /any/path HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
 	                  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
 	                  "Sec-WebSocket-Version: 13\r\n\r\n";
-	send_all(fd, req, strlen(req));
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+		close(fd);
+		return -1;
+	}
 	char head[2048];
 	read_head(fd, head, sizeof(head));
-	assert_non_null(strstr(head, " 101 "));
+	if (strstr(head, " 101 ") == NULL) {
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
-/* One masked client message (opcode 2 binary, 1 text). */
-static void ws_message(int fd, int opcode, const uint8_t *p, size_t n)
+static int ws_upgrade(uint16_t port)
+{
+	int fd = ws_try_upgrade(port);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* One masked client frame: fin 0 = a fragment that more follow; opcode 2 binary, 1 text,
+ * 0 continuation. */
+static void ws_frame(int fd, int fin, int opcode, const uint8_t *p, size_t n)
 {
 	uint8_t h[14];
 	size_t hl = 0;
-	h[hl++] = (uint8_t)(0x80 | opcode);
+	h[hl++] = (uint8_t)((fin ? 0x80 : 0) | opcode);
 	if (n < 126) {
 		h[hl++] = (uint8_t)(0x80 | n);
 	} else if (n < 65536) {
@@ -278,6 +297,12 @@ static void ws_message(int fd, int opcode, const uint8_t *p, size_t n)
 	}
 	send_all(fd, m, n);
 	free(m);
+}
+
+/* One whole masked client message. */
+static void ws_message(int fd, int opcode, const uint8_t *p, size_t n)
+{
+	ws_frame(fd, 1, opcode, p, n);
 }
 
 static void put_u32(uint8_t *p, uint32_t v)
@@ -432,9 +457,10 @@ static void test_static(void **state)
 static void test_queue_overflow_counted(void **state)
 {
 	(void)state;
-	/* A raw session that never reads: sends queue (depth 4) and the oldest are dropped. */
-	hako_endpoint_t *s =
-	    ept_must_open("qs", SERVER_COMM ",\"options\":{\"send_queue_depth\":4}}", 0, 0);
+	/* A raw session that never reads: sends queue (depth 4) and with blocking false (the
+	 * opt-in) the oldest are dropped. */
+	hako_endpoint_t *s = ept_must_open(
+	    "qs", SERVER_COMM ",\"options\":{\"send_queue_depth\":4,\"blocking\":false}}", 0, 0);
 	uint16_t port = hako_endpoint_local_port(s);
 	int fd = ws_upgrade(port);
 	int rcv = 4096;
@@ -455,6 +481,220 @@ static void test_queue_overflow_counted(void **state)
 	ept_close(s);
 }
 
+typedef struct seq_check {
+	atomic_uint count;
+	atomic_int bad;
+} seq_check_t;
+
+static void on_seq(void *user, const hako_pdu_key_t *k, const void *data, size_t len)
+{
+	(void)k;
+	seq_check_t *sc = user;
+	uint32_t v = 0;
+	if (len != 64) {
+		atomic_store(&sc->bad, 1);
+		return;
+	}
+	memcpy(&v, data, sizeof(v));
+	unsigned n = atomic_load(&sc->count);
+	if (v != n) {
+		atomic_store(&sc->bad, 1);
+	}
+	atomic_store(&sc->count, n + 1);
+}
+
+/* A burst with the default options arrives whole and in order: a full queue waits for the
+ * service thread (blocking, as tcp's) instead of dropping the oldest. */
+static void test_burst_10000(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s = ept_must_open("bs", SERVER_COMM "}", 0, 0);
+	hako_endpoint_t *c = ept_must_open("bc", CLIENT_COMM, -1, hako_endpoint_local_port(s));
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1 && ept_stats(c).peers == 1);
+	seq_check_t sc;
+	atomic_init(&sc.count, 0);
+	atomic_init(&sc.bad, 0);
+	hako_pdu_key_t k = ept_key("burst", 3);
+	assert_int_equal(hako_endpoint_subscribe(c, &k, on_seq, &sc), 0);
+	uint8_t pdu[64];
+	memset(pdu, 0xA5, sizeof(pdu));
+	for (uint32_t i = 0; i < 10000; i++) {
+		memcpy(pdu, &i, sizeof(i));
+		assert_int_equal(hako_endpoint_send(s, &k, pdu, sizeof(pdu)), 0);
+	}
+	EPT_WAIT_UNTIL(atomic_load(&sc.count) == 10000);
+	assert_int_equal(atomic_load(&sc.count), 10000);
+	assert_int_equal(atomic_load(&sc.bad), 0);
+	EPT_WAIT_UNTIL(ept_stats(s).frames_out == 10000);
+	assert_int_equal(ept_stats(s).frames_out, 10000);
+	assert_int_equal(ept_stats(s).send_dropped, 0);
+	assert_int_equal(ept_stats(c).frames_in, 10000);
+}
+
+/* Blocking: a session that never reads has its send waited for up to write_timeout_ms, then
+ * it is closed as stuck (counted), and sends say ENOTCONN. */
+static void test_stuck_session_blocking(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s = ept_must_open(
+	    "ks", SERVER_COMM ",\"options\":{\"send_queue_depth\":2,\"write_timeout_ms\":100}}", 0,
+	    0);
+	int fd = ws_upgrade(hako_endpoint_local_port(s));
+	int rcv = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
+	uint8_t *buf = calloc(1, 1u << 20);
+	assert_non_null(buf);
+	hako_pdu_key_t k = ept_key("k", 1);
+	int r = 0;
+	for (int i = 0; i < 1000 && r == 0; i++) {
+		r = hako_endpoint_send(s, &k, buf, 1u << 20);
+	}
+	free(buf);
+	assert_int_equal(r, HAKO_ENOTCONN);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 0);
+	assert_int_equal(ept_stats(s).peers, 0);
+	assert_int_equal(ept_stats(s).disconnects, 1);
+	assert_true(ept_stats(s).send_dropped >= 1);
+	close(fd);
+}
+
+/* max_clients: a connection over it is closed as it is accepted (rejected, no upgrade); a
+ * place that frees is taken again. */
+static void test_max_clients(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s =
+	    ept_must_open("ms", SERVER_COMM ",\"options\":{\"max_clients\":2}}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	int a = ws_upgrade(port);
+	int b = ws_upgrade(port);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 2);
+	assert_int_equal(ws_try_upgrade(port), -1);
+	EPT_WAIT_UNTIL(ept_stats(s).rejected == 1);
+	assert_int_equal(ept_stats(s).rejected, 1);
+	assert_int_equal(ept_stats(s).peers, 2);
+	close(a);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
+	hako_endpoint_t *c = ept_must_open("mc", CLIENT_COMM, -1, port);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 2 && ept_stats(c).peers == 1);
+	hako_pdu_key_t k = ept_key("m", 1);
+	assert_int_equal(hako_endpoint_send(c, &k, "in", 2), 0);
+	expect_pdu(s, &k, "in");
+	assert_int_equal(ept_stats(s).rejected, 1);
+	close(b);
+}
+
+/* A v2 header announcing body bytes. */
+static size_t announce(uint8_t *buf, size_t cap, uint32_t body)
+{
+	hako_frame_t f;
+	memset(&f, 0, sizeof(f));
+	strcpy(f.robot, "slow");
+	f.request_type = HAKO_FRAME_PDU_DATA;
+	size_t n = 0;
+	assert_int_equal(hako_frame_encode(HAKO_FRAME_V2, &f, buf, cap, &n), 0);
+	put_u32(buf + 144, 172u + body);
+	put_u32(buf + 148, body);
+	return n;
+}
+
+/* read_timeout_ms: a message begun (a non-final fragment) and then nothing closes that
+ * session; a session with no message begun is kept. */
+static void test_read_timeout(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s =
+	    ept_must_open("rs", SERVER_COMM ",\"options\":{\"read_timeout_ms\":200}}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	hako_endpoint_t *c = ept_must_open("rc", CLIENT_COMM, -1, port);
+	int fd = ws_upgrade(port);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 2);
+	uint8_t frag[1024] = {0};
+	announce(frag, sizeof(frag), 100000);
+	ws_frame(fd, 0, 2, frag, sizeof(frag));
+	char buf[256];
+	int closed = 0;
+	read_until_close(fd, buf, sizeof(buf), &closed);
+	close(fd);
+	assert_true(closed);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
+	assert_int_equal(ept_stats(s).peers, 1);
+	assert_int_equal(ept_stats(s).disconnects, 1);
+	assert_int_equal(ept_stats(s).frames_in, 0);
+	hako_pdu_key_t k = ept_key("idle", 1);
+	assert_int_equal(hako_endpoint_send(s, &k, "kept", 4), 0);
+	expect_pdu(c, &k, "kept");
+}
+
+/* frame_timeout_ms: a message that trickles in (a 1-byte fragment every few ms, so
+ * read_timeout_ms would never fire) is dropped that long after its first bytes. */
+static void test_frame_timeout(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s = ept_must_open(
+	    "fs", SERVER_COMM ",\"options\":{\"read_timeout_ms\":0,\"frame_timeout_ms\":300}}", 0,
+	    0);
+	int fd = ws_upgrade(hako_endpoint_local_port(s));
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 1);
+	uint8_t hdr[HAKO_FRAME_V2_HEADER_SIZE];
+	announce(hdr, sizeof(hdr), 4096);
+	ws_frame(fd, 0, 2, hdr, sizeof(hdr));
+	int closed = 0;
+	uint64_t end = ept_now_ms() + EPT_WAIT_MS;
+	while (!closed && ept_now_ms() < end) {
+		uint8_t m[7] = {0x00, 0x81, 1, 2, 3, 4, 'x' ^ 1}; /* continuation, masked, 1 byte */
+		if (send(fd, m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+			closed = 1;
+			break;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 20) > 0) {
+			char b[64];
+			ssize_t r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+			closed = r >= 0 || errno != EAGAIN; /* EOF, a reset, or a close frame */
+		}
+	}
+	close(fd);
+	assert_true(closed);
+	EPT_WAIT_UNTIL(ept_stats(s).peers == 0);
+	assert_int_equal(ept_stats(s).disconnects, 1);
+	assert_int_equal(ept_stats(s).frames_in, 0);
+}
+
+static int connect_to(const char *ip, uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	assert_int_equal(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+	int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	close(fd);
+	return r;
+}
+
+/* A server without local.address listens on loopback only (127.0.0.2 is loopback too but not
+ * the bound address); "0.0.0.0" in the file listens everywhere. */
+static void test_bind_loopback_default(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s = ept_must_open("ls",
+	                                   "{\"protocol\":\"websocket\",\"role\":\"server\","
+	                                   "\"local\":{\"port\":0}}",
+	                                   0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	assert_int_equal(connect_to("127.0.0.1", port), 0);
+	assert_int_equal(connect_to("127.0.0.2", port), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	ept_close(s);
+	s = ept_must_open("as",
+	                  "{\"protocol\":\"websocket\",\"role\":\"server\","
+	                  "\"local\":{\"address\":\"0.0.0.0\",\"port\":0}}",
+	                  0, 0);
+	assert_int_equal(connect_to("127.0.0.2", hako_endpoint_local_port(s)), 0);
+	ept_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -464,6 +704,12 @@ int main(void)
 	    cmocka_unit_test_teardown(test_hostile, ept_close_all),
 	    cmocka_unit_test_teardown(test_static, ept_close_all),
 	    cmocka_unit_test_teardown(test_queue_overflow_counted, ept_close_all),
+	    cmocka_unit_test_teardown(test_burst_10000, ept_close_all),
+	    cmocka_unit_test_teardown(test_stuck_session_blocking, ept_close_all),
+	    cmocka_unit_test_teardown(test_max_clients, ept_close_all),
+	    cmocka_unit_test_teardown(test_read_timeout, ept_close_all),
+	    cmocka_unit_test_teardown(test_frame_timeout, ept_close_all),
+	    cmocka_unit_test_teardown(test_bind_loopback_default, ept_close_all),
 	};
 	return cmocka_run_group_tests(tests, ept_group_setup, ept_group_teardown);
 }

@@ -12,6 +12,10 @@
  *  - hako's own websocket option static_dir (a server serves that folder's files);
  *  - hako's own options max_body_bytes (default 16 MiB, 1..1 GiB) and send_queue_depth
  *    (default 256, 1..65536) of tcp, udp and websocket;
+ *  - hako's own limits of tcp and websocket: max_clients (a server's peers at once, default
+ *    64), max_buffered_bytes (the receive buffers of all peers together, default 64 MiB) and
+ *    frame_timeout_ms (the time one frame may take to arrive, default 10 s); websocket
+ *    blocking (as tcp's: a full send queue waits up to write_timeout_ms, the default);
  *  - container entries' direction and mode.
  * Refused: tcp "expected_clients" (Hakoniwa's TCP mux).
  *
@@ -33,12 +37,17 @@
 extern "C" {
 #endif
 
-#define HAKO_ENDPOINT_NAME_MAX      257 /* bytes including the NUL: names are 1..256 chars */
-#define HAKO_ENDPOINT_PATH_MAX      512
-#define HAKO_ENDPOINT_MAX_BODY      (1u << 30)
-#define HAKO_ENDPOINT_DEFAULT_BODY  (16u << 20)
-#define HAKO_ENDPOINT_DEFAULT_SENDQ 256u
-#define HAKO_ENDPOINT_MAX_SENDQ     65536u
+#define HAKO_ENDPOINT_NAME_MAX         257 /* bytes including the NUL: names are 1..256 chars */
+#define HAKO_ENDPOINT_PATH_MAX         512
+#define HAKO_ENDPOINT_MAX_BODY         (1u << 30)
+#define HAKO_ENDPOINT_DEFAULT_BODY     (16u << 20)
+#define HAKO_ENDPOINT_DEFAULT_SENDQ    256u
+#define HAKO_ENDPOINT_MAX_SENDQ        65536u
+#define HAKO_ENDPOINT_DEFAULT_CLIENTS  64u
+#define HAKO_ENDPOINT_MAX_CLIENTS      4096u
+#define HAKO_ENDPOINT_DEFAULT_BUFFERED (64u << 20)
+#define HAKO_ENDPOINT_BUFFERED_SLACK   (1u << 20) /* max_buffered_bytes >= max_body_bytes + this */
+#define HAKO_ENDPOINT_DEFAULT_FRAME_MS 10000u
 
 typedef enum hako_comm_protocol {
 	HAKO_COMM_TCP = 0,
@@ -65,7 +74,8 @@ typedef enum hako_shm_impl {
 } hako_shm_impl_t;
 
 /* local / remote. tcp, udp: address (IPv4/IPv6 literal, family AF_INET/AF_INET6) + port.
- * websocket local: port (address "0.0.0.0" unless given); remote: host + port + path ("/"). */
+ * websocket local: port (address "127.0.0.1" unless given: Hakoniwa binds 0.0.0.0, hako listens
+ * on other hosts only when the file says so); remote: host + port + path ("/"). */
 typedef struct hako_comm_addr {
 	int present;
 	int family;
@@ -76,7 +86,7 @@ typedef struct hako_comm_addr {
 } hako_comm_addr_t;
 
 typedef struct hako_comm_tcp_options {
-	uint32_t backlog;            /* 5 */
+	uint32_t backlog;            /* 0 = not in the file: SOMAXCONN (Hakoniwa's code: 5) */
 	uint32_t connect_timeout_ms; /* 1000 */
 	uint32_t read_timeout_ms;    /* 1000 */
 	uint32_t write_timeout_ms;   /* 1000 */
@@ -109,8 +119,9 @@ typedef struct hako_comm_ws_options {
 	uint32_t ping_interval_sec;    /* 0 = no pings */
 	uint32_t handshake_timeout_ms; /* 5000 */
 	uint32_t connect_timeout_ms;   /* 1000 */
-	uint32_t read_timeout_ms;      /* 1000 */
+	uint32_t read_timeout_ms;      /* 1000: a message may stall this long (0 = no limit) */
 	uint32_t write_timeout_ms;     /* 1000 */
+	int blocking;                  /* 1: a full send queue waits (tcp's blocking) */
 	/* hako's own: a server serves the files of this folder over HTTP (GET); "" = none.
 	 * Resolved against the comm file's folder. */
 	char static_dir[HAKO_ENDPOINT_PATH_MAX];
@@ -140,6 +151,14 @@ typedef struct hako_comm_config {
 	hako_comm_addr_t remote;
 	uint32_t max_body_bytes;
 	uint32_t send_queue_depth;
+	/* tcp and websocket (hako's own; see docs/endpoint.md). max_clients: a server's peers at
+	 * once, more are accepted and closed at once. max_buffered_bytes: the receive buffers of
+	 * all peers together (partial frames, websocket fragments, buffers kept for reuse); a peer
+	 * that would need more is dropped. frame_timeout_ms: once a frame (message) has begun, all
+	 * of it must be there within this (0 = no limit); a trickle of bytes does not extend it. */
+	uint32_t max_clients;        /* 64 */
+	uint32_t max_buffered_bytes; /* 64 MiB, at least max_body_bytes + 1 MiB */
+	uint32_t frame_timeout_ms;   /* 10000 */
 	hako_comm_tcp_options_t tcp;
 	hako_comm_udp_options_t udp;
 	hako_comm_ws_options_t ws;
