@@ -215,25 +215,55 @@ int32_t hako_channel_id(const hako_channel_t *ch)
 	return ch != NULL ? ch->c->channel_id : -1;
 }
 
+/* 1 if the pid in a writer word names no process: its holder died mid-write. */
+static int holder_dead(uint32_t holder)
+{
+	return holder != 0 && kill((pid_t)holder, 0) != 0 && errno == ESRCH;
+}
+
 /* Writers (and a reset) are serialised; the lock holds the writer's pid so a writer killed
- * mid-write cannot wedge the channel. */
-static void writer_lock(struct hakoi_channel *c)
+ * mid-write cannot wedge the channel. A holder that lives but never lets go (a stopped process,
+ * a loan never committed, or a pid a corrupted segment names) costs at most timeout_usec:
+ * HAKO_EBUSY, never a hang. */
+static int writer_lock(struct hakoi_channel *c, hako_time_t timeout_usec)
 {
 	uint32_t me = hakoi_self_pid();
+	hako_time_t deadline = 0;
 	for (unsigned spins = 1;; spins++) {
 		uint32_t holder = 0;
 		if (atomic_compare_exchange_weak_explicit(
 		        &c->wlock, &holder, me, memory_order_acquire, memory_order_relaxed)) {
-			break;
+			return 0;
 		}
 		hakoi_cpu_relax();
-		if ((spins & 4095) == 0 && holder != 0 && holder != me &&
-		    kill((pid_t)holder, 0) != 0 && errno == ESRCH) {
+		if ((spins & 4095) != 0) {
+			continue;
+		}
+		if (holder != me && holder_dead(holder)) {
 			atomic_compare_exchange_strong(&c->wlock, &holder, 0);
-		} else if ((spins & 4095) == 0) {
-			sched_yield();
+			continue;
+		}
+		sched_yield();
+		hako_time_t now = hako_now_usec();
+		if (deadline == 0) {
+			deadline = now + timeout_usec;
+		} else if (now >= deadline) {
+			return HAKO_EBUSY;
 		}
 	}
+}
+
+/* hako_channel_write / loan: a writer waits as long as the domain lock is waited for. */
+static int writer_lock_or_say(struct hakoi_channel *c)
+{
+	if (writer_lock(c, HAKOI_LOCK_TIMEOUT_USEC) == 0) {
+		return 0;
+	}
+	HAKO_ERROR("channel %.*s/%d: its writer lock has been held by pid %u for %d s (a stopped "
+	           "writer, or a loan never committed)",
+	           (int)sizeof(c->robot) - 1, c->robot, c->channel_id,
+	           (unsigned)atomic_load(&c->wlock), HAKOI_LOCK_TIMEOUT_USEC / 1000000);
+	return HAKO_EBUSY;
 }
 
 static void writer_unlock(struct hakoi_channel *c)
@@ -261,7 +291,9 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 		return HAKO_ETOOBIG;
 	}
 	/* One writer is the contract; a second one is serialised rather than corrupting data. */
-	writer_lock(c);
+	if (writer_lock_or_say(c) != 0) {
+		return HAKO_EBUSY;
+	}
 	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
 	unsigned b = (unsigned)(n & 1);
 	uint32_t s = buffer_open(c, b);
@@ -305,7 +337,9 @@ int hako_channel_loan(hako_channel_t *ch, void **buf, size_t *cap)
 		return HAKO_EINVAL;
 	}
 	struct hakoi_channel *c = ch->c;
-	writer_lock(c);
+	if (writer_lock_or_say(c) != 0) {
+		return HAKO_EBUSY;
+	}
 	unsigned b = (unsigned)((atomic_load_explicit(&c->seq, memory_order_relaxed) + 1) & 1);
 	(void)buffer_open(c, b);
 	*buf = ch->buf[b];
@@ -362,13 +396,16 @@ int hako_channel_cancel(hako_channel_t *ch)
 	return 0;
 }
 
-/* The newest complete write: its number (0 = none since creation or reset), its buffer and that
- * buffer's sequence word. Buffers are chosen by the write number they hold, not by c->seq, which
- * the writer stores only after closing the buffer: so the number a reader gets is the number of
- * the data it copies, hako_channel_seq() agrees with it, and reads never go back in time. */
-static uint64_t newest_write(const struct hakoi_channel *c, unsigned *buf, uint32_t *buf_seq)
+/* The newest complete write: its number (0 = none since creation or reset) in *wno, its buffer
+ * and that buffer's sequence word. Buffers are chosen by the write number they hold, not by
+ * c->seq, which the writer stores only after closing the buffer: so the number a reader gets is
+ * the number of the data it copies, hako_channel_seq() agrees with it, and reads never go back in
+ * time. HAKO_ECORRUPT if both buffers stay open with no live writer. */
+static int newest_write(const struct hakoi_channel *c, unsigned *buf, uint32_t *buf_seq,
+                        uint64_t *wno)
 {
-	for (unsigned spins = 0;; spins++) {
+	hako_time_t deadline = 0;
+	for (unsigned spins = 1;; spins++) {
 		uint32_t q0 = atomic_load_explicit(&c->buf_seq[0], memory_order_acquire);
 		uint64_t w0 = atomic_load_explicit(&c->buf_wno[0], memory_order_relaxed);
 		uint32_t q1 = atomic_load_explicit(&c->buf_seq[1], memory_order_acquire);
@@ -381,11 +418,21 @@ static uint64_t newest_write(const struct hakoi_channel *c, unsigned *buf, uint3
 			unsigned b = (q0 & 1) ? 1 : (q1 & 1) ? 0 : (w1 > w0 ? 1 : 0);
 			*buf = b;
 			*buf_seq = b ? q1 : q0;
-			return b ? w1 : w0;
+			*wno = b ? w1 : w0;
+			return 0;
 		}
 		hakoi_cpu_relax();
-		if ((spins & 1023) == 1023) {
-			sched_yield(); /* the writer may be preempted mid-copy */
+		if ((spins & 1023) != 0) {
+			continue;
+		}
+		sched_yield(); /* the writer may be preempted mid-copy */
+		/* Both open for long, and nobody (alive) writing: no write will ever close them. */
+		uint32_t holder = atomic_load_explicit(&c->wlock, memory_order_relaxed);
+		hako_time_t now = hako_now_usec();
+		if (deadline == 0) {
+			deadline = now + HAKOI_LOCK_TIMEOUT_USEC;
+		} else if ((holder == 0 || holder_dead(holder)) || now >= deadline) {
+			return HAKO_ECORRUPT;
 		}
 	}
 }
@@ -394,7 +441,8 @@ uint64_t hako_channel_seq(const hako_channel_t *ch)
 {
 	unsigned b;
 	uint32_t q;
-	return ch != NULL ? newest_write(ch->c, &b, &q) : 0;
+	uint64_t wno = 0;
+	return ch != NULL && newest_write(ch->c, &b, &q, &wno) == 0 ? wno : 0;
 }
 
 int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out, uint64_t *seq_out)
@@ -406,7 +454,10 @@ int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out
 	for (;;) {
 		unsigned b;
 		uint32_t s1;
-		uint64_t wno = newest_write(c, &b, &s1);
+		uint64_t wno;
+		if (newest_write(c, &b, &s1, &wno) != 0) {
+			return HAKO_ECORRUPT;
+		}
 		size_t len =
 		    wno == 0 ? 0 : atomic_load_explicit(&c->buf_len[b], memory_order_relaxed);
 		size_t copy = len < cap ? len : cap;
@@ -443,7 +494,9 @@ static int seq_changed(void *arg)
 	/* A seq_cst load of the counter the writer stores (seq_cst) before it looks for waiters:
 	 * a writer that saw no waiter has then made its buffer visible to this check. */
 	(void)atomic_load(&w->c->seq);
-	return newest_write(w->c, &b, &q) != w->seen;
+	uint64_t wno;
+	/* A channel that cannot be read ends the wait: the read says why. */
+	return newest_write(w->c, &b, &q, &wno) != 0 || wno != w->seen;
 }
 
 int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
@@ -467,8 +520,16 @@ void hakoi_channels_reset(hako_domain_t *dom)
 			continue;
 		}
 		/* As a writer would: a reader copying meanwhile sees the buffers open and retries.
-		 */
-		writer_lock(c);
+		 * A writer that holds on (stopped) leaves its channel as it is, briefly waited for:
+		 * the reset runs under the domain lock. */
+		if (writer_lock(c, 100000) != 0) {
+			HAKO_WARN(
+			    "domain '%s': reset: channel %.*s/%d is held by writer pid %u; its "
+			    "data is left as it is",
+			    dom->name, (int)sizeof(c->robot) - 1, c->robot, c->channel_id,
+			    (unsigned)atomic_load(&c->wlock));
+			continue;
+		}
 		int written = atomic_load(&c->seq) != 0;
 		for (unsigned b = 0; b < 2; b++) {
 			uint32_t s = buffer_open(c, b);
@@ -504,7 +565,8 @@ int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int 
 		out[i].size = c->size;
 		unsigned b;
 		uint32_t q;
-		out[i].seq = newest_write(c, &b, &q);
+		uint64_t wno = 0;
+		out[i].seq = newest_write(c, &b, &q, &wno) == 0 ? wno : 0;
 		out[i].index = (int)i;
 	}
 	if (count != NULL) {

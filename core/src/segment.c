@@ -372,9 +372,10 @@ int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_d
 		}
 		struct hakoi_header h;
 		unsigned uid;
-		r = read_checked_header(old, name, &h);
+		/* Whose it is first: another user's segment is refused whatever it holds. */
+		r = check_owner(old, name, &uid);
 		if (r == 0) {
-			r = check_owner(old, name, &uid);
+			r = read_checked_header(old, name, &h);
 		}
 		close(old);
 		if (r != 0) {
@@ -450,9 +451,9 @@ int hako_domain_open(const char *name, hako_domain_t **out)
 	}
 	struct hakoi_header h;
 	unsigned uid;
-	r = read_checked_header(fd, name, &h);
+	r = check_owner(fd, name, &uid);
 	if (r == 0) {
-		r = check_owner(fd, name, &uid);
+		r = read_checked_header(fd, name, &h);
 	}
 	if (r != 0) {
 		close(fd);

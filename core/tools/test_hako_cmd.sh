@@ -311,6 +311,103 @@ expect 0 hako clean
 has "^domain '$D' removed"
 expect 1 hako status
 
+# ---- planted and corrupted segments: a clear error naming the segment, never a crash ----
+seg=/dev/shm/hako.$D
+
+# gone SITUATION: the segment was removed.
+gone() {
+	if [ -e "$seg" ]; then
+		echo "FAIL: $seg is still there $1"
+		fails=$((fails + 1))
+		rm -f "$seg"
+	fi
+}
+
+# dead_conductor: a valid segment of $D whose conductor was killed.
+dead_conductor() {
+	"$HAKO_CMD" conductor -q >/dev/null 2>&1 &
+	local p=$!
+	pids+=("$p")
+	until_ok 5 hako status || exit 1
+	{
+		kill -KILL "$p"
+		wait "$p"
+	} 2>/dev/null
+}
+
+yes 'planted garbage, not a hako segment' | head -c 4096 >"$seg"
+for c in status ls info; do
+	# Exit status 1, not 128 + a signal.
+	expect 1 hako "$c"
+	has "domain '$D': /dev/shm/hako\.$D is not a segment of this hako version \(bad magic\)"
+done
+expect 1 hako start
+has "/dev/shm/hako\.$D is not a segment"
+expect 0 hako clean
+has "^domain '$D' removed \(/dev/shm/hako\.$D\)$"
+gone "after clean of a garbage segment"
+yes 'planted garbage, not a hako segment' | head -c 4096 >"$seg"
+expect 0 hako clean --force
+has "^domain '$D' removed"
+gone "after clean --force of a garbage segment"
+
+# A live conductor's segment whose header names another domain (found by its name, so no
+# layout offset is written down here).
+"$HAKO_CMD" conductor -q >/dev/null 2>&1 &
+cpid=$!
+pids+=("$cpid")
+until_ok 5 hako status || exit 1
+off=$(grep -obUa -- "$D" "$seg" | head -n 1 | cut -d: -f1)
+if [ -z "$off" ]; then
+	echo "FAIL: the domain name is not in $seg"
+	fails=$((fails + 1))
+else
+	printf 'X' | dd of="$seg" bs=1 seek="$off" conv=notrunc status=none
+	expect 1 hako ls
+	has "domain '$D': /dev/shm/hako\.$D is corrupted .*remove it with: hako-cmd clean"
+	expect 1 hako status
+	has "/dev/shm/hako\.$D is corrupted"
+	expect 1 env HAKO_LOG=error "$HAKO_CMD" info
+	has "/dev/shm/hako\.$D is corrupted: it names another domain \('X"
+	expect 0 hako clean
+	has "^domain '$D' removed"
+	gone "after clean of a segment naming another domain"
+fi
+{
+	kill -KILL "$cpid"
+	wait "$cpid"
+} 2>/dev/null
+
+# A segment cut short (its conductor is dead: a live one would fault on the missing pages).
+dead_conductor
+truncate -s 4096 "$seg"
+expect 1 hako status
+has "/dev/shm/hako\.$D is corrupted"
+expect 1 env HAKO_LOG=error "$HAKO_CMD" ls
+has "is corrupted: the header says [0-9]+ bytes but the segment has 4096"
+expect 0 hako clean
+has "^domain '$D' removed"
+gone "after clean of a truncated segment"
+
+# A segment of another user: refused, and clean leaves it to --force (root only: chown).
+if [ "$(id -u)" -eq 0 ]; then
+	dead_conductor
+	chown 65534 "$seg"
+	expect 1 hako status
+	has "/dev/shm/hako\.$D is owned by uid 65534, not by you \(uid 0\)"
+	expect 1 hako clean
+	has "belongs to another user; remove it anyway with: hako-cmd clean --force"
+	if [ ! -e "$seg" ]; then
+		echo "FAIL: clean removed a segment of another user"
+		fails=$((fails + 1))
+	fi
+	expect 0 env HAKO_ALLOW_FOREIGN_DOMAIN=1 "$HAKO_CMD" status
+	has '^status=stopped$'
+	expect 0 hako clean --force
+	has "^domain '$D' removed"
+	gone "after clean --force of a segment of another user"
+fi
+
 if [ "$fails" -ne 0 ]; then
 	echo "tools.hako_cmd: $fails check(s) failed"
 	exit 1

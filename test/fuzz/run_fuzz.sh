@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets with clang and run each for a while; exit 1 on a finding.
-#   test/fuzz/run_fuzz.sh <seconds> [target...]      targets: pdu_decode pdu_json (default both)
+#   test/fuzz/run_fuzz.sh <seconds> [target...]
+# targets: pdu_decode pdu_json (the default), frame, segment
 # Build dir: $HAKO_FUZZ_BUILD (default build-fuzz/). Each target reads the checked-in corpus
 # test/fuzz/corpus/<target>/ (and test/fuzz/<target>.dict if there is one) and grows its own
 # working corpus in <build>/fuzz-corpus/<target>/ (kept between runs, never written back to the
@@ -11,7 +12,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-	echo "usage: $0 <seconds> [pdu_decode] [pdu_json]" >&2
+	echo "usage: $0 <seconds> [pdu_decode] [pdu_json] [frame] [segment]" >&2
 	exit 2
 fi
 seconds=$1
@@ -67,8 +68,9 @@ for t in "${targets[@]}"; do
 	echo "== fuzz_$t: finding (exit $rc)" >&2
 	for f in $new; do
 		case $f in *.min) continue ;; esac
-		"$bin" -minimize_crash=1 -max_total_time=30 -exact_artifact_path="$f.min" "$f" \
-			>/dev/null 2>&1 || true
+		# -timeout: a hang is minimized in bounded time too (else each run may last 20 min).
+		"$bin" -minimize_crash=1 -max_total_time=30 -timeout=10 -exact_artifact_path="$f.min" \
+			"$f" >/dev/null 2>&1 || true
 		[ -f "$f.min" ] || cp "$f" "$f.min"
 		echo "   $f -> minimized $f.min ($(stat -c %s "$f.min") bytes)" >&2
 		echo "   reproduce: $bin $f.min" >&2
