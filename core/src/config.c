@@ -7,7 +7,7 @@
 
 #include "hako/log.h"
 #include "internal.h"
-#include "json_pos.h"
+#include "hakoi/json_pos.h"
 
 /* One variable into *dst; 0, or HAKO_ECONFIG with the variable named in err. */
 static int env_u64(const char *name, uint64_t *dst, uint64_t min, uint64_t max, hako_error_t *err)

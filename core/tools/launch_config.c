@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json_pos.h"
+#include "hakoi/json_pos.h"
 
 /* The file being checked, the path of the value being checked and the variables known so far.
  * After an error the path is left as it was: nothing reads it again. */

@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endpoint_config_internal.h"
 #include "hako/bridge_config.h"
-#include "json_pos.h"
+#include "hakoi/json_pos.h"
 
 #define COUNT(a)       (sizeof(a) / sizeof((a)[0]))
 #define MAX_MS         3600000 /* an hour */
@@ -393,8 +392,8 @@ static int load_container(struct ctx *c, json_t *root)
 	if (inline_block != NULL) {
 		pop(c);
 		push_key(c, "endpoints");
-		r = hakoi_endpoint_container_from_json(&c->j, inline_block, c->node,
-		                                       &cfg->endpoints);
+		r = hako_endpoint_container_load_at(c->j.file, "endpoints", c->node,
+		                                    &cfg->endpoints, c->j.err);
 		if (r != 0) {
 			return r;
 		}

@@ -10,9 +10,8 @@
 #include <string.h>
 
 #include "hako/endpoint_config.h"
-#include "endpoint_config_internal.h"
+#include "hakoi/json_pos.h"
 #include "hako/log.h"
-#include "json_pos.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_MS   3600000 /* an hour */
@@ -1089,31 +1088,49 @@ int hako_endpoint_container_load(const char *path, const char *node_id,
 	return 0;
 }
 
-int hakoi_endpoint_container_from_json(const hakoi_jctx_t *j, struct json_t *value,
-                                       const char *node_id, hako_endpoint_container_t **out)
+int hako_endpoint_container_load_at(const char *file, const char *key, const char *node_id,
+                                    hako_endpoint_container_t **out, hako_error_t *err)
 {
+	hako_error_clear(err);
 	if (out != NULL) {
 		*out = NULL;
 	}
-	if (j == NULL || j->file == NULL || value == NULL || node_id == NULL || out == NULL) {
-		return hako_error_set(j != NULL ? j->err : NULL, HAKO_EINVAL, "", 0, 0,
-		                      "no context, no value, no node id or no result pointer");
+	if (file == NULL || key == NULL || node_id == NULL || out == NULL) {
+		return hako_error_set(err, HAKO_EINVAL, "", 0, 0,
+		                      "no file, no key, no node id or no result pointer");
 	}
-	hako_endpoint_container_t *ct = calloc(1, sizeof(*ct));
-	if (ct == NULL) {
-		return hako_error_set(j->err, HAKO_ENOMEM, j->file, 0, 0, "out of memory");
+	char *text = NULL;
+	size_t len = 0;
+	int e = hakoi_read_file(file, &text, &len);
+	if (e != 0) {
+		return hako_error_set(err, hakoi_read_file_code(e), file, 0, 0, "cannot open: %s",
+		                      hakoi_read_file_strerror(e));
 	}
-	int r = check_path(j->file, sizeof(ct->path), j->err);
-	if (r == 0) {
-		r = check_path(node_id, sizeof(ct->node_id), j->err);
-	}
-	if (r == 0) {
+	json_error_t je;
+	json_t *root = json_loadb(text, len, 0, &je);
+	json_t *value = json_is_object(root) ? json_object_get(root, key) : NULL;
+	hako_endpoint_container_t *ct = NULL;
+	int r = 0;
+	if (root == NULL) {
+		r = hako_error_set(err, HAKO_ECONFIG, file, je.line, je.column, "invalid JSON: %s",
+		                   je.text);
+	} else if (value == NULL) {
+		r = hako_error_set(err, HAKO_ECONFIG, file, 0, 0, "%s: missing", key);
+	} else if ((ct = calloc(1, sizeof(*ct))) == NULL) {
+		r = hako_error_set(err, HAKO_ENOMEM, file, 0, 0, "out of memory");
+	} else if ((r = check_path(file, sizeof(ct->path), err)) == 0 &&
+	           (r = check_path(node_id, sizeof(ct->node_id), err)) == 0) {
 		struct container_arg arg = {.ct = ct, .node_id = node_id};
-		struct ctx c = {.j = *j, .def = NULL, .out = &arg};
-		snprintf(ct->path, sizeof(ct->path), "%s", j->file);
+		struct ctx c = {.j = {.err = err, .file = file, .text = text, .len = len},
+		                .def = NULL,
+		                .out = &arg};
+		snprintf(ct->path, sizeof(ct->path), "%s", file);
 		snprintf(ct->node_id, sizeof(ct->node_id), "%s", node_id);
+		push_key(&c, key);
 		r = load_container_root(&c, value);
 	}
+	json_decref(root);
+	free(text);
 	if (r != 0) {
 		hako_endpoint_container_free(ct);
 		return r;

@@ -11,7 +11,7 @@
 
 #include "hako/log.h"
 #include "hako/pdudef.h"
-#include "json_pos.h"
+#include "hakoi/json_pos.h"
 #include "rd_internal.h"
 
 #define DEFAULT_TIMEOUT_USEC 2000000
@@ -439,7 +439,7 @@ static int load_candidates(struct ctx *c, json_t *e, hako_rd_eu_config_t *eu)
 		return r;
 	}
 	for (size_t i = 0; i < json_array_size(a); i++) {
-		uint8_t id;
+		uint8_t id = 0;
 		push_index(c, i);
 		if ((r = node_value(c, json_array_get(a, i), &id)) != 0) {
 			return r;

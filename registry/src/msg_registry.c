@@ -3,7 +3,7 @@
 #include "msg_internal.h"
 
 #include "hako/log.h"
-#include "json_pos.h"
+#include "hakoi/json_pos.h"
 
 #include <dirent.h>
 #include <errno.h>

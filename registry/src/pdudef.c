@@ -1,7 +1,7 @@
 #include "hako/pdudef.h"
 
 #include "hako/log.h"
-#include "json_pos.h"
+#include "hakoi/json_pos.h"
 
 #include <errno.h>
 #include <inttypes.h>

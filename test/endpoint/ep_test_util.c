@@ -62,7 +62,7 @@ const char *ept_dir(void)
 
 void ept_write_file(const char *name, const char *text)
 {
-	char p[512];
+	char p[1024];
 	snprintf(p, sizeof(p), "%s/%s", g_dir, name);
 	FILE *f = fopen(p, "w");
 	assert_non_null(f);

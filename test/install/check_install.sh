@@ -17,12 +17,13 @@ cmake_minimum_required(VERSION 3.18)
 project(consumer C)
 find_package(hako REQUIRED)
 add_executable(consumer "$src/consumer.c")
-target_link_libraries(consumer hako::hako_endpoint)
+target_link_libraries(consumer hako::hako_bridge hako::hako_rd)
 EOT
 cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/cm.log"
 cmake --build "$tmp/cm/build" > "$tmp/cm-build.log"
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cm/build/consumer" | grep -qx "hako consumer ok"
-for f in bin/hako-cmd bin/hako-launch bin/hako-rd bin/hako-msggen include/hako/hako_asset.h \
+for f in bin/hako-cmd bin/hako-launch bin/hako-rd bin/hako-msggen bin/hako-bridge bin/hako-endpoint \
+         include/hako_asset.h include/hako_conductor.h include/hako_simevent.h include/hako/hako_asset.h \
          include/hako/domain.h include/hako/rd.h include/hako/endpoint.h include/hako/frame.h include/hako/pdu.h include/hako/msg.h \
          include/hako/msgs/geometry_msgs/Twist.h include/hako/msgs/hako_msgs/SimTime.h \
          lib/pkgconfig/hako.pc lib/cmake/hako/hakoConfig.cmake share/hako/msg/std_msgs/Header.msg; do

@@ -30,5 +30,5 @@ add_test(NAME registry.msggen_helpers COMMAND test_msggen_helpers)
 
 add_test(NAME registry.msggen
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_msggen.sh $<TARGET_FILE:hako-msggen>
-          ${CMAKE_C_COMPILER} ${PROJECT_SOURCE_DIR}/registry/include)
+          ${CMAKE_C_COMPILER} ${PROJECT_SOURCE_DIR}/registry/include ${PROJECT_SOURCE_DIR}/base/include)
 set_tests_properties(registry.msggen PROPERTIES TIMEOUT 60)

@@ -19,7 +19,7 @@ add_custom_command(OUTPUT ${HAKO_EMBED_TEST_C}
   COMMENT "Embedding the test .msg texts")
 add_executable(test_msg_embed test_msg_embed.c ${HAKO_EMBED_TEST_C})
 target_include_directories(test_msg_embed PRIVATE ${PROJECT_SOURCE_DIR}/registry/src
-  ${PROJECT_SOURCE_DIR}/registry/include)
+  ${PROJECT_SOURCE_DIR}/registry/include ${PROJECT_SOURCE_DIR}/base/include)
 target_compile_definitions(test_msg_embed PRIVATE
   HAKO_MSG_EMBED_DIR="${CMAKE_CURRENT_SOURCE_DIR}/msg_embed")
 target_link_libraries(test_msg_embed PRIVATE PkgConfig::CMOCKA)

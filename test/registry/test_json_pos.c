@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_pos.h"
+#include "hakoi/json_pos.h"
 
 #define KEY(k)                                                                                     \
 	{                                                                                          \

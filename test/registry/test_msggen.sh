@@ -2,12 +2,13 @@
 # registry.msggen: hako-msggen on user types: errors, naming, heap budgets, and headers that
 # compile as strict C11 (and C++ when a C++ compiler is at hand).
 #
-# usage: test_msggen.sh HAKO_MSGGEN CC REGISTRY_INCLUDE_DIR
+# usage: test_msggen.sh HAKO_MSGGEN CC REGISTRY_INCLUDE_DIR BASE_INCLUDE_DIR
 set -u
 
 GEN=$1
 CC=$2
 INC=$3
+BASE_INC=$4
 
 unset HAKO_MSG_PATH HAKO_LOG
 tmp=$(mktemp -d)
@@ -146,15 +147,15 @@ file_has "$out_dir/my_msgs/Nothing.h" 'HAKO_PDU_SIZE_MY_MSGS_NOTHING 24u'
 	done
 	echo 'int main(void) { Hako_Sample s; s.default_ = 1; return s.default_ - 1; }'
 } >"$tmp/all.c"
-expect 0 "$CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -I "$out_dir" -I "$INC" \
+expect 0 "$CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -I "$out_dir" -I "$INC" -I "$BASE_INC" \
 	-fsyntax-only "$tmp/all.c"
 for h in "$out_dir"/*/*.h; do
 	echo "#include \"$h\"" >"$tmp/one.c"
-	expect 0 "$CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -I "$INC" -fsyntax-only "$tmp/one.c"
+	expect 0 "$CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -I "$INC" -I "$BASE_INC" -fsyntax-only "$tmp/one.c"
 done
 if command -v c++ >/dev/null 2>&1; then
 	cp "$tmp/all.c" "$tmp/all.cc"
-	expect 0 c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -I "$out_dir" -I "$INC" \
+	expect 0 c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -I "$out_dir" -I "$INC" -I "$BASE_INC" \
 		-fsyntax-only "$tmp/all.cc"
 fi
 
@@ -189,7 +190,7 @@ file_has "$tmp/gen5/my_msgs/Twist.h" 'float speed;'
 # ---- the layout table ----
 expect 0 "$GEN" -I "$m" --out "$tmp/gen6" --layout-check "$tmp/table.c" my_msgs/Sample
 file_has "$tmp/table.c" '"my_msgs/Sample", "default", offsetof\(Hako_my_msgs_Sample, default_\)'
-expect 0 "$CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -I "$tmp/gen6" -I "$INC" -c \
+expect 0 "$CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -I "$tmp/gen6" -I "$INC" -I "$BASE_INC" -c \
 	-o "$tmp/table.o" "$tmp/table.c"
 
 if [ "$fails" -ne 0 ]; then

@@ -7,6 +7,8 @@
 #ifndef HAKO_DOMAIN_H
 #define HAKO_DOMAIN_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,7 +41,7 @@ typedef enum hako_state {
 } hako_state_t;
 
 /* "stopped", "runnable", ... */
-const char *hako_state_name(int state);
+HAKO_API const char *hako_state_name(int state);
 
 /* What the domain does when an asset dies or stops heartbeating while it is registered. */
 typedef enum hako_liveness_policy {
@@ -57,48 +59,50 @@ typedef struct hako_domain_config {
 } hako_domain_config_t;
 
 /* The compiled defaults. */
-void hako_domain_config_init(hako_domain_config_t *cfg);
+HAKO_API void hako_domain_config_init(hako_domain_config_t *cfg);
 
 /* Overlay HAKO_MAX_ASSETS, HAKO_MAX_CHANNELS, HAKO_ARENA_BYTES, HAKO_HEARTBEAT_TIMEOUT_USEC,
  * HAKO_LIVENESS_POLICY ("error" | "remove") from the environment. A variable that is set but
  * invalid is refused: HAKO_ECONFIG, err names it (err->file) and says why; cfg is unchanged. */
-int hako_domain_config_from_env(hako_domain_config_t *cfg, hako_error_t *err);
+HAKO_API int hako_domain_config_from_env(hako_domain_config_t *cfg, hako_error_t *err);
 
 /* init + from_env; an invalid variable is logged and HAKO_ECONFIG returned (cfg then holds the
  * defaults). */
-int hako_domain_config_default(hako_domain_config_t *cfg);
+HAKO_API int hako_domain_config_default(hako_domain_config_t *cfg);
 
 /* Overlay a core config JSON file onto cfg ({"max_assets", "max_channels", "arena_bytes",
  * "heartbeat_timeout_usec", "liveness_policy": "error"|"remove"}). Unknown keys are refused. */
-int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_error_t *err);
+HAKO_API int hako_domain_config_load(hako_domain_config_t *cfg, const char *path,
+                                     hako_error_t *err);
 
 /* The domain name to use: HAKO_DOMAIN, or "default". */
-const char *hako_domain_default_name(void);
+HAKO_API const char *hako_domain_default_name(void);
 
 typedef struct hako_domain hako_domain_t;
 
 /* Create the segment of a domain as its master (conductor). An existing segment whose master
  * is dead is replaced; one whose master lives gives HAKO_EBUSY. */
-int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_domain_t **out);
+HAKO_API int hako_domain_create(const char *name, const hako_domain_config_t *cfg,
+                                hako_domain_t **out);
 
 /* Attach to an existing domain. HAKO_ENOENT if there is none, HAKO_EMAGIC / HAKO_EVERSION if
  * the segment is not a hako segment of this layout, HAKO_ECORRUPT if its header does not agree
  * with its size and layout (each field is checked before anything is read through it),
  * HAKO_EPERM if it belongs to another user (unless HAKO_ALLOW_FOREIGN_DOMAIN=1: the owner's
  * processes drive the clock and write the PDUs of every member). The reason is logged. */
-int hako_domain_open(const char *name, hako_domain_t **out);
+HAKO_API int hako_domain_open(const char *name, hako_domain_t **out);
 
 /* The uid that owns the segment of a domain: 0, HAKO_ENOENT or HAKO_EIO. */
-int hako_domain_owner(const char *name, unsigned *uid);
+HAKO_API int hako_domain_owner(const char *name, unsigned *uid);
 
 /* Detach (unregisters nothing by itself: close the members first). Accepts NULL. */
-void hako_domain_close(hako_domain_t *dom);
+HAKO_API void hako_domain_close(hako_domain_t *dom);
 
 /* Remove the segment of a domain (hako-cmd clean) without reading it. HAKO_ENOENT if there is
  * none. */
-int hako_domain_remove(const char *name);
+HAKO_API int hako_domain_remove(const char *name);
 
-const char *hako_domain_name(const hako_domain_t *dom);
+HAKO_API const char *hako_domain_name(const hako_domain_t *dom);
 
 typedef struct hako_domain_info {
 	char name[HAKO_NAME_MAX];
@@ -126,34 +130,34 @@ typedef struct hako_domain_info {
 	char error_reason[256]; /* why the domain is in Error ("" otherwise) */
 } hako_domain_info_t;
 
-int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info);
+HAKO_API int hako_domain_get_info(hako_domain_t *dom, hako_domain_info_t *info);
 
 /* ---- Simulation control (hako-cmd, hako_simevent.h) ---- */
 
-int hako_domain_state(hako_domain_t *dom);
-hako_time_t hako_domain_world_time(hako_domain_t *dom);
+HAKO_API int hako_domain_state(hako_domain_t *dom);
+HAKO_API hako_time_t hako_domain_world_time(hako_domain_t *dom);
 /* Resets completed since creation: channel sequence numbers restart from 0 at each, so a reader
  * remembering a sequence number also remembers this. */
-uint32_t hako_domain_reset_count(hako_domain_t *dom);
+HAKO_API uint32_t hako_domain_reset_count(hako_domain_t *dom);
 /* Stopped -> Runnable; Running when every asset acknowledged. */
-int hako_domain_start(hako_domain_t *dom);
+HAKO_API int hako_domain_start(hako_domain_t *dom);
 /* Running (or Runnable) -> Stopping; Stopped when every asset acknowledged. */
-int hako_domain_stop(hako_domain_t *dom);
+HAKO_API int hako_domain_stop(hako_domain_t *dom);
 /* Stopped -> Resetting -> Stopped (clocks and channels back to zero); Error -> Resetting:
  * dead assets are removed first. */
-int hako_domain_reset(hako_domain_t *dom);
+HAKO_API int hako_domain_reset(hako_domain_t *dom);
 /* Let the world clock advance up to world_usec and no further. Once the world cannot take
  * another step without passing it (it reached world_usec, or the last multiple of its step
  * before it) and every asset has run the steps that fit before it, the master stops the run
  * (Running -> Stopping) and clears the stop time. 0 = no stop time. Cleared by reset. */
-int hako_domain_set_stop_time(hako_domain_t *dom, hako_time_t world_usec);
-hako_time_t hako_domain_stop_time(hako_domain_t *dom);
+HAKO_API int hako_domain_set_stop_time(hako_domain_t *dom, hako_time_t world_usec);
+HAKO_API hako_time_t hako_domain_stop_time(hako_domain_t *dom);
 /* Wait until world time >= world_usec. HAKO_EINTR if the run stops or fails first,
  * HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
-int hako_domain_wait_world_time(hako_domain_t *dom, hako_time_t world_usec,
-                                hako_time_t timeout_usec);
+HAKO_API int hako_domain_wait_world_time(hako_domain_t *dom, hako_time_t world_usec,
+                                         hako_time_t timeout_usec);
 /* Wait until the state is `state` (or Error). HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
-int hako_domain_wait_state(hako_domain_t *dom, int state, hako_time_t timeout_usec);
+HAKO_API int hako_domain_wait_state(hako_domain_t *dom, int state, hako_time_t timeout_usec);
 
 typedef struct hako_asset_info {
 	char name[HAKO_NAME_MAX];
@@ -170,7 +174,8 @@ typedef struct hako_asset_info {
 } hako_asset_info_t;
 
 /* Fill up to max entries; *count gets the number of registered assets (may exceed max). */
-int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max, int *count);
+HAKO_API int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max,
+                                     int *count);
 
 /* ---- Master (conductor inside the core) ---- */
 
@@ -186,14 +191,16 @@ typedef struct hako_master hako_master_t;
  * delta and max delay dmax; HAKO_EINVAL (why filled with the rule and the numbers) if it would
  * wait for ever at some time. dt <= dmax is enough when dt is a multiple of delta. Registration
  * and start refuse such an asset. */
-int hako_step_fits(hako_time_t dt, hako_time_t delta, hako_time_t dmax, char *why, size_t len);
+HAKO_API int hako_step_fits(hako_time_t dt, hako_time_t delta, hako_time_t dmax, char *why,
+                            size_t len);
 
 /* Start the master of a created domain in a thread of this process: it handles state
  * transitions, liveness, and real-time pacing. In free-running mode (factor 0) the clock is
  * advanced by whichever asset reports last, so the master is not on the step path. */
-int hako_master_start(hako_domain_t *dom, const hako_master_config_t *cfg, hako_master_t **out);
+HAKO_API int hako_master_start(hako_domain_t *dom, const hako_master_config_t *cfg,
+                               hako_master_t **out);
 /* Stop the thread and free the handle. Accepts NULL. */
-void hako_master_stop(hako_master_t *m);
+HAKO_API void hako_master_stop(hako_master_t *m);
 
 /* ---- Members: assets registered in a domain ---- */
 
@@ -210,33 +217,33 @@ typedef struct hako_member hako_member_t;
 /* Register an asset (names are unique, 1..127 chars). Allowed in Stopped only, like Hakoniwa.
  * Errors: HAKO_ENAMETOOLONG, HAKO_EEXIST, HAKO_ENOSPC, HAKO_ESTATE, HAKO_ENOMASTER, and
  * HAKO_EINVAL for a step the running master's clock can never grant (hako_step_fits). */
-int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
-                         hako_member_t **out);
+HAKO_API int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
+                                  hako_member_t **out);
 /* Unregister and free. Accepts NULL. */
-void hako_member_unregister(hako_member_t *m);
+HAKO_API void hako_member_unregister(hako_member_t *m);
 
-const char *hako_member_name(const hako_member_t *m);
-int hako_member_id(const hako_member_t *m);
-hako_time_t hako_member_time(const hako_member_t *m);  /* t_i */
-hako_time_t hako_member_delta(const hako_member_t *m); /* dt_i */
+HAKO_API const char *hako_member_name(const hako_member_t *m);
+HAKO_API int hako_member_id(const hako_member_t *m);
+HAKO_API hako_time_t hako_member_time(const hako_member_t *m);  /* t_i */
+HAKO_API hako_time_t hako_member_delta(const hako_member_t *m); /* dt_i */
 
 /* The pending event (START / STOP / RESET / ERROR) or NONE; it stays pending until acked. */
-int hako_member_event(hako_member_t *m);
+HAKO_API int hako_member_event(hako_member_t *m);
 /* Wait for an event. HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
-int hako_member_wait_event(hako_member_t *m, hako_time_t timeout_usec, int *event);
+HAKO_API int hako_member_wait_event(hako_member_t *m, hako_time_t timeout_usec, int *event);
 /* Acknowledge the pending event (the feedback of Hakoniwa). For RESET this also sets t_i = 0. */
-int hako_member_ack(hako_member_t *m, int event);
+HAKO_API int hako_member_ack(hako_member_t *m, int event);
 
 /* Wait until this asset may step (t_i + dt_i <= T_c, state Running, start barrier passed).
  * Returns 0, or HAKO_EINTR when the state left Running (stop, reset, error). The first call
  * after start checks the asset in at the start barrier. */
-int hako_member_step_wait(hako_member_t *m);
+HAKO_API int hako_member_step_wait(hako_member_t *m);
 /* Non-blocking variant: 0 if it may step now, HAKO_EAGAIN if not yet, HAKO_EINTR as above. */
-int hako_member_step_poll(hako_member_t *m);
+HAKO_API int hako_member_step_poll(hako_member_t *m);
 /* Publish t_i += dt_i after the step ran; may advance the world clock. */
-void hako_member_step_done(hako_member_t *m);
+HAKO_API void hako_member_step_done(hako_member_t *m);
 /* Refresh the heartbeat (done by every wait and step; call it in long computations). */
-void hako_member_heartbeat(hako_member_t *m);
+HAKO_API void hako_member_heartbeat(hako_member_t *m);
 
 /* ---- PDU channels ---- */
 
@@ -244,18 +251,18 @@ typedef struct hako_channel hako_channel_t;
 
 /* Create (or find) the channel (robot, channel_id) of `size` bytes. Creating an existing channel
  * with the same size returns it; another size gives HAKO_ESIZE. Allowed in any state. */
-int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_id, size_t size,
-                        hako_channel_t **out);
+HAKO_API int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_id,
+                                 size_t size, hako_channel_t **out);
 /* Find an existing channel. HAKO_ENOENT if there is none. */
-int hako_channel_lookup(hako_domain_t *dom, const char *robot, int32_t channel_id,
-                        hako_channel_t **out);
-size_t hako_channel_size(const hako_channel_t *ch);
-int hako_channel_index(const hako_channel_t *ch);
-const char *hako_channel_robot(const hako_channel_t *ch);
-int32_t hako_channel_id(const hako_channel_t *ch);
+HAKO_API int hako_channel_lookup(hako_domain_t *dom, const char *robot, int32_t channel_id,
+                                 hako_channel_t **out);
+HAKO_API size_t hako_channel_size(const hako_channel_t *ch);
+HAKO_API int hako_channel_index(const hako_channel_t *ch);
+HAKO_API const char *hako_channel_robot(const hako_channel_t *ch);
+HAKO_API int32_t hako_channel_id(const hako_channel_t *ch);
 
 /* Write len (<= size) bytes. Never waits for readers. Concurrent writers are serialised. */
-int hako_channel_write(hako_channel_t *ch, const void *data, size_t len);
+HAKO_API int hako_channel_write(hako_channel_t *ch, const void *data, size_t len);
 /* Zero-copy write: lend the buffer the next write goes to (*cap = the channel size; cap may be
  * NULL), to be filled in place and published by hako_channel_commit(len), or dropped by
  * hako_channel_cancel. In between the channel's writer lock is held: every other writer of the
@@ -265,21 +272,21 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len);
  * committing cannot wedge the channel: the next writer takes the lock over and the loaned write
  * is lost. The buffer's previous content is undefined. commit / cancel without a loan held by
  * this process: HAKO_ESTATE; commit with len > size: HAKO_ETOOBIG (the loan stays open). */
-int hako_channel_loan(hako_channel_t *ch, void **buf, size_t *cap);
-int hako_channel_commit(hako_channel_t *ch, size_t len);
-int hako_channel_cancel(hako_channel_t *ch);
+HAKO_API int hako_channel_loan(hako_channel_t *ch, void **buf, size_t *cap);
+HAKO_API int hako_channel_commit(hako_channel_t *ch, size_t len);
+HAKO_API int hako_channel_cancel(hako_channel_t *ch);
 /* Read the latest PDU (never torn). *len_out gets its length (0 if never written), *seq_out
  * the number of the write that produced it (0 = never written); successive reads never go back
  * to an older write. Either pointer may be NULL. A buffer smaller
  * than the PDU gives HAKO_ETOOBIG (the first `cap` bytes are copied). */
-int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out,
-                      uint64_t *seq_out);
+HAKO_API int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out,
+                               uint64_t *seq_out);
 /* Write sequence number: how many writes since creation or the last reset. */
-uint64_t hako_channel_seq(const hako_channel_t *ch);
+HAKO_API uint64_t hako_channel_seq(const hako_channel_t *ch);
 /* Wait until the sequence number differs from `seen`. spin_usec bounds the busy phase before
  * sleeping on a futex (0 = sleep at once). HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
-int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
-                      hako_time_t timeout_usec);
+HAKO_API int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
+                               hako_time_t timeout_usec);
 
 /* Channel listing (hako-cmd info / pdu). */
 typedef struct hako_channel_info {
@@ -289,12 +296,13 @@ typedef struct hako_channel_info {
 	uint64_t seq;
 	int index;
 } hako_channel_info_t;
-int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int max, int *count);
+HAKO_API int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int max,
+                                       int *count);
 
 /* ---- Small helpers ---- */
 
 /* CLOCK_MONOTONIC in microseconds. */
-hako_time_t hako_now_usec(void);
+HAKO_API hako_time_t hako_now_usec(void);
 
 #ifdef __cplusplus
 }

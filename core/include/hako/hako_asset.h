@@ -8,6 +8,8 @@
 #ifndef HAKO_ASSET_H
 #define HAKO_ASSET_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,51 +41,53 @@ typedef struct hako_asset_callbacks_s {
 
 /* Register this process's asset in the domain HAKO_DOMAIN (default "default") and create the
  * channels of the pdudef at config_path (NULL: none). A conductor must run. */
-int hako_asset_register(const char *asset_name, const char *config_path,
-                        hako_asset_callbacks_t *callbacks, hako_time_t delta_usec,
-                        HakoAssetModelType model);
+HAKO_API int hako_asset_register(const char *asset_name, const char *config_path,
+                                 hako_asset_callbacks_t *callbacks, hako_time_t delta_usec,
+                                 HakoAssetModelType model);
 /* Unregister (Hakoniwa has no such call; hako adds it). */
-int hako_asset_unregister(void);
+HAKO_API int hako_asset_unregister(void);
 
 /* Run the lifecycle once: wait for START, on_initialize, ack, then on_manual_timing_control
  * once or on_simulation_step each step until stop; ack STOP, wait for RESET, on_reset, ack.
  * Returns EINTR after a stop/reset cycle (call it again for the next run). */
-int hako_asset_start(void);
+HAKO_API int hako_asset_start(void);
 /* As hako_asset_start, but is_force_stop() returning non-zero makes it return EINTR. */
-int hako_asset_start_no_wait(int (*is_force_stop)(void));
+HAKO_API int hako_asset_start_no_wait(int (*is_force_stop)(void));
 
 /* Advance this asset's clock by ceil(us / delta) steps (0 = one step) under the clock rules.
  * 0, or EINTR when the simulation stops. */
-int hako_asset_usleep(hako_time_t sleep_time_usec);
+HAKO_API int hako_asset_usleep(hako_time_t sleep_time_usec);
 
-hako_time_t hako_asset_simulation_time(void); /* world time T_c */
-hako_time_t hako_asset_current_time(void);    /* this asset's time t_i */
-hako_time_t hako_asset_min_asset_time(void);  /* min over registered assets */
+HAKO_API hako_time_t hako_asset_simulation_time(void); /* world time T_c */
+HAKO_API hako_time_t hako_asset_current_time(void);    /* this asset's time t_i */
+HAKO_API hako_time_t hako_asset_min_asset_time(void);  /* min over registered assets */
 
-int hako_asset_pdu_create(const char *robo_name, HakoPduChannelIdType lchannel, size_t pdu_size);
-int hako_asset_pdu_read(const char *robo_name, HakoPduChannelIdType lchannel, char *buffer,
-                        size_t buffer_len);
-int hako_asset_pdu_write(const char *robo_name, HakoPduChannelIdType lchannel, const char *buffer,
-                         size_t buffer_len);
+HAKO_API int hako_asset_pdu_create(const char *robo_name, HakoPduChannelIdType lchannel,
+                                   size_t pdu_size);
+HAKO_API int hako_asset_pdu_read(const char *robo_name, HakoPduChannelIdType lchannel, char *buffer,
+                                 size_t buffer_len);
+HAKO_API int hako_asset_pdu_write(const char *robo_name, HakoPduChannelIdType lchannel,
+                                  const char *buffer, size_t buffer_len);
 
 /* Subscribe to writes on a channel: on_recv(recv_event_id) runs in this process at the start of
  * the next step; NULL = flag mode, polled with hako_asset_check_data_recv_event. */
-int hako_asset_register_data_recv_event(const char *robo_name, HakoPduChannelIdType lchannel,
-                                        void (*on_recv)(int), int *recv_event_id);
+HAKO_API int hako_asset_register_data_recv_event(const char *robo_name,
+                                                 HakoPduChannelIdType lchannel,
+                                                 void (*on_recv)(int), int *recv_event_id);
 /* 0 if the channel was written since the last check (consumes it), otherwise ENOENT. */
-int hako_asset_check_data_recv_event(const char *robo_name, HakoPduChannelIdType lchannel);
+HAKO_API int hako_asset_check_data_recv_event(const char *robo_name, HakoPduChannelIdType lchannel);
 
 #define HAKO_TRIGGER_EVENT_ID_START 0
 #define HAKO_TRIGGER_EVENT_ID_STOP  1
 #define HAKO_TRIGGER_EVENT_ID_RESET 2
-int hako_trigger_event(int trigger_event);
+HAKO_API int hako_trigger_event(int trigger_event);
 
 /* The hako error code (HAKO_E*) of this thread's last failed call, and its message. */
-int hako_asset_last_error(const char **message);
+HAKO_API int hako_asset_last_error(const char **message);
 
 /* The handles under the compatible API (NULL before register). */
-hako_domain_t *hako_asset_domain(void);
-hako_member_t *hako_asset_member(void);
+HAKO_API hako_domain_t *hako_asset_domain(void);
+HAKO_API hako_member_t *hako_asset_member(void);
 
 #ifdef __cplusplus
 }

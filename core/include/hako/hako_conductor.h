@@ -4,6 +4,8 @@
 #ifndef HAKO_CONDUCTOR_H
 #define HAKO_CONDUCTOR_H
 
+#include "hako/api.h"
+
 #include "hako/domain.h"
 
 #ifdef __cplusplus
@@ -11,8 +13,8 @@ extern "C" {
 #endif
 
 /* 0 on success, -1 on failure (logged). */
-int hako_conductor_start(hako_time_t delta_usec, hako_time_t max_delay_usec);
-void hako_conductor_stop(void);
+HAKO_API int hako_conductor_start(hako_time_t delta_usec, hako_time_t max_delay_usec);
+HAKO_API void hako_conductor_stop(void);
 
 #ifdef __cplusplus
 }

@@ -4,20 +4,22 @@
 #ifndef HAKO_SIMEVENT_H
 #define HAKO_SIMEVENT_H
 
+#include "hako/api.h"
+
 #include "hako/domain.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-int hako_simevent_init(void);
-void hako_simevent_fini(void);
-int hako_simevent_get_state(void); /* hako_state_t, or a negative error */
-int hako_simevent_start(void);
-int hako_simevent_stop(void);
-int hako_simevent_reset(void);
-hako_time_t hako_simevent_world_time(void);
-int hako_simevent_list_assets(hako_asset_info_t *out, int max, int *count);
+HAKO_API int hako_simevent_init(void);
+HAKO_API void hako_simevent_fini(void);
+HAKO_API int hako_simevent_get_state(void); /* hako_state_t, or a negative error */
+HAKO_API int hako_simevent_start(void);
+HAKO_API int hako_simevent_stop(void);
+HAKO_API int hako_simevent_reset(void);
+HAKO_API hako_time_t hako_simevent_world_time(void);
+HAKO_API int hako_simevent_list_assets(hako_asset_info_t *out, int max, int *count);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,8 @@
 #ifndef HAKO_BRIDGE_H
 #define HAKO_BRIDGE_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,25 +47,25 @@ typedef struct hako_bridge hako_bridge_t;
 /* Build the bridge of cfg->node over the endpoints of `eps` (opened by the caller, e.g. with
  * hako_endpoint_set_open on cfg->endpoints_config_path; not owned). cfg must outlive the bridge.
  * Subscribes to the sources. Errors name the connection and endpoint. */
-int hako_bridge_create(const hako_bridge_config_t *cfg, hako_endpoint_set_t *eps,
-                       hako_bridge_clock_fn clock, void *clock_user, hako_bridge_t **out,
-                       hako_error_t *err);
+HAKO_API int hako_bridge_create(const hako_bridge_config_t *cfg, hako_endpoint_set_t *eps,
+                                hako_bridge_clock_fn clock, void *clock_user, hako_bridge_t **out,
+                                hako_error_t *err);
 /* Unsubscribes (no callback runs after it returns) and frees. Accepts NULL. */
-void hako_bridge_destroy(hako_bridge_t *b);
+HAKO_API void hako_bridge_destroy(hako_bridge_t *b);
 
 /* Time-based work due at clock() now, and process_recv_events of the source endpoints. Returns
  * the number of PDUs forwarded (>= 0). */
-int hako_bridge_tick(hako_bridge_t *b);
+HAKO_API int hako_bridge_tick(hako_bridge_t *b);
 
 /* The earliest time a tick has work to do (a throttle window end or a ticker), or -1 if none:
  * the daemon may sleep until then. */
-hako_time_t hako_bridge_next_due(hako_bridge_t *b);
+HAKO_API hako_time_t hako_bridge_next_due(hako_bridge_t *b);
 
 /* Connection control. HAKO_ENOENT for an unknown id. */
-int hako_bridge_set_epoch(hako_bridge_t *b, const char *connection, uint8_t epoch);
-int hako_bridge_bump_epoch(hako_bridge_t *b, const char *connection, uint8_t *new_epoch);
-int hako_bridge_get_epoch(hako_bridge_t *b, const char *connection, uint8_t *epoch);
-int hako_bridge_set_active(hako_bridge_t *b, const char *connection, int active);
+HAKO_API int hako_bridge_set_epoch(hako_bridge_t *b, const char *connection, uint8_t epoch);
+HAKO_API int hako_bridge_bump_epoch(hako_bridge_t *b, const char *connection, uint8_t *new_epoch);
+HAKO_API int hako_bridge_get_epoch(hako_bridge_t *b, const char *connection, uint8_t *epoch);
+HAKO_API int hako_bridge_set_active(hako_bridge_t *b, const char *connection, int active);
 
 typedef struct hako_bridge_conn_stats {
 	char id[HAKO_BRIDGE_ID_MAX];
@@ -77,14 +79,14 @@ typedef struct hako_bridge_conn_stats {
 	int active;
 } hako_bridge_conn_stats_t;
 
-size_t hako_bridge_connection_count(const hako_bridge_t *b);
+HAKO_API size_t hako_bridge_connection_count(const hako_bridge_t *b);
 /* Statistics of connection i (file order). HAKO_ENOENT past the end. */
-int hako_bridge_get_stats(hako_bridge_t *b, size_t i, hako_bridge_conn_stats_t *st);
+HAKO_API int hako_bridge_get_stats(hako_bridge_t *b, size_t i, hako_bridge_conn_stats_t *st);
 
 /* Clocks: CLOCK_MONOTONIC, and a domain's world time (hako_domain_world_time) for a bridge run
  * as an asset. user = the hako_domain_t * for the latter. */
-hako_time_t hako_bridge_clock_wall(void *user);
-hako_time_t hako_bridge_clock_world(void *user);
+HAKO_API hako_time_t hako_bridge_clock_wall(void *user);
+HAKO_API hako_time_t hako_bridge_clock_world(void *user);
 
 #ifdef __cplusplus
 }

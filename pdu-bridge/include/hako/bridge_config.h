@@ -26,6 +26,8 @@
 #ifndef HAKO_BRIDGE_CONFIG_H
 #define HAKO_BRIDGE_CONFIG_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -117,9 +119,9 @@ typedef struct hako_bridge_config {
  * the container); HAKO_ENOMEM; HAKO_EINVAL (NULL arguments, a path of HAKO_ENDPOINT_PATH_MAX
  * bytes or more, a node id empty or of HAKO_BRIDGE_ID_MAX bytes or more). *out is NULL on
  * error. */
-int hako_bridge_config_load(const char *path, const char *node, const char *container_path,
-                            hako_bridge_config_t **out, hako_error_t *err);
-void hako_bridge_config_free(hako_bridge_config_t *cfg);
+HAKO_API int hako_bridge_config_load(const char *path, const char *node, const char *container_path,
+                                     hako_bridge_config_t **out, hako_error_t *err);
+HAKO_API void hako_bridge_config_free(hako_bridge_config_t *cfg);
 
 #ifdef __cplusplus
 }

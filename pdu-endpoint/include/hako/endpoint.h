@@ -23,6 +23,8 @@
 #ifndef HAKO_ENDPOINT_H
 #define HAKO_ENDPOINT_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,37 +43,37 @@ typedef struct hako_endpoint hako_endpoint_t;
 /* Load the endpoint file and open the endpoint. Errors as hako_endpoint_config_load, plus
  * HAKO_EIO (a socket could not be bound: err says which address and why), HAKO_EBUSY (address
  * in use). */
-int hako_endpoint_open(const char *config_path, hako_endpoint_t **out, hako_error_t *err);
+HAKO_API int hako_endpoint_open(const char *config_path, hako_endpoint_t **out, hako_error_t *err);
 /* Same from a loaded config; the endpoint takes cfg (it is freed with the endpoint, also when
  * this fails). */
-int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out,
-                              hako_error_t *err);
+HAKO_API int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out,
+                                       hako_error_t *err);
 /* Stop (if running) and free everything. Accepts NULL. */
-void hako_endpoint_close(hako_endpoint_t *ep);
+HAKO_API void hako_endpoint_close(hako_endpoint_t *ep);
 
 /* shm comm: the domain whose channels to use (before start; the endpoint does not own it).
  * Without it, start opens the domain named by HAKO_DOMAIN ("default"). */
-int hako_endpoint_set_domain(hako_endpoint_t *ep, hako_domain_t *dom);
+HAKO_API int hako_endpoint_set_domain(hako_endpoint_t *ep, hako_domain_t *dom);
 
 /* Start the comm (threads, client connection attempts, shm channels). HAKO_ESTATE if running. */
-int hako_endpoint_start(hako_endpoint_t *ep, hako_error_t *err);
+HAKO_API int hako_endpoint_start(hako_endpoint_t *ep, hako_error_t *err);
 /* Stop the comm: threads joined, connections closed (a server keeps its bound port). */
-int hako_endpoint_stop(hako_endpoint_t *ep);
-int hako_endpoint_is_running(const hako_endpoint_t *ep);
+HAKO_API int hako_endpoint_stop(hako_endpoint_t *ep);
+HAKO_API int hako_endpoint_is_running(const hako_endpoint_t *ep);
 
-const char *hako_endpoint_name(const hako_endpoint_t *ep);
-const hako_endpoint_config_t *hako_endpoint_config(const hako_endpoint_t *ep);
+HAKO_API const char *hako_endpoint_name(const hako_endpoint_t *ep);
+HAKO_API const hako_endpoint_config_t *hako_endpoint_config(const hako_endpoint_t *ep);
 
 /* The port a server or udp socket is bound to (useful with port 0). 0 if none. */
-uint16_t hako_endpoint_local_port(const hako_endpoint_t *ep);
+HAKO_API uint16_t hako_endpoint_local_port(const hako_endpoint_t *ep);
 
 /* ---- names (need pdu_def_path) ---- */
 
 /* Key and PDU size of (robot, pdu name). HAKO_ENOENT if unknown or no pdudef. size may be NULL. */
-int hako_endpoint_resolve(const hako_endpoint_t *ep, const char *robot, const char *pdu_name,
-                          hako_pdu_key_t *key, size_t *size);
+HAKO_API int hako_endpoint_resolve(const hako_endpoint_t *ep, const char *robot,
+                                   const char *pdu_name, hako_pdu_key_t *key, size_t *size);
 /* The PDU name of a key, NULL if unknown. */
-const char *hako_endpoint_pdu_name(const hako_endpoint_t *ep, const hako_pdu_key_t *key);
+HAKO_API const char *hako_endpoint_pdu_name(const hako_endpoint_t *ep, const hako_pdu_key_t *key);
 
 /* ---- data ---- */
 
@@ -79,10 +81,10 @@ const char *hako_endpoint_pdu_name(const hako_endpoint_t *ep, const hako_pdu_key
  * (queued or written); HAKO_ENOTCONN = no peer connected (counted as dropped); HAKO_EPERM =
  * the comm's direction is "in"; HAKO_ETOOBIG = larger than max_body_bytes, or than a datagram
  * (udp), or than the channel (shm); HAKO_ESTATE = not started (comm endpoints). */
-int hako_endpoint_send(hako_endpoint_t *ep, const hako_pdu_key_t *key, const void *data,
-                       size_t len);
-int hako_endpoint_send_by_name(hako_endpoint_t *ep, const char *robot, const char *pdu_name,
-                               const void *data, size_t len);
+HAKO_API int hako_endpoint_send(hako_endpoint_t *ep, const hako_pdu_key_t *key, const void *data,
+                                size_t len);
+HAKO_API int hako_endpoint_send_by_name(hako_endpoint_t *ep, const char *robot,
+                                        const char *pdu_name, const void *data, size_t len);
 
 /* Zero-copy send: lend a buffer of at least `size` bytes for the PDU of key, to fill in place and
  * then send with hako_endpoint_commit(len) or drop with hako_endpoint_cancel. shm: the buffer is
@@ -96,32 +98,33 @@ int hako_endpoint_send_by_name(hako_endpoint_t *ep, const char *robot, const cha
  * or cancel. Errors as hako_endpoint_send (shm: HAKO_ETOOBIG if size exceeds the channel,
  * HAKO_ENOENT if key is not in the pdudef). commit / cancel without a loan: HAKO_ESTATE;
  * commit with len > size: HAKO_ETOOBIG and the loan stays open. */
-int hako_endpoint_loan(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t size, void **buf);
-int hako_endpoint_commit(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t len);
-int hako_endpoint_cancel(hako_endpoint_t *ep, const hako_pdu_key_t *key);
+HAKO_API int hako_endpoint_loan(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t size,
+                                void **buf);
+HAKO_API int hako_endpoint_commit(hako_endpoint_t *ep, const hako_pdu_key_t *key, size_t len);
+HAKO_API int hako_endpoint_cancel(hako_endpoint_t *ep, const hako_pdu_key_t *key);
 
 /* The cached PDU of key (latest: a copy, queue: pops). HAKO_EAGAIN if none; HAKO_ETOOBIG with
  * *len = its size if cap is too small. shm: when the cache has nothing, the channel is read. */
-int hako_endpoint_recv(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf, size_t cap,
-                       size_t *len);
-int hako_endpoint_recv_by_name(hako_endpoint_t *ep, const char *robot, const char *pdu_name,
-                               void *buf, size_t cap, size_t *len);
+HAKO_API int hako_endpoint_recv(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf,
+                                size_t cap, size_t *len);
+HAKO_API int hako_endpoint_recv_by_name(hako_endpoint_t *ep, const char *robot,
+                                        const char *pdu_name, void *buf, size_t cap, size_t *len);
 /* The next pending PDU of any key (hako_cache_read_next). */
-int hako_endpoint_recv_next(hako_endpoint_t *ep, hako_pdu_key_t *key, void *buf, size_t cap,
-                            size_t *len);
+HAKO_API int hako_endpoint_recv_next(hako_endpoint_t *ep, hako_pdu_key_t *key, void *buf,
+                                     size_t cap, size_t *len);
 /* Wait until a PDU arrives after the last call of recv_next found nothing, i.e. until
  * recv_next may succeed. 0, or HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
-int hako_endpoint_wait(hako_endpoint_t *ep, hako_time_t timeout_usec);
+HAKO_API int hako_endpoint_wait(hako_endpoint_t *ep, hako_time_t timeout_usec);
 
 /* Call cb(user, key, data, len) on every PDU of key that arrives (in the comm's thread). */
-int hako_endpoint_subscribe(hako_endpoint_t *ep, const hako_pdu_key_t *key, hako_cache_cb_t cb,
-                            void *user);
-int hako_endpoint_subscribe_by_name(hako_endpoint_t *ep, const char *robot, const char *pdu_name,
-                                    hako_cache_cb_t cb, void *user);
+HAKO_API int hako_endpoint_subscribe(hako_endpoint_t *ep, const hako_pdu_key_t *key,
+                                     hako_cache_cb_t cb, void *user);
+HAKO_API int hako_endpoint_subscribe_by_name(hako_endpoint_t *ep, const char *robot,
+                                             const char *pdu_name, hako_cache_cb_t cb, void *user);
 
 /* shm comm with impl_type "poll": check the notify_on_recv channels and deliver what changed.
  * Returns the number of PDUs delivered (>= 0). Other comms: 0. */
-int hako_endpoint_process_recv_events(hako_endpoint_t *ep);
+HAKO_API int hako_endpoint_process_recv_events(hako_endpoint_t *ep);
 
 /* ---- statistics ---- */
 
@@ -140,7 +143,7 @@ typedef struct hako_endpoint_stats {
 	uint64_t disconnects;  /* connections lost or closed by a peer */
 	uint32_t peers;        /* connected now */
 } hako_endpoint_stats_t;
-void hako_endpoint_get_stats(const hako_endpoint_t *ep, hako_endpoint_stats_t *st);
+HAKO_API void hako_endpoint_get_stats(const hako_endpoint_t *ep, hako_endpoint_stats_t *st);
 
 /* ---- container: the endpoints of one node ---- */
 
@@ -148,19 +151,19 @@ typedef struct hako_endpoint_set hako_endpoint_set_t;
 
 /* Load the container file for node_id and open every endpoint (their ids become their names).
  * On error nothing stays open. */
-int hako_endpoint_set_open(const char *container_path, const char *node_id,
-                           hako_endpoint_set_t **out, hako_error_t *err);
+HAKO_API int hako_endpoint_set_open(const char *container_path, const char *node_id,
+                                    hako_endpoint_set_t **out, hako_error_t *err);
 /* Start all (in file order); on an error the ones started are stopped again. */
-int hako_endpoint_set_start(hako_endpoint_set_t *s, hako_error_t *err);
-void hako_endpoint_set_stop(hako_endpoint_set_t *s);
-void hako_endpoint_set_close(hako_endpoint_set_t *s);
+HAKO_API int hako_endpoint_set_start(hako_endpoint_set_t *s, hako_error_t *err);
+HAKO_API void hako_endpoint_set_stop(hako_endpoint_set_t *s);
+HAKO_API void hako_endpoint_set_close(hako_endpoint_set_t *s);
 /* The endpoint with this id, NULL if none. */
-hako_endpoint_t *hako_endpoint_set_get(const hako_endpoint_set_t *s, const char *id);
-size_t hako_endpoint_set_count(const hako_endpoint_set_t *s);
-hako_endpoint_t *hako_endpoint_set_at(const hako_endpoint_set_t *s, size_t i);
-const char *hako_endpoint_set_node(const hako_endpoint_set_t *s);
+HAKO_API hako_endpoint_t *hako_endpoint_set_get(const hako_endpoint_set_t *s, const char *id);
+HAKO_API size_t hako_endpoint_set_count(const hako_endpoint_set_t *s);
+HAKO_API hako_endpoint_t *hako_endpoint_set_at(const hako_endpoint_set_t *s, size_t i);
+HAKO_API const char *hako_endpoint_set_node(const hako_endpoint_set_t *s);
 /* shm comms of the set: the domain to use (before start). */
-int hako_endpoint_set_set_domain(hako_endpoint_set_t *s, hako_domain_t *dom);
+HAKO_API int hako_endpoint_set_set_domain(hako_endpoint_set_t *s, hako_domain_t *dom);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef HAKO_ENDPOINT_CACHE_H
 #define HAKO_ENDPOINT_CACHE_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,11 +34,12 @@ typedef enum hako_cache_mode {
 typedef struct hako_cache hako_cache_t;
 
 /* depth: 1..1024 (HAKO_EINVAL otherwise); ignored (1) for latest. */
-int hako_cache_create(hako_cache_mode_t mode, uint32_t depth, hako_cache_t **out);
-void hako_cache_destroy(hako_cache_t *c);
+HAKO_API int hako_cache_create(hako_cache_mode_t mode, uint32_t depth, hako_cache_t **out);
+HAKO_API void hako_cache_destroy(hako_cache_t *c);
 
 /* Store a PDU (copied) and call the key's subscribers (outside the cache lock). */
-int hako_cache_write(hako_cache_t *c, const hako_pdu_key_t *key, const void *data, size_t len);
+HAKO_API int hako_cache_write(hako_cache_t *c, const hako_pdu_key_t *key, const void *data,
+                              size_t len);
 
 /* Store a PDU that fill produces straight into the cache's slot (saves the copy from a staging
  * buffer: the shm comm reads a channel into the slot). fill(arg, dst, cap, &len) gets at least
@@ -45,23 +48,25 @@ int hako_cache_write(hako_cache_t *c, const hako_pdu_key_t *key, const void *dat
  * must not call the cache. The key's subscribers then get the slot's copy; the slot is not
  * reused while they run (a concurrent write of the same key gets another buffer). */
 typedef int (*hako_cache_fill_fn)(void *arg, void *dst, size_t cap, size_t *len);
-int hako_cache_write_fill(hako_cache_t *c, const hako_pdu_key_t *key, size_t cap,
-                          hako_cache_fill_fn fill, void *arg, size_t *len);
+HAKO_API int hako_cache_write_fill(hako_cache_t *c, const hako_pdu_key_t *key, size_t cap,
+                                   hako_cache_fill_fn fill, void *arg, size_t *len);
 
 /* The PDU of `key`: latest copies it (stays), queue pops the oldest. HAKO_EAGAIN if there is
  * none; HAKO_ETOOBIG with *len = its size if cap is too small (nothing is consumed). */
-int hako_cache_read(hako_cache_t *c, const hako_pdu_key_t *key, void *buf, size_t cap, size_t *len);
+HAKO_API int hako_cache_read(hako_cache_t *c, const hako_pdu_key_t *key, void *buf, size_t cap,
+                             size_t *len);
 
 /* The next pending PDU of any key: latest = keys written since their last read, in the order of
  * their first pending write; queue = global arrival order. *key gets its key. HAKO_EAGAIN if
  * nothing is pending. Consumes it (latest: the key is no longer pending). */
-int hako_cache_read_next(hako_cache_t *c, hako_pdu_key_t *key, void *buf, size_t cap, size_t *len);
+HAKO_API int hako_cache_read_next(hako_cache_t *c, hako_pdu_key_t *key, void *buf, size_t cap,
+                                  size_t *len);
 
 typedef void (*hako_cache_cb_t)(void *user, const hako_pdu_key_t *key, const void *data,
                                 size_t len);
 /* Call cb on every write of `key` (several subscribers per key allowed). */
-int hako_cache_subscribe(hako_cache_t *c, const hako_pdu_key_t *key, hako_cache_cb_t cb,
-                         void *user);
+HAKO_API int hako_cache_subscribe(hako_cache_t *c, const hako_pdu_key_t *key, hako_cache_cb_t cb,
+                                  void *user);
 
 typedef struct hako_cache_stats {
 	uint64_t writes;
@@ -69,7 +74,7 @@ typedef struct hako_cache_stats {
 	uint64_t dropped; /* queue overflow: oldest dropped */
 	uint32_t keys;
 } hako_cache_stats_t;
-void hako_cache_get_stats(hako_cache_t *c, hako_cache_stats_t *st);
+HAKO_API void hako_cache_get_stats(hako_cache_t *c, hako_cache_stats_t *st);
 
 #ifdef __cplusplus
 }

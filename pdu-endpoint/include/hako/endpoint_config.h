@@ -26,6 +26,8 @@
 #ifndef HAKO_ENDPOINT_CONFIG_H
 #define HAKO_ENDPOINT_CONFIG_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -187,8 +189,9 @@ typedef struct hako_endpoint_config {
 /* Load an endpoint file and the files it names. Returns 0, HAKO_ECONFIG, HAKO_ENOENT (a file is
  * missing), HAKO_EIO, HAKO_ENOMEM, HAKO_ENAMETOOLONG or HAKO_EINVAL (NULL argument); *out is NULL
  * on error. */
-int hako_endpoint_config_load(const char *path, hako_endpoint_config_t **out, hako_error_t *err);
-void hako_endpoint_config_free(hako_endpoint_config_t *cfg);
+HAKO_API int hako_endpoint_config_load(const char *path, hako_endpoint_config_t **out,
+                                       hako_error_t *err);
+HAKO_API void hako_endpoint_config_free(hako_endpoint_config_t *cfg);
 
 typedef struct hako_endpoint_entry {
 	char id[HAKO_ENDPOINT_NAME_MAX];          /* the endpoint's name once opened */
@@ -208,9 +211,15 @@ typedef struct hako_endpoint_container {
 /* Load the endpoints of node_id from a container file (an array of {nodeId, endpoints[]}); every
  * node's entries are checked, only node_id's endpoint files are loaded. Same errors as
  * hako_endpoint_config_load; a node_id that is not in the file is HAKO_ECONFIG. */
-int hako_endpoint_container_load(const char *path, const char *node_id,
-                                 hako_endpoint_container_t **out, hako_error_t *err);
-void hako_endpoint_container_free(hako_endpoint_container_t *c);
+HAKO_API int hako_endpoint_container_load(const char *path, const char *node_id,
+                                          hako_endpoint_container_t **out, hako_error_t *err);
+/* node_id's endpoints from a container held inline in another file: the array found at the
+ * top-level member `key` of the JSON file `file` (a bridge file's "endpoints" block). It is
+ * checked as a container file is; config_path resolves under the folder of file; errors point
+ * into file ("bridge.json:12:9: endpoints[0].endpoints[1].config_path: ..."). */
+HAKO_API int hako_endpoint_container_load_at(const char *file, const char *key, const char *node_id,
+                                             hako_endpoint_container_t **out, hako_error_t *err);
+HAKO_API void hako_endpoint_container_free(hako_endpoint_container_t *c);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@
 #ifndef HAKO_FRAME_H
 #define HAKO_FRAME_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,26 +68,26 @@ typedef struct hako_frame {
 
 /* Bytes the encoded frame takes: header + body. 0 if robot is NULL or 128 bytes or longer, or
  * the lengths would not fit the frame's u32 length fields. */
-size_t hako_frame_size(hako_frame_version_t v, const char *robot, uint32_t body_len);
+HAKO_API size_t hako_frame_size(hako_frame_version_t v, const char *robot, uint32_t body_len);
 
 /* Encode f into buf (cap bytes); *len = bytes written. HAKO_ETOOBIG if cap is too small,
  * HAKO_ENAMETOOLONG for a robot name of 128 bytes or more, HAKO_EINVAL otherwise (also for v1
  * with a request_type other than HAKO_FRAME_PDU_DATA: v1 cannot carry it; v1 drops the times). */
-int hako_frame_encode(hako_frame_version_t v, const hako_frame_t *f, void *buf, size_t cap,
-                      size_t *len);
+HAKO_API int hako_frame_encode(hako_frame_version_t v, const hako_frame_t *f, void *buf, size_t cap,
+                               size_t *len);
 
 /* For a stream: how many bytes the frame that starts at buf needs in all (header + body), from
  * the first bytes of it. *needed = 0 (return 0) = not enough bytes yet to know (v2 needs the
  * 304-byte header, v1 its two length words, 8 bytes); HAKO_EPROTO (with err->message) when the
  * header is invalid or announces more than max_body bytes of body. */
-int hako_frame_needed(hako_frame_version_t v, const void *buf, size_t len, uint32_t max_body,
-                      size_t *needed, hako_error_t *err);
+HAKO_API int hako_frame_needed(hako_frame_version_t v, const void *buf, size_t len,
+                               uint32_t max_body, size_t *needed, hako_error_t *err);
 
 /* Decode one complete frame of exactly len bytes (a datagram, a WebSocket message, or the
  * `needed` bytes of a stream): a buffer shorter or longer than the frame is refused.
  * HAKO_EPROTO with err->message (file "", line 0) on anything malformed; out is untouched then. */
-int hako_frame_decode(hako_frame_version_t v, const void *buf, size_t len, uint32_t max_body,
-                      hako_frame_t *out, hako_error_t *err);
+HAKO_API int hako_frame_decode(hako_frame_version_t v, const void *buf, size_t len,
+                               uint32_t max_body, hako_frame_t *out, hako_error_t *err);
 
 #ifdef __cplusplus
 }

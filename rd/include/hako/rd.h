@@ -48,6 +48,8 @@
 #ifndef HAKO_RD_H
 #define HAKO_RD_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -120,9 +122,10 @@ typedef struct hako_rd_config {
 
 /* Load and validate an RD config JSON (format: docs/rd.md, schema configs/schema/rd.schema.json).
  * Errors: HAKO_ENOENT, HAKO_ECONFIG with err = file:line:column: path: what. */
-int hako_rd_config_load(const char *path, hako_rd_config_t **out, hako_error_t *err);
-void hako_rd_config_free(hako_rd_config_t *cfg);
-const hako_rd_eu_config_t *hako_rd_config_eu(const hako_rd_config_t *cfg, const char *name);
+HAKO_API int hako_rd_config_load(const char *path, hako_rd_config_t **out, hako_error_t *err);
+HAKO_API void hako_rd_config_free(hako_rd_config_t *cfg);
+HAKO_API const hako_rd_eu_config_t *hako_rd_config_eu(const hako_rd_config_t *cfg,
+                                                      const char *name);
 
 /* The boundary trigger of the forklift demo (ExMonitor policy of RD-Light). The EU belongs to
  * low_owner while the position is below the boundary and to high_owner above it. Because a
@@ -140,13 +143,13 @@ typedef struct hako_rd_trigger_state {
 } hako_rd_trigger_state_t;
 
 /* Call when this node becomes the owner (start, activation, reclaim). */
-void hako_rd_trigger_reset(hako_rd_trigger_state_t *st, double pos, hako_time_t now);
+HAKO_API void hako_rd_trigger_reset(hako_rd_trigger_state_t *st, double pos, hako_time_t now);
 /* The node to release to now, or 0 to keep the EU. */
-uint8_t hako_rd_trigger_boundary(const hako_rd_trigger_t *tr, hako_rd_trigger_state_t *st,
-                                 uint8_t owner, double pos, double vel, hako_time_t now,
-                                 hako_time_t max_delay_usec);
+HAKO_API uint8_t hako_rd_trigger_boundary(const hako_rd_trigger_t *tr, hako_rd_trigger_state_t *st,
+                                          uint8_t owner, double pos, double vel, hako_time_t now,
+                                          hako_time_t max_delay_usec);
 /* margin = v_max * Dmax, in the units of pos. */
-double hako_rd_trigger_margin(const hako_rd_trigger_t *tr, hako_time_t max_delay_usec);
+HAKO_API double hako_rd_trigger_margin(const hako_rd_trigger_t *tr, hako_time_t max_delay_usec);
 
 /* ---- A process hosting EU instances for one node ---- */
 
@@ -159,10 +162,10 @@ typedef struct hako_rd_node hako_rd_node_t;
  * trace_path: JSON-lines trace appended to (NULL: no trace; an observer writes none).
  * HAKO_EINVAL if node_id is not in cfg's nodes, HAKO_ESIZE if a channel exists with another
  * size, HAKO_EIO if the trace cannot be opened. */
-int hako_rd_node_open(hako_domain_t *dom, const hako_rd_config_t *cfg, uint8_t node_id,
-                      const char *trace_path, hako_rd_node_t **out);
-void hako_rd_node_close(hako_rd_node_t *node);
-uint8_t hako_rd_node_id(const hako_rd_node_t *node);
+HAKO_API int hako_rd_node_open(hako_domain_t *dom, const hako_rd_config_t *cfg, uint8_t node_id,
+                               const char *trace_path, hako_rd_node_t **out);
+HAKO_API void hako_rd_node_close(hako_rd_node_t *node);
+HAKO_API uint8_t hako_rd_node_id(const hako_rd_node_t *node);
 
 typedef struct hako_rd_eu_state {
 	hako_rd_status_t status;
@@ -180,17 +183,17 @@ enum {
 };
 
 /* The EU's state as the status channel says, and this node's role. */
-int hako_rd_get_state(hako_rd_node_t *node, uint32_t eu, hako_rd_eu_state_t *st);
+HAKO_API int hako_rd_get_state(hako_rd_node_t *node, uint32_t eu, hako_rd_eu_state_t *st);
 /* 1 if this node owns the EU (may step it and write its PDUs), else 0. */
-int hako_rd_is_owner(hako_rd_node_t *node, uint32_t eu);
+HAKO_API int hako_rd_is_owner(hako_rd_node_t *node, uint32_t eu);
 
 /* Owner only: hand the EU to node `next`. ctx = the application's state after its last model
  * step; model_step = how many model steps it has run; now = world time of that step. From now
  * on this node is RELEASING: it neither steps the EU nor writes its PDUs.
  * HAKO_ENOTOWNER, HAKO_ETOOBIG (ctx larger than max_context_bytes), HAKO_EINVAL (next is not a
  * candidate, or is this node). */
-int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void *ctx,
-                    size_t ctx_len, uint64_t model_step, hako_time_t now);
+HAKO_API int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void *ctx,
+                             size_t ctx_len, uint64_t model_step, hako_time_t now);
 
 typedef enum hako_rd_event {
 	HAKO_RD_EV_NONE = 0,
@@ -213,31 +216,33 @@ typedef struct hako_rd_activation {
  * before stepping the model). *ev says what happened; for HAKO_RD_EV_ACTIVATE the context is
  * copied to ctx (cap bytes) and described in *act. HAKO_ETOOBIG if the context does not fit
  * in cap (nothing happens; poll again with a bigger buffer). */
-int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_event_t *ev, void *ctx,
-                 size_t cap, hako_rd_activation_t *act);
+HAKO_API int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_event_t *ev,
+                          void *ctx, size_t cap, hako_rd_activation_t *act);
 
 /* After HAKO_RD_EV_ACTIVATE, in the same asset step: ok != 0 once the context is restored
  * (writes Activating then Stable: this node owns the EU); ok == 0 if the restore failed
  * (writes nothing; the old owner takes the EU back at its timeout). HAKO_ESTATE without a
  * pending ACTIVATE, HAKO_ETIMEDOUT if now is outside (release time, release time + timeout]. */
-int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now);
+HAKO_API int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now);
 
 /* Owner only: write PDU `pdu` (index in the EU's writes) of the EU, stamping the current epoch
  * in its meta byte 20 (pdu must be a valid registry PDU of its type: HAKO_EPROTO otherwise).
  * HAKO_ENOTOWNER unless owner. model_time = world time of the model step the data belongs to
  * (for the trace; the record's world time is the `now` of this step's poll). */
-int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
-                  hako_time_t model_time);
+HAKO_API int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
+                           hako_time_t model_time);
 
 /* Read PDU `pdu` of the EU; HAKO_EAGAIN if never written or its epoch is not the EU's current
  * epoch (a stale PDU of a previous owner is dropped and counted). During a hand-off the status
  * already has the new epoch: the old owner's last PDU is dropped until the new owner writes. */
-int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap, size_t *len);
-uint64_t hako_rd_stale_drops(const hako_rd_node_t *node);
+HAKO_API int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap,
+                          size_t *len);
+HAKO_API uint64_t hako_rd_stale_drops(const hako_rd_node_t *node);
 
 /* Record in the trace that this node ran model step `step` of the EU, covering world time
  * [model_time - delta, model_time]. */
-void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step, hako_time_t model_time);
+HAKO_API void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step,
+                                 hako_time_t model_time);
 
 /* ---- Trace check (hako-rd check) ---- */
 
@@ -256,8 +261,8 @@ typedef struct hako_rd_check_result {
  * 0 if the traces could be read (look at res->violations; first_violation is the earliest in
  * world time, "file:line: what"; each violation is also logged at info level), else an error
  * naming the file and line. */
-int hako_rd_check(const char *const *paths, size_t count, hako_rd_check_result_t *res,
-                  hako_error_t *err);
+HAKO_API int hako_rd_check(const char *const *paths, size_t count, hako_rd_check_result_t *res,
+                           hako_error_t *err);
 
 #ifdef __cplusplus
 }

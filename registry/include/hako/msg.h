@@ -14,6 +14,8 @@
 #ifndef HAKO_MSG_H
 #define HAKO_MSG_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -81,45 +83,45 @@ struct hako_msg_type {
 };
 
 /* "bool", "int32", ..., "string", "struct". */
-const char *hako_msg_kind_name(hako_msg_kind_t kind);
+HAKO_API const char *hako_msg_kind_name(hako_msg_kind_t kind);
 
 /* The PDU size of a type without heap data: 24-byte meta + base rounded up to 8. */
-uint32_t hako_msg_pdu_fixed_size(const hako_msg_type_t *type);
+HAKO_API uint32_t hako_msg_pdu_fixed_size(const hako_msg_type_t *type);
 
 typedef struct hako_msg_registry hako_msg_registry_t;
 
 /* A registry whose search path is $HAKO_MSG_PATH (folders separated by ':'), then the built-in
  * packages (compiled into the library). A folder holds packages as <pkg>/<Type>.msg or
  * <pkg>/msg/<Type>.msg. Types load on first use and stay until destroy. */
-int hako_msg_registry_create(hako_msg_registry_t **out);
-void hako_msg_registry_destroy(hako_msg_registry_t *reg);
+HAKO_API int hako_msg_registry_create(hako_msg_registry_t **out);
+HAKO_API void hako_msg_registry_destroy(hako_msg_registry_t *reg);
 
 /* Search `dir` before the folders already on the path. */
-int hako_msg_registry_add_path(hako_msg_registry_t *reg, const char *dir);
+HAKO_API int hako_msg_registry_add_path(hako_msg_registry_t *reg, const char *dir);
 
 /* The type "pkg/Type", loaded with its nested types. HAKO_ENOENT if no folder has it (err says
  * where it looked), HAKO_ECONFIG for a malformed .msg (err: file, line, column, what), including
  * a type that nests itself. */
-int hako_msg_registry_get(hako_msg_registry_t *reg, const char *full_name,
-                          const hako_msg_type_t **out, hako_error_t *err);
+HAKO_API int hako_msg_registry_get(hako_msg_registry_t *reg, const char *full_name,
+                                   const hako_msg_type_t **out, hako_error_t *err);
 
 /* Define pkg/name from .msg text (tests, tools, generated code). `path` is what errors name.
  * HAKO_EEXIST if the registry has that type already. */
-int hako_msg_registry_add_text(hako_msg_registry_t *reg, const char *pkg, const char *name,
-                               const char *text, const char *path, const hako_msg_type_t **out,
-                               hako_error_t *err);
+HAKO_API int hako_msg_registry_add_text(hako_msg_registry_t *reg, const char *pkg, const char *name,
+                                        const char *text, const char *path,
+                                        const hako_msg_type_t **out, hako_error_t *err);
 
 /* Every type the search path and the built-in packages provide, as sorted "pkg/Type" names
  * (loaded or not). Free with hako_msg_names_free. */
-int hako_msg_registry_list(hako_msg_registry_t *reg, char ***names, size_t *count);
-void hako_msg_names_free(char **names, size_t count);
+HAKO_API int hako_msg_registry_list(hako_msg_registry_t *reg, char ***names, size_t *count);
+HAKO_API void hako_msg_names_free(char **names, size_t count);
 
 /* The built-in packages compiled into the library (std_msgs, builtin_interfaces, geometry_msgs,
  * sensor_msgs, nav_msgs, hako_msgs, hako_mavlink_msgs): the text of pkg/Type.msg or NULL. */
-const char *hako_msg_builtin_text(const char *pkg, const char *name);
+HAKO_API const char *hako_msg_builtin_text(const char *pkg, const char *name);
 /* Number of built-in types, and the i-th one's package and name. */
-size_t hako_msg_builtin_count(void);
-void hako_msg_builtin_at(size_t i, const char **pkg, const char **name);
+HAKO_API size_t hako_msg_builtin_count(void);
+HAKO_API void hako_msg_builtin_at(size_t i, const char **pkg, const char **name);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,8 @@
 #ifndef HAKO_PDU_H
 #define HAKO_PDU_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,16 +47,16 @@ typedef struct hako_pdu_meta {
 } hako_pdu_meta_t;
 
 /* Look at the meta header only. */
-int hako_pdu_classify(const void *pdu, size_t len);
+HAKO_API int hako_pdu_classify(const void *pdu, size_t len);
 
 /* Read the meta header; HAKO_EPROTO unless the class is VALID and the offsets are coherent
  * (base_off == 24, heap_off >= base_off and 8-aligned, heap_off <= total_size <= len). */
-int hako_pdu_meta_read(const void *pdu, size_t len, hako_pdu_meta_t *meta);
+HAKO_API int hako_pdu_meta_read(const void *pdu, size_t len, hako_pdu_meta_t *meta);
 
 /* The epoch byte (a generation tag, compared only for equality). get: HAKO_EPROTO unless VALID.
  * set: a release store, so a writer that sets it last makes it the commit marker of the PDU. */
-int hako_pdu_get_epoch(const void *pdu, size_t len, uint8_t *epoch);
-int hako_pdu_set_epoch(void *pdu, size_t len, uint8_t epoch);
+HAKO_API int hako_pdu_get_epoch(const void *pdu, size_t len, uint8_t *epoch);
+HAKO_API int hako_pdu_set_epoch(void *pdu, size_t len, uint8_t epoch);
 
 /* Check a whole PDU of `type`: meta as above, heap_off == 24 + align8(type->size), every
  * variable array at any depth inside [heap start, total_size) with no arithmetic overflow
@@ -63,7 +65,8 @@ int hako_pdu_set_epoch(void *pdu, size_t len, uint8_t epoch);
  * blow up in JSON), and every string slot NUL-terminated.
  * 0, or HAKO_EPROTO with err->message naming the field path ("points[2].data: ..."); HAKO_EINVAL
  * for a NULL type or PDU. */
-int hako_pdu_validate(const hako_msg_type_t *type, const void *pdu, size_t len, hako_error_t *err);
+HAKO_API int hako_pdu_validate(const hako_msg_type_t *type, const void *pdu, size_t len,
+                               hako_error_t *err);
 
 /* Pointer to the base struct of a valid PDU (pdu + 24). */
 static inline void *hako_pdu_base(void *pdu)
@@ -76,8 +79,8 @@ static inline void *hako_pdu_base(void *pdu)
  * the reference points outside the PDU or the length is negative or overflows. An empty array
  * gives a non-NULL pointer and *count = 0. The heap is packed, so elements are not aligned:
  * read them with memcpy. */
-const void *hako_pdu_varray(const void *pdu, size_t len, const void *ref, uint32_t elem_size,
-                            uint32_t *count);
+HAKO_API const void *hako_pdu_varray(const void *pdu, size_t len, const void *ref,
+                                     uint32_t elem_size, uint32_t *count);
 
 /* ---- Writing ---- */
 
@@ -94,7 +97,8 @@ typedef struct hako_pdu_writer {
  * HAKO_EINVAL (no type, or buf NULL with cap > 0), HAKO_ETOOBIG (cap below the fixed part).
  * A sizing pass: buf NULL and cap 0, then the same calls as for real (writer_varray returns
  * NULL and does not look at ref, so NULL will do); finish gives the size in *len. */
-int hako_pdu_writer_init(hako_pdu_writer_t *w, const hako_msg_type_t *type, void *buf, size_t cap);
+HAKO_API int hako_pdu_writer_init(hako_pdu_writer_t *w, const hako_msg_type_t *type, void *buf,
+                                  size_t cap);
 /* Give the variable-array reference at `ref` count elements of elem_size bytes at the end of
  * the heap; returns them zeroed, or NULL after an error. ref must lie in the part of the
  * buffer written so far (base or heap), else HAKO_EINVAL. The heap is packed: the elements are
@@ -102,10 +106,11 @@ int hako_pdu_writer_init(hako_pdu_writer_t *w, const hako_msg_type_t *type, void
  * is the current end of the heap, as Hakoniwa writes it). Past cap: HAKO_ETOOBIG, and the writer
  * keeps counting `needed` (SIZE_MAX if the PDU would exceed INT32_MAX bytes). Allocate a
  * struct array before its elements' own arrays, element by element (Hakoniwa's order). */
-void *hako_pdu_writer_varray(hako_pdu_writer_t *w, void *ref, uint32_t count, uint32_t elem_size);
+HAKO_API void *hako_pdu_writer_varray(hako_pdu_writer_t *w, void *ref, uint32_t count,
+                                      uint32_t elem_size);
 /* Write total_size; *len = w->needed (the PDU's size; after HAKO_ETOOBIG the size it needs).
  * Returns w->error. The epoch stays 0: set it last, with hako_pdu_set_epoch. */
-int hako_pdu_writer_finish(hako_pdu_writer_t *w, size_t *len);
+HAKO_API int hako_pdu_writer_finish(hako_pdu_writer_t *w, size_t *len);
 
 /* ---- JSON ---- */
 
@@ -121,8 +126,8 @@ int hako_pdu_writer_finish(hako_pdu_writer_t *w, size_t *len);
  * The PDU is validated first (HAKO_EPROTO). *out is malloc'd and NUL-terminated.
  * flags: HAKO_PDU_JSON_PRETTY (2-space indent, arrays of numbers on one line). */
 #define HAKO_PDU_JSON_PRETTY 1
-int hako_pdu_to_json(const hako_msg_type_t *type, const void *pdu, size_t len, int flags,
-                     char **out, hako_error_t *err);
+HAKO_API int hako_pdu_to_json(const hako_msg_type_t *type, const void *pdu, size_t len, int flags,
+                              char **out, hako_error_t *err);
 
 /* Encode JSON text as a PDU of `type` into buf (cap bytes); *len = its size. Takes what
  * hako_pdu_to_json writes (JSON -> PDU -> JSON is the identity), plus integers written as reals
@@ -133,8 +138,8 @@ int hako_pdu_to_json(const hako_msg_type_t *type, const void *pdu, size_t len, i
  * uint8"), err->line/column where the value starts, err->file is left empty. If cap is too
  * small: HAKO_ETOOBIG and *len = the size needed (buf NULL, cap 0 asks for it; SIZE_MAX if the
  * PDU would pass INT32_MAX bytes). buf is written only on success; the PDU's epoch is 0. */
-int hako_pdu_from_json(const hako_msg_type_t *type, const char *json, size_t json_len, void *buf,
-                       size_t cap, size_t *len, hako_error_t *err);
+HAKO_API int hako_pdu_from_json(const hako_msg_type_t *type, const char *json, size_t json_len,
+                                void *buf, size_t cap, size_t *len, hako_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,8 @@
 #ifndef HAKO_PDUDEF_H
 #define HAKO_PDUDEF_H
 
+#include "hako/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,14 +47,14 @@ typedef struct hako_pdudef {
 /* Load a pdudef file. On error returns HAKO_ENOENT (the pdudef or a pdutypes file is missing),
  * HAKO_ECONFIG (malformed), HAKO_EIO, HAKO_ENOMEM, HAKO_ENAMETOOLONG (path of 512 bytes or more)
  * or HAKO_EINVAL (NULL argument), and fills err with file, line, column and what is wrong. */
-int hako_pdudef_load(const char *path, hako_pdudef_t **out, hako_error_t *err);
-void hako_pdudef_free(hako_pdudef_t *def);
+HAKO_API int hako_pdudef_load(const char *path, hako_pdudef_t **out, hako_error_t *err);
+HAKO_API void hako_pdudef_free(hako_pdudef_t *def);
 
-const hako_pdudef_robot_t *hako_pdudef_robot(const hako_pdudef_t *def, const char *robot);
-const hako_pdudef_pdu_t *hako_pdudef_find(const hako_pdudef_t *def, const char *robot,
-                                          const char *name);
-const hako_pdudef_pdu_t *hako_pdudef_find_channel(const hako_pdudef_t *def, const char *robot,
-                                                  int32_t channel_id);
+HAKO_API const hako_pdudef_robot_t *hako_pdudef_robot(const hako_pdudef_t *def, const char *robot);
+HAKO_API const hako_pdudef_pdu_t *hako_pdudef_find(const hako_pdudef_t *def, const char *robot,
+                                                   const char *name);
+HAKO_API const hako_pdudef_pdu_t *hako_pdudef_find_channel(const hako_pdudef_t *def,
+                                                           const char *robot, int32_t channel_id);
 
 #ifdef __cplusplus
 }

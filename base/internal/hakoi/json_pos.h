@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "hako/error.h"
+#include "hakoi/file.h"
 
 /* One step of a path: an object member (key != NULL) or an array element (key == NULL). */
 typedef struct hakoi_json_seg {
@@ -59,14 +60,5 @@ int hakoi_jctx_check_keys(hakoi_jctx_t *j, const void *obj, const char *const *k
  * alone. */
 int hakoi_jctx_get_int(hakoi_jctx_t *j, const void *obj, const char *key, int required,
                        long long min, long long max, long long *out);
-
-/* Read a whole regular file of at most HAKOI_FILE_MAX_BYTES into a malloc'd buffer (not
- * NUL-terminated). Returns 0 or an errno value; HAKOI_ENOTREG for a FIFO, device or socket,
- * EISDIR, EFBIG. hakoi_read_file_strerror words them for a message. */
-#define HAKOI_FILE_MAX_BYTES (64u << 20)
-#define HAKOI_FILE_MAX_TEXT  "64 MiB"
-#define HAKOI_ENOTREG        (-1)
-int hakoi_read_file(const char *path, char **text, size_t *len);
-const char *hakoi_read_file_strerror(int e);
 
 #endif

@@ -2,6 +2,8 @@
 #ifndef HAKO_ERROR_H
 #define HAKO_ERROR_H
 
+#include "hako/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,7 +39,7 @@ enum hako_errno {
 };
 
 /* A short English description of an error code ("unknown error" if none). */
-const char *hako_strerror(int err);
+HAKO_API const char *hako_strerror(int err);
 
 /* Where and why a file could not be loaded. line/column are 1-based, 0 when unknown. */
 typedef struct hako_error {
@@ -48,14 +50,14 @@ typedef struct hako_error {
 } hako_error_t;
 
 /* Clear an error record. Accepts NULL. */
-void hako_error_clear(hako_error_t *err);
+HAKO_API void hako_error_clear(hako_error_t *err);
 
 /* Fill an error record (printf-style message). Accepts err == NULL. Returns code. */
-int hako_error_set(hako_error_t *err, int code, const char *file, int line, int column,
-                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+HAKO_API int hako_error_set(hako_error_t *err, int code, const char *file, int line, int column,
+                            const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* "file:line:column: message" (line/column omitted when 0) into buf. Returns buf. */
-const char *hako_error_format(const hako_error_t *err, char *buf, unsigned long len);
+HAKO_API const char *hako_error_format(const hako_error_t *err, char *buf, unsigned long len);
 
 #ifdef __cplusplus
 }

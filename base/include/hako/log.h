@@ -3,6 +3,8 @@
 #ifndef HAKO_LOG_H
 #define HAKO_LOG_H
 
+#include "hako/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,10 +17,11 @@ typedef enum hako_log_level {
 	HAKO_LOG_OFF = 4,
 } hako_log_level_t;
 
-void hako_log(hako_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int hako_log_enabled(hako_log_level_t level);
+HAKO_API void hako_log(hako_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+HAKO_API int hako_log_enabled(hako_log_level_t level);
 /* Override the level read from HAKO_LOG (tools use it for -v / -q). */
-void hako_log_set_level(hako_log_level_t level);
+HAKO_API void hako_log_set_level(hako_log_level_t level);
 
 #define HAKO_DEBUG(...) hako_log(HAKO_LOG_DEBUG, __VA_ARGS__)
 #define HAKO_INFO(...)  hako_log(HAKO_LOG_INFO, __VA_ARGS__)
