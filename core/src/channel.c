@@ -215,6 +215,21 @@ int32_t hako_channel_id(const hako_channel_t *ch)
 	return ch != NULL ? ch->c->channel_id : -1;
 }
 
+/* After a write: wake sleeping readers of this channel and the wait-sets watching it, with no
+ * syscall when nobody sleeps. The loads follow the seq_cst store of c->seq: a waiter that
+ * announced itself before that store is seen here. */
+static void wake_readers(hako_domain_t *dom, struct hakoi_channel *c)
+{
+	if (atomic_load(&c->waiters) != 0) {
+		atomic_fetch_add(&c->notify, 1);
+		hakoi_futex_wake_all(&c->notify);
+	}
+	uint64_t mask = atomic_load(&c->waitset_mask);
+	if (mask != 0) {
+		hakoi_waitset_notify(dom, mask);
+	}
+}
+
 /* 1 if the pid in a writer word names no process: its holder died mid-write. */
 static int holder_dead(uint32_t holder)
 {
@@ -306,10 +321,7 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	atomic_store(&c->seq, n);
 	writer_unlock(c);
 	/* Wake sleeping readers only: no syscall when nobody waits. */
-	if (atomic_load(&c->waiters) != 0) {
-		atomic_fetch_add(&c->notify, 1);
-		hakoi_futex_wake_all(&c->notify);
-	}
+	wake_readers(ch->dom, c);
 	return 0;
 }
 
@@ -369,10 +381,7 @@ int hako_channel_commit(hako_channel_t *ch, size_t len)
 	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
 	atomic_store(&c->seq, n);
 	writer_unlock(c);
-	if (atomic_load(&c->waiters) != 0) {
-		atomic_fetch_add(&c->notify, 1);
-		hakoi_futex_wake_all(&c->notify);
-	}
+	wake_readers(ch->dom, c);
 	return 0;
 }
 
@@ -548,6 +557,7 @@ void hakoi_channels_reset(hako_domain_t *dom)
 		if (atomic_load(&c->waiters) != 0) {
 			hakoi_futex_wake_all(&c->notify);
 		}
+		hakoi_waitset_notify(dom, atomic_load(&c->waitset_mask));
 	}
 }
 

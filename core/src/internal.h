@@ -10,7 +10,7 @@
 #include "hako/domain.h"
 
 #define HAKOI_MAGIC          0x4d444b48u /* "HKDM" */
-#define HAKOI_LAYOUT_VERSION 1u
+#define HAKOI_LAYOUT_VERSION 2u
 #define HAKOI_CACHELINE      64
 /* Waits wake at least this often to heartbeat and to notice a dead master. */
 #define HAKOI_WAIT_SLICE_USEC 100000
@@ -21,6 +21,15 @@
 #define HAKOI_MAX_STEP_USEC (1ll << 40)
 #define HAKOI_MAX_TIME_USEC (1ll << 60)
 
+/* A wait-set's place in the segment: writers of the channels it watches bump seq and wake it.
+ * Owned by a process (pid + start time), reclaimed when that process is gone. */
+struct hakoi_waitslot {
+	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t owner_pid;
+	uint64_t owner_start;
+	_Atomic uint32_t seq;
+	_Atomic uint32_t waiters;
+};
+
 /* Segment header, at offset 0. Everything after `ready` is valid once magic is set. */
 struct hakoi_header {
 	_Atomic uint32_t magic; /* written last at creation */
@@ -29,6 +38,7 @@ struct hakoi_header {
 	uint32_t max_assets;
 	uint32_t max_channels;
 	uint64_t arena_bytes;
+	uint64_t waitsets_off; /* HAKO_WAITSET_MAX struct hakoi_waitslot */
 	uint64_t assets_off;
 	uint64_t channels_off;
 	uint64_t index_off;
@@ -101,6 +111,7 @@ struct hakoi_channel {
 	_Atomic uint64_t buf_wno[2]; /* number of the write a buffer holds, 0 = none */
 	_Atomic uint32_t notify;     /* futex word, bumped by a write when there are waiters */
 	_Atomic uint32_t waiters;
+	_Atomic uint64_t waitset_mask; /* bit i: waitsets[i] watches this channel */
 };
 
 struct hako_channel {
@@ -125,6 +136,7 @@ struct hako_domain {
 	uint32_t index_slots;
 	uint64_t arena_bytes;
 	struct hakoi_header *hdr;
+	struct hakoi_waitslot *waitsets;
 	struct hakoi_asset *assets;
 	struct hakoi_channel *channels;
 	_Atomic int32_t *index;
@@ -211,6 +223,9 @@ void hakoi_try_advance(hako_domain_t *dom);
 int hakoi_check_step(hako_domain_t *dom, const char *asset, hako_time_t dt);
 /* One paced step by the master: 1 if the world advanced. */
 int hakoi_advance_once(hako_domain_t *dom);
+
+/* waitset.c: after a write, wake the wait-sets that watch the channel. */
+void hakoi_waitset_notify(hako_domain_t *dom, uint64_t mask);
 
 /* channel.c */
 void hakoi_channels_reset(hako_domain_t *dom); /* lock held, nobody stepping */

@@ -93,6 +93,8 @@ static void layout(const hako_domain_config_t *cfg, struct hakoi_header *h)
 		slots <<= 1;
 	}
 	size_t off = align_up(sizeof(struct hakoi_header), 4096);
+	h->waitsets_off = off;
+	off = align_up(off + HAKO_WAITSET_MAX * sizeof(struct hakoi_waitslot), 4096);
 	h->assets_off = off;
 	off = align_up(off + (size_t)cfg->max_assets * sizeof(struct hakoi_asset), 4096);
 	h->channels_off = off;
@@ -122,6 +124,7 @@ static int map_handle(hako_domain_t *dom, int fd, const struct hakoi_header *geo
 	dom->max_channels = geo->max_channels;
 	dom->index_slots = geo->index_slots;
 	dom->arena_bytes = geo->arena_bytes;
+	dom->waitsets = (struct hakoi_waitslot *)(dom->base + geo->waitsets_off);
 	dom->assets = (struct hakoi_asset *)(dom->base + geo->assets_off);
 	dom->channels = (struct hakoi_channel *)(dom->base + geo->channels_off);
 	dom->index = (_Atomic int32_t *)(dom->base + geo->index_off);
@@ -161,6 +164,7 @@ static int check_header(const struct hakoi_header *h, const char *name, uint64_t
 		const char *field;
 		size_t off;
 	} fields[] = {
+	    {"waitsets_off", offsetof(struct hakoi_header, waitsets_off)},
 	    {"assets_off", offsetof(struct hakoi_header, assets_off)},
 	    {"channels_off", offsetof(struct hakoi_header, channels_off)},
 	    {"index_off", offsetof(struct hakoi_header, index_off)},

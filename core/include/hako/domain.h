@@ -30,6 +30,7 @@ typedef int64_t hako_time_t;
 #define HAKO_MAX_ASSETS_LIMIT   4096
 #define HAKO_MAX_CHANNELS_LIMIT (1u << 24)
 #define HAKO_ARENA_BYTES_LIMIT  (1ull << 40)
+#define HAKO_WAITSET_MAX        64 /* wait-sets per domain */
 
 typedef enum hako_state {
 	HAKO_STATE_STOPPED = 0,
@@ -176,6 +177,40 @@ typedef struct hako_asset_info {
 /* Fill up to max entries; *count gets the number of registered assets (may exceed max). */
 HAKO_API int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max,
                                      int *count);
+
+/* ---- Wait-sets: one waiter on many channels ---- */
+
+/* A thread that serves many channels (an endpoint's shm comm, a bridge) waits on one wait-set
+ * instead of one thread per channel: a write to any channel in the set wakes it once, and it
+ * learns which channels were written since it last looked (iceoryx's wait-set). A writer pays
+ * nothing extra when no wait-set watches its channel, and no syscall when its wait-sets are
+ * awake. Up to HAKO_WAITSET_MAX wait-sets per domain, in any processes; a wait-set is used by
+ * one thread at a time, except hako_waitset_wake, which any thread may call. */
+typedef struct hako_waitset hako_waitset_t;
+typedef struct hako_channel hako_channel_t; /* below */
+
+typedef struct hako_waitset_event {
+	hako_channel_t *channel;
+	void *user;   /* as given to hako_waitset_add */
+	uint64_t seq; /* the channel's newest write number when it was seen */
+} hako_waitset_event_t;
+
+/* HAKO_ENOSPC when the domain's HAKO_WAITSET_MAX wait-sets are taken (by live processes). */
+HAKO_API int hako_waitset_create(hako_domain_t *dom, hako_waitset_t **out);
+/* Stop watching every channel and free the slot. Accepts NULL. */
+HAKO_API void hako_waitset_destroy(hako_waitset_t *ws);
+/* Watch a channel of the wait-set's domain. Writes before this call are not reported. HAKO_EEXIST
+ * if it is watched already. */
+HAKO_API int hako_waitset_add(hako_waitset_t *ws, hako_channel_t *ch, void *user);
+HAKO_API int hako_waitset_remove(hako_waitset_t *ws, hako_channel_t *ch);
+/* Wait until a watched channel was written since it was last reported (or a reset of the
+ * domain cleared its writes: not an event), then fill up to max events (*count of them; the
+ * rest are reported by the next call). 0 with *count = 0 after hako_waitset_wake;
+ * HAKO_ETIMEDOUT after timeout_usec (< 0: forever; 0: just look). */
+HAKO_API int hako_waitset_wait(hako_waitset_t *ws, hako_time_t timeout_usec,
+                               hako_waitset_event_t *events, int max, int *count);
+/* End a wait of this wait-set now (or the next one, if none is waiting). */
+HAKO_API void hako_waitset_wake(hako_waitset_t *ws);
 
 /* ---- Master (conductor inside the core) ---- */
 
