@@ -7,13 +7,14 @@
 #include "hako/log.h"
 #include "internal.h"
 
-int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
-                         hako_member_t **out)
+/* delta_usec 0: a proxy (hako_member_register_proxy). */
+static int member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
+                           hako_member_t **out)
 {
 	if (out != NULL) {
 		*out = NULL;
 	}
-	if (dom == NULL || out == NULL || delta_usec < 1 || delta_usec > HAKOI_MAX_STEP_USEC) {
+	if (dom == NULL || out == NULL || delta_usec < 0 || delta_usec > HAKOI_MAX_STEP_USEC) {
 		return HAKO_EINVAL;
 	}
 	int r = hakoi_valid_name(name, HAKO_NAME_MAX);
@@ -38,7 +39,7 @@ int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta
 		r = HAKO_ESTATE;
 		goto fail;
 	}
-	if ((r = hakoi_check_step(dom, name, delta_usec)) != 0) {
+	if (delta_usec > 0 && (r = hakoi_check_step(dom, name, delta_usec)) != 0) {
 		goto fail;
 	}
 	for (uint32_t i = 0; i < dom->max_assets; i++) {
@@ -72,6 +73,7 @@ int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta
 	a->pid = getpid();
 	a->start_time = hakoi_proc_start_time(a->pid);
 	a->delta_usec = delta_usec;
+	atomic_store(&a->proxy, delta_usec == 0);
 	atomic_store(&a->event, HAKO_EVENT_NONE);
 	atomic_store(&a->feedback, 0);
 	atomic_store(&a->checked_in, 0);
@@ -126,6 +128,38 @@ void hako_member_unregister(hako_member_t *m)
 	hakoi_wake_master(dom);
 	hakoi_wake_assets(dom);
 	free(m);
+}
+
+int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
+                         hako_member_t **out)
+{
+	if (delta_usec < 1) {
+		if (out != NULL) {
+			*out = NULL;
+		}
+		return HAKO_EINVAL;
+	}
+	return member_register(dom, name, delta_usec, out);
+}
+
+int hako_member_register_proxy(hako_domain_t *dom, const char *name, hako_member_t **out)
+{
+	return member_register(dom, name, 0, out);
+}
+
+int hako_member_set_time(hako_member_t *m, hako_time_t t)
+{
+	if (m == NULL || m->delta != 0 || t < 0 || t > HAKOI_MAX_TIME_USEC) {
+		return HAKO_EINVAL;
+	}
+	if (!mine(m)) {
+		return HAKO_ENOENT;
+	}
+	/* seq_cst, as an asset's step_done: pairs with the loads of world_may_advance. */
+	atomic_store(&m->slot->time_usec, t);
+	hako_member_heartbeat(m);
+	hakoi_try_advance(m->dom);
+	return 0;
 }
 
 const char *hako_member_name(const hako_member_t *m)
@@ -219,6 +253,11 @@ int hako_member_ack(hako_member_t *m, int event)
 	} else {
 		if (event == HAKO_EVENT_RESET) {
 			atomic_store(&m->slot->time_usec, 0);
+		}
+		if (event == HAKO_EVENT_START && m->delta == 0) {
+			/* A proxy never waits for a step: its START acknowledgement (given once
+			 * the side it stands for runs) is its check-in at the start barrier. */
+			atomic_store(&m->slot->checked_in, 1);
 		}
 		atomic_store(&m->slot->heartbeat, hako_now_usec());
 		atomic_store(&m->slot->event, HAKO_EVENT_NONE);

@@ -110,8 +110,8 @@ static int mine(const hako_member_t *m)
 
 int hako_member_step_poll(hako_member_t *m)
 {
-	if (m == NULL) {
-		return HAKO_EINVAL;
+	if (m == NULL || m->delta == 0) {
+		return HAKO_EINVAL; /* a proxy is never stepped */
 	}
 	struct hakoi_asset *a = m->slot;
 	uint32_t st = atomic_load(&m->dom->hdr->state);
@@ -167,7 +167,7 @@ static int step_slice(void *arg)
 
 int hako_member_step_wait(hako_member_t *m)
 {
-	if (m == NULL) {
+	if (m == NULL || m->delta == 0) {
 		return HAKO_EINVAL;
 	}
 	int r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m,
@@ -181,7 +181,7 @@ void hako_member_step_done(hako_member_t *m)
 		return;
 	}
 	struct hakoi_asset *a = m->slot;
-	if (!mine(m)) {
+	if (!mine(m) || m->delta == 0) {
 		return; /* removed (dead by liveness) meanwhile: the slot may be someone else's */
 	}
 	hako_time_t t = atomic_load_explicit(&a->time_usec, memory_order_relaxed) + m->delta;

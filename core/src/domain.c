@@ -197,7 +197,8 @@ static int steps_fit(hako_domain_t *dom)
 		struct hakoi_asset *a = &dom->assets[i];
 		char name[HAKO_NAME_MAX];
 		snprintf(name, sizeof(name), "%.*s", (int)sizeof(a->name) - 1, a->name);
-		if (atomic_load(&a->in_use) && hakoi_check_step(dom, name, a->delta_usec) != 0) {
+		if (atomic_load(&a->in_use) && !atomic_load(&a->proxy) &&
+		    hakoi_check_step(dom, name, a->delta_usec) != 0) {
 			return HAKO_EINVAL;
 		}
 	}
@@ -386,6 +387,7 @@ int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max,
 			o->heartbeat_age_usec = now - atomic_load(&a->heartbeat);
 			o->steps = atomic_load(&a->steps);
 			o->checked_in = (int)atomic_load(&a->checked_in);
+			o->proxy = (int)atomic_load(&a->proxy);
 			o->event = (int)atomic_load(&a->event);
 		}
 		n++;

@@ -84,7 +84,8 @@ struct hakoi_asset {
 	char name[HAKO_NAME_MAX];
 	int32_t pid;
 	uint64_t start_time;
-	hako_time_t delta_usec;
+	hako_time_t delta_usec; /* 0: a proxy, its clock set from outside */
+	_Atomic uint32_t proxy;
 	_Atomic uint32_t event;
 	_Atomic uint32_t feedback;
 	_Atomic uint32_t checked_in; /* passed the start barrier of this run */

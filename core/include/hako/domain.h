@@ -172,6 +172,7 @@ typedef struct hako_asset_info {
 	uint64_t steps;
 	int checked_in; /* passed the start barrier */
 	int event;      /* hako_event_t pending, 0 = none */
+	int proxy;      /* a proxy member (hako_member_register_proxy): delta_usec is 0 */
 } hako_asset_info_t;
 
 /* Fill up to max entries; *count gets the number of registered assets (may exceed max). */
@@ -254,6 +255,18 @@ typedef struct hako_member hako_member_t;
  * HAKO_EINVAL for a step the running master's clock can never grant (hako_step_fits). */
 HAKO_API int hako_member_register(hako_domain_t *dom, const char *name, hako_time_t delta_usec,
                                   hako_member_t **out);
+/* A proxy member stands in this domain for a clock that runs elsewhere (a conductor's peer
+ * node: ARCHITECTURE section 6). It is never stepped: its clock t_i is set from outside with
+ * hako_member_set_time, and the world rule (T_c + dT_c - t_i <= Dmax) bounds this domain's
+ * world time by it as by any asset, so the domain never runs more than Dmax ahead of the last
+ * time reported for the other side. It acknowledges events like an asset (hako_member_ack); its
+ * START acknowledgement is its check-in at the start barrier. Liveness and the name rules are
+ * an asset's; hako_member_step_* refuse it (HAKO_EINVAL). */
+HAKO_API int hako_member_register_proxy(hako_domain_t *dom, const char *name, hako_member_t **out);
+/* Set a proxy's clock (any time in [0, 2^60] us: the other side's world time, which may also
+ * move back after a reset there). Heartbeats, and lets the world advance if the rule now
+ * allows. HAKO_EINVAL for an asset that is not a proxy. */
+HAKO_API int hako_member_set_time(hako_member_t *m, hako_time_t t_usec);
 /* Unregister and free. Accepts NULL. */
 HAKO_API void hako_member_unregister(hako_member_t *m);
 
