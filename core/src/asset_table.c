@@ -74,6 +74,7 @@ static int member_register(hako_domain_t *dom, const char *name, hako_time_t del
 	a->start_time = hakoi_proc_start_time(a->pid);
 	a->delta_usec = delta_usec;
 	atomic_store(&a->proxy, delta_usec == 0);
+	a->note[0] = '\0';
 	atomic_store(&a->event, HAKO_EVENT_NONE);
 	atomic_store(&a->feedback, 0);
 	atomic_store(&a->checked_in, 0);
@@ -160,6 +161,24 @@ int hako_member_set_time(hako_member_t *m, hako_time_t t)
 	hako_member_heartbeat(m);
 	hakoi_try_advance(m->dom);
 	return 0;
+}
+
+int hako_member_set_note(hako_member_t *m, const char *note)
+{
+	if (m == NULL) {
+		return HAKO_EINVAL;
+	}
+	int r = hakoi_lock(m->dom);
+	if (r != 0) {
+		return r;
+	}
+	if (!mine(m)) {
+		r = HAKO_ENOENT;
+	} else {
+		snprintf(m->slot->note, sizeof(m->slot->note), "%s", note != NULL ? note : "");
+	}
+	hakoi_unlock(m->dom);
+	return r;
 }
 
 const char *hako_member_name(const hako_member_t *m)

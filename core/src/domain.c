@@ -291,6 +291,51 @@ int hako_domain_reset(hako_domain_t *dom)
 	return r;
 }
 
+uint32_t hako_domain_changes(hako_domain_t *dom)
+{
+	return dom != NULL ? atomic_load(&dom->hdr->seq) : 0;
+}
+
+struct change_wait {
+	hako_domain_t *dom;
+	uint32_t seen;
+};
+
+static int changed(void *arg)
+{
+	struct change_wait *w = arg;
+	return atomic_load(&w->dom->hdr->seq) != w->seen;
+}
+
+int hako_domain_wait_change(hako_domain_t *dom, uint32_t seen, hako_time_t timeout_usec)
+{
+	if (dom == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct change_wait w = {dom, seen};
+	int r = hakoi_wait(&dom->hdr->seq, &dom->hdr->waiters, changed, &w, 0, timeout_usec, NULL,
+	                   NULL);
+	return r < 0 ? r : 0;
+}
+
+int hako_domain_fail(hako_domain_t *dom, const char *reason)
+{
+	if (dom == NULL || reason == NULL) {
+		return HAKO_EINVAL;
+	}
+	int r = hakoi_lock(dom);
+	if (r != 0) {
+		return r;
+	}
+	if (atomic_load(&dom->hdr->state) == HAKO_STATE_ERROR) {
+		r = HAKO_ESTATE;
+	} else {
+		hakoi_set_error(dom, "%s", reason);
+	}
+	hakoi_unlock(dom);
+	return r;
+}
+
 struct state_wait {
 	hako_domain_t *dom;
 	int state;
@@ -388,6 +433,8 @@ int hako_domain_list_assets(hako_domain_t *dom, hako_asset_info_t *out, int max,
 			o->steps = atomic_load(&a->steps);
 			o->checked_in = (int)atomic_load(&a->checked_in);
 			o->proxy = (int)atomic_load(&a->proxy);
+			snprintf(o->note, sizeof(o->note), "%.*s", (int)sizeof(a->note) - 1,
+			         a->note);
 			o->event = (int)atomic_load(&a->event);
 		}
 		n++;

@@ -86,6 +86,7 @@ struct hakoi_asset {
 	uint64_t start_time;
 	hako_time_t delta_usec; /* 0: a proxy, its clock set from outside */
 	_Atomic uint32_t proxy;
+	char note[96]; /* written and read under the domain lock */
 	_Atomic uint32_t event;
 	_Atomic uint32_t feedback;
 	_Atomic uint32_t checked_in; /* passed the start barrier of this run */

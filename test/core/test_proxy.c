@@ -139,12 +139,52 @@ static void test_not_stepped(void **state)
 	assert_int_equal(hako_member_time(f->proxy), 0);
 }
 
+/* What a conductor needs around its proxies: a note shown with the member, a wait for any
+ * change of the domain, and putting the domain in Error from outside. */
+static void test_note_change_fail(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(hako_member_set_note(f->proxy, "server unreachable: world clock held"), 0);
+	hako_asset_info_t info[2];
+	int n = 0;
+	assert_int_equal(hako_domain_list_assets(f->dom, info, 2, &n), 0);
+	int found = 0;
+	for (int i = 0; i < n; i++) {
+		if (info[i].proxy) {
+			assert_string_equal(info[i].note, "server unreachable: world clock held");
+			found = 1;
+		} else {
+			assert_string_equal(info[i].note, "");
+		}
+	}
+	assert_true(found);
+	assert_int_equal(hako_member_set_note(f->proxy, NULL), 0);
+
+	uint32_t seen = hako_domain_changes(f->dom);
+	assert_int_equal(hako_domain_wait_change(f->dom, seen, 1000), HAKO_ETIMEDOUT);
+	start(f);
+	assert_true(hako_domain_changes(f->dom) != seen);
+	seen = hako_domain_changes(f->dom);
+	assert_int_equal(hako_member_set_time(f->proxy, 50000), 0); /* the world moves */
+	assert_int_equal(hako_domain_wait_change(f->dom, seen, HTU_TIMEOUT_USEC), 0);
+
+	assert_int_equal(hako_domain_fail(f->dom, "client 'cli-02' lost"), 0);
+	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_ERROR);
+	assert_int_equal(hako_domain_fail(f->dom, "again"), HAKO_ESTATE);
+	hako_domain_info_t di;
+	assert_int_equal(hako_domain_get_info(f->dom, &di), 0);
+	assert_string_equal(di.error_reason, "client 'cli-02' lost");
+	pthread_join(f->thread, NULL); /* the asset's step wait ended with the error */
+	f->started = 0;
+}
+
 int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_bounds_world, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_stepped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_note_change_fail, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "hako/error.h"
+#include "hako/limits.h" /* HAKO_NAME_MAX: domain, asset and robot names */
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,7 +22,6 @@ extern "C" {
 /* Microseconds. World time, asset time and every delta use it. */
 typedef int64_t hako_time_t;
 
-#define HAKO_NAME_MAX                       128 /* asset, robot and domain names: at most 127 chars */
 #define HAKO_DEFAULT_MAX_ASSETS             64
 #define HAKO_DEFAULT_MAX_CHANNELS           4096
 #define HAKO_DEFAULT_ARENA_BYTES            (256ull << 20)
@@ -157,6 +157,16 @@ HAKO_API hako_time_t hako_domain_stop_time(hako_domain_t *dom);
  * HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
 HAKO_API int hako_domain_wait_world_time(hako_domain_t *dom, hako_time_t world_usec,
                                          hako_time_t timeout_usec);
+/* The domain's change counter: it moves whenever the world clock advances, the state changes
+ * or an event is published. A process that follows the domain (a conductor publishing its world
+ * time, a viewer) waits for it to move instead of polling. */
+HAKO_API uint32_t hako_domain_changes(hako_domain_t *dom);
+/* Wait until the change counter differs from `seen`: 0, or HAKO_ETIMEDOUT after timeout_usec
+ * (< 0: forever). */
+HAKO_API int hako_domain_wait_change(hako_domain_t *dom, uint32_t seen, hako_time_t timeout_usec);
+/* Put the domain in Error with a reason (from outside the assets: a conductor that lost a peer
+ * node). Every asset gets the ERROR event; reset recovers. HAKO_ESTATE if already in Error. */
+HAKO_API int hako_domain_fail(hako_domain_t *dom, const char *reason);
 /* Wait until the state is `state` (or Error). HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
 HAKO_API int hako_domain_wait_state(hako_domain_t *dom, int state, hako_time_t timeout_usec);
 
@@ -173,6 +183,7 @@ typedef struct hako_asset_info {
 	int checked_in; /* passed the start barrier */
 	int event;      /* hako_event_t pending, 0 = none */
 	int proxy;      /* a proxy member (hako_member_register_proxy): delta_usec is 0 */
+	char note[96];  /* what its process says of it (hako_member_set_note), "" if nothing */
 } hako_asset_info_t;
 
 /* Fill up to max entries; *count gets the number of registered assets (may exceed max). */
@@ -267,6 +278,9 @@ HAKO_API int hako_member_register_proxy(hako_domain_t *dom, const char *name, ha
  * move back after a reset there). Heartbeats, and lets the world advance if the rule now
  * allows. HAKO_EINVAL for an asset that is not a proxy. */
 HAKO_API int hako_member_set_time(hako_member_t *m, hako_time_t t_usec);
+/* A short note shown with the member by hako-cmd ls / status ("server unreachable for 2.1 s:
+ * world clock held"); NULL or "" clears it. Truncated to 95 bytes. */
+HAKO_API int hako_member_set_note(hako_member_t *m, const char *note);
 /* Unregister and free. Accepts NULL. */
 HAKO_API void hako_member_unregister(hako_member_t *m);
 
