@@ -1,13 +1,12 @@
 /* Domain capacities and policies: defaults, environment, core config JSON. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hako/log.h"
 #include "internal.h"
-#include "hakoi/json_pos.h"
+#include "hakoi/cfg.h"
 
 /* One variable into *dst; 0, or HAKO_ECONFIG with the variable named in err. */
 static int env_u64(const char *name, uint64_t *dst, uint64_t min, uint64_t max, hako_error_t *err)
@@ -79,105 +78,45 @@ int hako_domain_config_default(hako_domain_config_t *cfg)
 	return r;
 }
 
-/* Report key's value (or the top level object) at its line and column. */
-static int fail_at(hako_error_t *err, const char *path, const char *text, size_t len,
-                   const char *key, const char *fmt, const char *detail)
-{
-	hakoi_json_seg_t seg = {.key = key};
-	int line = 1, column = 1;
-	if (key != NULL) {
-		hakoi_json_pos(text, len, &seg, 1, &line, &column);
-	}
-	return hako_error_set(err, HAKO_ECONFIG, path, line, column, fmt, key ? key : "", detail);
-}
+static const char *const liveness_names[] = {"error", "remove", NULL};
+static const int liveness_values[] = {HAKO_LIVENESS_ERROR, HAKO_LIVENESS_REMOVE};
 
-static int get_uint(json_t *root, const char *key, uint64_t min, uint64_t max, uint64_t *dst,
-                    const char *path, const char *text, size_t len, hako_error_t *err)
-{
-	json_t *v = json_object_get(root, key);
-	if (v == NULL) {
-		return 0;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max) {
-		char range[96];
-		snprintf(range, sizeof(range), "[%llu, %llu]", (unsigned long long)min,
-		         (unsigned long long)max);
-		return fail_at(err, path, text, len, key, "%s: must be an integer in %s", range);
-	}
-	*dst = (uint64_t)json_integer_value(v);
-	return 0;
-}
+/* The JSON limits are the environment's (hako_domain_config_from_env). */
+static const hakoi_field_t config_fields[] = {
+    HAKOI_INT("max_assets", HAKOI_F_UNSIGNED, hako_domain_config_t, max_assets, 1,
+              HAKO_MAX_ASSETS_LIMIT),
+    HAKOI_INT("max_channels", HAKOI_F_UNSIGNED, hako_domain_config_t, max_channels, 1,
+              HAKO_MAX_CHANNELS_LIMIT),
+    HAKOI_INT("arena_bytes", HAKOI_F_UNSIGNED, hako_domain_config_t, arena_bytes, 4096,
+              HAKO_ARENA_BYTES_LIMIT),
+    HAKOI_INT("heartbeat_timeout_usec", 0, hako_domain_config_t, heartbeat_timeout_usec, 0,
+              HAKOI_MAX_STEP_USEC),
+    HAKOI_ENUM("liveness_policy", 0, hako_domain_config_t, liveness_policy, liveness_names,
+               liveness_values),
+    HAKOI_END,
+};
 
 int hako_domain_config_load(hako_domain_config_t *cfg, const char *path, hako_error_t *err)
 {
-	static const char *const known[] = {"max_assets", "max_channels", "arena_bytes",
-	                                    "heartbeat_timeout_usec", "liveness_policy"};
-	json_error_t je;
-	char *text = NULL;
-	size_t len = 0;
 	hako_error_clear(err);
 	if (cfg == NULL || path == NULL) {
 		return HAKO_EINVAL;
 	}
-	int e = hakoi_read_file(path, &text, &len);
-	if (e != 0) {
-		return hako_error_set(err, e == ENOENT ? HAKO_ENOENT : HAKO_EIO, path, 0, 0,
-		                      "cannot read: %s", hakoi_read_file_strerror(e));
+	json_t *root;
+	char *text;
+	size_t len;
+	int r = hakoi_cfg_load(path, err, &root, &text, &len);
+	if (r != 0) {
+		return r;
 	}
-	json_t *root = json_loadb(text, len, 0, &je);
-	if (root == NULL) {
-		free(text);
-		return hako_error_set(err, HAKO_ECONFIG, path, je.line > 0 ? je.line : 0,
-		                      je.line > 0 ? je.column : 0, "invalid JSON: %s", je.text);
+	/* Read into a copy: on an error nothing of the file is applied. */
+	hako_domain_config_t next = *cfg;
+	hakoi_walk_t w;
+	hakoi_walk_init(&w, err, path, text, len, NULL);
+	r = hakoi_walk_object(&w, root, config_fields, &next);
+	if (r == 0) {
+		*cfg = next;
 	}
-	int r = 0;
-	if (!json_is_object(root)) {
-		r = fail_at(err, path, text, len, NULL, "%stop level: must be an object%s", "");
-		goto out;
-	}
-	const char *key;
-	json_t *val;
-	json_object_foreach(root, key, val)
-	{
-		size_t i = 0;
-		while (i < sizeof(known) / sizeof(known[0]) && strcmp(known[i], key) != 0) {
-			i++;
-		}
-		if (i == sizeof(known) / sizeof(known[0])) {
-			r = fail_at(err, path, text, len, key, "%s: unknown key%s", "");
-			goto out;
-		}
-	}
-	uint64_t assets = cfg->max_assets, channels = cfg->max_channels, arena = cfg->arena_bytes;
-	uint64_t hb = (uint64_t)cfg->heartbeat_timeout_usec;
-	if ((r = get_uint(root, "max_assets", 1, 4096, &assets, path, text, len, err)) != 0 ||
-	    (r = get_uint(root, "max_channels", 1, 1u << 24, &channels, path, text, len, err)) !=
-	        0 ||
-	    (r = get_uint(root, "arena_bytes", 4096, 1ull << 40, &arena, path, text, len, err)) !=
-	        0 ||
-	    (r = get_uint(root, "heartbeat_timeout_usec", 0, 1ull << 40, &hb, path, text, len,
-	                  err)) != 0) {
-		goto out;
-	}
-	json_t *pol = json_object_get(root, "liveness_policy");
-	if (pol != NULL) {
-		const char *s = json_string_value(pol);
-		if (s != NULL && strcmp(s, "error") == 0) {
-			cfg->liveness_policy = HAKO_LIVENESS_ERROR;
-		} else if (s != NULL && strcmp(s, "remove") == 0) {
-			cfg->liveness_policy = HAKO_LIVENESS_REMOVE;
-		} else {
-			r = fail_at(err, path, text, len, "liveness_policy",
-			            "%s: must be \"error\" or \"remove\"%s", "");
-			goto out;
-		}
-	}
-	cfg->max_assets = (uint32_t)assets;
-	cfg->max_channels = (uint32_t)channels;
-	cfg->arena_bytes = arena;
-	cfg->heartbeat_timeout_usec = (hako_time_t)hb;
-out:
 	json_decref(root);
 	free(text);
 	return r;

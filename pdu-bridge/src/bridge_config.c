@@ -1,348 +1,183 @@
-/* The bridge file loader: Hakoniwa's bridge JSON checked value by value, every reference
- * resolved, every error reported as file:line:column: path: what. */
-#include <errno.h>
+/* The bridge file loader: Hakoniwa's bridge JSON as tables of the config toolkit (hakoi/cfg.h),
+ * with callbacks that resolve every reference (policies, groups, nodes, endpoints, the source
+ * endpoint's pdudef). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hako/bridge_config.h"
-#include "hakoi/json_pos.h"
+#include "hakoi/cfg.h"
 
-#define COUNT(a)       (sizeof(a) / sizeof((a)[0]))
-#define MAX_MS         3600000 /* an hour */
-#define BRIDGE_VERSION "2.0.0"
+#define MAX_MS 3600000 /* an hour */
 
+/* The walk's context (w->user). */
 struct ctx {
-	hakoi_jctx_t j; /* file, text, path: errors point at file:line:column */
 	hako_bridge_config_t *cfg;
+	json_t *root;
 	const char *node;
 	const char *container_path; /* the loader's override, or NULL */
 };
 
-#define push_key(c, key)             hakoi_jctx_push_key(&(c)->j, (key))
-#define push_index(c, index)         hakoi_jctx_push_index(&(c)->j, (index))
-#define pop(c)                       hakoi_jctx_pop(&(c)->j)
-#define report(c, at, code, what)    hakoi_jctx_report(&(c)->j, (at), (code), (what))
-#define fail(c, ...)                 hakoi_jctx_fail(&(c)->j, __VA_ARGS__)
-#define fail_missing(c, expected)    hakoi_jctx_fail_missing(&(c)->j, (expected))
-#define fail_oom(c)                  hakoi_jctx_fail_oom(&(c)->j)
-#define check_keys(c, obj, known, n) hakoi_jctx_check_keys(&(c)->j, (obj), (known), (n))
-
-/* ---- values ---- */
-
-/* An id of at most size - 1 bytes at the current path: object keys are ids too. */
-static int id_value(struct ctx *c, const char *s, size_t n, char *out, size_t size)
+static hako_bridge_config_t *config_of(const hakoi_walk_t *w)
 {
-	if (n == 0) {
-		return fail(c, "must not be empty");
-	}
-	if (strlen(s) != n) {
-		return fail(c, "must not contain a NUL character");
-	}
-	if (n >= size) {
-		return fail(c, "is %zu bytes long; the limit is %zu", n, size - 1);
-	}
-	memcpy(out, s, n + 1);
-	return 0;
+	return ((const struct ctx *)w->user)->cfg;
 }
 
-/* A non-empty string shorter than size bytes; an absent optional member leaves out alone. */
-static int get_string(struct ctx *c, json_t *obj, const char *key, int required, char *out,
-                      size_t size)
+/* The connection being read: the walker counts it in connection_count while it reads it. */
+static hako_bridge_connection_cfg_t *current_connection(const hakoi_walk_t *w)
 {
-	json_t *v = json_object_get(obj, key);
-	push_key(c, key);
-	if (v == NULL) {
-		if (required) {
-			return fail_missing(c, "a string");
-		}
-		pop(c);
-		return 0;
-	}
-	if (!json_is_string(v)) {
-		return fail(c, "must be a string");
-	}
-	int r = id_value(c, json_string_value(v), json_string_length(v), out, size);
-	if (r == 0) {
-		pop(c);
-	}
-	return r;
+	const hako_bridge_config_t *cfg = config_of(w);
+	return &cfg->connections[cfg->connection_count - 1];
 }
 
-/* true or false; an absent member leaves *out alone. */
-static int get_bool(struct ctx *c, json_t *obj, const char *key, int *out)
+/* Connections of the loaded node are checked against its endpoints. */
+static int is_mine(const hakoi_walk_t *w)
 {
-	json_t *v = json_object_get(obj, key);
-	if (v == NULL) {
-		return 0;
-	}
-	if (!json_is_boolean(v)) {
-		push_key(c, key);
-		return fail(c, "must be true or false");
-	}
-	*out = json_is_true(v);
-	return 0;
+	return strcmp(current_connection(w)->node_id, ((const struct ctx *)w->user)->node) == 0;
 }
 
-/* A member of obj that must be an object (is_array 0) or an array with at least one element
- * (is_array 1); an absent optional member is NULL with *rc = 0. The key stays pushed when the
- * value is returned: the caller pops it. */
-static json_t *get_container(struct ctx *c, json_t *obj, const char *key, int is_array,
-                             int required, const char *expected, int *rc)
+/* A map's entry (a policy, a group) takes its id from its key. */
+static int entry_id(hakoi_walk_t *w, char *id)
 {
-	json_t *v = json_object_get(obj, key);
-	*rc = 0;
-	push_key(c, key);
-	if (v == NULL) {
-		if (required) {
-			*rc = fail_missing(c, expected);
-		} else {
-			pop(c);
-		}
-		return NULL;
-	}
-	if (is_array ? !json_is_array(v) : !json_is_object(v)) {
-		*rc = fail(c, "must be %s", expected);
-		return NULL;
-	}
-	if (is_array ? json_array_size(v) == 0 : json_object_size(v) == 0) {
-		*rc = fail(c, "must not be empty");
-		return NULL;
-	}
-	return v;
-}
-
-/* An element or member that must be an object, with only the keys known[]. */
-static int object_with(struct ctx *c, json_t *v, const char *const *known, size_t n,
-                       const char *expected)
-{
-	if (!json_is_object(v)) {
-		return fail(c, "must be an object %s", expected);
-	}
-	return check_keys(c, v, known, n);
+	const char *key = hakoi_walk_key(w);
+	return hakoi_walk_string(w, key, strlen(key), 0, id, HAKO_BRIDGE_ID_MAX);
 }
 
 /* ---- transferPolicies ---- */
 
-static int load_policy(struct ctx *c, json_t *v, hako_bridge_policy_cfg_t *p)
-{
-	static const char *const keys[] = {"type", "atomic", "intervalMs"};
-	static const char *const types[] = {"immediate", "throttle", "ticker"};
-	const char *expected = "\"immediate\", \"throttle\" or \"ticker\"";
-	int r;
-	if ((r = object_with(c, v, keys, COUNT(keys), "{type, atomic?, intervalMs?}")) != 0) {
-		return r;
-	}
-	json_t *t = json_object_get(v, "type");
-	push_key(c, "type");
-	if (t == NULL) {
-		return fail_missing(c, expected);
-	}
-	size_t i = 0;
-	while (json_is_string(t) && i < COUNT(types) &&
-	       strcmp(json_string_value(t), types[i]) != 0) {
-		i++;
-	}
-	if (!json_is_string(t)) {
-		return fail(c, "must be %s", expected);
-	}
-	if (i == COUNT(types)) {
-		return fail(c, "is \"%s\"; must be %s", json_string_value(t), expected);
-	}
-	pop(c);
-	p->type = (hako_bridge_policy_type_t)i;
-	if ((r = get_bool(c, v, "atomic", &p->atomic)) != 0) {
-		return r;
-	}
-	if (p->type != HAKO_BRIDGE_IMMEDIATE && json_object_get(v, "atomic") != NULL) {
-		push_key(c, "atomic");
-		return fail(c, "only an \"immediate\" policy can be atomic");
-	}
-	json_t *iv = json_object_get(v, "intervalMs");
-	if (p->type == HAKO_BRIDGE_IMMEDIATE) {
-		if (iv != NULL) {
-			push_key(c, "intervalMs");
-			return fail(c, "not allowed for \"immediate\" (it forwards every arrival)");
-		}
-		return 0;
-	}
-	if (iv == NULL) {
-		push_key(c, "intervalMs");
-		return report(c, c->j.depth - 1, HAKO_ECONFIG,
-		              "missing (\"throttle\" and \"ticker\" need an interval in ms)");
-	}
-	long long ms = 0;
-	if ((r = hakoi_jctx_get_int(&c->j, v, "intervalMs", 1, 1, MAX_MS, &ms)) != 0) {
-		return r;
-	}
-	p->interval_ms = (uint32_t)ms;
-	return 0;
-}
+static const char *const policy_types[] = {"immediate", "throttle", "ticker", NULL};
 
-static int load_policies(struct ctx *c, json_t *root)
+static const hakoi_field_t policy_fields[] = {
+    HAKOI_ENUM("type", HAKOI_F_REQUIRED, hako_bridge_policy_cfg_t, type, policy_types, NULL),
+    HAKOI_BOOL("atomic", 0, hako_bridge_policy_cfg_t, atomic),
+    HAKOI_INT("intervalMs", HAKOI_F_UNSIGNED, hako_bridge_policy_cfg_t, interval_ms, 1, MAX_MS),
+    HAKOI_END,
+};
+
+static const hakoi_field_t policy_elem = {.kind = HAKOI_K_OBJECT,
+                                          .fields = policy_fields,
+                                          .expect = "an object {type, atomic?, intervalMs?}"};
+
+/* What a policy's type allows of its other members. */
+static int policy_entry(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	hako_bridge_config_t *cfg = c->cfg;
-	const char *key;
-	json_t *v;
-	int r;
-	json_t *o = get_container(c, root, "transferPolicies", 0, 1, "an object {id: policy}", &r);
-	if (o == NULL) {
+	hako_bridge_policy_cfg_t *p = base;
+	int immediate = p->type == HAKO_BRIDGE_IMMEDIATE;
+	(void)f;
+	int r = entry_id(w, p->id);
+	if (r != 0) {
 		return r;
 	}
-	if ((cfg->policies = calloc(json_object_size(o), sizeof(*cfg->policies))) == NULL) {
-		return fail_oom(c);
+	if (!immediate && json_object_get(v, "atomic") != NULL) {
+		hakoi_walk_push_key(w, "atomic");
+		return hakoi_walk_fail(w, "only an \"immediate\" policy can be atomic");
 	}
-	json_object_foreach(o, key, v)
-	{
-		hako_bridge_policy_cfg_t *p = &cfg->policies[cfg->policy_count++];
-		push_key(c, key);
-		if ((r = id_value(c, key, strlen(key), p->id, sizeof(p->id))) != 0 ||
-		    (r = load_policy(c, v, p)) != 0) {
-			return r;
-		}
-		pop(c);
+	if (immediate && json_object_get(v, "intervalMs") != NULL) {
+		hakoi_walk_push_key(w, "intervalMs");
+		return hakoi_walk_fail(w,
+		                       "not allowed for \"immediate\" (it forwards every arrival)");
 	}
-	pop(c);
+	if (!immediate && json_object_get(v, "intervalMs") == NULL) {
+		char expected[160], what[200];
+		hakoi_field_expect(&policy_fields[2], expected, sizeof(expected));
+		snprintf(what, sizeof(what), "%s for \"throttle\" and \"ticker\"", expected);
+		hakoi_walk_push_key(w, "intervalMs");
+		return hakoi_walk_fail_missing(w, what);
+	}
 	return 0;
 }
 
 /* ---- nodes, wireLinks ---- */
 
-static int load_nodes(struct ctx *c, json_t *root)
+static const hakoi_field_t node_fields[] = {
+    {.key = "id", .kind = HAKOI_K_STRING, .flags = HAKOI_F_REQUIRED, .size = HAKO_BRIDGE_ID_MAX},
+    HAKOI_END,
+};
+
+static const hakoi_field_t node_elem = {
+    .kind = HAKOI_K_OBJECT, .fields = node_fields, .expect = "an object {id}"};
+
+static int node_unique(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const char *const keys[] = {"id"};
-	hako_bridge_config_t *cfg = c->cfg;
-	int r, found = 0;
-	json_t *a = get_container(c, root, "nodes", 1, 1, "an array of {id}", &r);
-	if (a == NULL) {
-		return r;
-	}
-	if ((cfg->nodes = calloc(json_array_size(a), sizeof(*cfg->nodes))) == NULL) {
-		return fail_oom(c);
-	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		char *id = cfg->nodes[i];
-		push_index(c, i);
-		if ((r = object_with(c, json_array_get(a, i), keys, COUNT(keys), "{id}")) != 0 ||
-		    (r = get_string(c, json_array_get(a, i), "id", 1, id, HAKO_BRIDGE_ID_MAX)) !=
-		        0) {
-			return r;
+	const hako_bridge_config_t *cfg = config_of(w);
+	const char *id = base;
+	(void)v;
+	(void)f;
+	for (size_t j = 0; j < hakoi_walk_index(w); j++) {
+		if (strcmp(cfg->nodes[j], id) == 0) {
+			hakoi_walk_push_key(w, "id");
+			return hakoi_walk_fail_dup(w, j, "id \"%s\"", id);
 		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(cfg->nodes[j], id) == 0) {
-				push_key(c, "id");
-				return fail(c, "id \"%s\" is already used by nodes[%zu]", id, j);
-			}
-		}
-		cfg->node_count = i + 1;
-		found |= strcmp(id, c->node) == 0;
-		pop(c);
 	}
-	if (!found) {
-		return fail(c, "node \"%s\" is not listed", c->node);
-	}
-	pop(c);
 	return 0;
 }
 
-static int load_wire_links(struct ctx *c, json_t *root)
+static int node_listed(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const char *const keys[] = {"from", "to"};
-	hako_bridge_config_t *cfg = c->cfg;
-	int r;
-	json_t *a = json_object_get(root, "wireLinks");
-	push_key(c, "wireLinks");
-	if (a == NULL) {
-		pop(c);
-		return 0;
-	}
-	if (!json_is_array(a)) {
-		return fail(c, "must be an array of {from, to}");
-	}
-	if (json_array_size(a) > 0 &&
-	    (cfg->wire_links = calloc(json_array_size(a), sizeof(*cfg->wire_links))) == NULL) {
-		return fail_oom(c);
-	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *w = json_array_get(a, i);
-		hako_bridge_wire_link_t *l = &cfg->wire_links[i];
-		push_index(c, i);
-		if ((r = object_with(c, w, keys, COUNT(keys), "{from, to}")) != 0 ||
-		    (r = get_string(c, w, "from", 1, l->from, sizeof(l->from))) != 0 ||
-		    (r = get_string(c, w, "to", 1, l->to, sizeof(l->to))) != 0) {
-			return r;
+	const hako_bridge_config_t *cfg = base;
+	const char *node = ((const struct ctx *)w->user)->node;
+	(void)v;
+	(void)f;
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		if (strcmp(cfg->nodes[i], node) == 0) {
+			return 0;
 		}
-		cfg->wire_link_count = i + 1;
-		pop(c);
 	}
-	pop(c);
-	return 0;
+	hakoi_walk_push_key(w, "nodes");
+	return hakoi_walk_fail(w, "node \"%s\" is not listed", node);
 }
+
+static const hakoi_field_t wire_fields[] = {
+    HAKOI_STRING("from", HAKOI_F_REQUIRED, hako_bridge_wire_link_t, from),
+    HAKOI_STRING("to", HAKOI_F_REQUIRED, hako_bridge_wire_link_t, to),
+    HAKOI_END,
+};
+
+static const hakoi_field_t wire_elem = {
+    .kind = HAKOI_K_OBJECT, .fields = wire_fields, .expect = "an object {from, to}"};
 
 /* ---- pduKeyGroups ---- */
 
-static int load_group(struct ctx *c, json_t *a, hako_bridge_group_cfg_t *g)
+static const hakoi_field_t member_fields[] = {
+    HAKOI_STRING("id", HAKOI_F_REQUIRED, hako_bridge_pdu_ref_t, id),
+    HAKOI_STRING("robot_name", HAKOI_F_REQUIRED, hako_bridge_pdu_ref_t, robot),
+    HAKOI_STRING("pdu_name", HAKOI_F_REQUIRED, hako_bridge_pdu_ref_t, pdu),
+    HAKOI_END,
+};
+
+static const hakoi_field_t member_elem = {.kind = HAKOI_K_OBJECT,
+                                          .fields = member_fields,
+                                          .expect = "an object {id, robot_name, pdu_name}"};
+
+static int member_unique(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const char *const keys[] = {"id", "robot_name", "pdu_name"};
-	int r;
-	if (!json_is_array(a)) {
-		return fail(c, "must be an array of {id, robot_name, pdu_name}");
-	}
-	if (json_array_size(a) == 0) {
-		return fail(c, "must not be empty");
-	}
-	if ((g->pdus = calloc(json_array_size(a), sizeof(*g->pdus))) == NULL) {
-		return fail_oom(c);
-	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *m = json_array_get(a, i);
-		hako_bridge_pdu_ref_t *p = &g->pdus[i];
-		push_index(c, i);
-		if ((r = object_with(c, m, keys, COUNT(keys), "{id, robot_name, pdu_name}")) != 0 ||
-		    (r = get_string(c, m, "id", 1, p->id, sizeof(p->id))) != 0 ||
-		    (r = get_string(c, m, "robot_name", 1, p->robot, sizeof(p->robot))) != 0 ||
-		    (r = get_string(c, m, "pdu_name", 1, p->pdu, sizeof(p->pdu))) != 0) {
-			return r;
+	const hako_bridge_config_t *cfg = config_of(w);
+	const hako_bridge_group_cfg_t *g = &cfg->groups[cfg->group_count - 1];
+	const hako_bridge_pdu_ref_t *m = base;
+	(void)v;
+	(void)f;
+	for (size_t j = 0; j < hakoi_walk_index(w); j++) {
+		if (strcmp(g->pdus[j].id, m->id) == 0) {
+			hakoi_walk_push_key(w, "id");
+			return hakoi_walk_fail_dup(w, j, "id \"%s\"", m->id);
 		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(g->pdus[j].id, p->id) == 0) {
-				push_key(c, "id");
-				return fail(c, "id \"%s\" is already used by pduKeyGroups.%s[%zu]",
-				            p->id, g->id, j);
-			}
-		}
-		g->count = i + 1;
-		pop(c);
 	}
 	return 0;
 }
 
-static int load_groups(struct ctx *c, json_t *root)
+static const hakoi_field_t group_elem = {.kind = HAKOI_K_ARRAY,
+                                         .min = 1,
+                                         HAKOI_ELEMS_NEW(hako_bridge_group_cfg_t, pdus, count),
+                                         .elem = &member_elem,
+                                         .check = member_unique,
+                                         .expect = "an array of {id, robot_name, pdu_name}"};
+
+static int group_entry(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	hako_bridge_config_t *cfg = c->cfg;
-	const char *key;
-	json_t *v;
-	int r;
-	json_t *o = get_container(c, root, "pduKeyGroups", 0, 1, "an object {id: [pdu key]}", &r);
-	if (o == NULL) {
-		return r;
-	}
-	if ((cfg->groups = calloc(json_object_size(o), sizeof(*cfg->groups))) == NULL) {
-		return fail_oom(c);
-	}
-	json_object_foreach(o, key, v)
-	{
-		hako_bridge_group_cfg_t *g = &cfg->groups[cfg->group_count++];
-		push_key(c, key);
-		if ((r = id_value(c, key, strlen(key), g->id, sizeof(g->id))) != 0 ||
-		    (r = load_group(c, v, g)) != 0) {
-			return r;
-		}
-		pop(c);
-	}
-	pop(c);
-	return 0;
+	(void)v;
+	(void)f;
+	return entry_id(w, ((hako_bridge_group_cfg_t *)base)->id);
 }
 
 /* ---- the endpoint container ---- */
@@ -351,66 +186,44 @@ static int load_groups(struct ctx *c, json_t *root)
  * endpoints_config_path, the file's inline "endpoints" block (a container file's array, inline;
  * its config_paths are relative to the bridge file). A file with both endpoints_config_path and
  * "endpoints" is refused: which one the bridge would use is not clear. */
-static int load_container(struct ctx *c, json_t *root)
+static int load_container(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	const char *key = "endpoints_config_path";
-	hako_bridge_config_t *cfg = c->cfg;
-	json_t *inline_block = json_object_get(root, "endpoints");
-	char rel[HAKO_ENDPOINT_PATH_MAX] = "";
+	const struct ctx *c = w->user;
+	hako_bridge_config_t *cfg = base;
+	int has_path = cfg->endpoints_config_path[0] != '\0';
+	int has_inline = json_object_get(c->root, "endpoints") != NULL;
 	hako_error_t sub;
 	int r;
-	if ((r = get_string(c, root, key, 0, rel, sizeof(rel))) != 0) {
-		return r;
-	}
-	if (rel[0] != '\0' && inline_block != NULL) {
-		push_key(c, "endpoints");
-		return fail(c, "not allowed with endpoints_config_path (give the node's endpoints "
-		               "one way: the container file or this inline block)");
-	}
-	push_key(c, key);
-	if (rel[0] != '\0') {
-		const char *slash = strrchr(c->j.file, '/');
-		int dir_len = rel[0] == '/' || slash == NULL ? 0 : (int)(slash - c->j.file + 1);
-		int n = snprintf(cfg->endpoints_config_path, sizeof(cfg->endpoints_config_path),
-		                 "%.*s%s", dir_len, c->j.file, rel);
-		if (n < 0 || (size_t)n >= sizeof(cfg->endpoints_config_path)) {
-			return fail(c, "resolved path is too long (limit %zu bytes)",
-			            sizeof(cfg->endpoints_config_path) - 1);
-		}
+	(void)v;
+	(void)f;
+	if (has_path && has_inline) {
+		hakoi_walk_push_key(w, "endpoints");
+		return hakoi_walk_fail(w, "not allowed with endpoints_config_path (give the node's "
+		                          "endpoints one way: the container file or this inline "
+		                          "block)");
 	}
 	if (c->container_path != NULL) {
 		r = hako_endpoint_container_load(c->container_path, c->node, &cfg->endpoints, &sub);
-		if (r != 0) {
-			if (c->j.err != NULL) {
-				*c->j.err = sub;
-			}
-			return r;
+		if (r != 0 && w->j.err != NULL) {
+			*w->j.err = sub;
 		}
-		pop(c);
-		return 0;
+		return r;
 	}
-	if (inline_block != NULL) {
-		pop(c);
-		push_key(c, "endpoints");
-		r = hako_endpoint_container_load_at(c->j.file, "endpoints", c->node,
-		                                    &cfg->endpoints, c->j.err);
-		if (r != 0) {
-			return r;
-		}
-		pop(c);
-		return 0;
+	if (has_inline) {
+		return hako_endpoint_container_load_at(w->j.file, "endpoints", c->node,
+		                                       &cfg->endpoints, w->j.err);
 	}
-	if (rel[0] == '\0') {
-		return report(c, c->j.depth - 1, HAKO_ECONFIG,
-		              "missing (must be the path of the endpoint container file, unless "
-		              "the file has an inline \"endpoints\" block)");
+	hakoi_walk_push_key(w, "endpoints_config_path");
+	if (!has_path) {
+		return hakoi_walk_fail_missing(w, "the path of the endpoint container file, unless "
+		                                  "the file has an inline \"endpoints\" block");
 	}
 	r = hako_endpoint_container_load(cfg->endpoints_config_path, c->node, &cfg->endpoints,
 	                                 &sub);
 	if (r != 0) {
-		return hakoi_jctx_sub_error(&c->j, r, &sub, cfg->endpoints_config_path);
+		return hakoi_walk_sub_error(w, r, &sub, cfg->endpoints_config_path);
 	}
-	pop(c);
+	hakoi_walk_pop(w);
 	return 0;
 }
 
@@ -427,67 +240,137 @@ static const hako_endpoint_entry_t *find_endpoint(const hako_endpoint_container_
 	return NULL;
 }
 
-/* {endpointId} into id; for the loaded node's connections the endpoint must be in the
- * container (*entry). */
-static int load_endpoint_ref(struct ctx *c, json_t *o, int mine, char *id,
-                             const hako_endpoint_entry_t **entry)
+static int conn_id_unique(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const char *const keys[] = {"endpointId"};
+	const hako_bridge_config_t *cfg = config_of(w);
+	const hako_bridge_connection_cfg_t *cc = base;
+	(void)v;
+	(void)f;
+	for (size_t j = 0; j < hakoi_walk_index(w); j++) {
+		if (strcmp(cfg->connections[j].id, cc->id) == 0) {
+			return hakoi_walk_fail_dup(w, j, "id \"%s\"", cc->id);
+		}
+	}
+	return 0;
+}
+
+static int conn_node(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	const hako_bridge_config_t *cfg = config_of(w);
+	const hako_bridge_connection_cfg_t *cc = base;
+	(void)v;
+	(void)f;
+	for (size_t n = 0; n < cfg->node_count; n++) {
+		if (strcmp(cfg->nodes[n], cc->node_id) == 0) {
+			return 0;
+		}
+	}
+	return hakoi_walk_fail(w, "\"%s\" is not in nodes", cc->node_id);
+}
+
+/* An endpointId of the loaded node's connections is in its container. */
+static int endpoint_known(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	const struct ctx *c = w->user;
 	const hako_endpoint_container_t *ct = c->cfg->endpoints;
-	int r;
-	if ((r = object_with(c, o, keys, COUNT(keys), "{endpointId}")) != 0 ||
-	    (r = get_string(c, o, "endpointId", 1, id, HAKO_BRIDGE_ID_MAX)) != 0) {
-		return r;
-	}
-	if (mine && (*entry = find_endpoint(ct, id)) == NULL) {
-		push_key(c, "endpointId");
-		return fail(c, "\"%s\" is not an endpoint of node \"%s\" in %s", id, c->node,
-		            ct->path);
+	const char *id = base;
+	(void)v;
+	(void)f;
+	if (is_mine(w) && find_endpoint(ct, id) == NULL) {
+		return hakoi_walk_fail(w, "\"%s\" is not an endpoint of node \"%s\" in %s", id,
+		                       c->node, ct->path);
 	}
 	return 0;
 }
 
-static int load_destinations(struct ctx *c, json_t *conn, hako_bridge_connection_cfg_t *cc,
-                             int mine)
+static const hakoi_field_t endpoint_ref_fields[] = {
+    {.key = "endpointId",
+     .kind = HAKOI_K_STRING,
+     .flags = HAKOI_F_REQUIRED,
+     .size = HAKO_BRIDGE_ID_MAX,
+     .check = endpoint_known},
+    HAKOI_END,
+};
+
+static const hakoi_field_t destination_elem = {
+    .kind = HAKOI_K_OBJECT, .fields = endpoint_ref_fields, .expect = "an object {endpointId}"};
+
+static int destination_check(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	const hako_endpoint_entry_t *entry = NULL;
-	int r;
-	json_t *a = get_container(c, conn, "destinations", 1, 1, "an array of {endpointId}", &r);
-	if (a == NULL) {
-		return r;
+	const hako_bridge_connection_cfg_t *cc = current_connection(w);
+	const char *id = base;
+	(void)v;
+	(void)f;
+	hakoi_walk_push_key(w, "endpointId");
+	if (strcmp(id, cc->source) == 0) {
+		return hakoi_walk_fail(w, "\"%s\" is the connection's source", id);
 	}
-	if ((cc->destinations = calloc(json_array_size(a), sizeof(*cc->destinations))) == NULL) {
-		return fail_oom(c);
+	for (size_t j = 0; j < hakoi_walk_index(w); j++) {
+		if (strcmp(cc->destinations[j], id) == 0) {
+			return hakoi_walk_fail_dup(w, j, "\"%s\"", id);
+		}
 	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		char *id = cc->destinations[i];
-		push_index(c, i);
-		if ((r = load_endpoint_ref(c, json_array_get(a, i), mine, id, &entry)) != 0) {
-			return r;
-		}
-		push_key(c, "endpointId");
-		if (strcmp(id, cc->source) == 0) {
-			return fail(c, "\"%s\" is the connection's source", id);
-		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(cc->destinations[j], id) == 0) {
-				return fail(c, "\"%s\" is already listed at destinations[%zu]", id,
-				            j);
-			}
-		}
-		pop(c);
-		cc->dest_count = i + 1;
-		pop(c);
-	}
-	pop(c);
+	hakoi_walk_pop(w);
 	return 0;
 }
 
-/* A bridge forwards PDUs of the source pdudef's size: every member of a group it forwards
- * must be in that pdudef. The error points at the member. */
-static int check_members(struct ctx *c, const hako_bridge_group_cfg_t *g,
-                         const hako_endpoint_entry_t *src, const char *conn_id)
+/* pduKeyGroupId and policyId: ids resolved to indexes. */
+static int find_id(hakoi_walk_t *w, json_t *v,
+                   const char *(*id_at)(const hako_bridge_config_t *, size_t), size_t count,
+                   const char *where, size_t *out)
 {
+	static const hakoi_field_t id_field = {.kind = HAKOI_K_STRING, .size = HAKO_BRIDGE_ID_MAX};
+	char id[HAKO_BRIDGE_ID_MAX];
+	int r = hakoi_walk_value(w, v, &id_field, id);
+	if (r != 0) {
+		return r;
+	}
+	for (*out = 0; *out < count; (*out)++) {
+		if (strcmp(id_at(config_of(w), *out), id) == 0) {
+			return 0;
+		}
+	}
+	return hakoi_walk_fail(w, "\"%s\" is not in %s", id, where);
+}
+
+static const char *group_id(const hako_bridge_config_t *cfg, size_t i)
+{
+	return cfg->groups[i].id;
+}
+
+static const char *policy_id(const hako_bridge_config_t *cfg, size_t i)
+{
+	return cfg->policies[i].id;
+}
+
+static int group_ref(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return find_id(w, v, group_id, config_of(w)->group_count, "pduKeyGroups",
+	               &((hako_bridge_transfer_cfg_t *)base)->group);
+}
+
+static int policy_ref(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return find_id(w, v, policy_id, config_of(w)->policy_count, "transferPolicies",
+	               &((hako_bridge_transfer_cfg_t *)base)->policy);
+}
+
+/* A bridge forwards PDUs of the source pdudef's size: every member of a group the loaded node
+ * forwards must be in that pdudef. The error points at the member. */
+static int transfer_members(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	const hako_bridge_config_t *cfg = config_of(w);
+	const hako_bridge_connection_cfg_t *cc = current_connection(w);
+	const hako_bridge_group_cfg_t *g =
+	    &cfg->groups[((hako_bridge_transfer_cfg_t *)base)->group];
+	(void)v;
+	(void)f;
+	if (!is_mine(w)) {
+		return 0;
+	}
+	const hako_endpoint_entry_t *src = find_endpoint(cfg->endpoints, cc->source);
 	const hako_pdudef_t *def = src->config != NULL ? src->config->pdudef : NULL;
 	for (size_t i = 0; def != NULL && i < g->count; i++) {
 		const hako_bridge_pdu_ref_t *m = &g->pdus[i];
@@ -495,126 +378,78 @@ static int check_members(struct ctx *c, const hako_bridge_group_cfg_t *g,
 		if (!no_robot && hako_pdudef_find(def, m->robot, m->pdu) != NULL) {
 			continue;
 		}
-		c->j.depth = 0;
-		push_key(c, "pduKeyGroups");
-		push_key(c, g->id);
-		push_index(c, i);
-		push_key(c, no_robot ? "robot_name" : "pdu_name");
+		w->j.depth = 0;
+		hakoi_walk_push_key(w, "pduKeyGroups");
+		hakoi_walk_push_key(w, g->id);
+		hakoi_walk_push_index(w, i);
+		hakoi_walk_push_key(w, no_robot ? "robot_name" : "pdu_name");
 		if (no_robot) {
-			return fail(
-			    c,
-			    "robot \"%s\" is not in %s (the pdudef of \"%s\", the source of "
-			    "connection \"%s\")",
-			    m->robot, def->path, src->id, conn_id);
+			return hakoi_walk_fail(
+			    w,
+			    "robot \"%s\" is not in %s (the pdudef of \"%s\", the "
+			    "source of connection \"%s\")",
+			    m->robot, def->path, src->id, cc->id);
 		}
-		return fail(
-		    c,
-		    "robot \"%s\" has no PDU \"%s\" in %s (the pdudef of \"%s\", the source "
-		    "of connection \"%s\")",
-		    m->robot, m->pdu, def->path, src->id, conn_id);
+		return hakoi_walk_fail(
+		    w,
+		    "robot \"%s\" has no PDU \"%s\" in %s (the pdudef of \"%s\", "
+		    "the source of connection \"%s\")",
+		    m->robot, m->pdu, def->path, src->id, cc->id);
 	}
 	return 0;
 }
 
-static int load_transfers(struct ctx *c, json_t *conn, hako_bridge_connection_cfg_t *cc,
-                          const hako_endpoint_entry_t *src)
-{
-	static const char *const keys[] = {"pduKeyGroupId", "policyId"};
-	const hako_bridge_config_t *cfg = c->cfg;
-	char group[HAKO_BRIDGE_ID_MAX], policy[HAKO_BRIDGE_ID_MAX];
-	int r;
-	json_t *a = get_container(c, conn, "transferPdus", 1, 1,
-	                          "an array of {pduKeyGroupId, policyId}", &r);
-	if (a == NULL) {
-		return r;
-	}
-	if ((cc->transfers = calloc(json_array_size(a), sizeof(*cc->transfers))) == NULL) {
-		return fail_oom(c);
-	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *t = json_array_get(a, i);
-		hako_bridge_transfer_cfg_t *tr = &cc->transfers[i];
-		push_index(c, i);
-		if ((r = object_with(c, t, keys, COUNT(keys), "{pduKeyGroupId, policyId}")) != 0 ||
-		    (r = get_string(c, t, "pduKeyGroupId", 1, group, sizeof(group))) != 0 ||
-		    (r = get_string(c, t, "policyId", 1, policy, sizeof(policy))) != 0) {
-			return r;
-		}
-		tr->group = 0;
-		while (tr->group < cfg->group_count &&
-		       strcmp(cfg->groups[tr->group].id, group) != 0) {
-			tr->group++;
-		}
-		if (tr->group == cfg->group_count) {
-			push_key(c, "pduKeyGroupId");
-			return fail(c, "\"%s\" is not in pduKeyGroups", group);
-		}
-		tr->policy = 0;
-		while (tr->policy < cfg->policy_count &&
-		       strcmp(cfg->policies[tr->policy].id, policy) != 0) {
-			tr->policy++;
-		}
-		if (tr->policy == cfg->policy_count) {
-			push_key(c, "policyId");
-			return fail(c, "\"%s\" is not in transferPolicies", policy);
-		}
-		if (src != NULL &&
-		    (r = check_members(c, &cfg->groups[tr->group], src, cc->id)) != 0) {
-			return r;
-		}
-		cc->transfer_count = i + 1;
-		pop(c);
-	}
-	pop(c);
-	return 0;
-}
+static const hakoi_field_t transfer_fields[] = {
+    HAKOI_CUSTOM("pduKeyGroupId", HAKOI_F_REQUIRED, group_ref, "a string"),
+    HAKOI_CUSTOM("policyId", HAKOI_F_REQUIRED, policy_ref, "a string"),
+    HAKOI_CHECK(transfer_members),
+    HAKOI_END,
+};
 
-static int load_connection(struct ctx *c, json_t *all, size_t index,
-                           hako_bridge_connection_cfg_t *cc, int *mine)
-{
-	static const char *const keys[] = {"id",           "nodeId",       "source",
-	                                   "destinations", "transferPdus", "epoch_validation"};
-	const hako_bridge_config_t *cfg = c->cfg;
-	const hako_endpoint_entry_t *src = NULL;
-	json_t *conn = json_array_get(all, index);
-	int r;
-	if ((r = object_with(c, conn, keys, COUNT(keys),
-	                     "{id, nodeId, source, destinations, transferPdus}")) != 0 ||
-	    (r = get_string(c, conn, "id", 1, cc->id, sizeof(cc->id))) != 0 ||
-	    (r = get_string(c, conn, "nodeId", 1, cc->node_id, sizeof(cc->node_id))) != 0) {
-		return r;
-	}
-	for (size_t j = 0; j < index; j++) {
-		json_t *other = json_object_get(json_array_get(all, j), "id");
-		if (strcmp(json_string_value(other), cc->id) == 0) {
-			push_key(c, "id");
-			return fail(c, "id \"%s\" is already used by connections[%zu]", cc->id, j);
-		}
-	}
-	size_t n = 0;
-	while (n < cfg->node_count && strcmp(cfg->nodes[n], cc->node_id) != 0) {
-		n++;
-	}
-	if (n == cfg->node_count) {
-		push_key(c, "nodeId");
-		return fail(c, "\"%s\" is not in nodes", cc->node_id);
-	}
-	*mine = strcmp(cc->node_id, c->node) == 0;
-	json_t *s = get_container(c, conn, "source", 0, 1, "an object {endpointId}", &r);
-	if (s == NULL) {
-		return r;
-	}
-	if ((r = load_endpoint_ref(c, s, *mine, cc->source, &src)) != 0) {
-		return r;
-	}
-	pop(c);
-	if ((r = load_destinations(c, conn, cc, *mine)) != 0 ||
-	    (r = load_transfers(c, conn, cc, src)) != 0 ||
-	    (r = get_bool(c, conn, "epoch_validation", &cc->epoch_validation)) != 0) {
-		return r;
-	}
-	return 0;
-}
+static const hakoi_field_t transfer_elem = {.kind = HAKOI_K_OBJECT,
+                                            .fields = transfer_fields,
+                                            .expect = "an object {pduKeyGroupId, policyId}"};
+
+static const hakoi_field_t connection_fields[] = {
+    {.key = "id",
+     .kind = HAKOI_K_STRING,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_AT(hako_bridge_connection_cfg_t, id),
+     .check = conn_id_unique},
+    {.key = "nodeId",
+     .kind = HAKOI_K_STRING,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_AT(hako_bridge_connection_cfg_t, node_id),
+     .check = conn_node},
+    {.key = "source",
+     .kind = HAKOI_K_OBJECT,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_AT(hako_bridge_connection_cfg_t, source),
+     .fields = endpoint_ref_fields,
+     .expect = "an object {endpointId}"},
+    {.key = "destinations",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hako_bridge_connection_cfg_t, destinations, dest_count),
+     .elem = &destination_elem,
+     .check = destination_check,
+     .expect = "an array of {endpointId}"},
+    {.key = "transferPdus",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hako_bridge_connection_cfg_t, transfers, transfer_count),
+     .elem = &transfer_elem,
+     .expect = "an array of {pduKeyGroupId, policyId}"},
+    HAKOI_BOOL("epoch_validation", 0, hako_bridge_connection_cfg_t, epoch_validation),
+    HAKOI_END,
+};
+
+static const hakoi_field_t connection_elem = {
+    .kind = HAKOI_K_OBJECT,
+    .fields = connection_fields,
+    .expect = "an object {id, nodeId, source, destinations, transferPdus}"};
 
 static void connection_free(hako_bridge_connection_cfg_t *cc)
 {
@@ -624,95 +459,88 @@ static void connection_free(hako_bridge_connection_cfg_t *cc)
 }
 
 /* Every connection is checked; only the loaded node's are kept. */
-static int load_connections(struct ctx *c, json_t *root)
+static int keep_own_connections(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	hako_bridge_config_t *cfg = c->cfg;
-	int r;
-	json_t *a = get_container(c, root, "connections", 1, 1, "an array of connections", &r);
-	if (a == NULL) {
-		return r;
-	}
-	if ((cfg->connections = calloc(json_array_size(a), sizeof(*cfg->connections))) == NULL) {
-		return fail_oom(c);
-	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		hako_bridge_connection_cfg_t *cc = &cfg->connections[cfg->connection_count++];
-		int mine = 0;
-		push_index(c, i);
-		if ((r = load_connection(c, a, i, cc, &mine)) != 0) {
-			return r;
+	hako_bridge_config_t *cfg = base;
+	const char *node = ((const struct ctx *)w->user)->node;
+	size_t kept = 0;
+	(void)v;
+	(void)f;
+	for (size_t i = 0; i < cfg->connection_count; i++) {
+		if (strcmp(cfg->connections[i].node_id, node) != 0) {
+			connection_free(&cfg->connections[i]);
+		} else {
+			cfg->connections[kept++] = cfg->connections[i];
 		}
-		if (!mine) {
-			connection_free(cc);
-			cfg->connection_count--;
-		}
-		pop(c);
 	}
-	pop(c);
+	cfg->connection_count = kept;
 	return 0;
 }
 
 /* ---- the file ---- */
 
+static const char *const versions[] = {"2.0.0", NULL};
 /* Stored as written: Hakoniwa's time source names (its create_time_source() takes these). */
-static int load_time_source(struct ctx *c, json_t *root)
-{
-	static const char *const names[] = {"real", "virtual", "hakoniwa", "hakoniwa_poll",
-	                                    "hakoniwa_callback"};
-	const char *expected =
-	    "\"real\", \"virtual\", \"hakoniwa\", \"hakoniwa_poll\" or \"hakoniwa_callback\"";
-	json_t *v = json_object_get(root, "time_source_type");
-	if (v == NULL) {
-		return 0;
-	}
-	push_key(c, "time_source_type");
-	if (!json_is_string(v)) {
-		return fail(c, "must be %s", expected);
-	}
-	for (size_t i = 0; i < COUNT(names); i++) {
-		if (strcmp(json_string_value(v), names[i]) == 0) {
-			snprintf(c->cfg->time_source_type, sizeof(c->cfg->time_source_type), "%s",
-			         names[i]);
-			pop(c);
-			return 0;
-		}
-	}
-	return fail(c, "is \"%s\"; must be %s", json_string_value(v), expected);
-}
+static const char *const time_sources[] = {"real",          "virtual",           "hakoniwa",
+                                           "hakoniwa_poll", "hakoniwa_callback", NULL};
 
-static int load_root(struct ctx *c, json_t *root)
+static int time_source(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const char *const keys[] = {"$schema",          "version",   "time_source_type",
-	                                   "transferPolicies", "nodes",     "endpoints_config_path",
-	                                   "endpoints",        "wireLinks", "pduKeyGroups",
-	                                   "connections"};
-	int r;
-	if (!json_is_object(root)) {
-		return fail(c, "must be an object");
-	}
-	if ((r = check_keys(c, root, keys, COUNT(keys))) != 0) {
-		return r;
-	}
-	json_t *v = json_object_get(root, "version");
-	push_key(c, "version");
-	if (v == NULL) {
-		return fail_missing(c, "\"" BRIDGE_VERSION "\"");
-	}
-	if (!json_is_string(v)) {
-		return fail(c, "must be \"" BRIDGE_VERSION "\"");
-	}
-	if (strcmp(json_string_value(v), BRIDGE_VERSION) != 0) {
-		return fail(c, "is \"%s\"; must be \"" BRIDGE_VERSION "\"", json_string_value(v));
-	}
-	pop(c);
-	if ((r = load_time_source(c, root)) != 0 || (r = load_policies(c, root)) != 0 ||
-	    (r = load_nodes(c, root)) != 0 || (r = load_wire_links(c, root)) != 0 ||
-	    (r = load_groups(c, root)) != 0 || (r = load_container(c, root)) != 0 ||
-	    (r = load_connections(c, root)) != 0) {
-		return r;
-	}
+	hako_bridge_config_t *cfg = base;
+	(void)w;
+	(void)f;
+	snprintf(cfg->time_source_type, sizeof(cfg->time_source_type), "%s", json_string_value(v));
 	return 0;
 }
+
+/* In the order the references need: what a connection names is read before connections. */
+static const hakoi_field_t root_fields[] = {
+    HAKOI_IGNORE("$schema"),
+    {.key = "version", .kind = HAKOI_K_ENUM, .flags = HAKOI_F_REQUIRED, .names = versions},
+    {.key = "time_source_type", .kind = HAKOI_K_ENUM, .names = time_sources, .check = time_source},
+    {.key = "transferPolicies",
+     .kind = HAKOI_K_MAP,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hako_bridge_config_t, policies, policy_count),
+     .elem = &policy_elem,
+     .check = policy_entry,
+     .expect = "an object {id: policy}"},
+    {.key = "nodes",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hako_bridge_config_t, nodes, node_count),
+     .elem = &node_elem,
+     .check = node_unique,
+     .expect = "an array of {id}"},
+    HAKOI_CHECK(node_listed),
+    {.key = "wireLinks",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_NEW(hako_bridge_config_t, wire_links, wire_link_count),
+     .elem = &wire_elem,
+     .expect = "an array of {from, to}"},
+    {.key = "pduKeyGroups",
+     .kind = HAKOI_K_MAP,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hako_bridge_config_t, groups, group_count),
+     .elem = &group_elem,
+     .check = group_entry,
+     .expect = "an object {id: [pdu key]}"},
+    HAKOI_PATH("endpoints_config_path", 0, hako_bridge_config_t, endpoints_config_path),
+    HAKOI_IGNORE("endpoints"), /* the endpoint loader reads it (load_container) */
+    HAKOI_CHECK(load_container),
+    {.key = "connections",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hako_bridge_config_t, connections, connection_count),
+     .elem = &connection_elem,
+     .expect = "an array of connections"},
+    HAKOI_CHECK(keep_own_connections),
+    HAKOI_END,
+};
 
 void hako_bridge_config_free(hako_bridge_config_t *cfg)
 {
@@ -732,33 +560,6 @@ void hako_bridge_config_free(hako_bridge_config_t *cfg)
 	free(cfg->connections);
 	hako_endpoint_container_free(cfg->endpoints);
 	free(cfg);
-}
-
-static int load_file(struct ctx *c, const char *path)
-{
-	char *text = NULL;
-	size_t len = 0;
-	int e = hakoi_read_file(path, &text, &len);
-	if (e != 0) {
-		return hako_error_set(c->j.err,
-		                      e == ENOENT || e == ENOTDIR ? HAKO_ENOENT : HAKO_EIO, path, 0,
-		                      0, "cannot open: %s", hakoi_read_file_strerror(e));
-	}
-	json_error_t jerr;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	int r;
-	c->j.text = text;
-	c->j.len = len;
-	if (root == NULL) {
-		r = hako_error_set(c->j.err, HAKO_ECONFIG, path, jerr.line > 0 ? jerr.line : 0,
-		                   jerr.column > 0 ? jerr.column : 0, "invalid JSON: %s",
-		                   jerr.text);
-	} else {
-		r = load_root(c, root);
-	}
-	json_decref(root);
-	free(text);
-	return r;
 }
 
 int hako_bridge_config_load(const char *path, const char *node, const char *container_path,
@@ -788,11 +589,19 @@ int hako_bridge_config_load(const char *path, const char *node, const char *cont
 	}
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
 	snprintf(cfg->node, sizeof(cfg->node), "%s", node);
-	struct ctx c = {.j = {.err = err, .file = path},
-	                .cfg = cfg,
-	                .node = node,
-	                .container_path = container_path};
-	int r = load_file(&c, path);
+	json_t *root;
+	char *text;
+	size_t len;
+	int r = hakoi_cfg_load(path, err, &root, &text, &len);
+	if (r == 0) {
+		struct ctx c = {
+		    .cfg = cfg, .root = root, .node = node, .container_path = container_path};
+		hakoi_walk_t w;
+		hakoi_walk_init(&w, err, path, text, len, &c);
+		r = hakoi_walk_object(&w, root, root_fields, cfg);
+		json_decref(root);
+		free(text);
+	}
 	if (r != 0) {
 		hako_bridge_config_free(cfg);
 		return r;

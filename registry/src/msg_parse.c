@@ -143,8 +143,12 @@ static int parse_array(const struct cursor *c, const char *open, const char *end
 		count = count * 10 + (uint32_t)(digits[i] - '0');
 	}
 	if (count == 0 || count >= HAKOI_MSG_ARRAY_MAX) {
-		return fail(c, digits, "bad array size '%.*s': must be an integer from 1 to %u",
-		            show_len(n), digits, HAKOI_MSG_ARRAY_MAX - 1);
+		/* Worded as the config loaders word a value out of range. */
+		int number =
+		    is_digit(digits[0]) || (digits[0] == '-' && n > 1 && is_digit(digits[1]));
+		return fail(c, digits, "array size is %s%.*s%s; must be an integer in [1, %u]",
+		            number ? "" : "\"", show_len(n), digits, number ? "" : "\"",
+		            HAKOI_MSG_ARRAY_MAX - 1);
 	}
 	fd->form = HAKO_MSG_ARRAY;
 	fd->count = count;
@@ -267,7 +271,7 @@ static int parse_name(const struct cursor *c, const char *p, const char *end,
 	}
 	if (!name_ok_n(n0, n)) {
 		return fail(c, n0,
-		            "bad field name '%.*s': must be a letter, then letters, digits or '_'",
+		            "field name is \"%.*s\"; must be a letter, then letters, digits or '_'",
 		            show_len(n), n0);
 	}
 	if (p < end) {
@@ -425,8 +429,8 @@ int hakoi_msg_parse(const char *pkg, const char *text, size_t len, const char *p
 	if (dup != SIZE_MAX) {
 		const hakoi_msg_field_def_t *d = &def->fields[dup];
 		rc = hako_error_set(err, HAKO_ECONFIG, path, d->line, d->name_column,
-		                    "duplicate field name '%s' (first at line %d)", d->name,
-		                    def->fields[first].line);
+		                    "field name \"%s\" is already used by the field at line %d",
+		                    d->name, def->fields[first].line);
 		goto fail;
 	}
 	return 0;

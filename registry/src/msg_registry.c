@@ -120,7 +120,7 @@ static int find_source(const hako_msg_registry_t *reg, const char *pkg, const ch
 				                      "out of memory");
 			}
 			if (e != ENOENT && e != ENOTDIR) {
-				return hako_error_set(err, HAKO_EIO, path, 0, 0, "cannot read: %s",
+				return hako_error_set(err, HAKO_EIO, path, 0, 0, "cannot open: %s",
 				                      hakoi_read_file_strerror(e));
 			}
 		}

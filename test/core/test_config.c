@@ -234,6 +234,17 @@ static void test_load_unknown_key(void **state)
 	                    3, 16);
 }
 
+/* One duplicate-key policy for every file: a key given twice is refused where it repeats, and
+ * an unknown key names the known ones. */
+static void test_load_duplicate_key(void **state)
+{
+	struct fx *f = *state;
+	expect_config_error(f, "{\n  \"max_assets\": 4,\n  \"max_assets\": 5\n}\n",
+	                    "duplicate object key", 3, 14);
+	expect_config_error(f, "{\"liveness\": \"error\"}", "known: max_assets, max_channels", 1,
+	                    14);
+}
+
 static void test_load_wrong_type(void **state)
 {
 	struct fx *f = *state;
@@ -342,11 +353,11 @@ int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
-	    T(defaults),          T(env_overrides),     T(env_invalid_refused),
-	    T(load_not_regular),  T(load_good),         T(load_partial_overlays),
-	    T(load_unknown_key),  T(load_wrong_type),   T(load_out_of_range),
-	    T(load_not_object),   T(load_syntax_error), T(load_empty_file),
-	    T(load_missing_file), T(load_then_create),
+	    T(defaults),          T(env_overrides),      T(env_invalid_refused),
+	    T(load_not_regular),  T(load_good),          T(load_partial_overlays),
+	    T(load_unknown_key),  T(load_duplicate_key), T(load_wrong_type),
+	    T(load_out_of_range), T(load_not_object),    T(load_syntax_error),
+	    T(load_empty_file),   T(load_missing_file),  T(load_then_create),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
