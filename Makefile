@@ -32,7 +32,7 @@ test: build
 # The forklift RD-Light demo: hako-launch runs samples/forklift/launch.json from the build tree
 # (20 s simulated at 4x real time); the report ends with the path of the plot.
 run: build
-	cd $(BUILD)/samples/forklift && $(abspath $(BUILD))/core/tools/hako-launch --quiet launch.json
+	cd $(BUILD)/samples/forklift && $(abspath $(BUILD))/launch/hako-launch --quiet launch.json
 
 bench: build
 	./bench/run.sh $(BUILD)

@@ -1,5 +1,5 @@
 /* hako-rd: runtime delegation from the shell: validate an RD config, check RD traces, show who
- * owns each execution unit of a running domain.
+ * owns each execution unit of a running domain (docs/rd.md).
  *
  * Exit codes: 0 success, 1 failure or a violated invariant (message on stderr), 2 usage error.
  */
@@ -19,13 +19,13 @@
 #include "hako/msg.h"
 #include "hako/pdu.h"
 #include "hako/rd.h"
+#include "hako_cli.h"
 #include "rd_internal.h"
 
 #ifndef HAKO_VERSION
 #define HAKO_VERSION "unknown"
 #endif
 
-#define EXIT_USAGE       2
 #define DEFAULT_WATCH_MS 500
 #define MAX_SCAN         4096
 
@@ -46,42 +46,6 @@ static void errf(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-static const char usage_text[] =
-    "usage: hako-rd <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  validate FILE              load and check an RD config; print what it declares\n"
-    "  check TRACE...             verify the RD invariants on JSON-lines traces; exit 1 on\n"
-    "                             any violation (-v lists every violation)\n"
-    "  status [--config FILE] [-d DOMAIN] [--watch] [--interval MS]\n"
-    "                             each execution unit's owner, epoch and state (live with\n"
-    "                             --watch); without a config (or $HAKO_RD_CONFIG) the\n"
-    "                             domain's channels are scanned for status PDUs\n"
-    "  help                       this text\n"
-    "\n"
-    "options:\n"
-    "  -c, --config FILE          RD config (status)\n"
-    "  -d, --domain NAME          domain (default: $HAKO_DOMAIN, else \"default\")\n"
-    "  -w, --watch                redraw until Ctrl-C (status)\n"
-    "  -i, --interval MS          redraw period with --watch (default 500)\n"
-    "  -v, --verbose              more detail (check: every violation)\n"
-    "  -h, --help                 this text\n"
-    "  -V, --version              the version\n"
-    "\n"
-    "Formats: docs/rd.md.\n";
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("hako-rd: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'hako-rd --help'.\n", stderr);
-	return EXIT_USAGE;
 }
 
 static const char *node_label(const hako_rd_config_t *cfg, uint8_t id, char *buf, size_t len)
@@ -108,7 +72,7 @@ static const char *status_name(int status)
 
 /* ---- validate ---- */
 
-static int cmd_validate(const char *path, int verbose)
+static int validate(const char *path, int verbose)
 {
 	hako_rd_config_t *cfg;
 	hako_error_t err;
@@ -150,7 +114,7 @@ static int cmd_validate(const char *path, int verbose)
 
 /* ---- check ---- */
 
-static int cmd_check(char **paths, int count)
+static int check(char **paths, int count)
 {
 	hako_rd_check_result_t res;
 	hako_error_t err;
@@ -254,7 +218,7 @@ static void sleep_ms(long ms)
 	}
 }
 
-static int cmd_status(const char *domain, const char *config, int watch, long interval_ms)
+static int status(const char *domain, const char *config, int watch, long interval_ms)
 {
 	hako_domain_t *dom;
 	int r = hako_domain_open(domain, &dom);
@@ -306,76 +270,152 @@ out:
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* ---- the command line ---- */
+
+static const char *opt_domain; /* -d before the command */
+
+/* HAKO_LOG set by the user always wins. */
+static void library_log(int level)
 {
-	static const struct option opts[] = {
+	if (getenv("HAKO_LOG") == NULL) {
+		hako_log_set_level(level);
+	}
+}
+
+static int cmd_validate(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"verbose", no_argument, NULL, 'v'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	int verbose = 0, c;
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
+		if (c != 'v') {
+			return hako_cli_common_option(cmd, c, argv);
+		}
+		verbose = 1;
+	}
+	if (argc - optind != 1) {
+		return hako_cli_usage_error(cmd, "needs one RD config file");
+	}
+	return validate(argv[optind], verbose);
+}
+
+static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"verbose", no_argument, NULL, 'v'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	int c;
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
+		if (c != 'v') {
+			return hako_cli_common_option(cmd, c, argv);
+		}
+		library_log(HAKO_LOG_INFO); /* every violation */
+	}
+	if (argc - optind < 1) {
+		return hako_cli_usage_error(cmd, "needs at least one trace file");
+	}
+	return check(argv + optind, argc - optind);
+}
+
+static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'}, {"domain", required_argument, NULL, 'd'},
 	    {"watch", no_argument, NULL, 'w'},        {"interval", required_argument, NULL, 'i'},
-	    {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	const char *config = getenv("HAKO_RD_CONFIG");
-	const char *domain = hako_domain_default_name();
-	int watch = 0, verbose = 0, o;
+	const char *domain = opt_domain != NULL ? opt_domain : hako_domain_default_name();
+	int watch = 0, c;
 	long interval = DEFAULT_WATCH_MS;
+	char *end;
 	if (config != NULL && config[0] == '\0') {
 		config = NULL;
 	}
-	opterr = 0;
-	/* GNU getopt moves the operands after the options: "hako-rd check -v a.jsonl" works. */
-	while ((o = getopt_long(argc, argv, ":c:d:wi:vhV", opts, NULL)) != -1) {
-		switch (o) {
+	while ((c = getopt_long(argc, argv, ":c:d:wi:h", longopts, NULL)) != -1) {
+		switch (c) {
 		case 'c': config = optarg; break;
-		case 'd': domain = optarg; break;
+		case 'd':
+			if (optarg[0] == '\0') {
+				return hako_cli_usage_error(cmd,
+				                            "the domain name must not be empty");
+			}
+			domain = optarg;
+			break;
 		case 'w': watch = 1; break;
-		case 'i': {
-			char *end;
+		case 'i':
 			interval = strtol(optarg, &end, 10);
 			if (*end != '\0' || interval < 10) {
-				return usage_error("--interval: '%s' is not a number of ms >= 10",
-				                   optarg);
+				return hako_cli_usage_error(
+				    cmd, "--interval: '%s' is not a number of ms >= 10", optarg);
 			}
 			break;
-		}
-		case 'v': verbose = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		case 'V': printf("hako-rd %s\n", HAKO_VERSION); return 0;
-		case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default: return usage_error("unknown option '%s'", argv[optind - 1]);
+		default: return hako_cli_common_option(cmd, c, argv);
 		}
 	}
-	if (optind >= argc) {
-		return usage_error("no command");
+	if (optind < argc) {
+		return hako_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	}
-	const char *cmd = argv[optind++];
-	if (getenv("HAKO_LOG") == NULL) {
-		hako_log_set_level(verbose && strcmp(cmd, "check") == 0 ? HAKO_LOG_INFO
-		                                                        : HAKO_LOG_ERROR);
-	}
-	int rest = argc - optind;
-	if (strcmp(cmd, "validate") == 0) {
-		if (rest != 1) {
-			return usage_error("validate needs one RD config file");
-		}
-		return cmd_validate(argv[optind], verbose);
-	}
-	if (strcmp(cmd, "check") == 0) {
-		if (rest < 1) {
-			return usage_error("check needs at least one trace file");
-		}
-		return cmd_check(argv + optind, rest);
-	}
-	if (strcmp(cmd, "status") == 0) {
-		if (rest != 0) {
-			return usage_error("unexpected argument '%s'", argv[optind]);
-		}
-		signal(SIGINT, on_signal);
-		signal(SIGTERM, on_signal);
-		return cmd_status(domain, config, watch, interval);
-	}
-	if (strcmp(cmd, "help") == 0) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
-	return usage_error("unknown command '%s'", cmd);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	return status(domain, config, watch, interval);
+}
+
+static const hako_cli_command_t commands[] = {
+    {"validate", "[-v] FILE", "load and check an RD config; print what it declares",
+     "Load and check an RD config and print what it declares: nodes, execution units, trigger, "
+     "hand-off timeout and config hash.",
+     "  -v, --verbose         also the status, context and written PDUs of each unit\n",
+     cmd_validate},
+    {"check", "[-v] TRACE...", "verify the RD invariants on JSON-lines traces",
+     "Verify the RD invariants on JSON-lines traces (one owner at a time, every write by the "
+     "owner at its epoch, each model step run once); exit 1 on any violation.",
+     "  -v, --verbose         every violation, not only the first\n", cmd_check},
+    {"status", "[--config FILE] [-d DOMAIN] [--watch] [--interval MS]",
+     "each execution unit's owner, epoch and state",
+     "Each execution unit's owner, epoch and state in a running domain (live with --watch). "
+     "Without a config (or $HAKO_RD_CONFIG) the domain's channels are scanned for status "
+     "PDUs.",
+     "  -c, --config FILE     RD config (default: $HAKO_RD_CONFIG)\n"
+     "  -d, --domain NAME     domain (default: $HAKO_DOMAIN, else \"default\")\n"
+     "  -w, --watch           redraw until Ctrl-C\n"
+     "  -i, --interval MS     redraw period with --watch (default 500)\n",
+     cmd_status},
+    {"help", "[command]", "help of hako-rd or of a command",
+     "Show the help of hako-rd or of one command.", "", hako_cli_help},
+};
+
+static void tool_usage(FILE *out)
+{
+	fprintf(out, "usage: hako-rd [-d NAME] <command> [options]\n\n"
+	             "Runtime delegation from the shell: RD configs, RD traces, and who owns each\n"
+	             "execution unit of a running domain.\n\ncommands:\n");
+	hako_cli_list_commands(out, 8);
+	fprintf(out, "\noptions:\n"
+	             "  -d, --domain NAME     domain (default: $HAKO_DOMAIN, else \"default\")\n"
+	             "  -h, --help            show this help\n"
+	             "  -V, --version         print the version\n\n"
+	             "'hako-rd <command> --help' describes a command. Formats: docs/rd.md.\n");
+}
+
+static void before_run(void)
+{
+	library_log(HAKO_LOG_ERROR);
+}
+
+int main(int argc, char **argv)
+{
+	static const hako_cli_t cli = {
+	    .prog = "hako-rd",
+	    .version = HAKO_VERSION,
+	    .commands = commands,
+	    .ncommands = sizeof(commands) / sizeof(commands[0]),
+	    .common_options = "  -h, --help            show this help\n",
+	    .wrap_width = 80,
+	    .domain = &opt_domain,
+	    .usage = tool_usage,
+	    .before_run = before_run,
+	};
+	return hako_cli_main(&cli, argc, argv);
 }

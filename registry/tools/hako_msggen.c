@@ -20,8 +20,12 @@
 #include "hako/msg.h"
 #include "hako/pdu.h"
 #include "hako/pdudef.h"
+#include "hako_cli.h"
 
-#define EXIT_USAGE 2
+#ifndef HAKO_VERSION
+#define HAKO_VERSION "unknown"
+#endif
+
 /* Heap bytes given to a type with variable arrays when neither --heap-budget nor a pdudef
  * says how big its PDU is. */
 #define DEFAULT_HEAP_BUDGET 4096u
@@ -62,45 +66,6 @@ static void print_error(const hako_error_t *err)
 {
 	char msg[1200];
 	errf("%s", hako_error_format(err, msg, sizeof(msg)));
-}
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-	        "usage: hako-msggen [-I DIR]... [--out DIR] [--heap-budget PKG/TYPE=BYTES]...\n"
-	        "                   [--pdudef FILE] [--all-builtin] [--layout-check FILE]\n"
-	        "                   [--no-headers] [PKG/TYPE]...\n\n"
-	        "Write a C header per PDU type (and per type it nests) to DIR/<pkg>/<Type>.h,\n"
-	        "plus DIR/hako_pdu_types.h. Types come from the .msg search path: -I folders,\n"
-	        "then $HAKO_MSG_PATH, then the built-in packages.\n\n"
-	        "options:\n"
-	        "  -I DIR                      search DIR for <pkg>/<Type>.msg first\n"
-	        "  -o, --out DIR               where the headers go (default: .)\n"
-	        "  --heap-budget PKG/TYPE=N    heap bytes in HAKO_PDU_SIZE_* of that type\n"
-	        "  --pdudef FILE               PDU sizes from a pdudef; with no PKG/TYPE given,\n"
-	        "                              generate every type it lists\n"
-	        "  --all-builtin               generate every built-in type\n"
-	        "  --layout-check FILE         write a C file that includes the headers and\n"
-	        "                              tabulates the compiler's offsetof/sizeof of\n"
-	        "                              every struct (for the layout test)\n"
-	        "  --no-headers                write no headers (with --layout-check, for\n"
-	        "                              headers generated before)\n"
-	        "  -h, --help                  show this help\n\n"
-	        "Types with variable arrays get a heap budget of %u bytes unless --heap-budget or\n"
-	        "the pdudef's pdu_size says otherwise.\n",
-	        DEFAULT_HEAP_BUDGET);
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("hako-msggen: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'hako-msggen --help'.\n", stderr);
-	return EXIT_USAGE;
 }
 
 /* ---- names ---- */
@@ -265,14 +230,14 @@ static int parse_heap_budget(struct gen *g, const char *arg)
 	const char *eq = strrchr(arg, '=');
 	if (eq == NULL || eq == arg || (size_t)(eq - arg) >= HAKO_MSG_FULL_MAX ||
 	    strchr(arg, '/') == NULL || strchr(arg, '/') > eq) {
-		return usage_error("--heap-budget: '%s' is not PKG/TYPE=BYTES", arg);
+		return hako_cli_usage_error(NULL, "--heap-budget: '%s' is not PKG/TYPE=BYTES", arg);
 	}
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(eq + 1, &end, 10);
 	if (errno != 0 || end == eq + 1 || *end != '\0' || eq[1] == '-' || v > PDU_SIZE_MAX) {
-		return usage_error("--heap-budget: '%s' is not a byte count (0..%u)", eq + 1,
-		                   PDU_SIZE_MAX);
+		return hako_cli_usage_error(NULL, "--heap-budget: '%s' is not a byte count (0..%u)",
+		                            eq + 1, PDU_SIZE_MAX);
 	}
 	char type[HAKO_MSG_FULL_MAX];
 	snprintf(type, sizeof(type), "%.*s", (int)(eq - arg), arg);
@@ -821,7 +786,7 @@ static void gen_free(struct gen *g)
 	hako_msg_registry_destroy(g->reg);
 }
 
-int main(int argc, char **argv)
+static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"out", required_argument, NULL, 'o'},
 	                                         {"heap-budget", required_argument, NULL, 'b'},
@@ -829,7 +794,7 @@ int main(int argc, char **argv)
 	                                         {"all-builtin", no_argument, NULL, 'a'},
 	                                         {"layout-check", required_argument, NULL, 'l'},
 	                                         {"no-headers", no_argument, NULL, 'n'},
-	                                         {"help", no_argument, NULL, 'h'},
+	                                         HAKO_CLI_HELP_VERSION,
 	                                         {NULL, 0, NULL, 0}};
 	struct gen g;
 	memset(&g, 0, sizeof(g));
@@ -842,8 +807,7 @@ int main(int argc, char **argv)
 		errf("out of memory");
 		return 1;
 	}
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":I:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":I:o:hV", longopts, NULL)) != -1) {
 		int r = -1;
 		switch (c) {
 		case 'I': dirs[ndirs++] = optarg; break;
@@ -853,15 +817,7 @@ int main(int argc, char **argv)
 		case 'a': all = 1; break;
 		case 'l': layout = optarg; break;
 		case 'n': headers = 0; break;
-		case 'h':
-			usage(stdout);
-			r = 0;
-			break;
-		case ':': r = usage_error("option '%s' needs a value", argv[optind - 1]); break;
-		default:
-			r = optopt != 0 ? usage_error("unknown option '-%c'", optopt)
-			                : usage_error("unknown option '%s'", argv[optind - 1]);
-			break;
+		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
 			free(dirs);
@@ -872,7 +828,8 @@ int main(int argc, char **argv)
 	if (!all && pdudef == NULL && optind >= argc) {
 		free(dirs);
 		free(g.budgets);
-		return usage_error("no types: give PKG/TYPE, --all-builtin or --pdudef FILE");
+		return hako_cli_usage_error(
+		    cmd, "no types: give PKG/TYPE, --all-builtin or --pdudef FILE");
 	}
 
 	int r = hako_msg_registry_create(&g.reg);
@@ -938,4 +895,47 @@ out:
 	free(dirs);
 	gen_free(&g);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const hako_cli_command_t command = {
+	    "hako-msggen",
+	    "[-I DIR]... [--out DIR] [--heap-budget PKG/TYPE=BYTES]...\n"
+	    "                   [--pdudef FILE] [--all-builtin] [--layout-check FILE]\n"
+	    "                   [--no-headers] [PKG/TYPE]...",
+	    "",
+	    "Write a C header per PDU type (and per type it nests) to DIR/<pkg>/<Type>.h,\n"
+	    "plus DIR/hako_pdu_types.h. Types come from the .msg search path: -I folders,\n"
+	    "then $HAKO_MSG_PATH, then the built-in packages.",
+	    "  -I DIR                      search DIR for <pkg>/<Type>.msg first\n"
+	    "  -o, --out DIR               where the headers go (default: .)\n"
+	    "  --heap-budget PKG/TYPE=N    heap bytes in HAKO_PDU_SIZE_* of that type\n"
+	    "  --pdudef FILE               PDU sizes from a pdudef; with no PKG/TYPE given,\n"
+	    "                              generate every type it lists\n"
+	    "  --all-builtin               generate every built-in type\n"
+	    "  --layout-check FILE         write a C file that includes the headers and\n"
+	    "                              tabulates the compiler's offsetof/sizeof of\n"
+	    "                              every struct (for the layout test)\n"
+	    "  --no-headers                write no headers (with --layout-check, for\n"
+	    "                              headers generated before)\n",
+	    run,
+	};
+	static char epilog[200];
+	snprintf(
+	    epilog, sizeof(epilog),
+	    "Types with variable arrays get a heap budget of %u bytes unless --heap-budget or\n"
+	    "the pdudef's pdu_size says otherwise.\n",
+	    DEFAULT_HEAP_BUDGET);
+	const hako_cli_t cli = {
+	    .prog = "hako-msggen",
+	    .version = HAKO_VERSION,
+	    .commands = &command,
+	    .ncommands = 1,
+	    .common_options = "  -h, --help                  show this help\n"
+	                      "  -V, --version               show the version\n",
+	    .epilog = epilog,
+	    .single = 1,
+	};
+	return hako_cli_main(&cli, argc, argv);
 }

@@ -37,7 +37,7 @@ die() { echo "run.sh: FAILED: $*"; exit 1; }
 # In the build tree the tools are in sibling folders; installed, they are on PATH.
 HERE=$(cd "$(dirname "$0")" && pwd)
 for d in "$HERE/../../pdu-endpoint/tools" "$HERE/../../pdu-bridge" "$HERE/../../core/tools" \
-	"$HERE/../hello" "$HERE"; do
+	"$HERE/../../launch" "$HERE/../hello" "$HERE"; do
 	[ -d "$d" ] && PATH=$(cd "$d" && pwd):$PATH
 done
 export PATH

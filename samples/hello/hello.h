@@ -1,5 +1,5 @@
 /* What the processes of the hello sample share: the "counter" PDU of hello_pdudef.json in
- * Hakoniwa's binary format, where to find the pdudef, and the one-line result hello-run checks.
+ * Hakoniwa's binary format, and where to find the pdudef.
  *
  * The PDU is [24-byte meta header][uint64 value], little-endian:
  *   0 magic 0x12345678 | 4 version 1 | 8 base offset 24 | 12 heap offset 32 | 16 total size 32
@@ -10,10 +10,7 @@
 #define HELLO_H
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -86,28 +83,6 @@ static inline const char *hello_pdudef_path(int argc, char **argv)
 		}
 	}
 	return HELLO_PDUDEF_INSTALLED;
-}
-
-/* hello-run passes a pipe in HELLO_REPORT_FD to collect one result line from each asset for
- * its final check. Nothing happens when the asset runs on its own. */
-static inline void hello_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline void hello_report(const char *fmt, ...)
-{
-	const char *fd = getenv("HELLO_REPORT_FD");
-	if (fd == NULL) {
-		return;
-	}
-	char line[256];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n > 0 && n < (int)sizeof(line) - 1) {
-		line[n++] = '\n';
-		if (write(atoi(fd), line, (size_t)n) != n) {
-			fprintf(stderr, "hello: cannot report the result to hello-run\n");
-		}
-	}
 }
 
 #endif

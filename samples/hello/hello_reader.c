@@ -100,7 +100,5 @@ int main(int argc, char **argv)
 	       " reads with new data, %" PRIu64 " before the first write, %" PRIu64
 	       " read errors\n",
 	       steps, last_counter, new_data, never_written, read_errors);
-	hello_report("reader steps=%" PRIu64 " last=%" PRIu64 " new=%" PRIu64 " errors=%" PRIu64,
-	             steps, last_counter, new_data, read_errors);
 	return read_errors == 0 ? 0 : 1;
 }

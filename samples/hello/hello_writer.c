@@ -1,7 +1,8 @@
 /* hello-writer: an asset that counts its 1 ms steps and publishes the count as the PDU
  * Robot/counter, written with the Hakoniwa-compatible API (hako_asset.h).
  *
- * hello-run starts it; by hand it runs against any conductor of the domain $HAKO_DOMAIN:
+ * launch.json starts it under hako-launch; by hand it runs against any conductor of the domain
+ * $HAKO_DOMAIN:
  *   hako-cmd conductor &  hello-writer &  hello-reader &
  *   hako-cmd start; sleep 1; hako-cmd stop; hako-cmd reset
  */
@@ -81,7 +82,5 @@ int main(int argc, char **argv)
 	printf("[writer] done: %" PRIu64 " steps, last counter=%" PRIu64 ", %" PRIu64
 	       " write errors\n",
 	       steps, counter, write_errors);
-	hello_report("writer steps=%" PRIu64 " last=%" PRIu64 " errors=%" PRIu64, steps, counter,
-	             write_errors);
 	return write_errors == 0 ? 0 : 1;
 }

@@ -26,6 +26,7 @@ for f in bin/hako-cmd bin/hako-launch bin/hako-rd bin/hako-msggen bin/hako-bridg
          include/hako_asset.h include/hako_conductor.h include/hako_simevent.h include/hako/hako_asset.h \
          include/hako/domain.h include/hako/rd.h include/hako/endpoint.h include/hako/frame.h include/hako/pdu.h include/hako/msg.h \
          include/hako/msgs/geometry_msgs/Twist.h include/hako/msgs/hako_msgs/SimTime.h \
+         include/hako/limits.h bin/hello-check share/hako/samples/hello/launch.json \
          lib/pkgconfig/hako.pc lib/cmake/hako/hakoConfig.cmake share/hako/msg/std_msgs/Header.msg; do
   test -e "$tmp/prefix/$f" || { echo "missing after install: $f"; exit 1; }
 done

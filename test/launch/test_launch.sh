@@ -151,6 +151,16 @@ run_ok)
 	has out-check.txt "^  exe $ASSET_DIR/launch-test-asset$"
 	has out-check.txt '^  wait_for asset "b" timeout_ms=10000$'
 	[ -e logs/run ] && fail "--check created the log folder"
+	# The command line (tools/common/hako_cli): usage errors exit 2 with a hint, -V the version.
+	"$LAUNCH" --bogus run.json >out-usage.txt 2>&1
+	[ $? -eq 2 ] || fail "--bogus did not exit 2"
+	has out-usage.txt "^hako-launch: unknown option '--bogus'$"
+	has out-usage.txt "^Try 'hako-launch --help'\.$"
+	"$LAUNCH" -V >out-version.txt 2>&1 || fail "-V failed"
+	has out-version.txt '^hako-launch [0-9]'
+	"$LAUNCH" --help >out-help.txt 2>&1 || fail "--help failed"
+	has out-help.txt '^usage: hako-launch \[--path DIR\]'
+	has out-help.txt '^exit status: 0 all went well'
 	launch 0 run
 	for f in a b hako-launch; do
 		[ -s "logs/run/$f.log" ] || fail "logs/run/$f.log is missing or empty"

@@ -60,7 +60,8 @@ static void run_case(const char *case_dir, const char *input, char *actual, size
 	} else {
 		char msg[2048];
 		assert_null(cfg);
-		assert_int_equal(rc, HAKO_ECONFIG);
+		/* HAKO_ENOENT: a file the launch file names is missing */
+		assert_true(rc == HAKO_ECONFIG || rc == HAKO_ENOENT);
 		fprintf(out, "%s\n", hako_error_format(&err, msg, sizeof(msg)));
 	}
 	fclose(out);
@@ -79,7 +80,7 @@ static void missing_file(void **state)
 	                 HAKO_ENOENT);
 	assert_null(cfg);
 	assert_string_equal(hako_error_format(&err, msg, sizeof(msg)),
-	                    "/nonexistent/launch.json: cannot read: No such file or directory");
+	                    "/nonexistent/launch.json: cannot open: No such file or directory");
 }
 
 int main(int argc, char **argv)

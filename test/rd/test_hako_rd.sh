@@ -53,13 +53,20 @@ rd() {
 
 # ---- usage ----
 expect 2 rd
-has 'no command'
+has 'usage: hako-rd \[-d NAME\] <command>'
 expect 0 rd --help
-has 'usage: hako-rd <command>'
+has 'usage: hako-rd \[-d NAME\] <command>'
+expect 0 rd help status
+has '^usage: hako-rd status \[--config FILE\]'
+expect 0 rd -V
+has '^hako-rd [0-9]'
 expect 2 rd frobnicate
 has "unknown command 'frobnicate'"
 expect 2 rd validate
+has "hako-rd validate: needs one RD config file"
 expect 2 rd check
+expect 2 rd -v check "$DATA/rd.json"
+has "unknown option '-v'"
 expect 2 rd --bogus status
 has "unknown option '--bogus'"
 

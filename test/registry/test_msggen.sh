@@ -83,6 +83,8 @@ expect 2 "$GEN"
 has 'no types'
 expect 0 "$GEN" --help
 has '^usage: hako-msggen'
+expect 0 "$GEN" -V
+has '^hako-msggen [0-9]'
 expect 2 "$GEN" --bogus
 has "unknown option '--bogus'"
 expect 2 "$GEN" --heap-budget nonsense geometry_msgs/Twist

@@ -65,7 +65,8 @@ void hako_cli_list_commands(FILE *out, int width)
 void hako_cli_command_usage(const hako_cli_command_t *cmd, FILE *out)
 {
 	int w = g_cli->wrap_width;
-	int col = fprintf(out, "usage: %s %s", g_cli->prog, cmd->name);
+	int col = g_cli->single ? fprintf(out, "usage: %s", g_cli->prog)
+	                        : fprintf(out, "usage: %s %s", g_cli->prog, cmd->name);
 	if (w <= 0) {
 		fprintf(out, " %s\n\n%s\n", cmd->synopsis, cmd->summary);
 	} else {
@@ -79,11 +80,17 @@ void hako_cli_command_usage(const hako_cli_command_t *cmd, FILE *out)
 		print_wrapped(out, cmd->summary, 0, 0, w);
 	}
 	fprintf(out, "\noptions:\n%s%s", cmd->options, g_cli->common_options);
+	if (g_cli->epilog != NULL) {
+		fprintf(out, "\n%s", g_cli->epilog);
+	}
 }
 
 int hako_cli_usage_error(const hako_cli_command_t *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	if (g_cli->single) {
+		cmd = NULL; /* the command is the tool */
+	}
 	fprintf(stderr, "%s%s%s: ", g_cli->prog, cmd != NULL ? " " : "",
 	        cmd != NULL ? cmd->name : "");
 	va_start(ap, fmt);
@@ -98,6 +105,7 @@ int hako_cli_common_option(const hako_cli_command_t *cmd, int c, char **argv)
 {
 	switch (c) {
 	case 'h': hako_cli_command_usage(cmd, stdout); return 0;
+	case 'V': printf("%s %s\n", g_cli->prog, g_cli->version); return 0;
 	case ':': return hako_cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
 	case '?':
 		if (optopt != 0) {
@@ -130,12 +138,20 @@ int hako_cli_main(const hako_cli_t *cli, int argc, char **argv)
 	                                         {"version", no_argument, NULL, 'V'},
 	                                         {NULL, 0, NULL, 0}};
 	g_cli = cli;
+	opterr = 0;
+	if (cli->single) {
+		if (cli->before_run != NULL) {
+			cli->before_run();
+		}
+		int r = cli->commands[0].run(&cli->commands[0], argc, argv);
+		fflush(stdout);
+		return r;
+	}
 	/* '+': stop at the command name; its options are parsed by the command. Without a domain
 	 * the table starts after "domain". */
 	const struct option *lo = cli->domain != NULL ? longopts : longopts + 1;
 	const char *shortopts = cli->domain != NULL ? "+:d:hV" : "+:hV";
 	int c;
-	opterr = 0;
 	while ((c = getopt_long(argc, argv, shortopts, lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': *cli->domain = optarg; break;

@@ -1,7 +1,12 @@
-/* The sub-command skeleton shared by the hako command-line tools (hako-cmd, hako-endpoint):
- * a table of commands, the tool's options before the command name (-h, -V, and -d when the tool
- * has a domain), "<tool> help [command]", per-command --help and usage errors, all with the same
- * wording and exit codes (0 ok, 2 usage error; the commands' own codes otherwise).
+/* The command-line skeleton shared by every hako tool, so that they all word help, versions and
+ * usage errors the same way, with the same exit codes (0 ok, 2 usage error; the commands' own
+ * codes otherwise).
+ *
+ * A tool with sub-commands (hako-cmd, hako-endpoint, hako-rd) has a table of commands, its own
+ * options before the command name (-h, -V, and -d when the tool has a domain),
+ * "<tool> help [command]" and per-command --help. A tool that is one command (hako-launch,
+ * hako-msggen) sets `single`: its one command parses the whole command line, and its help and
+ * errors name the tool alone.
  *
  * hako_cli_main() remembers the tool for the calls below; one tool a process. */
 #ifndef HAKO_CLI_H
@@ -11,6 +16,12 @@
 #include <stdio.h>
 
 #define HAKO_CLI_EXIT_USAGE 2
+
+/* -h/--help and -V/--version for the getopt_long table of a single-command tool; its getopt
+ * result goes to hako_cli_common_option. */
+/* clang-format off */
+#define HAKO_CLI_HELP_VERSION {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}
+/* clang-format on */
 
 typedef struct hako_cli_command {
 	const char *name;
@@ -31,6 +42,8 @@ typedef struct hako_cli {
 	const char **domain;        /* non-NULL: -d/--domain NAME before the command sets it */
 	void (*usage)(FILE *out);   /* the tool's overview (--help, help, no command) */
 	void (*before_run)(void);   /* optional: called once the command is known */
+	const char *epilog;         /* optional: a paragraph after the options of each help */
+	int single;                 /* the tool is commands[0], run with the whole command line */
 } hako_cli_t;
 
 /* Parse the tool's options, find the command and run it with argv[0] its name (getopt reset).
@@ -49,8 +62,8 @@ void hako_cli_command_usage(const hako_cli_command_t *cmd, FILE *out);
 int hako_cli_usage_error(const hako_cli_command_t *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* A command's getopt result for -h (help on stdout: 0), ':' and '?' (usage errors). Returns the
- * exit code. */
+/* A command's getopt result for -h (help on stdout: 0), -V (the version: 0), ':' and '?' (usage
+ * errors). Returns the exit code. */
 int hako_cli_common_option(const hako_cli_command_t *cmd, int c, char **argv);
 
 /* The "help [command]" command. */

@@ -309,6 +309,8 @@ HAKO_API void hako_member_heartbeat(hako_member_t *m);
 
 /* ---- PDU channels ---- */
 
+/* A channel handle belongs to the domain handle it came from: nothing to free, valid until
+ * hako_domain_close of that handle (docs/conventions.md). */
 typedef struct hako_channel hako_channel_t;
 
 /* Create (or find) the channel (robot, channel_id) of `size` bytes. Creating an existing channel

@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define HAKO_BRIDGE_ID_MAX 128 /* ids: 1..127 chars */
+#define HAKO_BRIDGE_ID_MAX HAKO_NAME_MAX /* ids: 1..127 chars (the old name of HAKO_NAME_MAX) */
 
 typedef enum hako_bridge_policy_type {
 	HAKO_BRIDGE_IMMEDIATE = 0,

@@ -1,49 +1,14 @@
 /* Runtime delegation, RD-Light: one execution unit (EU) has instances in several processes of
- * one domain; exactly one of them, the owner, steps the model and writes the EU's PDUs. The owner
- * hands the EU over with its context; epochs fence off anything the old owner still writes.
- *
- * Control plane, per EU (hako_msgs types, Hakoniwa's format):
- *   status  ExecutionUnitRuntimeStatus {config_hash, unit_count = 1, status[1], epoch[1],
- *           curr_owner_node_id[1], next_owner_node_id[1]}; status 0 OwnerStable,
- *           1 OwnerReleasing, 2 OwnerActivating
- *   context ExecutionUnitRuntimeContext {config_hash, epoch, owner_id, context[]}; context[] =
- *           an RD header (magic "RDCX" u32, version u16, header length u16, release world
- *           time i64, model step u64: 24 bytes) + the application's bytes
+ * one domain; exactly one of them, the owner, steps the model and writes the EU's PDUs, and
+ * hands the EU over with its context. World time decides each hand-off, so no lock is needed
+ * between processes and there is never more than one owner; epochs (in byte 20 of every PDU
+ * the owner writes) fence off anything the old owner still writes. The control-plane PDUs, the
+ * protocol and why it holds, the trace `hako-rd check` verifies: docs/rd.md.
  *
  * World times (`now`): the time the asset's clock has once the current step is done, i.e.
- * hako_member_time() + hako_member_delta() after hako_member_step_wait() returned.
- *
- * Hand-off (world time decides, so no lock or compare-and-swap is needed between processes):
- *   1. owner A, after its model step at world time t: hako_rd_release(next = B, ctx):
- *      writes Context(epoch e+1, ctx) then Status(Releasing, e+1, curr A, next B); A stops
- *      stepping the EU.
- *   2. standby B, at each of its steps at asset time s: hako_rd_poll sees Releasing with
- *      next == B; if the context's epoch equals the status epoch and t < s <= t + timeout, it
- *      hands the context to the application (HAKO_RD_EV_ACTIVATE), which restores the model and
- *      calls hako_rd_activate(ok) in the same step: Status(Activating, e+1), then
- *      Status(Stable, e+1, curr B). s > t keeps the owners' world-time intervals apart (B's
- *      clock may be behind A's by up to Dmax: B then waits until it has passed t).
- *      A context of another epoch is waited for (never used); a failed restore writes nothing
- *      and B does not try that hand-off again.
- *   3. A, at each step at asset time t': sees curr == B at epoch e+1: HAKO_RD_EV_RELEASED, A is
- *      a standby now. If instead t' >= t + timeout + Dmax + delta (delta: the largest step of
- *      the domain's assets, read when t + timeout is reached), B cannot activate any more (its
- *      clock is past t + timeout, and its writes up to then are visible to A through the world
- *      clock), so A takes the EU back: Status(Stable, e+2, curr A): HAKO_RD_EV_RECLAIMED.
- *   Either way there is never more than one owner, and the model's steps are counted in the
- *   context, so the new owner (or A after a reclaim) runs exactly the steps not yet run.
- *
- * Every PDU the owner writes carries the epoch in its meta byte 20; readers drop PDUs of another
- * epoch than the current one. Every ownership event, model step and EU PDU write can be traced
- * to a JSON-lines file that `hako-rd check` verifies (format and rules: docs/rd.md).
- *
- * A status PDU that does not validate, or carries another config_hash, is logged once and
- * ignored (the last known state stays). After a domain reset (channels back to zero) every
- * node starts over: the initial owner owns the EU at epoch 0. A status left by an earlier run
- * (found at open while the world time is 0) is replaced by the initial owner one epoch later.
- *
- * Functions taking `uint32_t eu` take the EU's id from the config. A node handle is not
- * thread-safe: one thread per handle.
+ * hako_member_time() + hako_member_delta() after hako_member_step_wait() returned. Functions
+ * taking `uint32_t eu` take the EU's id from the config. A node handle is not thread-safe: one
+ * thread per handle.
  */
 #ifndef HAKO_RD_H
 #define HAKO_RD_H
@@ -55,6 +20,7 @@
 
 #include "hako/domain.h"
 #include "hako/error.h"
+#include "hako/msg.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,17 +39,17 @@ typedef enum hako_rd_status {
 /* ---- Config ---- */
 
 typedef struct hako_rd_pdu_ref {
-	char robot[128];
-	char name[128];     /* PDU name in the pdudef */
-	char type[128];     /* resolved from the pdudef, e.g. "geometry_msgs/Twist" */
-	int32_t channel_id; /* resolved from the pdudef */
-	uint32_t pdu_size;  /* resolved from the pdudef */
+	char robot[HAKO_NAME_MAX];
+	char name[HAKO_NAME_MAX];     /* PDU name in the pdudef */
+	char type[HAKO_MSG_FULL_MAX]; /* resolved from the pdudef, e.g. "geometry_msgs/Twist" */
+	int32_t channel_id;           /* resolved from the pdudef */
+	uint32_t pdu_size;            /* resolved from the pdudef */
 } hako_rd_pdu_ref_t;
 
 typedef struct hako_rd_eu_config {
 	uint32_t id;
-	char name[128];
-	char robot[128];
+	char name[HAKO_NAME_MAX];
+	char robot[HAKO_NAME_MAX];
 	size_t write_count;
 	hako_rd_pdu_ref_t writes[HAKO_RD_MAX_PDUS]; /* the PDUs only the owner writes */
 	size_t candidate_count;
@@ -113,7 +79,7 @@ typedef struct hako_rd_config {
 	uint32_t config_hash;  /* FNV-1a of the file bytes: both sides must load the same file */
 	size_t node_count;
 	uint8_t node_ids[HAKO_RD_MAX_NODES];
-	char node_names[HAKO_RD_MAX_NODES][128];
+	char node_names[HAKO_RD_MAX_NODES][HAKO_NAME_MAX];
 	size_t eu_count;
 	hako_rd_eu_config_t eus[HAKO_RD_MAX_EUS];
 	hako_rd_trigger_t trigger;

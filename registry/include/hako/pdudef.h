@@ -16,24 +16,27 @@
 #include <stdint.h>
 
 #include "hako/error.h"
+#include "hako/limits.h"
+#include "hako/msg.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define HAKO_PDUDEF_NAME_MAX 128 /* bytes including the NUL */
+/* The old name of HAKO_NAME_MAX, until the last users move to it; do not use. */
+#define HAKO_PDUDEF_NAME_MAX HAKO_NAME_MAX
 
 typedef struct hako_pdudef_pdu {
-	char name[HAKO_PDUDEF_NAME_MAX]; /* short name: org_name (legacy) or name (compact) */
-	char type[HAKO_PDUDEF_NAME_MAX]; /* ROS-style type, e.g. "geometry_msgs/Twist" */
-	int32_t channel_id;              /* logical channel id, >= 0 */
-	uint32_t pdu_size;               /* bytes, > 0 */
-	int is_reader;                   /* listed among the shm/rpc readers (legacy form) */
-	int is_writer;                   /* listed among the shm/rpc writers (legacy form) */
+	char name[HAKO_NAME_MAX];     /* short name: org_name (legacy) or name (compact) */
+	char type[HAKO_MSG_FULL_MAX]; /* ROS-style type, e.g. "geometry_msgs/Twist" */
+	int32_t channel_id;           /* logical channel id, >= 0 */
+	uint32_t pdu_size;            /* bytes, > 0 */
+	int is_reader;                /* listed among the shm/rpc readers (legacy form) */
+	int is_writer;                /* listed among the shm/rpc writers (legacy form) */
 } hako_pdudef_pdu_t;
 
 typedef struct hako_pdudef_robot {
-	char name[HAKO_PDUDEF_NAME_MAX];
+	char name[HAKO_NAME_MAX];
 	size_t pdu_count;
 	hako_pdudef_pdu_t *pdus;
 } hako_pdudef_robot_t;

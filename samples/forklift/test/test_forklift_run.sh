@@ -9,7 +9,7 @@
 set -u
 
 build=$(cd "$1" && pwd)
-launch=$build/core/tools/hako-launch
+launch=$build/launch/hako-launch
 bin=$build/samples/forklift
 stop_usec=56000000
 steps=$((stop_usec / 1000))

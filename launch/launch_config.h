@@ -1,6 +1,6 @@
-/* The launch file of hako-launch: loaded, validated and resolved (variables expanded, commands
- * found, paths made absolute) in one go, so that a broken file is refused before anything
- * starts, with "file:line:column: path: message". */
+/* The launch file of hako-launch (docs/hako-launch.md): loaded, checked and resolved (variables
+ * expanded, commands found, paths made absolute) in one go, so that a broken file is refused
+ * before anything starts. */
 #ifndef HAKOI_LAUNCH_CONFIG_H
 #define HAKOI_LAUNCH_CONFIG_H
 
@@ -32,11 +32,13 @@ typedef struct hakoi_launch_env {
 } hakoi_launch_env_t;
 
 typedef struct hakoi_launch_proc {
-	char *name;
+	char name[HAKOI_LAUNCH_PROC_NAME_MAX];
 	char *command; /* as written, expanded */
 	char *exe;     /* the file that runs: an absolute path */
-	char **argv;   /* argv[0] = command, then the args; NULL-terminated */
-	size_t argc;   /* entries before the NULL */
+	char **args;   /* expanded */
+	size_t arg_count;
+	char **argv; /* command, then the args (borrowed from them); NULL-terminated */
+	size_t argc; /* entries before the NULL */
 	hakoi_launch_env_t *env;
 	size_t env_count;
 	char *cwd; /* absolute; NULL = the current directory of hako-launch */
@@ -45,6 +47,7 @@ typedef struct hakoi_launch_proc {
 	long long timeout_ms;
 	int restart_on_failure;
 	int max_restarts;
+	int max_restarts_set; /* given in the file */
 	hakoi_launch_phase_t phase;
 	int echo;
 } hakoi_launch_proc_t;

@@ -1,0 +1,904 @@
+/* Loader of hako-launch files: tables for the config walker (hakoi/cfg.h), plus what a table
+ * cannot say: ${NAME} expansion, commands found on the search path, folders made absolute, and
+ * the rules between members. */
+#include "launch_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hakoi/cfg.h"
+
+/* The walk's own context (hakoi_walk_t.user): what variables are known so far. */
+struct ctx {
+	const hakoi_launch_options_t *opt;
+	hakoi_launch_config_t *cfg;
+	char cwd[PATH_MAX];
+	/* Set by hako-launch for every process; NULL until known. */
+	const char *var_domain;
+	const char *var_dir;
+	const char *var_log_dir;
+};
+
+static struct ctx *ctx_of(hakoi_walk_t *w)
+{
+	return w->user;
+}
+
+/* ---- ${NAME} ---- */
+
+static int is_var_start(int ch)
+{
+	return isalpha(ch) || ch == '_';
+}
+
+static int is_var_char(int ch)
+{
+	return isalnum(ch) || ch == '_';
+}
+
+static const char *lookup_var(const struct ctx *c, const char *name)
+{
+	if (strcmp(name, "HAKO_DOMAIN") == 0 && c->var_domain != NULL) {
+		return c->var_domain;
+	}
+	if (strcmp(name, "HAKO_LAUNCH_DIR") == 0 && c->var_dir != NULL) {
+		return c->var_dir;
+	}
+	if (strcmp(name, "HAKO_LAUNCH_LOG_DIR") == 0 && c->var_log_dir != NULL) {
+		return c->var_log_dir;
+	}
+	return getenv(name);
+}
+
+struct buf {
+	char *p;
+	size_t len;
+	size_t cap;
+};
+
+static int buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap > 0 ? b->cap : 64;
+		while (b->len + n + 1 > cap) {
+			cap *= 2;
+		}
+		char *p = realloc(b->p, cap);
+		if (p == NULL) {
+			return -1;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+/* ${NAME} from the environment, $$ = '$'; anything else after '$' is an error at the current
+ * path. *out is malloc'ed. */
+static int expand(hakoi_walk_t *w, const char *in, char **out)
+{
+	struct buf b = {NULL, 0, 0};
+	*out = NULL;
+	if (buf_add(&b, "", 0) != 0) {
+		return hakoi_walk_fail_oom(w);
+	}
+	const char *p = in;
+	while (*p != '\0') {
+		const char *dollar = strchr(p, '$');
+		if (dollar == NULL) {
+			dollar = p + strlen(p);
+		}
+		if (buf_add(&b, p, (size_t)(dollar - p)) != 0) {
+			goto oom;
+		}
+		if (*dollar == '\0') {
+			break;
+		}
+		if (dollar[1] == '$') {
+			if (buf_add(&b, "$", 1) != 0) {
+				goto oom;
+			}
+			p = dollar + 2;
+			continue;
+		}
+		if (dollar[1] != '{') {
+			free(b.p);
+			return hakoi_walk_fail(
+			    w, "a '$' must start ${NAME} or be doubled ($$ is a '$')");
+		}
+		const char *name = dollar + 2;
+		const char *end = name;
+		while (is_var_char((unsigned char)*end)) {
+			end++;
+		}
+		if (*end != '}' || end == name || !is_var_start((unsigned char)*name)) {
+			const char *close = strchr(name, '}');
+			int n = close != NULL ? (int)(close - dollar + 1) : (int)strlen(dollar);
+			free(b.p);
+			return hakoi_walk_fail(
+			    w,
+			    "\"%.*s\" is not a variable reference ${NAME} (NAME: "
+			    "letters, digits, '_')",
+			    n, dollar);
+		}
+		char var[256];
+		size_t vlen = (size_t)(end - name);
+		if (vlen >= sizeof(var)) {
+			free(b.p);
+			return hakoi_walk_fail(w, "variable name too long");
+		}
+		memcpy(var, name, vlen);
+		var[vlen] = '\0';
+		const char *val = lookup_var(ctx_of(w), var);
+		if (val == NULL) {
+			free(b.p);
+			return hakoi_walk_fail(w, "${%s} is not set in the environment", var);
+		}
+		if (buf_add(&b, val, strlen(val)) != 0) {
+			goto oom;
+		}
+		p = end + 1;
+	}
+	*out = b.p;
+	return 0;
+oom:
+	free(b.p);
+	return hakoi_walk_fail_oom(w);
+}
+
+/* A string member (HAKOI_F_EMPTY_OK: "" too) expanded into the char * at base + f->offset. */
+static int parse_expanded(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	if (!json_is_string(v)) {
+		return hakoi_walk_fail_must(w, "a string");
+	}
+	int r =
+	    hakoi_walk_string(w, json_string_value(v), json_string_length(v), f->flags, NULL, 0);
+	if (r != 0) {
+		return r;
+	}
+	char **dst = (char **)(void *)((char *)base + f->offset);
+	free(*dst);
+	*dst = NULL;
+	return expand(w, json_string_value(v), dst);
+}
+
+/* Table entries the shorthands of cfg.h do not cover. */
+#define INT_FIELD(key_, T, M, lo, hi, expect_)                                                     \
+	{                                                                                          \
+		.key = (key_), .kind = HAKOI_K_INT, HAKOI_AT(T, M), .min = (lo), .max = (hi),      \
+		.expect = (expect_)                                                                \
+	}
+#define EXPANDED(key_, flags_, T, M)                                                               \
+	{                                                                                          \
+		.key = (key_), .kind = HAKOI_K_CUSTOM, .flags = (flags_),                          \
+		.offset = offsetof(T, M), .parse = parse_expanded, .expect = "a string"            \
+	}
+
+/* ---- paths ---- */
+
+/* base + "/" + p unless p is absolute; malloc'ed, or NULL. */
+static char *join(const char *base, const char *p)
+{
+	size_t n = strlen(base) + strlen(p) + 2;
+	char *s = malloc(n);
+	if (s == NULL) {
+		return NULL;
+	}
+	if (p[0] == '/') {
+		snprintf(s, n, "%s", p);
+	} else if (strcmp(p, ".") == 0) {
+		snprintf(s, n, "%s", base);
+	} else {
+		snprintf(s, n, "%s/%s", base, p[0] == '.' && p[1] == '/' ? p + 2 : p);
+	}
+	return s;
+}
+
+static int is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int is_exe(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+/* An absolute folder: p resolved against base, then canonical if it exists. */
+static char *abs_dir(const char *base, const char *p)
+{
+	char *j = join(base, p);
+	char real[PATH_MAX];
+	if (j != NULL && realpath(j, real) != NULL) {
+		free(j);
+		return strdup(real);
+	}
+	return j;
+}
+
+/* The expanded folder at the current path, made absolute against the launch file's folder;
+ * it must exist. *out is malloc'ed (and set also when the folder does not exist). */
+static int parse_folder(hakoi_walk_t *w, json_t *v, char **out)
+{
+	char *e = NULL;
+	hakoi_field_t f = {.flags = 0};
+	int r = parse_expanded(w, v, &e, &f);
+	if (r != 0) {
+		return r;
+	}
+	*out = abs_dir(ctx_of(w)->cfg->dir, e);
+	free(e);
+	if (*out == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	return is_dir(*out) ? 0 : hakoi_walk_fail(w, "%s is not a folder", *out);
+}
+
+/* Append dir to the list of folders looked in (for the error message), once. */
+static void add_looked(char *looked, size_t len, const char *dir)
+{
+	size_t used = strlen(looked), n = strlen(dir);
+	for (const char *hit = strstr(looked, dir); hit != NULL; hit = strstr(hit + 1, dir)) {
+		if ((hit == looked || hit[-1] == ' ') && (hit[n] == ',' || hit[n] == '\0')) {
+			return;
+		}
+	}
+	if (used + 4 < len) {
+		snprintf(looked + used, len - used, "%s%s", used > 0 ? ", " : "", dir);
+	}
+}
+
+static char *find_in(const char *dir, const char *cmd, char *looked, size_t len)
+{
+	char *p = join(dir, cmd);
+	add_looked(looked, len, dir);
+	if (p != NULL && is_exe(p)) {
+		return p;
+	}
+	free(p);
+	return NULL;
+}
+
+/* The executable of a command (at the current path): with a '/', relative to the launch file;
+ * else in the --path folders, the file's "path", then $PATH. *exe is malloc'ed and absolute. */
+static int resolve_command(hakoi_walk_t *w, const char *name, const char *cmd, char **exe)
+{
+	struct ctx *c = ctx_of(w);
+	*exe = NULL;
+	if (strchr(cmd, '/') != NULL) {
+		char *p = join(c->cfg->dir, cmd);
+		if (p == NULL) {
+			return hakoi_walk_fail_oom(w);
+		}
+		if (!is_exe(p)) {
+			int r = hakoi_walk_fail(w, "process \"%s\": %s %s", name, p,
+			                        access(p, F_OK) != 0 ? "does not exist"
+			                                             : "is not an executable file");
+			free(p);
+			return r;
+		}
+		*exe = p;
+		return 0;
+	}
+	char looked[2048] = "";
+	const hakoi_launch_options_t *o = c->opt;
+	for (size_t i = 0; o != NULL && i < o->search_count && *exe == NULL; i++) {
+		char *d = abs_dir(c->cwd, o->search[i]);
+		if (d == NULL) {
+			return hakoi_walk_fail_oom(w);
+		}
+		*exe = find_in(d, cmd, looked, sizeof(looked));
+		free(d);
+	}
+	for (size_t i = 0; i < c->cfg->path_count && *exe == NULL; i++) {
+		*exe = find_in(c->cfg->path[i], cmd, looked, sizeof(looked));
+	}
+	const char *env = getenv("PATH");
+	char *copy = strdup(env != NULL ? env : "/usr/local/bin:/usr/bin:/bin");
+	if (copy == NULL) {
+		free(*exe);
+		*exe = NULL;
+		return hakoi_walk_fail_oom(w);
+	}
+	char *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d != NULL && *exe == NULL;
+	     d = strtok_r(NULL, ":", &save)) {
+		char *a = abs_dir(c->cwd, d);
+		if (a == NULL) {
+			free(copy);
+			return hakoi_walk_fail_oom(w);
+		}
+		*exe = find_in(a, cmd, looked, sizeof(looked));
+		free(a);
+	}
+	free(copy);
+	if (*exe == NULL) {
+		return hakoi_walk_fail(w, "process \"%s\": \"%s\" not found (looked in %s)", name,
+		                       cmd, looked[0] != '\0' ? looked : "no folder");
+	}
+	return 0;
+}
+
+/* ---- the conductor ---- */
+
+static int parse_core_config(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	hakoi_launch_config_t *cfg = base;
+	char *rel = NULL;
+	int r = parse_expanded(w, v, &rel, &(hakoi_field_t){.flags = f->flags});
+	if (r != 0) {
+		return r;
+	}
+	cfg->core_config = join(cfg->dir, rel);
+	free(rel);
+	if (cfg->core_config == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	hako_error_t sub;
+	r = hako_domain_config_load(&cfg->core, cfg->core_config, &sub);
+	return r != 0 ? hakoi_walk_sub_error(w, r, &sub, cfg->core_config) : 0;
+}
+
+/* Dmax and the stop time against the step. */
+static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_config_t *cfg = base;
+	long long delta = cfg->master.delta_usec, dmax = cfg->master.max_delay_usec;
+	if (dmax != 0 && dmax < delta) {
+		hakoi_walk_push_key(w, "max_delay_usec");
+		return hakoi_walk_fail(w, "%lld is less than delta_usec (%lld)", dmax, delta);
+	}
+	if (cfg->stop_at_usec % delta != 0) {
+		/* The world clock moves in steps of delta and halts at the stop time: it would
+		 * never get there. */
+		hakoi_walk_push_key(w, "stop_at_usec");
+		return hakoi_walk_fail(w, "%lld is not a multiple of delta_usec (%lld)",
+		                       (long long)cfg->stop_at_usec, delta);
+	}
+	return 0;
+}
+
+static const hakoi_field_t conductor_fields[] = {
+    INT_FIELD("delta_usec", hakoi_launch_config_t, master.delta_usec, 1, 3600000000LL,
+              "an integer in [1, 3600000000] (microseconds)"),
+    INT_FIELD("max_delay_usec", hakoi_launch_config_t, master.max_delay_usec, 1, 3600000000LL,
+              "an integer in [1, 3600000000] (microseconds)"),
+    {.key = "real_time_factor",
+     .kind = HAKOI_K_NUMBER,
+     HAKOI_AT(hakoi_launch_config_t, master.real_time_factor),
+     .dmin = 0.0,
+     .dmax = 1e6,
+     .expect = "a number in [0, 1000000] (0 = as fast as possible)"},
+    INT_FIELD("stop_at_usec", hakoi_launch_config_t, stop_at_usec, 0, INT64_MAX / 2,
+              "an integer >= 0 (world time in microseconds; 0 = none)"),
+    HAKOI_CHECK(check_clock),
+    HAKOI_CUSTOM("core_config", 0, parse_core_config, "a string"),
+    HAKOI_END,
+};
+
+/* ---- a process ---- */
+
+static int valid_proc_name(const char *name)
+{
+	if (!isalnum((unsigned char)name[0])) {
+		return 0;
+	}
+	for (const char *s = name; *s != '\0'; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-') {
+			return 0;
+		}
+	}
+	return strcmp(name, "hako-launch") != 0; /* the log of hako-launch itself */
+}
+
+static int check_proc_name(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hakoi_launch_proc_t *p = base;
+	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
+	if (!valid_proc_name(p->name)) {
+		return hakoi_walk_fail(
+		    w,
+		    "\"%s\": a name has 1 to %d letters, digits, '.', '_' or '-', "
+		    "starts with a letter or digit and is not \"hako-launch\"",
+		    p->name, HAKOI_LAUNCH_PROC_NAME_MAX - 1);
+	}
+	for (size_t j = 0; j < hakoi_walk_index(w); j++) {
+		if (strcmp(cfg->procs[j].name, p->name) == 0) {
+			return hakoi_walk_fail_dup(w, j, "\"%s\"", p->name);
+		}
+	}
+	return 0;
+}
+
+static int parse_command(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	hakoi_launch_proc_t *p = base;
+	int r = parse_expanded(w, v, base, f);
+	return r != 0 ? r : resolve_command(w, p->name, p->command, &p->exe);
+}
+
+static int parse_cwd(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return parse_folder(w, v, &((hakoi_launch_proc_t *)base)->cwd);
+}
+
+static int reserved_env(const char *key)
+{
+	return strcmp(key, "HAKO_DOMAIN") == 0 || strcmp(key, "HAKO_LAUNCH_DIR") == 0 ||
+	       strcmp(key, "HAKO_LAUNCH_LOG_DIR") == 0;
+}
+
+/* One member of "env", into its hakoi_launch_env_t. */
+static int parse_env(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	hakoi_launch_env_t *e = base;
+	const char *key = hakoi_walk_key(w);
+	int ok = is_var_start((unsigned char)*key);
+	for (const char *k = key; *k != '\0' && ok; k++) {
+		ok = is_var_char((unsigned char)*k);
+	}
+	if (!ok) {
+		return hakoi_walk_fail(w, "not a variable name (letters, digits, '_'; not a digit "
+		                          "first)");
+	}
+	if (reserved_env(key)) {
+		return hakoi_walk_fail(w, "is set by hako-launch for every process%s",
+		                       strcmp(key, "HAKO_DOMAIN") == 0 ? " (set \"domain\" instead)"
+		                                                       : "");
+	}
+	if ((e->key = strdup(key)) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	return parse_expanded(w, v, e,
+	                      &(hakoi_field_t){.flags = HAKOI_F_EMPTY_OK,
+	                                       .offset = offsetof(hakoi_launch_env_t, value)});
+}
+
+/* wait_for.asset or wait_for.log: the one thing to wait for. */
+static int parse_wait(hakoi_walk_t *w, json_t *v, hakoi_launch_proc_t *p, hakoi_launch_wait_t kind)
+{
+	if (p->wait_for != HAKOI_LAUNCH_WAIT_NOTHING) {
+		return hakoi_walk_fail(w, "only one of \"asset\" and \"log\" may be given");
+	}
+	if (!json_is_string(v)) {
+		return hakoi_walk_fail_must(w, "a string");
+	}
+	const char *s = json_string_value(v);
+	char asset[HAKO_NAME_MAX];
+	int r = kind == HAKOI_LAUNCH_WAIT_ASSET
+	            ? hakoi_walk_string(w, s, json_string_length(v), 0, asset, sizeof(asset))
+	            : hakoi_walk_string(w, s, json_string_length(v), 0, NULL, 0);
+	if (r != 0) {
+		return r;
+	}
+	if (kind == HAKOI_LAUNCH_WAIT_ASSET) {
+		const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
+		for (size_t j = 0; j < hakoi_walk_index(w); j++) {
+			const hakoi_launch_proc_t *o = &cfg->procs[j];
+			if (o->wait_for == HAKOI_LAUNCH_WAIT_ASSET &&
+			    strcmp(o->wait_what, s) == 0) {
+				return hakoi_walk_fail_dup(w, j, "asset \"%s\"", s);
+			}
+		}
+	}
+	p->wait_for = kind;
+	p->wait_what = strdup(s);
+	return p->wait_what != NULL ? 0 : hakoi_walk_fail_oom(w);
+}
+
+static int parse_wait_asset(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return parse_wait(w, v, base, HAKOI_LAUNCH_WAIT_ASSET);
+}
+
+static int parse_wait_log(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return parse_wait(w, v, base, HAKOI_LAUNCH_WAIT_LOG);
+}
+
+static int check_wait(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hakoi_launch_proc_t *p = base;
+	return p->wait_for != HAKOI_LAUNCH_WAIT_NOTHING
+	           ? 0
+	           : hakoi_walk_fail(w, "must have \"asset\" (an asset name) or \"log\" (a text)");
+}
+
+static const hakoi_field_t wait_fields[] = {
+    HAKOI_CUSTOM("asset", 0, parse_wait_asset, "a string"),
+    HAKOI_CUSTOM("log", 0, parse_wait_log, "a string"),
+    INT_FIELD("timeout_ms", hakoi_launch_proc_t, timeout_ms, 1, 86400000,
+              "an integer in [1, 86400000] (ms)"),
+    HAKOI_CHECK(check_wait),
+    HAKOI_END,
+};
+
+/* "nothing", or an object of wait_fields. */
+static int parse_wait_for(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	if (json_is_string(v) && strcmp(json_string_value(v), "nothing") == 0) {
+		return 0;
+	}
+	if (!json_is_object(v)) {
+		return hakoi_walk_fail_must(w, f->expect);
+	}
+	return hakoi_walk_object(w, v, wait_fields, base);
+}
+
+/* The rules between members, and argv: the command, then the args. */
+static int check_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_proc_t *p = base;
+	if (p->max_restarts_set && !p->restart_on_failure) {
+		hakoi_walk_push_key(w, "max_restarts");
+		return hakoi_walk_fail(w, "needs \"restart\": \"on-failure\"");
+	}
+	if (p->phase == HAKOI_LAUNCH_PHASE_AFTER && p->restart_on_failure) {
+		hakoi_walk_push_key(w, "restart");
+		return hakoi_walk_fail(w, "a process of phase \"after\" is never restarted");
+	}
+	if (p->phase == HAKOI_LAUNCH_PHASE_AFTER && p->wait_for != HAKOI_LAUNCH_WAIT_NOTHING) {
+		hakoi_walk_push_key(w, "wait_for");
+		return hakoi_walk_fail(w,
+		                       "a process of phase \"after\" runs to its end; nothing to "
+		                       "wait for");
+	}
+	p->argv = calloc(p->arg_count + 2, sizeof(char *));
+	if (p->argv == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	p->argv[0] = p->command;
+	for (size_t i = 0; i < p->arg_count; i++) {
+		p->argv[i + 1] = p->args[i];
+	}
+	p->argc = p->arg_count + 1;
+	return 0;
+}
+
+static const char *const phase_names[] = {"run", "after", NULL};
+static const int phase_values[] = {HAKOI_LAUNCH_PHASE_RUN, HAKOI_LAUNCH_PHASE_AFTER};
+static const char *const restart_names[] = {"never", "on-failure", NULL};
+
+static const hakoi_field_t arg_elem = {
+    .kind = HAKOI_K_CUSTOM, .flags = HAKOI_F_EMPTY_OK, .parse = parse_expanded};
+
+static const hakoi_field_t proc_fields[] = {
+    {.key = "name",
+     .kind = HAKOI_K_STRING,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_AT(hakoi_launch_proc_t, name),
+     .check = check_proc_name},
+    {.key = "command",
+     .kind = HAKOI_K_CUSTOM,
+     .flags = HAKOI_F_REQUIRED,
+     .offset = offsetof(hakoi_launch_proc_t, command),
+     .parse = parse_command,
+     .expect = "a string"},
+    {.key = "args",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_NEW(hakoi_launch_proc_t, args, arg_count),
+     .elem = &arg_elem,
+     .expect = "an array of strings"},
+    {.key = "env",
+     .kind = HAKOI_K_MAP,
+     HAKOI_ELEMS_NEW(hakoi_launch_proc_t, env, env_count),
+     .parse = parse_env,
+     .expect = "an object of strings"},
+    HAKOI_CUSTOM("cwd", 0, parse_cwd, "a string"),
+    HAKOI_CUSTOM("wait_for", 0, parse_wait_for,
+                 "\"nothing\", {\"asset\": NAME} or {\"log\": TEXT}"),
+    HAKOI_ENUM("phase", 0, hakoi_launch_proc_t, phase, phase_names, phase_values),
+    HAKOI_ENUM("restart", 0, hakoi_launch_proc_t, restart_on_failure, restart_names, NULL),
+    {.key = "max_restarts",
+     .kind = HAKOI_K_INT,
+     HAKOI_AT(hakoi_launch_proc_t, max_restarts),
+     .min = 0,
+     .max = 1000,
+     .present = HAKOI_PRESENT(hakoi_launch_proc_t, max_restarts_set)},
+    HAKOI_BOOL("echo", 0, hakoi_launch_proc_t, echo),
+    HAKOI_CHECK(check_process),
+    HAKOI_END,
+};
+
+/* An element of "processes": the defaults, then the table. */
+static int parse_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	hakoi_launch_proc_t *p = base;
+	p->echo = 1;
+	p->timeout_ms = HAKOI_LAUNCH_DEFAULT_TIMEOUT;
+	p->max_restarts = HAKOI_LAUNCH_DEFAULT_RESTART;
+	return hakoi_walk_object(w, v, proc_fields, p);
+}
+
+/* ---- the top level ---- */
+
+static int check_domain(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_config_t *cfg = base;
+	struct ctx *c = ctx_of(w);
+	if (cfg->domain != NULL) {
+		if (strlen(cfg->domain) >= HAKO_NAME_MAX || strchr(cfg->domain, '/') != NULL) {
+			hakoi_walk_push_key(w, "domain");
+			return hakoi_walk_fail(
+			    w,
+			    "\"%s\": a domain name has at most %d characters and no "
+			    "'/'",
+			    cfg->domain, HAKO_NAME_MAX - 1);
+		}
+	} else {
+		const char *d = c->opt != NULL && c->opt->default_domain != NULL
+		                    ? c->opt->default_domain
+		                    : hako_domain_default_name();
+		if ((cfg->domain = strdup(d)) == NULL) {
+			return hakoi_walk_fail_oom(w);
+		}
+	}
+	c->var_domain = cfg->domain;
+	return 0;
+}
+
+/* "logs/<file name without .json>" */
+static char *default_log_dir(const char *file)
+{
+	const char *base = strrchr(file, '/');
+	base = base != NULL ? base + 1 : file;
+	size_t n = strlen(base);
+	if (n > 5 && strcmp(base + n - 5, ".json") == 0) {
+		n -= 5;
+	}
+	size_t len = n + 6;
+	char *s = malloc(len);
+	if (s != NULL) {
+		snprintf(s, len, "logs/%.*s", (int)n, base);
+	}
+	return s;
+}
+
+/* The log folder is relative to the current directory (not the file's): logs go where the
+ * user runs from. */
+static int check_log_dir(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_config_t *cfg = base;
+	struct ctx *c = ctx_of(w);
+	if (cfg->log_dir == NULL && (cfg->log_dir = default_log_dir(cfg->file)) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	if ((cfg->log_dir_abs = join(c->cwd, cfg->log_dir)) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	c->var_log_dir = cfg->log_dir_abs;
+	return 0;
+}
+
+static int parse_path_elem(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return parse_folder(w, v, base);
+}
+
+static const hakoi_field_t path_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_path_elem};
+static const hakoi_field_t process_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_process};
+
+static const hakoi_field_t top_fields[] = {
+    HAKOI_IGNORE("$schema"),
+    EXPANDED("domain", 0, hakoi_launch_config_t, domain),
+    HAKOI_CHECK(check_domain),
+    {.key = "conductor", .kind = HAKOI_K_OBJECT, .fields = conductor_fields},
+    EXPANDED("log_dir", 0, hakoi_launch_config_t, log_dir),
+    HAKOI_CHECK(check_log_dir),
+    {.key = "path",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_NEW(hakoi_launch_config_t, path, path_count),
+     .elem = &path_elem,
+     .expect = "an array of folders"},
+    INT_FIELD("grace_ms", hakoi_launch_config_t, grace_ms, 0, 3600000,
+              "an integer in [0, 3600000] (ms)"),
+    {.key = "processes",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hakoi_launch_config_t, procs, proc_count),
+     .elem = &process_elem,
+     .expect = "an array of processes"},
+    HAKOI_END,
+};
+
+/* What holds when the file does not say. The conductor runs in hako-launch: its environment
+ * counts for the core's capacities too. */
+static int set_defaults(hakoi_launch_config_t *cfg, hako_error_t *err)
+{
+	cfg->master.delta_usec = 1000;
+	cfg->master.max_delay_usec = 0; /* the delta, once it is known */
+	cfg->master.real_time_factor = 0.0;
+	cfg->grace_ms = HAKOI_LAUNCH_DEFAULT_GRACE;
+	hako_domain_config_init(&cfg->core);
+	return hako_domain_config_from_env(&cfg->core, err);
+}
+
+int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
+                      hakoi_launch_config_t **out, hako_error_t *err)
+{
+	struct ctx c;
+	memset(&c, 0, sizeof(c));
+	c.opt = opt;
+	hako_error_clear(err);
+	if (out == NULL || file == NULL) {
+		return HAKO_EINVAL;
+	}
+	*out = NULL;
+	if (getcwd(c.cwd, sizeof(c.cwd)) == NULL) {
+		return hako_error_set(err, HAKO_EIO, file, 0, 0,
+		                      "cannot get the current directory: %s", strerror(errno));
+	}
+	json_t *root;
+	char *text;
+	size_t len;
+	int r = hakoi_cfg_load(file, err, &root, &text, &len);
+	if (r != 0) {
+		return r;
+	}
+	hakoi_walk_t w;
+	hakoi_walk_init(&w, err, file, text, len, &c);
+	hakoi_launch_config_t *cfg = calloc(1, sizeof(*cfg));
+	if (cfg == NULL || (cfg->file = strdup(file)) == NULL) {
+		free(cfg);
+		r = hakoi_walk_fail_oom(&w);
+		goto out;
+	}
+	c.cfg = cfg;
+	char *slash = strrchr(cfg->file, '/');
+	char *folder =
+	    slash == NULL ? strdup(".") : strndup(cfg->file, (size_t)(slash - cfg->file));
+	cfg->dir = folder != NULL ? abs_dir(c.cwd, folder[0] != '\0' ? folder : "/") : NULL;
+	free(folder);
+	c.var_dir = cfg->dir;
+	if (cfg->dir == NULL) {
+		r = hakoi_walk_fail_oom(&w);
+	} else if ((r = set_defaults(cfg, err)) == 0 &&
+	           (r = hakoi_walk_object(&w, root, top_fields, cfg)) == 0 &&
+	           cfg->master.max_delay_usec == 0) {
+		cfg->master.max_delay_usec = cfg->master.delta_usec;
+	}
+	if (r != 0) {
+		hakoi_launch_free(cfg);
+	} else {
+		*out = cfg;
+	}
+out:
+	json_decref(root);
+	free(text);
+	return r;
+}
+
+void hakoi_launch_free(hakoi_launch_config_t *cfg)
+{
+	if (cfg == NULL) {
+		return;
+	}
+	for (size_t i = 0; cfg->procs != NULL && i < cfg->proc_count; i++) {
+		hakoi_launch_proc_t *p = &cfg->procs[i];
+		free(p->command);
+		free(p->exe);
+		for (size_t j = 0; p->args != NULL && j < p->arg_count; j++) {
+			free(p->args[j]);
+		}
+		free(p->args);
+		free(p->argv); /* borrows command and args */
+		for (size_t j = 0; p->env != NULL && j < p->env_count; j++) {
+			free(p->env[j].key);
+			free(p->env[j].value);
+		}
+		free(p->env);
+		free(p->cwd);
+		free(p->wait_what);
+	}
+	free(cfg->procs);
+	for (size_t i = 0; cfg->path != NULL && i < cfg->path_count; i++) {
+		free(cfg->path[i]);
+	}
+	free(cfg->path);
+	free(cfg->file);
+	free(cfg->dir);
+	free(cfg->domain);
+	free(cfg->core_config);
+	free(cfg->log_dir);
+	free(cfg->log_dir_abs);
+	free(cfg);
+}
+
+/* A string in double quotes with '"', '\\' and control characters escaped. */
+static void dump_quoted(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\') {
+			fprintf(out, "\\%c", ch);
+		} else if (ch < 0x20) {
+			fprintf(out, "\\x%02x", ch);
+		} else {
+			fputc(ch, out);
+		}
+	}
+	fputc('"', out);
+}
+
+void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
+{
+	static const char *const waits[] = {"nothing", "asset", "log"};
+	fprintf(out, "domain %s\n", cfg->domain);
+	fprintf(out, "conductor delta_usec=%lld max_delay_usec=%lld real_time_factor=%g",
+	        (long long)cfg->master.delta_usec, (long long)cfg->master.max_delay_usec,
+	        cfg->master.real_time_factor);
+	fprintf(out, " stop_at_usec=%lld\n", (long long)cfg->stop_at_usec);
+	if (cfg->core_config != NULL) {
+		fprintf(out, "core_config %s max_assets=%u max_channels=%u liveness=%s\n",
+		        cfg->core_config, cfg->core.max_assets, cfg->core.max_channels,
+		        cfg->core.liveness_policy == HAKO_LIVENESS_REMOVE ? "remove" : "error");
+	}
+	fprintf(out, "log_dir %s\n", cfg->log_dir);
+	fprintf(out, "grace_ms %lld\n", cfg->grace_ms);
+	for (size_t i = 0; i < cfg->path_count; i++) {
+		fprintf(out, "path %s\n", cfg->path[i]);
+	}
+	for (size_t i = 0; i < cfg->proc_count; i++) {
+		const hakoi_launch_proc_t *p = &cfg->procs[i];
+		fprintf(out, "process %s phase=%s echo=%s\n", p->name,
+		        p->phase == HAKOI_LAUNCH_PHASE_AFTER ? "after" : "run",
+		        p->echo ? "true" : "false");
+		fprintf(out, "  exe %s\n  argv", p->exe);
+		for (size_t j = 0; j < p->argc; j++) {
+			fputc(' ', out);
+			dump_quoted(out, p->argv[j]);
+		}
+		fputc('\n', out);
+		for (size_t j = 0; j < p->env_count; j++) {
+			fprintf(out, "  env %s=", p->env[j].key);
+			dump_quoted(out, p->env[j].value);
+			fputc('\n', out);
+		}
+		fprintf(out, "  cwd %s\n", p->cwd != NULL ? p->cwd : "(inherited)");
+		fprintf(out, "  wait_for %s", waits[p->wait_for]);
+		if (p->wait_for != HAKOI_LAUNCH_WAIT_NOTHING) {
+			fputc(' ', out);
+			dump_quoted(out, p->wait_what);
+			fprintf(out, " timeout_ms=%lld", p->timeout_ms);
+		}
+		fputc('\n', out);
+		if (p->restart_on_failure) {
+			fprintf(out, "  restart on-failure max_restarts=%d\n", p->max_restarts);
+		} else {
+			fprintf(out, "  restart never\n");
+		}
+	}
+}

@@ -1,0 +1,933 @@
+/* The run of hako-launch (launch_run.h): the domain, the phases of a launch and the status
+ * line, over the supervised processes (launch_supervise.h). */
+#define _GNU_SOURCE
+#include "launch_run.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hako/domain.h"
+#include "hako/error.h"
+#include "launch_console.h"
+#include "launch_supervise.h"
+
+#define STATE_WAIT_USEC  10000000 /* each transition of the domain */
+#define STATUS_TTY_USEC  200000
+#define STATUS_PIPE_USEC 5000000
+#define RATE_WINDOW_USEC 1000000
+#define SAMPLES          64
+
+enum exit_mode {
+	MODE_START,    /* before the simulation: failures are fatal unless restarted */
+	MODE_RUN,      /* while it runs */
+	MODE_RESTART,  /* while the domain is being restarted for a process */
+	MODE_SHUTDOWN, /* stopping: nothing is restarted */
+};
+
+static struct launcher {
+	hakoi_launch_config_t *cfg;
+	hako_domain_t *dom;
+	hako_master_t *master;
+	hako_asset_info_t *assets;
+	int asset_cap;
+	int logs_ready;          /* the log folder exists */
+	int status_on;           /* the simulation runs: show the status line */
+	hako_time_t next_status; /* next sample */
+	hako_time_t next_print;  /* next status line when not on a terminal */
+	hako_time_t sample_wall[SAMPLES];
+	hako_time_t sample_world[SAMPLES];
+	int samples;
+	char failure[1024];
+	hako_time_t wall0; /* simulation start */
+	hako_time_t wall_end;
+	hako_time_t world_end;
+	int restarts_of_domain;
+} L;
+
+static hakoi_sup_t S = {.sigfd = -1};
+
+/* ---- outcome ---- */
+
+/* Record why the launch failed; the first reason is the one reported at the end. */
+static void failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void failed(const char *fmt, ...)
+{
+	if (L.failure[0] != '\0') {
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(L.failure, sizeof(L.failure), fmt, ap);
+	va_end(ap);
+}
+
+static int failing(void)
+{
+	return L.failure[0] != '\0' || S.interrupted != 0;
+}
+
+/* World time in seconds, at least 3 decimals and as many as the microseconds need. */
+static const char *fmt_time(hako_time_t usec, char *buf, size_t len)
+{
+	snprintf(buf, len, "%lld.%06lld", (long long)(usec / 1000000), (long long)(usec % 1000000));
+	size_t keep = (size_t)(strchr(buf, '.') - buf) + 4; /* 3 decimals */
+	size_t n = strlen(buf);
+	while (n > keep && buf[n - 1] == '0') {
+		buf[--n] = '\0';
+	}
+	return buf;
+}
+
+static void describe(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status)) {
+		snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+	} else if (WIFSIGNALED(status)) {
+		snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
+		         strsignal(WTERMSIG(status)));
+	} else {
+		snprintf(buf, len, "ended with status 0x%x", status);
+	}
+}
+
+static int exited_ok(int status)
+{
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* ---- the status line ---- */
+
+static int list_assets(int *count)
+{
+	*count = 0;
+	if (L.dom == NULL) {
+		return -1;
+	}
+	int n = 0;
+	if (hako_domain_list_assets(L.dom, L.assets, L.asset_cap, &n) != 0) {
+		return -1;
+	}
+	*count = n < L.asset_cap ? n : L.asset_cap;
+	return 0;
+}
+
+/* Which process owns which asset: the pid an asset registered with is one of ours. */
+static void note_owners(int n)
+{
+	for (int i = 0; i < n; i++) {
+		hakoi_proc_t *p = hakoi_sup_find(&S, L.assets[i].pid);
+		if (p != NULL) {
+			p->owns_asset = 1;
+		}
+	}
+}
+
+static double measured_factor(hako_time_t wall, hako_time_t world)
+{
+	if (L.samples == SAMPLES) {
+		memmove(L.sample_wall, L.sample_wall + 1, sizeof(L.sample_wall[0]) * (SAMPLES - 1));
+		memmove(L.sample_world, L.sample_world + 1,
+		        sizeof(L.sample_world[0]) * (SAMPLES - 1));
+		L.samples--;
+	}
+	L.sample_wall[L.samples] = wall;
+	L.sample_world[L.samples] = world;
+	L.samples++;
+	int first = 0;
+	while (first + 1 < L.samples && wall - L.sample_wall[first + 1] >= RATE_WINDOW_USEC) {
+		first++;
+	}
+	if (wall - L.sample_wall[first] <= 0 || world < L.sample_world[first]) {
+		return -1.0;
+	}
+	return (double)(world - L.sample_world[first]) / (double)(wall - L.sample_wall[first]);
+}
+
+/* Every STATUS_TTY_USEC: note who owns which asset, sample the clock, and show the status
+ * line (rewritten in place on a terminal, else one line every STATUS_PIPE_USEC). */
+static void status_update(void)
+{
+	hako_time_t now = hako_now_usec();
+	if (L.dom == NULL || now < L.next_status) {
+		return;
+	}
+	L.next_status = now + STATUS_TTY_USEC;
+	int n = 0;
+	list_assets(&n);
+	note_owners(n);
+	if (!L.status_on) {
+		return;
+	}
+	hako_domain_info_t info;
+	hako_domain_get_info(L.dom, &info);
+	double f = measured_factor(now, info.world_time);
+	if (hakoi_console_quiet() || (!hakoi_console_tty() && now < L.next_print)) {
+		return;
+	}
+	L.next_print = now + STATUS_PIPE_USEC;
+	int alive = 0;
+	for (int i = 0; i < n; i++) {
+		alive += L.assets[i].alive;
+	}
+	char t[48], rate[32] = "-", stop[64] = "";
+	if (f >= 0.0) {
+		snprintf(rate, sizeof(rate), "%.2fx", f);
+	}
+	if (L.cfg->stop_at_usec > 0) {
+		char s[48];
+		snprintf(stop, sizeof(stop), " / %s s",
+		         fmt_time(L.cfg->stop_at_usec, s, sizeof(s)));
+	}
+	char text[256];
+	snprintf(text, sizeof(text), "%s | world %s s%s | %s real time | assets: %d, %d alive",
+	         hako_state_name(info.state), fmt_time(info.world_time, t, sizeof(t)), stop, rate,
+	         (int)info.asset_count, alive);
+	hakoi_console_status(text);
+}
+
+static void status_stop(void)
+{
+	hakoi_console_status_clear();
+	L.status_on = 0;
+	fflush(stdout);
+}
+
+/* ---- processes ---- */
+
+static int spawn(hakoi_proc_t *p)
+{
+	char why[1024];
+	if (hakoi_sup_spawn(&S, p, why, sizeof(why)) != 0) {
+		failed("%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Wait up to timeout_usec for what the processes do (and signals), keeping the status line
+ * up to date. */
+static void pump(hako_time_t timeout_usec)
+{
+	hako_time_t now = hako_now_usec();
+	if (L.status_on && L.next_status - now < timeout_usec) {
+		timeout_usec = L.next_status > now ? L.next_status - now : 0;
+	}
+	hakoi_sup_pump(&S, timeout_usec);
+	status_update();
+}
+
+/* ---- domain ---- */
+
+static int asset_registered(const char *name)
+{
+	int n = 0;
+	if (list_assets(&n) != 0) {
+		return 0;
+	}
+	note_owners(n);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(L.assets[i].name, name) == 0 && L.assets[i].alive) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int owner(const hakoi_proc_t *p)
+{
+	return p->cfg->wait_for == HAKOI_LAUNCH_WAIT_ASSET || p->owns_asset;
+}
+
+static void fail_proc(hakoi_proc_t *p, const char *when)
+{
+	char how[128], extra[64] = "";
+	describe(p->status, how, sizeof(how));
+	if (p->restarts > 0) {
+		snprintf(extra, sizeof(extra), " (after %d restart%s)", p->restarts,
+		         p->restarts == 1 ? "" : "s");
+	}
+	failed("process \"%s\" %s%s%s", p->cfg->name, how, extra, when);
+}
+
+/* Look at the processes that exited since the last call. Returns the process whose failure
+ * needs the whole simulation restarted (MODE_RUN only), else NULL; a fatal failure is recorded
+ * with failed(). */
+static hakoi_proc_t *handle_exits(enum exit_mode mode)
+{
+	hakoi_proc_t *restart_domain = NULL;
+	for (int i = 0; i < S.nprocs; i++) {
+		hakoi_proc_t *p = &S.procs[i];
+		if (!p->exit_pending) {
+			continue;
+		}
+		p->exit_pending = 0;
+		char how[128];
+		describe(p->status, how, sizeof(how));
+		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_AFTER) {
+			continue; /* run_after looks at them */
+		}
+		if (mode == MODE_SHUTDOWN) {
+			if (!exited_ok(p->status) && !p->signalled && !failing()) {
+				fail_proc(p, " after the simulation stopped");
+			} else {
+				hakoi_say("%s (pid %d) %s", p->cfg->name, (int)p->pgid, how);
+			}
+			continue;
+		}
+		if (exited_ok(p->status)) {
+			hakoi_say("%s (pid %d) %s", p->cfg->name, (int)p->pgid, how);
+			continue;
+		}
+		if (!hakoi_sup_can_restart(p) || failing()) {
+			fail_proc(p,
+			          mode == MODE_START ? " while the processes were starting" : "");
+			continue;
+		}
+		p->restarts++;
+		if (mode == MODE_RUN && owner(p) && restart_domain == NULL) {
+			hakoi_say(
+			    "%s (pid %d) %s; restarting it (restart %d of %d) and the simulation "
+			    "from world time 0",
+			    p->cfg->name, (int)p->pgid, how, p->restarts, p->cfg->max_restarts);
+			restart_domain = p;
+			continue;
+		}
+		hako_time_t b = hakoi_sup_backoff(p->restarts);
+		p->restart_at = hako_now_usec() + b;
+		hakoi_say("%s (pid %d) %s; restarting it in %.2f s (restart %d of %d)",
+		          p->cfg->name, (int)p->pgid, how, (double)b / 1e6, p->restarts,
+		          p->cfg->max_restarts);
+	}
+	return restart_domain;
+}
+
+/* Start the processes whose restart is due. An asset can only register while the domain is
+ * stopped, so an asset's process waits for that. */
+static int service_restarts(void)
+{
+	hako_time_t now = hako_now_usec();
+	for (int i = 0; i < S.nprocs; i++) {
+		hakoi_proc_t *p = &S.procs[i];
+		if (p->restart_at == 0 || now < p->restart_at || hakoi_sup_running(p)) {
+			continue;
+		}
+		if (owner(p) && hako_domain_state(L.dom) != HAKO_STATE_STOPPED) {
+			continue;
+		}
+		if (spawn(p) != 0) {
+			return -1;
+		}
+		hakoi_say("restarted %s (pid %d)", p->cfg->name, (int)p->pid);
+	}
+	return 0;
+}
+
+static int domain_error(void)
+{
+	hako_domain_info_t info;
+	hako_domain_get_info(L.dom, &info);
+	int n = 0;
+	list_assets(&n);
+	hakoi_proc_t *culprit = NULL;
+	const char *asset = "";
+	for (int i = 0; i < n && culprit == NULL; i++) {
+		if (!L.assets[i].alive) {
+			culprit = hakoi_sup_find(&S, L.assets[i].pid);
+			asset = L.assets[i].name;
+		}
+	}
+	if (culprit != NULL) {
+		char how[160] = "";
+		if (culprit->exited) {
+			describe(culprit->status, how, sizeof(how));
+			strcat(how, ": ");
+		}
+		failed("process \"%s\" (asset '%s') %sdomain error: %s", culprit->cfg->name, asset,
+		       how, info.error_reason);
+	} else {
+		failed("domain error: %s", info.error_reason);
+	}
+	return -1;
+}
+
+/* Wait (handling everything) until the domain reaches `state`; -1 after a failure. */
+static int wait_state(int state, const char *what, enum exit_mode mode)
+{
+	hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC;
+	for (;;) {
+		int st = hako_domain_state(L.dom);
+		if (st == state) {
+			return 0;
+		}
+		if (st == HAKO_STATE_ERROR && state != HAKO_STATE_ERROR) {
+			return domain_error();
+		}
+		if (hako_now_usec() >= deadline) {
+			int n = 0;
+			char names[512] = "";
+			list_assets(&n);
+			for (int i = 0; i < n; i++) {
+				if (L.assets[i].event != HAKO_EVENT_NONE) {
+					hakoi_proc_t *p = hakoi_sup_find(&S, L.assets[i].pid);
+					size_t u = strlen(names);
+					snprintf(names + u, sizeof(names) - u, "%s'%s'%s%s%s",
+					         u > 0 ? ", " : "", L.assets[i].name,
+					         p != NULL ? " (process " : "",
+					         p != NULL ? p->cfg->name : "",
+					         p != NULL ? ")" : "");
+				}
+			}
+			failed("%s: the domain is still %s after %d s%s%s", what,
+			       hako_state_name(st), STATE_WAIT_USEC / 1000000,
+			       names[0] != '\0' ? "; not acknowledged by " : "", names);
+			return -1;
+		}
+		if (mode != MODE_SHUTDOWN && S.interrupted) {
+			return -1;
+		}
+		pump(20000);
+		handle_exits(mode);
+		if (mode != MODE_SHUTDOWN && failing()) {
+			return -1;
+		}
+	}
+}
+
+/* ---- phases ---- */
+
+static int ready(hakoi_proc_t *p)
+{
+	switch (p->cfg->wait_for) {
+	case HAKOI_LAUNCH_WAIT_ASSET: return asset_registered(p->cfg->wait_what);
+	case HAKOI_LAUNCH_WAIT_LOG: return p->seen_log;
+	default: return 1;
+	}
+}
+
+static const char *wait_phrase(const hakoi_proc_t *p, char *buf, size_t len)
+{
+	switch (p->cfg->wait_for) {
+	case HAKOI_LAUNCH_WAIT_ASSET:
+		snprintf(buf, len, "register asset '%s'", p->cfg->wait_what);
+		break;
+	case HAKOI_LAUNCH_WAIT_LOG: snprintf(buf, len, "print \"%s\"", p->cfg->wait_what); break;
+	default: buf[0] = '\0';
+	}
+	return buf;
+}
+
+/* Wait until p is ready as its wait_for says, restarting it if it may be. `recheck`: p was
+ * ready before, say nothing if it still is. */
+static int wait_ready(hakoi_proc_t *p, enum exit_mode mode, int recheck)
+{
+	char what[256];
+	hako_time_t deadline = hako_now_usec() + p->cfg->timeout_ms * 1000;
+	wait_phrase(p, what, sizeof(what));
+	for (int waited = 0;; waited = 1) {
+		if (ready(p)) {
+			hakoi_sup_drain(p); /* its own lines about it come first */
+			if ((waited || !recheck) && p->cfg->wait_for != HAKOI_LAUNCH_WAIT_NOTHING) {
+				hakoi_say("%s is ready (did %s %.2f s after it started)",
+				          p->cfg->name, what,
+				          (double)(hako_now_usec() - p->started_at) / 1e6);
+			}
+			return 0;
+		}
+		if (S.interrupted) {
+			return -1;
+		}
+		int was_running = hakoi_sup_running(p);
+		pump(20000);
+		handle_exits(mode);
+		if (failing()) {
+			return -1;
+		}
+		if (!hakoi_sup_running(p) && p->restart_at == 0 && !ready(p)) {
+			char how[128];
+			describe(p->status, how, sizeof(how));
+			failed("process \"%s\" %s before it did %s", p->cfg->name, how, what);
+			return -1;
+		}
+		if (service_restarts() != 0) {
+			return -1;
+		}
+		if (!was_running && hakoi_sup_running(p)) {
+			deadline = hako_now_usec() + p->cfg->timeout_ms * 1000; /* a new try */
+		}
+		if (hako_now_usec() >= deadline && p->restart_at == 0) {
+			failed("process \"%s\" did not %s within %lld ms", p->cfg->name, what,
+			       p->cfg->timeout_ms);
+			return -1;
+		}
+	}
+}
+
+/* Every awaited asset registered (again, after a restart of the domain). */
+static int wait_assets(enum exit_mode mode)
+{
+	for (int i = 0; i < S.nprocs; i++) {
+		hakoi_proc_t *p = &S.procs[i];
+		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && p->started &&
+		    p->cfg->wait_for != HAKOI_LAUNCH_WAIT_NOTHING && wait_ready(p, mode, 1) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int start_processes(void)
+{
+	for (int i = 0; i < S.nprocs; i++) {
+		hakoi_proc_t *p = &S.procs[i];
+		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN) {
+			continue;
+		}
+		if (S.interrupted || failing() || spawn(p) != 0) {
+			return -1;
+		}
+		char what[256];
+		wait_phrase(p, what, sizeof(what));
+		hakoi_say("started %s (pid %d)%s%s", p->cfg->name, (int)p->pid,
+		          what[0] != '\0' ? "; waiting for it to " : "", what);
+		if (wait_ready(p, MODE_START, 0) != 0) {
+			return -1;
+		}
+		pump(0);
+		handle_exits(MODE_START);
+		if (service_restarts() != 0) {
+			return -1;
+		}
+	}
+	return wait_assets(MODE_START);
+}
+
+/* Start the run. A process that ends meanwhile is left to run_simulation, which may restart
+ * it. */
+static int start_simulation(void)
+{
+	int r;
+	if (L.cfg->stop_at_usec > 0 &&
+	    (r = hako_domain_set_stop_time(L.dom, L.cfg->stop_at_usec)) != 0) {
+		failed("cannot set the stop time: %s", hako_strerror(r));
+		return -1;
+	}
+	if ((r = hako_domain_start(L.dom)) != 0) {
+		failed("cannot start the simulation: %s (the domain is %s)", hako_strerror(r),
+		       hako_state_name(hako_domain_state(L.dom)));
+		return -1;
+	}
+	/* Runnable until every asset acknowledged the start; a short run may be over already. */
+	hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC;
+	while (hako_domain_state(L.dom) == HAKO_STATE_RUNNABLE) {
+		if (hako_now_usec() >= deadline) {
+			return wait_state(HAKO_STATE_RUNNING, "start", MODE_RUN);
+		}
+		if (S.interrupted) {
+			return -1;
+		}
+		pump(10000);
+	}
+	L.wall0 = hako_now_usec();
+	L.samples = 0;
+	L.status_on = 1;
+	L.next_status = L.wall0;
+	L.next_print = L.wall0 + STATUS_PIPE_USEC;
+	return 0;
+}
+
+/* Stop what is left of the run, reset, restart p and everything from world time 0. */
+static int restart_domain(hakoi_proc_t *p)
+{
+	status_stop();
+	int st = hako_domain_state(L.dom);
+	if (st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE) {
+		hako_domain_stop(L.dom);
+	}
+	/* The dead asset cannot acknowledge the stop: the liveness check puts the domain in
+	 * Error, which a reset leaves. */
+	hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC;
+	while ((st = hako_domain_state(L.dom)) != HAKO_STATE_STOPPED && st != HAKO_STATE_ERROR) {
+		if (hako_now_usec() >= deadline || S.interrupted) {
+			failed("restart of \"%s\": the domain is still %s after %d s", p->cfg->name,
+			       hako_state_name(st), STATE_WAIT_USEC / 1000000);
+			return -1;
+		}
+		pump(20000);
+		handle_exits(MODE_RESTART);
+	}
+	int r = hako_domain_reset(L.dom);
+	if (r != 0) {
+		failed("restart of \"%s\": cannot reset the domain: %s", p->cfg->name,
+		       hako_strerror(r));
+		return -1;
+	}
+	if (wait_state(HAKO_STATE_STOPPED, "reset", MODE_RESTART) != 0) {
+		return -1;
+	}
+	L.restarts_of_domain++;
+	p->restart_at = hako_now_usec() + hakoi_sup_backoff(p->restarts);
+	while (p->restart_at != 0) {
+		if (S.interrupted || failing()) {
+			return -1;
+		}
+		pump(20000);
+		handle_exits(MODE_RESTART);
+		if (service_restarts() != 0) {
+			return -1;
+		}
+	}
+	if (wait_assets(MODE_RESTART) != 0 || start_simulation() != 0) {
+		return -1;
+	}
+	hakoi_say("simulation restarted from world time 0 (%s restarted %d of %d times)",
+	          p->cfg->name, p->restarts, p->cfg->max_restarts);
+	return 0;
+}
+
+static int all_run_processes_done(void)
+{
+	for (int i = 0; i < S.nprocs; i++) {
+		const hakoi_proc_t *p = &S.procs[i];
+		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN &&
+		    (hakoi_sup_running(p) || p->restart_at != 0 || p->exit_pending)) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Run until the stop time, a signal, a failure, or the end of every process. */
+static int run_simulation(void)
+{
+	char t[48];
+	if (L.cfg->stop_at_usec > 0) {
+		hakoi_say("simulation running until world time %s s",
+		          fmt_time(L.cfg->stop_at_usec, t, sizeof(t)));
+	} else {
+		hakoi_say("simulation running (no stop time: Ctrl-C to stop)");
+	}
+	for (;;) {
+		pump(100000);
+		if (S.interrupted) {
+			return -1;
+		}
+		hakoi_proc_t *p = handle_exits(MODE_RUN);
+		if (failing()) {
+			return -1;
+		}
+		if (p != NULL) {
+			if (restart_domain(p) != 0) {
+				return -1;
+			}
+			continue;
+		}
+		if (service_restarts() != 0) {
+			return -1;
+		}
+		int st = hako_domain_state(L.dom);
+		if (st == HAKO_STATE_ERROR) {
+			/* Its process may not have been reaped yet: give the exit a moment to come
+			 * in, so that a restartable process is restarted. */
+			pump(50000);
+			if ((p = handle_exits(MODE_RUN)) != NULL) {
+				if (restart_domain(p) != 0) {
+					return -1;
+				}
+				continue;
+			}
+			return failing() ? -1 : domain_error();
+		}
+		if (st == HAKO_STATE_STOPPED) {
+			L.wall_end = hako_now_usec();
+			L.world_end = hako_domain_world_time(L.dom);
+			fmt_time(L.world_end, t, sizeof(t));
+			status_stop();
+			if (L.cfg->stop_at_usec > 0 && hako_domain_stop_time(L.dom) == 0) {
+				hakoi_say(
+				    "stop time reached: the simulation stopped at world time %s s",
+				    t);
+			} else {
+				hakoi_say(
+				    "the simulation was stopped from outside at world time %s s",
+				    t);
+			}
+			return 0;
+		}
+		if (all_run_processes_done()) {
+			L.wall_end = hako_now_usec();
+			L.world_end = hako_domain_world_time(L.dom);
+			status_stop();
+			hakoi_say(
+			    "every process has exited: stopping the simulation at world time %s s",
+			    fmt_time(L.world_end, t, sizeof(t)));
+			return 0;
+		}
+	}
+}
+
+/* Stop, reset, let the processes finish, then SIGTERM / SIGKILL the rest. */
+static void shutdown_run(void)
+{
+	status_stop();
+	for (int i = 0; i < S.nprocs; i++) {
+		S.procs[i].restart_at = 0;
+	}
+	handle_exits(MODE_SHUTDOWN);
+	int st = hako_domain_state(L.dom);
+	if (st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE) {
+		hako_domain_stop(L.dom);
+	}
+	if (st != HAKO_STATE_STOPPED && st != HAKO_STATE_ERROR) {
+		hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC / 2;
+		while ((st = hako_domain_state(L.dom)) != HAKO_STATE_STOPPED &&
+		       st != HAKO_STATE_ERROR && hako_now_usec() < deadline && S.signals < 2) {
+			pump(20000);
+			handle_exits(MODE_SHUTDOWN);
+		}
+	}
+	if ((st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR) && hako_domain_reset(L.dom) == 0) {
+		hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC / 2;
+		while (hako_domain_state(L.dom) != HAKO_STATE_STOPPED && S.signals < 2) {
+			if (hako_now_usec() >= deadline) {
+				hakoi_say("the reset was not acknowledged within %d s; going on",
+				          STATE_WAIT_USEC / 2000000);
+				break;
+			}
+			pump(20000);
+			handle_exits(MODE_SHUTDOWN);
+		}
+	}
+	/* The assets finish their cycle after the reset and exit; the other processes do not
+	 * follow the simulation, so they are asked to end now. */
+	for (int i = 0; i < S.nprocs; i++) {
+		hakoi_proc_t *p = &S.procs[i];
+		if (hakoi_sup_running(p) && !p->owns_asset) {
+			hakoi_say("stopping %s (pid %d, not an asset): SIGTERM", p->cfg->name,
+			          (int)p->pid);
+			hakoi_sup_signal(p, SIGTERM);
+		}
+	}
+	hako_time_t deadline = hako_now_usec() + L.cfg->grace_ms * 1000;
+	for (;;) {
+		int left = 0;
+		for (int i = 0; i < S.nprocs; i++) {
+			left += hakoi_sup_running(&S.procs[i]) && S.procs[i].owns_asset;
+		}
+		if (left == 0 || hako_now_usec() >= deadline || S.signals >= 2) {
+			break;
+		}
+		pump(20000);
+		handle_exits(MODE_SHUTDOWN);
+	}
+	hakoi_sup_terminate(&S, 0);
+	handle_exits(MODE_SHUTDOWN);
+}
+
+static int run_after(void)
+{
+	for (int i = 0; i < S.nprocs; i++) {
+		hakoi_proc_t *p = &S.procs[i];
+		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_AFTER) {
+			continue;
+		}
+		if (spawn(p) != 0) {
+			return -1;
+		}
+		hakoi_say("started %s (pid %d), after the simulation", p->cfg->name, (int)p->pid);
+		while (hakoi_sup_running(p) && !S.interrupted) {
+			pump(100000);
+		}
+		if (S.interrupted) {
+			hakoi_sup_terminate(&S, 1);
+			return -1;
+		}
+		p->exit_pending = 0;
+		if (!exited_ok(p->status)) {
+			fail_proc(p, "");
+			return -1;
+		}
+		hakoi_say("%s (pid %d) exited with code 0", p->cfg->name, (int)p->pgid);
+	}
+	return 0;
+}
+
+/* ---- setup ---- */
+
+static int mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *s = buf + 1; *s != '\0'; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+				return -1;
+			}
+			*s = '/';
+		}
+	}
+	return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int create_domain(void)
+{
+	const char *name = L.cfg->domain;
+	int r = hako_domain_create(name, &L.cfg->core, &L.dom);
+	if (r == HAKO_EBUSY) {
+		hako_domain_t *other = NULL;
+		hako_domain_info_t info;
+		if (hako_domain_open(name, &other) == 0 &&
+		    hako_domain_get_info(other, &info) == 0) {
+			failed(
+			    "domain '%s' already has a conductor (pid %d); hako-launch is the "
+			    "conductor of its domain: stop that one or choose another \"domain\"",
+			    name, info.master_pid);
+		} else {
+			failed("domain '%s' already has a conductor", name);
+		}
+		hako_domain_close(other);
+		return -1;
+	}
+	if (r != 0) {
+		failed("cannot create domain '%s': %s", name, hako_strerror(r));
+		return -1;
+	}
+	if ((r = hako_master_start(L.dom, &L.cfg->master, &L.master)) != 0) {
+		failed("cannot start the conductor of domain '%s': %s", name, hako_strerror(r));
+		return -1;
+	}
+	hako_domain_info_t info;
+	hako_domain_get_info(L.dom, &info);
+	L.asset_cap = (int)info.max_assets;
+	L.assets = calloc((size_t)L.asset_cap, sizeof(*L.assets));
+	if (L.assets == NULL) {
+		failed("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static void close_domain(void)
+{
+	if (L.master != NULL) {
+		hako_master_stop(L.master);
+		L.master = NULL;
+	}
+	if (L.dom != NULL) {
+		/* Remove the segment only if it is still ours (hako-cmd clean --force may have
+		 * replaced it). */
+		hako_domain_t *now = NULL;
+		hako_domain_info_t cur;
+		int ours = hako_domain_open(L.cfg->domain, &now) == 0 &&
+		           hako_domain_get_info(now, &cur) == 0 && cur.master_pid == (int)getpid();
+		hako_domain_close(now);
+		hako_domain_close(L.dom);
+		L.dom = NULL;
+		if (ours) {
+			hako_domain_remove(L.cfg->domain);
+		}
+	}
+}
+
+static void describe_setup(void)
+{
+	const hakoi_launch_config_t *c = L.cfg;
+	char stop[64] = "no stop time";
+	if (c->stop_at_usec > 0) {
+		char t[48];
+		snprintf(stop, sizeof(stop), "stop at %s s",
+		         fmt_time(c->stop_at_usec, t, sizeof(t)));
+	}
+	char factor[32];
+	if (c->master.real_time_factor == 0.0) {
+		snprintf(factor, sizeof(factor), "as fast as possible");
+	} else {
+		snprintf(factor, sizeof(factor), "%gx real time", c->master.real_time_factor);
+	}
+	hakoi_say(
+	    "domain '%s', conductor in this process (pid %d): delta %g ms, Dmax %g ms, %s, %s; "
+	    "logs in %s",
+	    c->domain, (int)getpid(), (double)c->master.delta_usec / 1e3,
+	    (double)c->master.max_delay_usec / 1e3, factor, stop, c->log_dir);
+}
+
+static int finish(int rc)
+{
+	hakoi_sup_sweep(&S);
+	close_domain();
+	if (S.interrupted && L.failure[0] == '\0') {
+		hakoi_complain("stopped by SIG%s; every process has ended",
+		               sigabbrev_np(S.interrupted));
+		rc = 128 + S.interrupted;
+	} else if (L.failure[0] != '\0') {
+		if (L.logs_ready) {
+			hakoi_say("logs in %s", L.cfg->log_dir);
+		}
+		hakoi_complain("FAILED: %s", L.failure);
+		rc = HAKOI_LAUNCH_EXIT_FAILED;
+	}
+	hakoi_console_close_log();
+	hakoi_sup_close(&S);
+	free(L.assets);
+	hakoi_launch_free(L.cfg);
+	return rc;
+}
+
+int hakoi_launch_run(hakoi_launch_config_t *cfg)
+{
+	char why[1024];
+	L.cfg = cfg;
+	if (hakoi_sup_open(&S, cfg, why, sizeof(why)) != 0) {
+		hakoi_complain("%s", why);
+		return finish(HAKOI_LAUNCH_EXIT_FAILED);
+	}
+	if (mkdirs(cfg->log_dir_abs) != 0) {
+		failed("cannot create the log folder %s: %s", cfg->log_dir, strerror(errno));
+		return finish(HAKOI_LAUNCH_EXIT_FAILED);
+	}
+	L.logs_ready = 1;
+	char own[PATH_MAX];
+	snprintf(own, sizeof(own), "%s/hako-launch.log", cfg->log_dir_abs);
+	hakoi_console_open_log(own);
+	if (create_domain() != 0) {
+		return finish(HAKOI_LAUNCH_EXIT_FAILED);
+	}
+	describe_setup();
+
+	int ok = start_processes() == 0 && start_simulation() == 0 && run_simulation() == 0;
+	if (L.wall_end == 0) {
+		L.wall_end = hako_now_usec();
+		L.world_end = hako_domain_world_time(L.dom);
+	}
+	shutdown_run();
+	if (ok && !failing()) {
+		/* Before the "after" processes, so that a report's last line is the last line. */
+		char t[48];
+		double wall = (double)(L.wall_end - L.wall0) / 1e6;
+		hakoi_say_always(
+		    "done: world time %s s in %.2f s of wall time (%.2fx real time)%s; logs in %s",
+		    fmt_time(L.world_end, t, sizeof(t)), wall,
+		    wall > 0 ? (double)L.world_end / 1e6 / wall : 0.0,
+		    L.restarts_of_domain > 0 ? " after restarts" : "", cfg->log_dir);
+		run_after();
+	} else if (L.failure[0] == '\0' && S.interrupted == 0) {
+		failed("the run ended without a reason");
+	}
+	int has_after = 0;
+	for (int i = 0; i < S.nprocs; i++) {
+		has_after |=
+		    S.procs[i].cfg->phase == HAKOI_LAUNCH_PHASE_AFTER && !S.procs[i].started;
+	}
+	if (has_after && failing()) {
+		hakoi_say("the \"after\" processes were not run");
+	}
+	return finish(0);
+}
