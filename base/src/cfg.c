@@ -56,7 +56,7 @@ void hakoi_walk_init(hakoi_walk_t *w, hako_error_t *err, const char *file, const
 
 int hakoi_walk_fail(hakoi_walk_t *w, const char *fmt, ...)
 {
-	char what[512];
+	char what[900];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
@@ -437,9 +437,13 @@ static int is_member(const hakoi_field_t *f)
 
 static int unknown_key(hakoi_walk_t *w, const hakoi_field_t *fields, const char *key)
 {
-	char known[400] = "";
+	char known[700] = "";
 	for (const hakoi_field_t *f = fields; f->key != NULL; f++) {
 		if (is_member(f)) {
+			if (strlen(known) + strlen(f->key) + 8 >= sizeof(known)) {
+				append(known, sizeof(known), ", ...");
+				break;
+			}
 			append(known, sizeof(known), "%s%s", known[0] != '\0' ? ", " : "", f->key);
 		}
 	}

@@ -46,7 +46,7 @@ typedef struct hako_error {
 	char file[512];
 	int line;
 	int column;
-	char message[512];
+	char message[1024];
 } hako_error_t;
 
 /* Clear an error record. Accepts NULL. */
