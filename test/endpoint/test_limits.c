@@ -41,7 +41,10 @@
 #define SENT_BYTES   (2u << 20)  /* body bytes each hostile peer sends */
 #define ANNOUNCED    (15u << 20) /* the body its frame header announces */
 #define FRAGMENT     (256u << 10)
-#define RSS_BOUND    (128u << 20)
+/* Unbounded, the 200 peers below would hold 400-800 MiB (2 MiB each, in buffers that double);
+ * bounded, the server holds at most max_buffered_bytes (64 MiB) + max_clients x 128 KiB. The
+ * rest of the bound is room for the allocator (freed buffers it keeps resident). */
+#define RSS_BOUND    (192u << 20)
 #define PEER_SNDBUF  16384
 #define PUMP_WAIT_MS 60000
 
@@ -169,7 +172,9 @@ static int connect_small(uint16_t port)
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		fail_msg("connect to 127.0.0.1:%u: %s", (unsigned)port, strerror(errno));
+	}
 	return fd;
 }
 
@@ -197,7 +202,9 @@ static void pump(const uint8_t *stream, size_t len)
 		if (n == 0) {
 			return;
 		}
-		assert_true(ept_now_ms() < end);
+		if (ept_now_ms() >= end) {
+			fail_msg("%d peers still had bytes to write after %d ms", n, PUMP_WAIT_MS);
+		}
 		if (poll(pfd, (nfds_t)n, 100) <= 0) {
 			continue;
 		}
@@ -263,19 +270,38 @@ static void report(const char *what, size_t delta, const hako_endpoint_stats_t *
 	fflush(stdout);
 }
 
+static void check_bound(const char *when, size_t delta)
+{
+	if (delta >= RSS_BOUND) {
+		fail_msg("%s: resident memory grew by %.1f MiB, the bound is %u MiB", when,
+		         (double)delta / (1024.0 * 1024.0), RSS_BOUND >> 20);
+	}
+}
+
+/* One PDU each way between a good client and the server, each side told what went wrong. */
 static void exchange(hako_endpoint_t *srv, hako_endpoint_t *cli)
 {
 	hako_pdu_key_t k = ept_key("good", 1);
-	char got[64];
-	size_t len = 0;
-	assert_int_equal(hako_endpoint_send(cli, &k, "to server", 9), 0);
-	assert_int_equal(ept_recv_wait(srv, &k, got, sizeof(got), &len), 0);
-	assert_int_equal(len, 9);
-	assert_memory_equal(got, "to server", 9);
-	assert_int_equal(hako_endpoint_send(srv, &k, "to client", 9), 0);
-	assert_int_equal(ept_recv_wait(cli, &k, got, sizeof(got), &len), 0);
-	assert_int_equal(len, 9);
-	assert_memory_equal(got, "to client", 9);
+	const char *msg[2] = {"to server", "to client"};
+	hako_endpoint_t *from[2] = {cli, srv}, *to[2] = {srv, cli};
+	for (int i = 0; i < 2; i++) {
+		char got[64];
+		size_t len = 0;
+		int rc = hako_endpoint_send(from[i], &k, msg[i], 9);
+		if (rc != 0) {
+			hako_endpoint_stats_t st = ept_stats(srv);
+			fail_msg("good client, %s: send failed (%d); server peers %u, rejected %llu",
+			         msg[i], rc, (unsigned)st.peers, (unsigned long long)st.rejected);
+		}
+		rc = ept_recv_wait(to[i], &k, got, sizeof(got), &len);
+		if (rc != 0) {
+			hako_endpoint_stats_t st = ept_stats(srv);
+			fail_msg("good client, %s: nothing received (%d); server peers %u, rejected %llu",
+			         msg[i], rc, (unsigned)st.peers, (unsigned long long)st.rejected);
+		}
+		assert_int_equal(len, 9);
+		assert_memory_equal(got, msg[i], 9);
+	}
 }
 
 static void test_tcp_slow_peers(void **state)
@@ -302,13 +328,14 @@ static void test_tcp_slow_peers(void **state)
 	hako_endpoint_stats_t st = ept_stats(srv);
 	report("tcp", delta, &st);
 	printf("tcp: %d peers wrote their 2 MiB, %d were closed by the server\n", sent, closed);
-	assert_true(delta < RSS_BOUND);
+	fflush(stdout);
+	check_bound("tcp, after the hostile peers", delta);
 
 	/* Still serving: a good client while the hostile peers are connected. */
 	hako_endpoint_t *cli = ept_must_open("tcli", TCP_CLIENT, -1, port);
 	EPT_WAIT_UNTIL(ept_stats(cli).peers == 1);
 	exchange(srv, cli);
-	assert_true(grown(baseline, have_peak) < RSS_BOUND);
+	check_bound("tcp, after the good client", grown(baseline, have_peak));
 }
 
 /* ---- websocket ---- */
@@ -383,7 +410,9 @@ static void await_pongs(void)
 		size_t have = 0;
 		int ponged = 0;
 		while (h->state == H_SENT && !ponged) {
-			assert_true(ept_now_ms() < end);
+			if (ept_now_ms() >= end) {
+				fail_msg("session %d: no PONG after %d ms", i, PUMP_WAIT_MS);
+			}
 			struct pollfd p = {.fd = h->fd, .events = POLLIN};
 			if (poll(&p, 1, 100) <= 0) {
 				continue;
@@ -457,12 +486,13 @@ static void test_ws_silent_sessions(void **state)
 	printf("websocket: %d sessions refused at the upgrade, %d wrote 2 MiB and are still "
 	       "open, %d were closed by the server\n",
 	       refused, sent, closed - refused);
-	assert_true(delta < RSS_BOUND);
+	fflush(stdout);
+	check_bound("websocket, after the hostile sessions", delta);
 
 	hako_endpoint_t *cli = ept_must_open("wcli", WS_CLIENT, -1, port);
 	EPT_WAIT_UNTIL(ept_stats(cli).peers == 1);
 	exchange(srv, cli);
-	assert_true(grown(baseline, have_peak) < RSS_BOUND);
+	check_bound("websocket, after the good client", grown(baseline, have_peak));
 }
 
 int main(void)
