@@ -58,8 +58,10 @@
 #endif
 #endif
 #ifdef HAKO_ASAN
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
+/* Exported: the project builds with -fvisibility=hidden, and the ASan runtime (a shared
+ * library) only sees this hook in the dynamic symbol table. */
+__attribute__((visibility("default"))) const char *__asan_default_options(void);
+__attribute__((visibility("default"))) const char *__asan_default_options(void)
 {
 	return "quarantine_size_mb=16";
 }
