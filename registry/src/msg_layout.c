@@ -44,6 +44,23 @@ uint32_t hako_msg_pdu_fixed_size(const hako_msg_type_t *type)
 	return 24u + (uint32_t)align_up(type->size, 8);
 }
 
+uint32_t hako_msg_data_end(const hako_msg_type_t *type)
+{
+	/* Fields are in offset order and each starts at or after the end of the one before, so
+	 * the last field ends last; only its own tail padding is left to look into. */
+	uint32_t base = 0;
+	while (type != NULL && type->field_count > 0) {
+		const hako_msg_field_t *f = &type->fields[type->field_count - 1];
+		if (f->kind != HAKO_MSG_STRUCT || f->form == HAKO_MSG_VARRAY ||
+		    (f->form == HAKO_MSG_ARRAY && f->count == 0)) {
+			return base + f->offset + f->size;
+		}
+		base += f->offset + (f->form == HAKO_MSG_ARRAY ? (f->count - 1) * f->elem_size : 0);
+		type = f->type;
+	}
+	return base;
+}
+
 int hakoi_msg_layout(hako_msg_type_t *type, hako_msg_field_t *fields, size_t count,
                      hako_error_t *err)
 {

@@ -231,17 +231,19 @@ static __attribute__((noinline)) int validate_refusal(const hako_msg_type_t *typ
 		return hako_error_set(err, rc, NULL, 0, 0, "%s", why);
 	}
 	return hako_error_set(err, HAKO_EPROTO, NULL, 0, 0,
-	                      "heap offset %u does not fit %s (expected %llu)", m.heap_off,
-	                      type->full_name,
-	                      (unsigned long long)HAKO_PDU_META_SIZE +
-	                          (((unsigned long long)type->size + 7) & ~7ull));
+	                      "heap offset %u is inside the base of %s (its fields end at %u)",
+	                      m.heap_off, type->full_name,
+	                      HAKO_PDU_META_SIZE + hako_msg_data_end(type));
 }
 
 int hako_pdu_validate(const hako_msg_type_t *type, const void *pdu, size_t len, hako_error_t *err)
 {
 	hako_pdu_meta_t m;
+	/* Any heap offset past the base's fields: the C++ writers put it at 24 + size rounded up
+	 * to 8, the Python one at 24 + where the last field ends, and the readers of both follow
+	 * it. A heap over the fields would let an array and a field share bytes. */
 	if (type == NULL || hakoi_pdu_meta_fast(pdu, len, &m) != 0 ||
-	    m.heap_off != HAKO_PDU_META_SIZE + (((uint64_t)type->size + 7) & ~(uint64_t)7)) {
+	    m.heap_off < HAKO_PDU_META_SIZE + (uint64_t)hako_msg_data_end(type)) {
 		return validate_refusal(type, pdu, len, err);
 	}
 	/* fixed types without strings (Twist, Pose, ...) end here */

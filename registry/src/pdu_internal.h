@@ -59,9 +59,11 @@ HAKOI_HIDDEN void hakoi_pdu_path_format(const hakoi_pdu_frame_t *f, char *buf, s
 /* Number of steps from f to the top. */
 HAKOI_HIDDEN size_t hakoi_pdu_path_depth(const hakoi_pdu_frame_t *f);
 
-/* The meta header of a PDU that passes every check (classify VALID, base_off 24, heap_off
- * 8-aligned in [24, total_size], total_size <= len): 0, else -1 and hakoi_pdu_meta_check says
- * why. Inline: validate and the varray accessor run it on every call. */
+/* The meta header of a PDU that passes every check (classify VALID, base_off 24, heap_off in
+ * [24, total_size], total_size <= len): 0, else -1 and hakoi_pdu_meta_check says why. The heap
+ * offset need not be a multiple of 8: Hakoniwa's Python writer starts the heap where the base's
+ * last field ends, and its readers follow heap_off wherever it points. Inline: validate and the
+ * varray accessor run it on every call. */
 static inline int hakoi_pdu_meta_fast(const void *pdu, size_t len, hako_pdu_meta_t *m)
 {
 	uint32_t w[5];
@@ -70,7 +72,7 @@ static inline int hakoi_pdu_meta_fast(const void *pdu, size_t len, hako_pdu_meta
 	}
 	memcpy(w, pdu, sizeof(w));
 	if (w[0] != HAKO_PDU_MAGIC || w[1] != HAKO_PDU_VERSION || w[2] != HAKO_PDU_META_SIZE ||
-	    w[3] < HAKO_PDU_META_SIZE || w[3] % 8 != 0 || w[4] < w[3] || w[4] > len) {
+	    w[3] < HAKO_PDU_META_SIZE || w[4] < w[3] || w[4] > len) {
 		return -1;
 	}
 	m->magic = w[0];

@@ -53,9 +53,9 @@ static int meta_refusal(const uint8_t *p, size_t len, const hako_pdu_meta_t *m, 
 	if (m->base_off != HAKO_PDU_META_SIZE) {
 		snprintf(why, why_len, "base offset %u (expected %u)", m->base_off,
 		         HAKO_PDU_META_SIZE);
-	} else if (m->heap_off < m->base_off || m->heap_off % 8 != 0) {
-		snprintf(why, why_len, "heap offset %u (must be a multiple of 8, at least %u)",
-		         m->heap_off, m->base_off);
+	} else if (m->heap_off < m->base_off) {
+		snprintf(why, why_len, "heap offset %u (must be at least %u)", m->heap_off,
+		         m->base_off);
 	} else if (m->total_size < m->heap_off) {
 		snprintf(why, why_len, "total size %u is less than the heap offset %u",
 		         m->total_size, m->heap_off);

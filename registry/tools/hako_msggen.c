@@ -399,19 +399,22 @@ static const char *const pdu_types_header =
     "}\n"
     "\n"
     "/* A PDU of a type without variable arrays or strings is well formed when its meta header\n"
-    " * is: magic, version, base offset 24, heap offset 24 + base rounded up to 8, total size\n"
-    " * between the heap offset and len. This is hako_pdu_validate for such types, inline. */\n"
-    "static inline int hako_pdu_gen_check_fixed(const void *pdu, size_t len, uint32_t base_size)\n"
+    " * is: magic, version, base offset 24, heap offset past the fields of the base (24 +\n"
+    " * base_end, where Hakoniwa's Python writer puts it, or more: hako and Hakoniwa's C++ put\n"
+    " * it at 24 + base_size rounded up to 8), total size between the heap offset and len. This\n"
+    " * is hako_pdu_validate for such types, inline; and len must hold the whole struct, so that\n"
+    " * the caller may copy it (tail padding included) out of a buffer of len bytes. */\n"
+    "static inline int hako_pdu_gen_check_fixed(const void *pdu, size_t len, uint32_t base_size,\n"
+    "                                           uint32_t base_end)\n"
     "{\n"
-    "\tuint32_t heap_off = HAKO_PDU_META_SIZE + ((base_size + 7u) & ~7u);\n"
     "\tuint32_t meta[5];\n"
-    "\tif (pdu == NULL || len < heap_off) {\n"
+    "\tif (pdu == NULL || len < HAKO_PDU_META_SIZE + (size_t)base_size) {\n"
     "\t\treturn 0;\n"
     "\t}\n"
     "\tmemcpy(meta, pdu, sizeof(meta));\n"
     "\treturn meta[0] == HAKO_PDU_MAGIC && meta[1] == HAKO_PDU_VERSION &&\n"
-    "\t       meta[2] == HAKO_PDU_META_SIZE && meta[3] == heap_off && meta[4] >= heap_off &&\n"
-    "\t       meta[4] <= len;\n"
+    "\t       meta[2] == HAKO_PDU_META_SIZE && meta[3] >= HAKO_PDU_META_SIZE + base_end &&\n"
+    "\t       meta[4] >= meta[3] && meta[4] <= len;\n"
     "}\n"
     "\n"
     "/* hako_pdu_gen_init, and w set up as hako_pdu_writer_init sets it up for the same type,\n"
@@ -668,16 +671,19 @@ static int write_header(struct gen *g, const hako_msg_type_t *t)
 	if (!t->has_varray && !has_string(t)) {
 		fprintf(
 		    o,
-		    "\n/* The base struct of a PDU of %s of len bytes, NULL unless the PDU is\n"
-		    " * well formed (for this type, which holds no variable array and no string,\n"
-		    " * that is exactly what hako_pdu_validate checks). */\n"
+		    "\n/* The base struct of a PDU of %s in a buffer of len bytes, NULL unless\n"
+		    " * the PDU is well formed (for this type, which holds no variable array and "
+		    "no\n"
+		    " * string, that is what hako_pdu_validate checks) and the buffer holds the\n"
+		    " * whole struct. */\n"
 		    "static inline const Hako_%s *hako_pdu_%s_get(const void *pdu, size_t len)\n"
 		    "{\n"
-		    "\treturn hako_pdu_gen_check_fixed(pdu, len, (uint32_t)sizeof(Hako_%s))\n"
+		    "\treturn hako_pdu_gen_check_fixed(pdu, len, (uint32_t)sizeof(Hako_%s), "
+		    "%" PRIu32 "u)\n"
 		    "\t           ? (const Hako_%s *)((const uint8_t *)pdu + HAKO_PDU_META_SIZE)\n"
 		    "\t           : NULL;\n"
 		    "}\n",
-		    t->full_name, s, s, s, s);
+		    t->full_name, s, s, s, hako_msg_data_end(t), s);
 	}
 	if (t->has_varray) {
 		fprintf(

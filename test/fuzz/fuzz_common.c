@@ -23,7 +23,9 @@ static const char *const type_names[] = {
     "std_msgs/Float64MultiArray",
     "sensor_msgs/Image",
     "sensor_msgs/Imu",
-    "hako_msgs/HakoHilActuatorControls",
+    /* Was hako_msgs/HakoHilActuatorControls, a type Hakoniwa does not have: the same
+     * fields, so the corpus files that name it keep their meaning. */
+    "hako_mavlink_msgs/HakoHilActuatorControls",
 };
 #define TYPE_COUNT (sizeof(type_names) / sizeof(type_names[0]))
 

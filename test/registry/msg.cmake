@@ -24,3 +24,8 @@ target_compile_definitions(test_msg_embed PRIVATE
   HAKO_MSG_EMBED_DIR="${CMAKE_CURRENT_SOURCE_DIR}/msg_embed")
 target_link_libraries(test_msg_embed PRIVATE PkgConfig::CMOCKA)
 add_test(NAME registry.msg_embed COMMAND test_msg_embed)
+
+# Every built-in type against Hakoniwa's published PDU sizes (hakoniwa_pdu_sizes.h).
+add_executable(test_builtin_sizes test_builtin_sizes.c)
+target_link_libraries(test_builtin_sizes PRIVATE hako_registry PkgConfig::CMOCKA)
+add_test(NAME registry.builtin_sizes COMMAND test_builtin_sizes)

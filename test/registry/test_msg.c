@@ -265,27 +265,23 @@ static void test_layout_hako_msgs(void **state)
 	assert_int_equal(t->size, 4);
 	assert_int_equal(hako_msg_pdu_fixed_size(t), 32); /* base rounded up to 8 */
 
-	const char *hil[] = {"hako_msgs/HakoHilActuatorControls",
-	                     "hako_mavlink_msgs/HakoHilActuatorControls"};
-	for (size_t i = 0; i < 2; i++) {
-		t = get(reg, hil[i]);
-		check_field(t, "time_usec", HAKO_MSG_UINT64, HAKO_MSG_SINGLE, 0, 8);
-		check_field(t, "controls", HAKO_MSG_FLOAT32, HAKO_MSG_ARRAY, 8, 64);
-		assert_int_equal(field(t, "controls")->count, 16);
-		assert_int_equal(field(t, "controls")->elem_size, 4);
-		check_field(t, "mode", HAKO_MSG_UINT8, HAKO_MSG_SINGLE, 72, 1);
-		check_field(t, "flags", HAKO_MSG_UINT64, HAKO_MSG_SINGLE, 80, 8);
-		assert_int_equal(t->size, 88);
-		assert_int_equal(hako_msg_pdu_fixed_size(t), 112);
-	}
+	t = get(reg, "hako_mavlink_msgs/HakoHilActuatorControls");
+	check_field(t, "time_usec", HAKO_MSG_UINT64, HAKO_MSG_SINGLE, 0, 8);
+	check_field(t, "controls", HAKO_MSG_FLOAT32, HAKO_MSG_ARRAY, 8, 64);
+	assert_int_equal(field(t, "controls")->count, 16);
+	assert_int_equal(field(t, "controls")->elem_size, 4);
+	check_field(t, "mode", HAKO_MSG_UINT8, HAKO_MSG_SINGLE, 72, 1);
+	check_field(t, "flags", HAKO_MSG_UINT64, HAKO_MSG_SINGLE, 80, 8);
+	assert_int_equal(t->size, 88);
+	assert_int_equal(hako_msg_pdu_fixed_size(t), 112);
 
 	t = get(reg, "hako_msgs/DroneStatus");
-	check_field(t, "sim_time_usec", HAKO_MSG_UINT64, HAKO_MSG_SINGLE, 8, 8);
-	check_field(t, "battery_level", HAKO_MSG_FLOAT64, HAKO_MSG_SINGLE, 16, 8);
-	check_field(t, "collision_count", HAKO_MSG_INT32, HAKO_MSG_SINGLE, 24, 4);
-	check_field(t, "armed", HAKO_MSG_BOOL, HAKO_MSG_SINGLE, 28, 4);
-	assert_int_equal(t->size, 32);
-	assert_int_equal(hako_msg_pdu_fixed_size(t), 56);
+	check_field(t, "flight_mode", HAKO_MSG_INT32, HAKO_MSG_SINGLE, 0, 4);
+	check_field(t, "internal_state", HAKO_MSG_INT32, HAKO_MSG_SINGLE, 4, 4);
+	check_field(t, "propeller_wind", HAKO_MSG_STRUCT, HAKO_MSG_SINGLE, 8, 24);
+	check_field(t, "collided_counts", HAKO_MSG_INT32, HAKO_MSG_SINGLE, 32, 4);
+	assert_int_equal(t->size, 40);
+	assert_int_equal(hako_msg_pdu_fixed_size(t), 64);
 
 	t = get(reg, "hako_msgs/GameControllerOperation");
 	check_field(t, "axis", HAKO_MSG_FLOAT64, HAKO_MSG_ARRAY, 0, 48);
@@ -375,10 +371,8 @@ typedef struct {
 typedef struct {
 	int32_t flight_mode;
 	int32_t internal_state;
-	uint64_t sim_time_usec;
-	double battery_level;
-	int32_t collision_count;
-	int32_t armed;
+	c_vector3 propeller_wind;
+	int32_t collided_counts;
 } c_drone_status;
 typedef struct {
 	double axis[6];
@@ -448,7 +442,8 @@ static void test_layout_matches_c_structs(void **state)
 	t = get(reg, "hako_msgs/DroneStatus");
 	assert_int_equal(t->size, sizeof(c_drone_status));
 	CHECK_C(t, c_drone_status, flight_mode, "flight_mode");
-	CHECK_C(t, c_drone_status, armed, "armed");
+	CHECK_C(t, c_drone_status, propeller_wind, "propeller_wind");
+	CHECK_C(t, c_drone_status, collided_counts, "collided_counts");
 
 	t = get(reg, "hako_msgs/GameControllerOperation");
 	assert_int_equal(t->size, sizeof(c_game_controller));
@@ -504,7 +499,6 @@ static const char *const required_builtins[] = {
     "hako_msgs/ExecutionUnitRuntimeNode",
     "hako_msgs/ExecutionUnitRuntimeStatus",
     "hako_msgs/GameControllerOperation",
-    "hako_msgs/HakoHilActuatorControls",
     "hako_msgs/SimTime",
     "nav_msgs/Odometry",
     "sensor_msgs/CompressedImage",

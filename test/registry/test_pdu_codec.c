@@ -315,9 +315,12 @@ static void test_malformed_pc2(void **state)
 	(void)state;
 	static const struct mutation cases[] = {
 	    /* heap overlapping the base */
-	    {12, 192, "heap offset 192 does not fit sensor_msgs/PointCloud2 (expected 200)"},
-	    {12, 20, "heap offset 20 (must be a multiple of 8, at least 24)"},
-	    {12, 204, "heap offset 204 (must be a multiple of 8, at least 24)"},
+	    {12, 192,
+	     "heap offset 192 is inside the base of sensor_msgs/PointCloud2 (its fields end at "
+	     "200)"},
+	    {12, 20, "heap offset 20 (must be at least 24)"},
+	    /* a heap offset past the base is followed, wherever it points */
+	    {12, 204, "data: length 12 x 1 at heap offset 420 runs past the end (total size 632)"},
 	    {8, 32, "base offset 32 (expected 24)"},
 	    {0, 0x12345679, "bad magic 0x12345679 (expected 0x12345678)"},
 	    {4, 2, "unsupported version 2 (expected 1)"},
@@ -375,11 +378,14 @@ static void test_malformed_pc2(void **state)
 	expect_refused(&t_point_cloud2, b, sizeof(b),
 	               "header.frame_id: string not NUL-terminated in its 128-byte slot");
 
-	/* validate of the good one against another type: the heap offset tells */
+	/* a smaller type's PDU against this type: its heap would cover this type's fields */
 	hako_error_t err = {0};
-	assert_int_equal(hako_pdu_validate(&t_twist, good, sizeof(good), &err), HAKO_EPROTO);
-	assert_string_equal(err.message,
-	                    "heap offset 200 does not fit geometry_msgs/Twist (expected 72)");
+	uint8_t tw[72];
+	twist_bytes(tw);
+	assert_int_equal(hako_pdu_validate(&t_point_cloud2, tw, sizeof(tw), &err), HAKO_EPROTO);
+	assert_string_equal(
+	    err.message,
+	    "heap offset 72 is inside the base of sensor_msgs/PointCloud2 (its fields end at 200)");
 	assert_int_equal(hako_pdu_validate(NULL, good, sizeof(good), &err), HAKO_EINVAL);
 }
 
@@ -663,6 +669,92 @@ static void test_registry_agrees(void **state)
 	hako_msg_registry_destroy(reg);
 }
 
+/* ---- heap offsets that are not a multiple of 8 ---- */
+
+/* PDUs as Hakoniwa's Python writer lays them out: the heap starts right where the base's last
+ * field ends (24 + 4 for a std_msgs/Bool, 24 + 20 for a Float64MultiArray), and the total size
+ * has no padding either. Each sits in a buffer of exactly its size, so a read past it or an
+ * unaligned load shows under the sanitizers. */
+static void test_unaligned_heap_offset(void **state)
+{
+	(void)state;
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *t = NULL;
+	hako_error_t err = {0};
+	unsetenv("HAKO_MSG_PATH");
+	assert_int_equal(hako_msg_registry_create(&reg), 0);
+
+	assert_int_equal(hako_msg_registry_get(reg, "std_msgs/Bool", &t, &err), 0);
+	assert_int_equal(hako_msg_data_end(t), 4);
+	uint8_t *b = malloc(28);
+	meta(b, 28, 28);
+	le32(b, 24, 1);
+	assert_int_equal(hako_pdu_validate(t, b, 28, &err), 0);
+	expect_json(t, b, 28, "{\"data\":true}");
+	free(b);
+
+	/* float64 elements at byte 44 of the PDU: 4 past an 8-byte boundary */
+	assert_int_equal(hako_msg_registry_get(reg, "std_msgs/Float64MultiArray", &t, &err), 0);
+	assert_int_equal(hako_msg_data_end(t), 20);
+	b = malloc(68);
+	meta(b, 44, 68);
+	le32(b, 24, 0); /* layout.dim: empty */
+	le32(b, 28, 0); /* ... at the heap start */
+	le32(b, 32, 0); /* layout.data_offset */
+	le32(b, 36, 3); /* data: 3 elements */
+	le32(b, 40, 0); /* ... at the heap start */
+	lef64(b, 44, 0.5);
+	lef64(b, 52, -1.25);
+	lef64(b, 60, 1e300);
+	assert_int_equal(hako_pdu_validate(t, b, 68, &err), 0);
+	expect_json(t, b, 68,
+	            "{\"layout\":{\"dim\":[],\"data_offset\":0},\"data\":[0.5,-1.25,1e+300]}");
+	uint32_t n = 0;
+	const uint8_t *data = hako_pdu_varray(b, 68, b + 36, 8, &n);
+	assert_int_equal(n, 3);
+	assert_ptr_equal(data, b + 44);
+	double d;
+	memcpy(&d, data + 8, sizeof(d));
+	assert_true(d == -1.25);
+	/* the heap may not start inside the fields */
+	le32(b, 12, 43);
+	assert_int_equal(hako_pdu_validate(t, b, 68, &err), HAKO_EPROTO);
+	assert_string_equal(err.message, "heap offset 43 is inside the base of "
+	                                 "std_msgs/Float64MultiArray (its fields end at 44)");
+	free(b);
+
+	/* an odd heap offset: the base's fields end on a uint8 */
+	assert_int_equal(hako_msg_registry_add_text(reg, "test_msgs", "Odd",
+	                                            "float32[] values\nuint8 flag\n", "<test>", &t,
+	                                            &err),
+	                 0);
+	assert_int_equal(t->size, 12);
+	assert_int_equal(hako_msg_data_end(t), 9);
+	b = malloc(41);
+	meta(b, 33, 41);
+	le32(b, 24, 2);
+	le32(b, 28, 0);
+	b[32] = 7;
+	uint32_t f1 = 0x3fc00000u; /* 1.5f */
+	uint32_t f2 = 0xc0200000u; /* -2.5f */
+	le32(b, 33, f1);
+	le32(b, 37, f2);
+	expect_json(t, b, 41, "{\"values\":[1.5,-2.5],\"flag\":7}");
+	free(b);
+
+	/* what hako writes stays aligned: 24 + size rounded up to 8 */
+	uint8_t out[64];
+	size_t len = 0;
+	const char *json = "{\"values\":[1.5],\"flag\":7}";
+	assert_int_equal(hako_pdu_from_json(t, json, strlen(json), out, sizeof(out), &len, &err),
+	                 0);
+	hako_pdu_meta_t m;
+	assert_int_equal(hako_pdu_meta_read(out, len, &m), 0);
+	assert_int_equal(m.heap_off, 40);
+	assert_int_equal(len, 44);
+	hako_msg_registry_destroy(reg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -670,7 +762,7 @@ int main(void)
 	    cmocka_unit_test(test_eu_status),       cmocka_unit_test(test_malformed_pc2),
 	    cmocka_unit_test(test_poly_heap_order), cmocka_unit_test(test_varray_bounds),
 	    cmocka_unit_test(test_writer),          cmocka_unit_test(test_meta_epoch),
-	    cmocka_unit_test(test_registry_agrees),
+	    cmocka_unit_test(test_registry_agrees), cmocka_unit_test(test_unaligned_heap_offset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

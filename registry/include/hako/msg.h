@@ -88,6 +88,12 @@ HAKO_API const char *hako_msg_kind_name(hako_msg_kind_t kind);
 /* The PDU size of a type without heap data: 24-byte meta + base rounded up to 8. */
 HAKO_API uint32_t hako_msg_pdu_fixed_size(const hako_msg_type_t *type);
 
+/* Where the bytes of the type's fields end: its size without tail padding, at any depth (a
+ * nested struct at the end counts up to its own last field). Hakoniwa's Python writer starts
+ * the heap right there (heap offset 24 + this, often not a multiple of 8), the C++ one at
+ * 24 + size rounded up to 8; a reader accepts any heap offset from 24 + this on. */
+HAKO_API uint32_t hako_msg_data_end(const hako_msg_type_t *type);
+
 typedef struct hako_msg_registry hako_msg_registry_t;
 
 /* A registry whose search path is $HAKO_MSG_PATH (folders separated by ':'), then the built-in
@@ -116,8 +122,9 @@ HAKO_API int hako_msg_registry_add_text(hako_msg_registry_t *reg, const char *pk
 HAKO_API int hako_msg_registry_list(hako_msg_registry_t *reg, char ***names, size_t *count);
 HAKO_API void hako_msg_names_free(char **names, size_t count);
 
-/* The built-in packages compiled into the library (std_msgs, builtin_interfaces, geometry_msgs,
- * sensor_msgs, nav_msgs, hako_msgs, hako_mavlink_msgs): the text of pkg/Type.msg or NULL. */
+/* The built-in packages compiled into the library (every package and type of Hakoniwa's
+ * hakoniwa-pdu-registry: std_msgs, geometry_msgs, sensor_msgs, hako_msgs, hako_srv_msgs,
+ * drone_srv_msgs, ...): the text of pkg/Type.msg or NULL. */
 HAKO_API const char *hako_msg_builtin_text(const char *pkg, const char *name);
 /* Number of built-in types, and the i-th one's package and name. */
 HAKO_API size_t hako_msg_builtin_count(void);

@@ -1,10 +1,12 @@
 /* The binary PDU format of Hakoniwa: [meta 24 B][base][heap], little-endian.
  *
  * meta: magic u32 0x12345678 @0, version u32 1 @4, base offset u32 (24) @8, heap offset u32
- * (24 + base size rounded up to 8) @12, total size u32 @16, epoch u8 @20, flags u8 @21, two
- * reserved bytes. The base is the C struct of the type (hako/msg.h); a variable array in it is
- * {int32 length, int32 offset from the heap start}; the heap holds the elements, packed. For an
- * array of structs all the elements' fixed parts come first, then their nested payloads.
+ * @12 (hako writes 24 + base size rounded up to 8; it reads any offset past the base's fields,
+ * as Hakoniwa's Python writer puts it where the last field ends), total size u32 @16, epoch u8
+ * @20, flags u8 @21, two reserved bytes. The base is the C struct of the type (hako/msg.h); a
+ * variable array in it is {int32 length, int32 offset from the heap start}; the heap holds the
+ * elements, packed. For an array of structs all the elements' fixed parts come first, then their
+ * nested payloads.
  *
  * Everything read from a buffer is bounds checked: a PDU that lies about its offsets or lengths
  * is refused, never read past.
@@ -50,7 +52,8 @@ typedef struct hako_pdu_meta {
 HAKO_API int hako_pdu_classify(const void *pdu, size_t len);
 
 /* Read the meta header; HAKO_EPROTO unless the class is VALID and the offsets are coherent
- * (base_off == 24, heap_off >= base_off and 8-aligned, heap_off <= total_size <= len). */
+ * (base_off == 24, base_off <= heap_off <= total_size <= len). heap_off need not be a multiple
+ * of 8: Hakoniwa's Python writer puts the heap where the base's last field ends. */
 HAKO_API int hako_pdu_meta_read(const void *pdu, size_t len, hako_pdu_meta_t *meta);
 
 /* The epoch byte (a generation tag, compared only for equality). get: HAKO_EPROTO unless VALID.
@@ -58,7 +61,8 @@ HAKO_API int hako_pdu_meta_read(const void *pdu, size_t len, hako_pdu_meta_t *me
 HAKO_API int hako_pdu_get_epoch(const void *pdu, size_t len, uint8_t *epoch);
 HAKO_API int hako_pdu_set_epoch(void *pdu, size_t len, uint8_t epoch);
 
-/* Check a whole PDU of `type`: meta as above, heap_off == 24 + align8(type->size), every
+/* Check a whole PDU of `type`: meta as above, heap_off >= 24 + hako_msg_data_end(type) (past
+ * the base's fields; Hakoniwa's writers use 24 + that or 24 + align8(type->size)), every
  * variable array at any depth inside [heap start, total_size) with no arithmetic overflow
  * (length x element size at most INT32_MAX), the arrays together no larger than the heap
  * (Hakoniwa's writers never let two arrays share heap bytes; sharing would let a small PDU
