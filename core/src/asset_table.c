@@ -98,6 +98,13 @@ static int member_register(hako_domain_t *dom, const char *name, hako_time_t del
 	hakoi_wake_master(dom);
 	HAKO_INFO("domain '%s': asset '%s' registered (id %d, delta %lld us)", dom->name, name,
 	          free_slot, (long long)delta_usec);
+	if (delta_usec > 0) {
+		hakoi_log_event(dom, "asset '%s' registered (pid %d, id %d, step %lld us)", name,
+		                a->pid, free_slot, (long long)delta_usec);
+	} else {
+		hakoi_log_event(dom, "proxy '%s' registered (pid %d, id %d)", name, a->pid,
+		                free_slot);
+	}
 	*out = m;
 	return 0;
 fail:

@@ -187,6 +187,8 @@ int hako_channel_create(hako_domain_t *dom, const char *robot, int32_t channel_i
 	atomic_store_explicit(&dom->index[i], (int32_t)count + 1, memory_order_release);
 	atomic_store(&h->channel_count, count + 1);
 	idx = (int)count;
+	hakoi_log_event(dom, "channel %s/%d created: %zu bytes, real id %d", robot, channel_id,
+	                size, idx);
 done:
 	hakoi_unlock(dom);
 	if (r == 0) {

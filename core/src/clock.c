@@ -49,7 +49,8 @@ static int world_may_advance(hako_domain_t *dom, hako_time_t world, hako_time_t 
 static int advance_from(hako_domain_t *dom, hako_time_t world, hako_time_t delta)
 {
 	struct hakoi_header *h = dom->hdr;
-	if (!atomic_compare_exchange_strong(&h->world_time, &world, world + delta)) {
+	int64_t expected = world; /* the segment's type: hako_time_t is Hakoniwa's long long */
+	if (!atomic_compare_exchange_strong(&h->world_time, &expected, world + delta)) {
 		return 0;
 	}
 	atomic_fetch_add_explicit(&h->world_steps, 1, memory_order_relaxed);
@@ -172,6 +173,40 @@ int hako_member_step_wait(hako_member_t *m)
 	}
 	int r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m,
 	                   hakoi_spin_budget(m->dom), -1, step_slice, m);
+	return r == 1 ? 0 : r;
+}
+
+struct forced_stop {
+	hako_member_t *m;
+	int (*is_force_stop)(void);
+};
+
+/* step_slice, and the caller's own reason to stop (Hakoniwa's is_force_stop), looked at as
+ * often: a forced stop ends a wait within one slice. */
+static int step_slice_or_forced(void *arg)
+{
+	struct forced_stop *s = arg;
+	int r = step_slice(s->m);
+	if (r == 0 && s->is_force_stop()) {
+		r = HAKO_EINTR;
+	}
+	return r;
+}
+
+int hakoi_member_step_wait_forced(hako_member_t *m, int (*is_force_stop)(void))
+{
+	if (is_force_stop == NULL) {
+		return hako_member_step_wait(m);
+	}
+	if (m == NULL || m->delta == 0) {
+		return HAKO_EINVAL;
+	}
+	if (is_force_stop()) {
+		return HAKO_EINTR;
+	}
+	struct forced_stop s = {m, is_force_stop};
+	int r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m,
+	                   hakoi_spin_budget(m->dom), -1, step_slice_or_forced, &s);
 	return r == 1 ? 0 : r;
 }
 

@@ -16,6 +16,7 @@ struct recv_event {
 	uint64_t seen;
 	uint32_t resets; /* reset count when `seen` was taken: a reset restarts the numbers */
 	void (*on_recv)(int);
+	int pending; /* hako_asset_set_data_recv_event_pending: writes wait for the resume */
 };
 
 /* The documented process-default handle behind the compatible API. */
@@ -191,6 +192,64 @@ int hako_asset_register(const char *asset_name, const char *config_path,
 	return 0;
 }
 
+/* Attach without registering. The domain is opened only once per process. */
+static int attach(const char *who)
+{
+	int r = 0;
+	pthread_mutex_lock(&g.lock);
+	if (g.dom == NULL) {
+		r = hako_domain_open(hako_domain_default_name(), &g.dom);
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (r == HAKO_ENOENT) {
+		return fail(HAKO_ENOMASTER,
+		            "%s: no conductor for domain '%s'; start one with 'hako-cmd conductor' "
+		            "or hako_conductor_start()",
+		            who, hako_domain_default_name());
+	}
+	if (r != 0) {
+		return fail(r == HAKO_ENOMEM ? r : HAKO_EIO, "%s: cannot join domain '%s': %s", who,
+		            hako_domain_default_name(), hako_strerror(r));
+	}
+	return 0;
+}
+
+int hako_asset_attach_core(void)
+{
+	return attach("hako_asset_attach_core");
+}
+
+int hako_initialize_for_external(void)
+{
+	if (g.dom != NULL) {
+		return fail(HAKO_EIO, "hako_initialize_for_external: already attached");
+	}
+	return attach("hako_initialize_for_external");
+}
+
+int hako_asset_attach_core_with_name(const char *asset_name, const char *config_path)
+{
+	if (g.dom != NULL) {
+		return 0;
+	}
+	if (asset_name == NULL || asset_name[0] == '\0') {
+		return fail(HAKO_EINVAL, "hako_asset_attach_core_with_name: no asset name");
+	}
+	if (config_path == NULL) {
+		return fail(HAKO_ENOENT, "hako_asset_attach_core_with_name: no pdudef");
+	}
+	hako_pdudef_t *def = NULL;
+	hako_error_t err;
+	char msg[1200];
+	int r = hako_pdudef_load(config_path, &def, &err);
+	if (r != 0) {
+		return fail(r, "hako_asset_attach_core_with_name(%s): %s", asset_name,
+		            hako_error_format(&err, msg, sizeof(msg)));
+	}
+	hako_pdudef_free(def);
+	return attach("hako_asset_attach_core_with_name");
+}
+
 int hako_asset_unregister(void)
 {
 	pthread_mutex_lock(&g.lock);
@@ -225,15 +284,15 @@ static void dispatch_recv_events(void)
 {
 	for (int i = 0; i < g.event_count; i++) {
 		struct recv_event *e = &g.events[i];
-		if (e->on_recv != NULL && consume_recv_event(e)) {
+		if (e->on_recv != NULL && !e->pending && consume_recv_event(e)) {
 			e->on_recv(i);
 		}
 	}
 }
 
-static int one_step(void)
+static int one_step(int (*is_force_stop)(void))
 {
-	int r = hako_member_step_wait(g.member);
+	int r = hakoi_member_step_wait_forced(g.member, is_force_stop);
 	if (r != 0) {
 		return r;
 	}
@@ -308,10 +367,7 @@ int hako_asset_start_no_wait(int (*is_force_stop)(void))
 		}
 	} else {
 		for (;;) {
-			if (is_force_stop != NULL && is_force_stop()) {
-				break;
-			}
-			if (one_step() != 0) {
+			if (one_step(is_force_stop) != 0) {
 				break;
 			}
 			if (g.cb.on_simulation_step != NULL) {
@@ -328,7 +384,7 @@ int hako_asset_start(void)
 	return hako_asset_start_no_wait(NULL);
 }
 
-int hako_asset_usleep(hako_time_t sleep_time_usec)
+int hako_asset_usleep_no_wait(hako_time_t sleep_time_usec, int (*is_force_stop)(void))
 {
 	if (g.member == NULL) {
 		return 0; /* no-op when not registered, as for Hakoniwa's external attachments */
@@ -336,13 +392,18 @@ int hako_asset_usleep(hako_time_t sleep_time_usec)
 	hako_time_t dt = hako_member_delta(g.member);
 	hako_time_t steps = sleep_time_usec <= 0 ? 1 : (sleep_time_usec + dt - 1) / dt;
 	for (hako_time_t i = 0; i < steps; i++) {
-		if (one_step() != 0) {
+		if (one_step(is_force_stop) != 0) {
 			last_error = HAKO_EINTR;
 			return EINTR;
 		}
 		hako_member_step_done(g.member);
 	}
 	return 0;
+}
+
+int hako_asset_usleep(hako_time_t sleep_time_usec)
+{
+	return hako_asset_usleep_no_wait(sleep_time_usec, NULL);
 }
 
 hako_time_t hako_asset_simulation_time(void)
@@ -462,6 +523,7 @@ int hako_asset_register_data_recv_event(const char *robo_name, HakoPduChannelIdT
 	g.events[id].resets = hako_domain_reset_count(g.dom);
 	g.events[id].seen = hako_channel_seq(ch);
 	g.events[id].on_recv = on_recv;
+	g.events[id].pending = 0;
 	pthread_mutex_unlock(&g.lock);
 	if (recv_event_id != NULL) {
 		*recv_event_id = id;
@@ -478,10 +540,43 @@ int hako_asset_check_data_recv_event(const char *robo_name, HakoPduChannelIdType
 	for (int i = 0; i < g.event_count; i++) {
 		struct recv_event *e = &g.events[i];
 		if (e->ch == ch && e->on_recv == NULL) {
-			return consume_recv_event(e) ? 0 : ENOENT;
+			return !e->pending && consume_recv_event(e) ? 0 : ENOENT;
 		}
 	}
 	return ENOENT;
+}
+
+static int set_pending(const char *who, int recv_event_id, int pending)
+{
+	if (g.dom == NULL) {
+		return fail(HAKO_EINVAL, "%s: register or attach first", who);
+	}
+	if (recv_event_id < 0) {
+		return fail(HAKO_EINVAL, "%s: recv event id %d", who, recv_event_id);
+	}
+	pthread_mutex_lock(&g.lock);
+	int found = recv_event_id < g.event_count;
+	if (found) {
+		/* Resuming consumes nothing: a write while pending is still unseen, so it fires
+		 * once now, as Hakoniwa's kept flag does. */
+		g.events[recv_event_id].pending = pending;
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (!found) {
+		last_error = HAKO_ENOENT;
+		return ENOENT;
+	}
+	return 0;
+}
+
+int hako_asset_set_data_recv_event_pending(int recv_event_id)
+{
+	return set_pending("hako_asset_set_data_recv_event_pending", recv_event_id, 1);
+}
+
+int hako_asset_set_data_recv_event_resume(int recv_event_id)
+{
+	return set_pending("hako_asset_set_data_recv_event_resume", recv_event_id, 0);
 }
 
 int hako_trigger_event(int trigger_event)

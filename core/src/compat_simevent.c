@@ -1,4 +1,5 @@
-/* Hakoniwa's sim-event controller as a C API over the default domain. */
+/* Hakoniwa's sim-event controller as a C API over the default domain. Hakoniwa's five functions
+ * answer true on success (hako_capi.h); the handle API under them answers 0. */
 #include "hako/hako_simevent.h"
 #include "internal.h"
 
@@ -7,7 +8,18 @@ static struct {
 	hako_domain_t *dom;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-int hako_simevent_init(void)
+static _Thread_local int last_error;
+
+/* true for 0; else remember the code for hako_simevent_last_error. */
+static bool ok(int r)
+{
+	if (r != 0) {
+		last_error = r;
+	}
+	return r == 0;
+}
+
+static int attach(void)
 {
 	pthread_mutex_lock(&g.lock);
 	int r = 0;
@@ -18,6 +30,11 @@ int hako_simevent_init(void)
 	return r;
 }
 
+bool hako_simevent_init(void)
+{
+	return ok(attach());
+}
+
 void hako_simevent_fini(void)
 {
 	pthread_mutex_lock(&g.lock);
@@ -26,40 +43,45 @@ void hako_simevent_fini(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static hako_domain_t *dom(void)
+int hako_simevent_last_error(void)
 {
-	if (g.dom == NULL) {
-		hako_simevent_init();
-	}
-	return g.dom;
+	return last_error;
 }
 
 int hako_simevent_get_state(void)
 {
-	return dom() != NULL ? hako_domain_state(g.dom) : HAKO_ENOENT;
+	if (!ok(attach())) {
+		return -1;
+	}
+	return hako_domain_state(g.dom);
 }
 
-int hako_simevent_start(void)
+bool hako_simevent_start(void)
 {
-	return dom() != NULL ? hako_domain_start(g.dom) : HAKO_ENOENT;
+	return ok(attach()) && ok(hako_domain_start(g.dom));
 }
 
-int hako_simevent_stop(void)
+bool hako_simevent_stop(void)
 {
-	return dom() != NULL ? hako_domain_stop(g.dom) : HAKO_ENOENT;
+	return ok(attach()) && ok(hako_domain_stop(g.dom));
 }
 
-int hako_simevent_reset(void)
+bool hako_simevent_reset(void)
 {
-	return dom() != NULL ? hako_domain_reset(g.dom) : HAKO_ENOENT;
+	return ok(attach()) && ok(hako_domain_reset(g.dom));
 }
 
 hako_time_t hako_simevent_world_time(void)
 {
-	return dom() != NULL ? hako_domain_world_time(g.dom) : 0;
+	return attach() == 0 ? hako_domain_world_time(g.dom) : 0;
 }
 
 int hako_simevent_list_assets(hako_asset_info_t *out, int max, int *count)
 {
-	return dom() != NULL ? hako_domain_list_assets(g.dom, out, max, count) : HAKO_ENOENT;
+	int r = attach();
+	if (r == 0) {
+		r = hako_domain_list_assets(g.dom, out, max, count);
+	}
+	ok(r);
+	return r;
 }

@@ -33,6 +33,8 @@ static void set_state(hako_domain_t *dom, uint32_t state)
 	if (old != state) {
 		HAKO_INFO("domain '%s': %s -> %s", dom->name, hako_state_name((int)old),
 		          hako_state_name((int)state));
+		hakoi_log_event(dom, "%s -> %s", hako_state_name((int)old),
+		                hako_state_name((int)state));
 	}
 	hakoi_wake_assets(dom);
 	hakoi_wake_master(dom);
@@ -110,6 +112,7 @@ void hakoi_set_error(hako_domain_t *dom, const char *fmt, ...)
 	vsnprintf(dom->hdr->error_reason, sizeof(dom->hdr->error_reason), fmt, ap);
 	va_end(ap);
 	HAKO_ERROR("domain '%s': error: %s", dom->name, dom->hdr->error_reason);
+	hakoi_log_event(dom, "error: %s", dom->hdr->error_reason);
 	hakoi_publish_event(dom, HAKO_EVENT_ERROR);
 	set_state(dom, HAKO_STATE_ERROR);
 }
@@ -119,6 +122,8 @@ void hakoi_free_slot(hako_domain_t *dom, struct hakoi_asset *a)
 	if (!atomic_load(&a->in_use)) {
 		return;
 	}
+	hakoi_log_event(dom, "asset '%.*s' (pid %d) unregistered", (int)sizeof(a->name) - 1,
+	                a->name, a->pid);
 	atomic_store(&a->event, HAKO_EVENT_NONE);
 	atomic_store(&a->checked_in, 0);
 	atomic_store(&a->dead, 0);
@@ -474,6 +479,8 @@ int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now)
 		if (st == HAKO_STATE_STOPPED || h->liveness_policy == HAKO_LIVENESS_REMOVE) {
 			HAKO_WARN("domain '%s': asset '%.*s' removed: %s", dom->name,
 			          (int)sizeof(a->name) - 1, a->name, why);
+			hakoi_log_event(dom, "asset '%.*s' removed: %s", (int)sizeof(a->name) - 1,
+			                a->name, why);
 			hakoi_free_slot(dom, a);
 			hakoi_try_transition(dom);
 			hakoi_try_advance(dom);

@@ -10,7 +10,7 @@
 #include "hako/domain.h"
 
 #define HAKOI_MAGIC          0x4d444b48u /* "HKDM" */
-#define HAKOI_LAYOUT_VERSION 2u
+#define HAKOI_LAYOUT_VERSION 3u          /* 3: the event log */
 #define HAKOI_CACHELINE      64
 /* Waits wake at least this often to heartbeat and to notice a dead master. */
 #define HAKOI_WAIT_SLICE_USEC 100000
@@ -30,6 +30,20 @@ struct hakoi_waitslot {
 	_Atomic uint32_t waiters;
 };
 
+/* One event of the domain's log (hako-cmd plog): a ring of the latest HAKOI_LOG_ENTRIES.
+ * Written by any process without a lock: a writer takes the next event number, zeroes
+ * `number`, fills the entry and stores number + 1 last; a reader keeps a copy only if `number`
+ * was n + 1 before and after it copied. */
+#define HAKOI_LOG_ENTRIES 256
+struct hakoi_log_entry {
+	_Atomic uint32_t number; /* event number + 1 once complete, 0 while written */
+	int32_t pid;
+	int64_t wall_usec; /* CLOCK_REALTIME */
+	int64_t world_time;
+	char text[HAKO_DOMAIN_EVENT_TEXT];
+};
+_Static_assert(sizeof(struct hakoi_log_entry) == 128, "a log entry is 128 bytes");
+
 /* Segment header, at offset 0. Everything after `ready` is valid once magic is set. */
 struct hakoi_header {
 	_Atomic uint32_t magic; /* written last at creation */
@@ -43,6 +57,7 @@ struct hakoi_header {
 	uint64_t channels_off;
 	uint64_t index_off;
 	uint64_t arena_off;
+	uint64_t log_off;     /* HAKOI_LOG_ENTRIES struct hakoi_log_entry */
 	uint32_t index_slots; /* power of two */
 	int32_t creator_pid;
 	uint64_t creator_start; /* /proc/<pid>/stat starttime, against pid reuse */
@@ -62,6 +77,7 @@ struct hakoi_header {
 	_Atomic uint32_t asset_hwm; /* slots [0, hwm) may be in use */
 	_Atomic uint32_t channel_count;
 	_Atomic uint64_t arena_used;
+	_Atomic uint32_t log_count; /* events logged since creation */
 	char error_reason[256];
 
 	/* Written by whoever advances the clock. */
@@ -142,6 +158,7 @@ struct hako_domain {
 	struct hakoi_asset *assets;
 	struct hakoi_channel *channels;
 	_Atomic int32_t *index;
+	struct hakoi_log_entry *log;
 	uint8_t *arena;
 	/* max_channels handles, made on first use under cache_lock and published with a release
 	 * store: lookups on the data path read them without a lock. */
@@ -218,6 +235,10 @@ void hakoi_wake_assets(hako_domain_t *dom);                    /* no lock needed
 void hakoi_wake_master(hako_domain_t *dom);                    /* no lock needed */
 int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now); /* takes the lock itself */
 
+/* event_log.c: add an event to the domain's log (any process, no lock needed). */
+void hakoi_log_event(hako_domain_t *dom, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* clock.c: advance the world clock as far as the rules allow (free-running mode). */
 void hakoi_try_advance(hako_domain_t *dom);
 /* 0 if the asset's step fits the master's clock (or no master set one yet), else HAKO_EINVAL,
@@ -225,6 +246,9 @@ void hakoi_try_advance(hako_domain_t *dom);
 int hakoi_check_step(hako_domain_t *dom, const char *asset, hako_time_t dt);
 /* One paced step by the master: 1 if the world advanced. */
 int hakoi_advance_once(hako_domain_t *dom);
+/* hako_member_step_wait that also ends (HAKO_EINTR) once is_force_stop() returns non-zero,
+ * looked at every wait slice (NULL: never). For Hakoniwa's *_no_wait calls. */
+int hakoi_member_step_wait_forced(hako_member_t *m, int (*is_force_stop)(void));
 
 /* waitset.c: after a write, wake the wait-sets that watch the channel. */
 void hakoi_waitset_notify(hako_domain_t *dom, uint64_t mask);

@@ -147,6 +147,9 @@ int hako_master_start(hako_domain_t *dom, const hako_master_config_t *cfg, hako_
 	HAKO_INFO("domain '%s': master started (delta %lld us, max delay %lld us, factor %g)",
 	          dom->name, (long long)cfg->delta_usec, (long long)cfg->max_delay_usec,
 	          cfg->real_time_factor);
+	hakoi_log_event(dom, "master started: delta %lld us, max delay %lld us, factor %g",
+	                (long long)cfg->delta_usec, (long long)cfg->max_delay_usec,
+	                cfg->real_time_factor);
 	*out = m;
 	return 0;
 }
@@ -160,5 +163,6 @@ void hako_master_stop(hako_master_t *m)
 	hakoi_wake_master(m->dom);
 	pthread_join(m->thread, NULL);
 	atomic_store(&m->dom->hdr->master_running, 0);
+	hakoi_log_event(m->dom, "master stopped");
 	free(m);
 }

@@ -102,6 +102,8 @@ static void layout(const hako_domain_config_t *cfg, struct hakoi_header *h)
 	h->index_off = off;
 	h->index_slots = slots;
 	off = align_up(off + (size_t)slots * sizeof(int32_t), 4096);
+	h->log_off = off;
+	off = align_up(off + HAKOI_LOG_ENTRIES * sizeof(struct hakoi_log_entry), 4096);
 	h->arena_off = off;
 	h->arena_bytes = align_up(cfg->arena_bytes, 4096);
 	h->segment_bytes = off + h->arena_bytes;
@@ -128,6 +130,7 @@ static int map_handle(hako_domain_t *dom, int fd, const struct hakoi_header *geo
 	dom->assets = (struct hakoi_asset *)(dom->base + geo->assets_off);
 	dom->channels = (struct hakoi_channel *)(dom->base + geo->channels_off);
 	dom->index = (_Atomic int32_t *)(dom->base + geo->index_off);
+	dom->log = (struct hakoi_log_entry *)(dom->base + geo->log_off);
 	dom->arena = dom->base + geo->arena_off;
 	return 0;
 }
@@ -168,6 +171,7 @@ static int check_header(const struct hakoi_header *h, const char *name, uint64_t
 	    {"assets_off", offsetof(struct hakoi_header, assets_off)},
 	    {"channels_off", offsetof(struct hakoi_header, channels_off)},
 	    {"index_off", offsetof(struct hakoi_header, index_off)},
+	    {"log_off", offsetof(struct hakoi_header, log_off)},
 	    {"arena_off", offsetof(struct hakoi_header, arena_off)},
 	    {"segment_bytes", offsetof(struct hakoi_header, segment_bytes)},
 	};
@@ -432,6 +436,8 @@ int hako_domain_create(const char *name, const hako_domain_config_t *cfg, hako_d
 	}
 	dom->is_creator = 1;
 	init_header(dom, cfg, name);
+	hakoi_log_event(dom, "domain created: %u assets, %u channels, %llu arena bytes",
+	                cfg->max_assets, cfg->max_channels, (unsigned long long)geo.arena_bytes);
 	HAKO_INFO("domain '%s' created: %u assets, %u channels, %llu arena bytes", name,
 	          cfg->max_assets, cfg->max_channels, (unsigned long long)geo.arena_bytes);
 	*out = dom;

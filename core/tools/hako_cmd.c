@@ -100,6 +100,33 @@ static const hako_cli_command_t commands[] = {
     {"clean", "[--force]", "remove the shared-memory segment of the domain",
      "Remove the shared-memory segment of the domain (also one of another hako version).",
      "  -f, --force           remove it even though its conductor is alive\n", hakoi_cmd_clean},
+    {"dump", "[-o FILE] [<real-cid>]", "the domain's PDUs (or one channel's bytes) to a file",
+     "Write the latest PDU of every channel of the domain to FILE (or stdout), to be written "
+     "back with 'hako-cmd restore FILE'; with a real channel id (hako-cmd real_cid), that "
+     "channel's bytes alone, zero-filled to its size, as Hakoniwa's 'hako-cmd dump <cid>'.",
+     "  -o, --output FILE     write to FILE (default: stdout, which must not be a terminal)\n",
+     hakoi_cmd_dump},
+    {"restore", "<file> | <real-cid> <file>", "write a dump back into the domain's channels",
+     "Write every PDU of a dump made by 'hako-cmd dump' back into its channel (each must exist "
+     "with the same size, else nothing is written); with a real channel id, write the bytes of "
+     "a file into that channel, as Hakoniwa's 'hako-cmd restore <cid> <file>'.",
+     "", hakoi_cmd_restore},
+    {"real_cid", "<robot> <channel-id>", "the real channel id of a channel",
+     "Print the real channel id (the channel's index in the domain, which dump and restore "
+     "take) of the channel <robot>/<channel-id>; -1 and exit status 1 if there is none.",
+     "", hakoi_cmd_real_cid},
+    {"pmeta", "", "print the master data of the domain",
+     "Print the domain's master data, one 'key = value' per line with Hakoniwa's key names "
+     "where hako has the datum: header, clock, every asset and every channel.",
+     "", hakoi_cmd_pmeta},
+    {"jmeta", "", "the master data of the domain as JSON",
+     "Print the domain's master data (as pmeta) as one JSON document, with the keys of "
+     "Hakoniwa's 'hako-cmd jmeta' where hako has the datum.",
+     "", hakoi_cmd_jmeta},
+    {"plog", "[--follow]", "print the domain's event log",
+     "Print the domain's event log kept in its segment: creation, masters, state changes, "
+     "assets registered and removed, channels created, errors (the latest 256 events).",
+     "  -f, --follow          keep printing new events until Ctrl-C\n", hakoi_cmd_plog},
     {"help", "[command]", "help of hako-cmd or of a command",
      "Show the help of hako-cmd or of one command.", "", hako_cli_help},
 };

@@ -86,5 +86,12 @@ int hakoi_cmd_types(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_type(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_clean(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_watch(const hako_cli_command_t *cmd, int argc, char **argv);
+/* Hakoniwa's dump, restore, real_cid (hako_cmd_dump.c), pmeta, jmeta, plog (hako_cmd_meta.c). */
+int hakoi_cmd_dump(const hako_cli_command_t *cmd, int argc, char **argv);
+int hakoi_cmd_restore(const hako_cli_command_t *cmd, int argc, char **argv);
+int hakoi_cmd_real_cid(const hako_cli_command_t *cmd, int argc, char **argv);
+int hakoi_cmd_pmeta(const hako_cli_command_t *cmd, int argc, char **argv);
+int hakoi_cmd_jmeta(const hako_cli_command_t *cmd, int argc, char **argv);
+int hakoi_cmd_plog(const hako_cli_command_t *cmd, int argc, char **argv);
 
 #endif

@@ -21,14 +21,16 @@ int hakoi_cmd_conductor(const hako_cli_command_t *cmd, int argc, char **argv)
 	hako_master_config_t mc = {HAKOI_CMD_DELTA_USEC, 0, 0.0};
 	const char *config = getenv("HAKO_CORE_CONFIG");
 	int quiet = 0, c, r;
+	int64_t v = 0; /* hako_time_t is Hakoniwa's long long, not int64_t's long */
 	while ((c = getopt_long(argc, argv, ":d:hc:q", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'D':
-			r = hakoi_cmd_parse_i64(cmd, "--delta-usec", optarg, 1, &mc.delta_usec);
+			r = hakoi_cmd_parse_i64(cmd, "--delta-usec", optarg, 1, &v);
+			mc.delta_usec = v;
 			break;
 		case 'M':
-			r = hakoi_cmd_parse_i64(cmd, "--max-delay-usec", optarg, 1,
-			                        &mc.max_delay_usec);
+			r = hakoi_cmd_parse_i64(cmd, "--max-delay-usec", optarg, 1, &v);
+			mc.max_delay_usec = v;
 			break;
 		case 'f':
 			r = hakoi_cmd_parse_double(cmd, "--real-time-factor", optarg,

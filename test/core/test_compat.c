@@ -243,6 +243,10 @@ static void no_conductor_child(void *p)
 	HTU_CHECK_RC(hako_asset_register("a", NULL, NULL, 1000, HAKO_ASSET_MODEL_CONTROLLER), EIO);
 	HTU_CHECK_RC(hako_asset_last_error(NULL), HAKO_ENOMASTER);
 	HTU_CHECK(hako_asset_member() == NULL);
+	/* Attaching without registering needs a conductor just the same. */
+	HTU_CHECK_RC(hako_asset_attach_core(), EIO);
+	HTU_CHECK_RC(hako_initialize_for_external(), EIO);
+	HTU_CHECK(hako_asset_domain() == NULL);
 }
 
 SETUP(register_no_conductor)
@@ -250,6 +254,63 @@ static void test_register_no_conductor(void **state)
 {
 	(void)state;
 	in_child(no_conductor_child);
+}
+
+/* ---- attaching without registering (tools, viewers) ---- */
+
+static void attach_child(void *p)
+{
+	struct fx *f = p;
+	char missing[600];
+	char buf[72];
+	snprintf(missing, sizeof(missing), "%s/missing.json", f->dir);
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_pending(0), EINVAL); /* nothing attached */
+	HTU_CHECK_RC(hako_asset_attach_core_with_name("viewer", missing), ENOENT);
+	HTU_CHECK_RC(hako_asset_attach_core_with_name("", f->pdudef), EINVAL);
+	HTU_CHECK(hako_asset_domain() == NULL);
+	HTU_CHECK_RC(hako_asset_attach_core_with_name("viewer", f->pdudef), 0);
+	HTU_CHECK(hako_asset_domain() != NULL && hako_asset_member() == NULL);
+	/* The pdudef is checked, its channels are the registered asset's to create. */
+	HTU_CHECK_RC(hako_asset_pdu_read("Robo", 1, buf, 8), ENOENT);
+	HTU_CHECK_RC(hako_asset_attach_core(), 0);
+	HTU_CHECK_RC(hako_initialize_for_external(), EIO); /* Hakoniwa's: once only */
+	HTU_CHECK_RC(hako_asset_pdu_create("Robo", 1, 72), 0);
+	HTU_CHECK_RC(hako_asset_pdu_write("Robo", 1, "pos", 3), 0);
+	memset(buf, 0x7f, sizeof(buf));
+	HTU_CHECK_RC(hako_asset_pdu_read("Robo", 1, buf, 72), 0);
+	HTU_CHECK(memcmp(buf, "pos", 3) == 0 && buf[3] == 0);
+	/* No clock of its own: sleeping is a no-op. */
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(hako_asset_usleep_no_wait(1000, NULL), 0);
+	HTU_CHECK_RC(hako_asset_current_time(), 0);
+	/* Flag-mode events work for an attached process. */
+	int id = -1;
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("Robo", 1, NULL, &id), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("Robo", 1), ENOENT);
+	HTU_CHECK_RC(hako_asset_pdu_write("Robo", 1, "pos", 3), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("Robo", 1), 0);
+	/* Pending: the write waits, and shows once on resume. */
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_pending(id), 0);
+	HTU_CHECK_RC(hako_asset_pdu_write("Robo", 1, "pos", 3), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("Robo", 1), ENOENT);
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_resume(id), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("Robo", 1), 0);
+	HTU_CHECK_RC(hako_asset_check_data_recv_event("Robo", 1), ENOENT);
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_pending(-1), EINVAL);
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_pending(id + 1), ENOENT);
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_resume(id + 1), ENOENT);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+	HTU_CHECK(hako_asset_domain() == NULL);
+}
+
+SETUP(attach_core)
+static void test_attach_core(void **state)
+{
+	struct fx *f = *state;
+	in_child(attach_child);
+	hako_domain_info_t info;
+	assert_int_equal(hako_domain_get_info(f->dom, &info), 0);
+	assert_int_equal(info.asset_count, 0); /* attaching registers nothing */
 }
 
 /* Two pdudefs that disagree on a PDU's size: the second asset gets a clear error that names
@@ -618,15 +679,129 @@ static void test_start_no_wait_force_stop(void **state)
 	assert_true(htu_join_child(pid, HTU_TIMEOUT_USEC));
 }
 
+/* A callback-mode subscription held pending skips its call; resume gives the one call the
+ * writes meanwhile earned. */
+static int pending_manual(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	struct shared *sh = cur->sh;
+	int id = atomic_load(&sh->recv_last_id);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_pending(id), 0);
+	HTU_CHECK_RC(hako_asset_pdu_write("R", 5, "1", 1), 0);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 0);
+	HTU_CHECK_RC(hako_asset_set_data_recv_event_resume(id), 0);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 1);
+	HTU_CHECK_RC(hako_asset_usleep(1000), 0);
+	HTU_CHECK_RC(atomic_load(&sh->recv_calls), 1);
+	return 0;
+}
+
+static void on_recv_pending(int id)
+{
+	(void)id;
+	atomic_fetch_add(&cur->sh->recv_calls, 1);
+}
+
+static void pending_child(void *p)
+{
+	struct fx *f = p;
+	hako_asset_callbacks_t cb = {0};
+	cb.on_manual_timing_control = pending_manual;
+	int id = -1;
+	HTU_CHECK_RC(hako_asset_register("pend", NULL, &cb, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	HTU_CHECK_RC(hako_asset_pdu_create("R", 5, 16), 0);
+	HTU_CHECK_RC(hako_asset_register_data_recv_event("R", 5, on_recv_pending, &id), 0);
+	atomic_store(&f->sh->recv_last_id, id);
+	HTU_CHECK_RC(hako_trigger_event(HAKO_TRIGGER_EVENT_ID_START), 0);
+	HTU_CHECK_RC(hako_asset_start(), 0);
+	HTU_CHECK_RC(hako_trigger_event(HAKO_TRIGGER_EVENT_ID_STOP), 0);
+	HTU_CHECK_RC(hako_member_ack(hako_asset_member(), HAKO_EVENT_STOP), 0);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+}
+
+SETUP(recv_pending_callback)
+static void test_recv_pending_callback(void **state)
+{
+	struct fx *f = *state;
+	in_child(pending_child);
+	assert_int_equal(atomic_load(&f->sh->recv_calls), 1);
+}
+
+/* hako_asset_usleep_no_wait: a forced stop ends a sleep the world clock holds up. The test
+ * process registers an asset that never checks in, so the world cannot start. */
+static int usleep_manual(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	atomic_store(&cur->sh->registered, 2); /* about to sleep */
+	HTU_CHECK_RC(hako_asset_usleep_no_wait(1000000, force_stop), EINTR);
+	HTU_CHECK_RC(hako_asset_last_error(NULL), HAKO_EINTR);
+	HTU_CHECK_RC(hako_asset_current_time(), 0);
+	atomic_store(&cur->sh->cycles_done, 1);
+	return 0;
+}
+
+static void usleep_child(void *p)
+{
+	struct fx *f = p;
+	hako_asset_callbacks_t cb = {0};
+	cb.on_manual_timing_control = usleep_manual;
+	HTU_CHECK_RC(hako_asset_register("sleeper", NULL, &cb, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	atomic_store(&f->sh->registered, 1);
+	HTU_CHECK_RC(hako_asset_start(), 0); /* the manual callback returned while running */
+	int ev = HAKO_EVENT_NONE;
+	HTU_CHECK_RC(hako_member_wait_event(hako_asset_member(), HTU_TIMEOUT_USEC, &ev), 0);
+	HTU_CHECK_RC(ev, HAKO_EVENT_STOP);
+	HTU_CHECK_RC(hako_member_ack(hako_asset_member(), HAKO_EVENT_STOP), 0);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+}
+
+SETUP(usleep_no_wait_force_stop)
+static void test_usleep_no_wait_force_stop(void **state)
+{
+	struct fx *f = *state;
+	hako_member_t *holder = NULL;
+	assert_int_equal(hako_member_register(f->dom, "holder", 1000, &holder), 0);
+	pid_t pid = htu_fork(usleep_child, f);
+	assert_true(pid > 0);
+	int ok;
+	HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->registered) == 1 || htu_child_exited(pid),
+	               HTU_TIMEOUT_USEC);
+	if (ok && atomic_load(&f->sh->registered) == 1) {
+		assert_int_equal(hako_domain_start(f->dom), 0);
+		assert_int_equal(hako_member_ack(holder, HAKO_EVENT_START), 0);
+		HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->registered) == 2 || htu_child_exited(pid),
+		               HTU_TIMEOUT_USEC);
+		/* The sleeper waits for a world clock that cannot move: stop it from outside. */
+		atomic_store(&f->sh->force_stop, 1);
+		HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->cycles_done) == 1 || htu_child_exited(pid),
+		               HTU_TIMEOUT_USEC);
+		assert_int_equal(hako_domain_world_time(f->dom), 0);
+		assert_int_equal(hako_domain_stop(f->dom), 0);
+		assert_int_equal(hako_member_ack(holder, HAKO_EVENT_STOP), 0);
+		assert_int_equal(
+		    hako_domain_wait_state(f->dom, HAKO_STATE_STOPPED, HTU_TIMEOUT_USEC), 0);
+	}
+	assert_true(htu_join_child(pid, HTU_TIMEOUT_USEC));
+	assert_int_equal(atomic_load(&f->sh->cycles_done), 1);
+	hako_member_unregister(holder);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
-	    T(register_pdudef),         T(register_no_conductor), T(register_pdudef_conflict),
-	    T(register_foreign_domain), T(recv_flag_mode),        T(recv_after_reset),
-	    T(recv_callback_mode),      T(start_returns_eintr),   T(start_no_wait_force_stop),
+	    T(register_pdudef),          T(register_no_conductor),
+	    T(register_pdudef_conflict), T(register_foreign_domain),
+	    T(recv_flag_mode),           T(recv_after_reset),
+	    T(recv_callback_mode),       T(start_returns_eintr),
+	    T(start_no_wait_force_stop), T(attach_core),
+	    T(recv_pending_callback),    T(usleep_no_wait_force_stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,7 +96,7 @@ static void test_lifecycle(void **state)
 	assert_int_equal(hako_domain_open(f->name, &f->dom2), 0);
 	assert_int_equal(hako_domain_get_info(f->dom2, &info), 0);
 	assert_string_equal(info.name, f->name);
-	assert_int_equal(info.layout_version, 2);
+	assert_int_equal(info.layout_version, 3);
 	assert_int_equal(info.state, HAKO_STATE_STOPPED);
 	assert_int_equal(info.master_pid, getpid());
 	assert_int_equal(info.master_alive, 1);
@@ -268,7 +268,7 @@ static void test_truncated_segment(void **state)
 	struct fx *f = *state;
 	/* A header of this layout claiming a segment far longer than the object, from a creator
 	 * that is not alive (pid 0). */
-	uint32_t hdr[4] = {HAKO_MAGIC_VALUE, 2, 0, 0x100}; /* segment_bytes = 2^40 at offset 8 */
+	uint32_t hdr[4] = {HAKO_MAGIC_VALUE, 3, 0, 0x100}; /* segment_bytes = 2^40 at offset 8 */
 	forge_segment(f->name, hdr, sizeof(hdr), 0, 4096);
 	assert_int_equal(hako_domain_open(f->name, &f->dom2), HAKO_ECORRUPT);
 	assert_null(f->dom2);

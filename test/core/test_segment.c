@@ -297,6 +297,8 @@ static const struct hdr_case hdr_cases[] = {
     {"channels_off - 64", F(channels_off), ADD, -64, "channels_off"},
     {"index_off + 4096", F(index_off), ADD, 4096, "index_off"},
     {"index_off = -1", F(index_off), SET, -1, "index_off"},
+    {"log_off + 4096", F(log_off), ADD, 4096, "log_off"},
+    {"log_off = 0", F(log_off), SET, 0, "log_off"},
     {"arena_off + 4096", F(arena_off), ADD, 4096, "arena_off"},
     {"arena_off = 0", F(arena_off), SET, 0, "arena_off"},
     {"segment_bytes + 4096", F(segment_bytes), ADD, 4096, "segment_bytes"},
@@ -380,6 +382,33 @@ static void test_header_name(void **state)
 	memset(unbounded, 'N', HAKO_NAME_MAX);
 	unbounded[HAKO_NAME_MAX] = '\0';
 	assert_null(strstr(log, unbounded));
+}
+
+/* The event log: entries and a count any process may have scribbled on are read bounded. */
+SETUP(event_log)
+static void test_event_log(void **state)
+{
+	struct fx *f = *state;
+	create_and_map(f);
+	struct hakoi_log_entry *log = (struct hakoi_log_entry *)(f->seg + hdr(f)->log_off);
+	uint32_t total = atomic_load(&hdr(f)->log_count);
+	assert_true(total >= 1); /* "domain created" */
+	/* a text without its NUL, and a count far past what was written */
+	memset(log[0].text, 'x', sizeof(log[0].text));
+	atomic_store(&hdr(f)->log_count, UINT32_MAX - 3);
+	hako_domain_event_t ev[HAKOI_LOG_ENTRIES + 8];
+	int n = -1;
+	uint32_t next = 0;
+	assert_int_equal(hako_domain_read_events(f->dom, 0, ev, HAKOI_LOG_ENTRIES + 8, &n, &next),
+	                 0);
+	/* Only entries whose number matches their place are kept: none of the made-up ones. */
+	assert_int_equal(n, 0);
+	assert_int_equal(next, UINT32_MAX - 3);
+	atomic_store(&hdr(f)->log_count, total);
+	assert_int_equal(hako_domain_read_events(f->dom, 0, ev, HAKOI_LOG_ENTRIES + 8, &n, &next),
+	                 0);
+	assert_int_equal(n, (int)total);
+	assert_int_equal(strlen(ev[0].text), sizeof(ev[0].text) - 1);
 }
 
 SETUP(layout_version)
@@ -822,6 +851,7 @@ int main(void)
 	    T(header_fields),
 	    T(header_name),
 	    T(layout_version),
+	    T(event_log),
 	    T(truncated),
 	    T(planted_garbage),
 	    T(planted_zeros),

@@ -320,6 +320,20 @@ static void use_domain(hako_domain_t *d, size_t len)
 	for (size_t i = 0; i < TPL_CHANNELS; i++) {
 		use_channel(d, tpl_channels[i].robot, tpl_channels[i].id);
 	}
+
+	/* The event log: a made-up count or entry gives fewer events, never more or unbounded. */
+	static hako_domain_event_t ev[HAKOI_LOG_ENTRIES + 1];
+	uint32_t next = 0;
+	n = -1;
+	r = hako_domain_read_events(d, 0, ev, HAKOI_LOG_ENTRIES + 1, &n, &next);
+	if (r != 0 || n < 0 || n > HAKOI_LOG_ENTRIES) {
+		fail("read_events: %d, %d events", r, n);
+	}
+	for (int i = 0; i < n; i++) {
+		if (memchr(ev[i].text, '\0', sizeof(ev[i].text)) == NULL) {
+			fail("read_events: an event without a NUL");
+		}
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -19,8 +19,10 @@
 extern "C" {
 #endif
 
-/* Microseconds. World time, asset time and every delta use it. */
-typedef int64_t hako_time_t;
+/* Microseconds. World time, asset time and every delta use it. Declared as Hakoniwa declares
+ * it (hako_primitive_types.h), so that its examples, which print it with %lld, compile without
+ * format warnings; 64 bits wherever hako runs. */
+typedef long long int hako_time_t;
 
 #define HAKO_DEFAULT_MAX_ASSETS             64
 #define HAKO_DEFAULT_MAX_CHANNELS           4096
@@ -169,6 +171,26 @@ HAKO_API int hako_domain_wait_change(hako_domain_t *dom, uint32_t seen, hako_tim
 HAKO_API int hako_domain_fail(hako_domain_t *dom, const char *reason);
 /* Wait until the state is `state` (or Error). HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
 HAKO_API int hako_domain_wait_state(hako_domain_t *dom, int state, hako_time_t timeout_usec);
+
+/* ---- The domain's event log (hako-cmd plog) ---- */
+
+/* What happened in a domain, kept in its segment: creation, masters started and stopped,
+ * state changes, assets registered and removed (and why), channels created, errors. The
+ * latest 256 events; older ones are overwritten. */
+#define HAKO_DOMAIN_EVENT_TEXT 104
+typedef struct hako_domain_event {
+	uint32_t number;        /* 0, 1, 2, ... since the domain was created */
+	int pid;                /* the process that logged it */
+	hako_time_t wall_usec;  /* CLOCK_REALTIME, microseconds since the epoch */
+	hako_time_t world_time; /* T_c then */
+	char text[HAKO_DOMAIN_EVENT_TEXT];
+} hako_domain_event_t;
+
+/* Copy up to max events, oldest first, from event number `from` on (or from the oldest still
+ * kept, if `from` was overwritten): *count of them. *next gets the number to ask for next
+ * time (follow the log by passing it back). Either pointer may be NULL. */
+HAKO_API int hako_domain_read_events(hako_domain_t *dom, uint32_t from, hako_domain_event_t *out,
+                                     int max, int *count, uint32_t *next);
 
 typedef struct hako_asset_info {
 	char name[HAKO_NAME_MAX];

@@ -44,8 +44,21 @@ typedef struct hako_asset_callbacks_s {
 HAKO_API int hako_asset_register(const char *asset_name, const char *config_path,
                                  hako_asset_callbacks_t *callbacks, hako_time_t delta_usec,
                                  HakoAssetModelType model);
-/* Unregister (Hakoniwa has no such call; hako adds it). */
+/* Unregister (Hakoniwa's hako_asset.h has no such call; hako adds it). Not the
+ * hako_asset_unregister(name) of Hakoniwa's deprecated hako_capi.h: see hako/hako_capi.h. */
 HAKO_API int hako_asset_unregister(void);
+
+/* Attach to the domain without registering an asset (tools, bridges, viewers): PDU read,
+ * write, create and recv events work; usleep is a no-op. 0 (also when attached or registered
+ * already), or EIO: no conductor runs for the domain. */
+HAKO_API int hako_asset_attach_core(void);
+/* As hako_asset_attach_core, but EIO when this process is attached or registered already, as
+ * Hakoniwa's. */
+HAKO_API int hako_initialize_for_external(void);
+/* Attach as hako_asset_attach_core, under an asset name and with its pdudef, without
+ * registering: the pdudef must load (ENOENT: no such file, EINVAL: malformed), its channels are
+ * not created (the registered asset of that name does that). 0 when attached already. */
+HAKO_API int hako_asset_attach_core_with_name(const char *asset_name, const char *config_path);
 
 /* Run the lifecycle once: wait for START, on_initialize, ack, then on_manual_timing_control
  * once or on_simulation_step each step until stop; ack STOP, wait for RESET, on_reset, ack.
@@ -55,8 +68,11 @@ HAKO_API int hako_asset_start(void);
 HAKO_API int hako_asset_start_no_wait(int (*is_force_stop)(void));
 
 /* Advance this asset's clock by ceil(us / delta) steps (0 = one step) under the clock rules.
- * 0, or EINTR when the simulation stops. */
+ * 0, or EINTR when the simulation stops. A no-op (0) for a process that only attached. */
 HAKO_API int hako_asset_usleep(hako_time_t sleep_time_usec);
+/* As hako_asset_usleep, and EINTR as soon as is_force_stop() returns non-zero (looked at before
+ * each step and every 100 ms while waiting for the world clock; NULL: never). */
+HAKO_API int hako_asset_usleep_no_wait(hako_time_t sleep_time_usec, int (*is_force_stop)(void));
 
 HAKO_API hako_time_t hako_asset_simulation_time(void); /* world time T_c */
 HAKO_API hako_time_t hako_asset_current_time(void);    /* this asset's time t_i */
@@ -74,8 +90,14 @@ HAKO_API int hako_asset_pdu_write(const char *robo_name, HakoPduChannelIdType lc
 HAKO_API int hako_asset_register_data_recv_event(const char *robo_name,
                                                  HakoPduChannelIdType lchannel,
                                                  void (*on_recv)(int), int *recv_event_id);
-/* 0 if the channel was written since the last check (consumes it), otherwise ENOENT. */
+/* 0 if the channel was written since the last check (consumes it), otherwise ENOENT (also
+ * while the subscription is pending). */
 HAKO_API int hako_asset_check_data_recv_event(const char *robo_name, HakoPduChannelIdType lchannel);
+/* Hold a subscription's notifications (its callback does not run, its flag does not show);
+ * writes meanwhile are kept and notify once on resume. 0, EINVAL (not attached, id < 0) or
+ * ENOENT (no such subscription). */
+HAKO_API int hako_asset_set_data_recv_event_pending(int recv_event_id);
+HAKO_API int hako_asset_set_data_recv_event_resume(int recv_event_id);
 
 #define HAKO_TRIGGER_EVENT_ID_START 0
 #define HAKO_TRIGGER_EVENT_ID_STOP  1
