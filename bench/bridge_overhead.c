@@ -5,7 +5,8 @@
  * A's channels; bridge node1 (a child process: shm endpoint on A -> tcp client) forwards them to
  * bridge node2 (a child process: tcp server -> shm endpoint on domain B); this process reads
  * them from domain B's channels. The bridges run the library the way the hako-bridge daemon does
- * (hako_bridge_config_load, hako_endpoint_set_open/start, hako_bridge_create on the wall clock,
+ * (hako_bridge_config_load, hako_endpoint_set_open_container on its endpoints with
+ * HAKO_CACHE_STORE_READ, set_start, hako_bridge_create on the wall clock,
  * then tick / sleep until next_due or the tick period), one process per node as deployed.
  * direct: this process sends on a tcp client endpoint to a tcp server endpoint of its own whose
  * subscriber (in the comm's thread) hands the PDU to the waiting main thread.
@@ -336,8 +337,11 @@ static void bridge_child(const char *node, const char *domain, hako_time_t delta
 	hako_domain_t *dom = NULL;
 	hako_bridge_t *b = NULL;
 	if (hako_bridge_config_load(file_path("bridge.json"), node, NULL, &cfg, &err) != 0 ||
-	    hako_endpoint_set_open(cfg->endpoints_config_path, node, &eps, &err) != 0) {
+	    hako_endpoint_set_open_container(cfg->endpoints, &eps, &err) != 0) {
 		child_fail_err(wfd, &err);
+	}
+	for (size_t i = 0; i < hako_endpoint_set_count(eps); i++) {
+		hako_endpoint_set_store(hako_endpoint_set_at(eps, i), HAKO_CACHE_STORE_READ);
 	}
 	int r = hako_domain_open(domain, &dom);
 	if (r != 0) {
@@ -737,8 +741,8 @@ static void run_direct(struct ctx *c, struct cell *cell, long n_lat, long n_tp)
 	atomic_store(&g_rx_bad, 0);
 	for (int k = 0; k < c->k; k++) {
 		atomic_store(&g_rx_last[k], 0);
-		if (hako_endpoint_subscribe(c->rx, &c->keys[k], on_direct_rx,
-		                            (void *)(uintptr_t)k) != 0) {
+		if (hako_endpoint_subscribe(c->rx, &c->keys[k], on_direct_rx, (void *)(uintptr_t)k,
+		                            NULL) != 0) {
 			bench_die("direct rx: subscribe");
 		}
 	}

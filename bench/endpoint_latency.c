@@ -159,7 +159,7 @@ static void ponger_endpoint(struct run_args *a, int rfd, int wfd)
 	if (r != 0) {
 		epb_child_fail(wfd, "%s", why);
 	}
-	if ((r = hako_endpoint_subscribe(p.link.rx, &p.link.recv_key, echo_cb, &p)) != 0) {
+	if ((r = hako_endpoint_subscribe(p.link.rx, &p.link.recv_key, echo_cb, &p, NULL)) != 0) {
 		epb_child_fail(wfd, "subscribe: %s", hako_strerror(r));
 	}
 	epb_send_msg(wfd, 'R', port, NULL);
@@ -437,7 +437,7 @@ static int run_endpoint(struct run_args *a, epb_child_t *ch, struct cell *cell, 
 		p.sbuf[i] = (uint8_t)(i * 131u + 7u);
 	}
 	epb_done_init(&p.end);
-	if ((r = hako_endpoint_subscribe(link.rx, &link.recv_key, pong_cb, &p)) != 0) {
+	if ((r = hako_endpoint_subscribe(link.rx, &link.recv_key, pong_cb, &p, NULL)) != 0) {
 		epb_fail(why, cap, r, "subscribe: %s", hako_strerror(r));
 	} else if ((r = epb_send_stamped(p.link, p.loan, p.sbuf, p.payload, 0, &p.t0)) != 0) {
 		epb_fail(why, cap, r, "send ping #0: %s", hako_strerror(r));

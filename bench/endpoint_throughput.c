@@ -254,7 +254,7 @@ static void receiver_endpoint(struct run_args *a, int rfd, int wfd)
 	if (r != 0) {
 		epb_child_fail(wfd, "%s", why);
 	}
-	if ((r = hako_endpoint_subscribe(rc.link.rx, &rc.link.recv_key, data_cb, &rc)) != 0) {
+	if ((r = hako_endpoint_subscribe(rc.link.rx, &rc.link.recv_key, data_cb, &rc, NULL)) != 0) {
 		epb_child_fail(wfd, "subscribe: %s", hako_strerror(r));
 	}
 	epb_send_msg(wfd, 'R', port, NULL);
@@ -483,7 +483,7 @@ static int run_acked(struct run_args *a, epb_link_t *link, struct cell *cell, st
 	memset(k.buf, 0x5a, a->payload);
 	epb_done_init(&k.end);
 	int r;
-	if ((r = hako_endpoint_subscribe(link->rx, &link->recv_key, ack_cb, &k)) != 0) {
+	if ((r = hako_endpoint_subscribe(link->rx, &link->recv_key, ack_cb, &k, NULL)) != 0) {
 		epb_fail(why, cap, r, "subscribe: %s", hako_strerror(r));
 	} else if ((r = epb_send_stamped(k.link, k.loan, k.buf, k.payload, 0, &k.t0)) != 0) {
 		epb_fail(why, cap, r, "send #0: %s", hako_strerror(r));

@@ -6,19 +6,14 @@
  * the control calls in the caller's. Each transfer has its own mutex, held while it sends so the
  * PDUs of one transfer leave in order; connection state (epoch, active, statistics) is atomic.
  *
- * Lifetime of the taps. The endpoint API has no unsubscribe, so a source keeps calling a tap after
- * the bridge is gone. Each tap therefore has a `dead` flag and an in-flight counter (a Dekker
- * pair, both seq_cst): destroy marks every tap dead, waits until no callback is inside, and then
- * parks the tap on a process-wide list instead of freeing it -- a late callback finds it dead and
- * returns. A parked tap is a few dozen bytes; it is never reused because the endpoint it belongs
- * to may have been closed and its address reused.
+ * Lifetime of the taps: destroy unsubscribes every tap (hako_endpoint_unsubscribe returns once no
+ * arrival runs in it and none will) before it frees the transfers the taps point to.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "hako/bridge.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,14 +69,11 @@ typedef struct target {
 } target_t;
 
 typedef struct tap {
-	atomic_int dead;
-	atomic_int inflight;
-	struct tap *parked_next;
-	hako_bridge_t *b; /* never followed once dead */
+	hako_bridge_t *b;
 	hako_endpoint_t *src;
 	hako_pdu_key_t key;
-	int subscribed;
-	size_t ntargets; /* grouped by connection, in connection order */
+	hako_endpoint_sub_t *sub; /* NULL until subscribed */
+	size_t ntargets;          /* grouped by connection, in connection order */
 	target_t *targets;
 } tap_t;
 
@@ -98,9 +90,6 @@ struct hako_bridge {
 	size_t nsrcs;
 	hako_endpoint_t **srcs;
 };
-
-static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
-static tap_t *parked; /* dead taps a source may still call (see the top comment) */
 
 /* PDUs forwarded by this thread; tick() reports its own share. */
 static _Thread_local uint64_t tls_forwarded;
@@ -291,11 +280,7 @@ static void dispatch(hako_bridge_t *b, tap_t *t, const hako_pdu_key_t *key, cons
 static void on_arrival(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
 {
 	tap_t *t = user;
-	atomic_fetch_add(&t->inflight, 1);
-	if (!atomic_load(&t->dead)) {
-		dispatch(t->b, t, key, data, len);
-	}
-	atomic_fetch_sub(&t->inflight, 1);
+	dispatch(t->b, t, key, data, len);
 }
 
 /* ---- building ---- */
@@ -563,7 +548,7 @@ int hako_bridge_create(const hako_bridge_config_t *cfg, hako_endpoint_set_t *eps
 	}
 	for (size_t i = 0; i < b->ntaps; i++) {
 		tap_t *t = b->taps[i];
-		r = hako_endpoint_subscribe(t->src, &t->key, on_arrival, t);
+		r = hako_endpoint_subscribe(t->src, &t->key, on_arrival, t, &t->sub);
 		if (r != 0) {
 			hako_bridge_destroy(b);
 			return hako_error_set(err, r, cfg->path, 0, 0,
@@ -571,7 +556,6 @@ int hako_bridge_create(const hako_bridge_config_t *cfg, hako_endpoint_set_t *eps
 			                      t->key.robot, (int)t->key.channel_id,
 			                      hako_strerror(r));
 		}
-		t->subscribed = 1;
 	}
 	*out = b;
 	return 0;
@@ -582,24 +566,11 @@ void hako_bridge_destroy(hako_bridge_t *b)
 	if (b == NULL) {
 		return;
 	}
+	/* The transfers are freed below, once no tap can reach them. */
 	for (size_t i = 0; i < b->ntaps; i++) {
-		tap_t *t = b->taps[i];
-		if (!t->subscribed) {
-			free(t->targets);
-			free(t);
-			continue;
-		}
-		atomic_store(&t->dead, 1);
-		while (atomic_load(&t->inflight) != 0) {
-			sched_yield();
-		}
-		free(t->targets);
-		t->targets = NULL;
-		t->ntargets = 0;
-		pthread_mutex_lock(&parked_lock);
-		t->parked_next = parked;
-		parked = t;
-		pthread_mutex_unlock(&parked_lock);
+		hako_endpoint_unsubscribe(b->taps[i]->sub);
+		free(b->taps[i]->targets);
+		free(b->taps[i]);
 	}
 	for (size_t i = 0; i < b->nxfers; i++) {
 		xfer_t *x = &b->xfers[i];
@@ -795,7 +766,68 @@ hako_time_t hako_bridge_clock_wall(void *user)
 	return hako_now_usec();
 }
 
-hako_time_t hako_bridge_clock_world(void *user)
+/* A reset shows in two ways: the domain's reset count moves (the core sets the clocks to 0
+ * first), or world time is below the last value read (read between the two). The world time
+ * reached before it is taken to be the last value read (a bridge reads at every step), and is
+ * added to base; a reset first seen as time going back is not added again when the count moves.
+ * Read from the tick and from the sources' threads (throttle arrivals): under a lock, which also
+ * keeps the reads in order. */
+struct hako_bridge_world_clock {
+	hako_domain_t *dom;
+	pthread_mutex_t lock;
+	hako_time_t base; /* world time of the runs before the last reset */
+	hako_time_t last; /* the last world time read */
+	uint32_t resets;  /* the domain's reset count when `last` was read */
+	int added_early;  /* a reset was added when time went back, before its count moved */
+};
+
+int hako_bridge_world_clock_create(hako_domain_t *dom, hako_bridge_world_clock_t **out)
 {
-	return hako_domain_world_time((hako_domain_t *)user);
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (dom == NULL || out == NULL) {
+		return HAKO_EINVAL;
+	}
+	hako_bridge_world_clock_t *wc = calloc(1, sizeof(*wc));
+	if (wc == NULL) {
+		return HAKO_ENOMEM;
+	}
+	wc->dom = dom;
+	pthread_mutex_init(&wc->lock, NULL);
+	wc->resets = hako_domain_reset_count(dom);
+	wc->last = hako_domain_world_time(dom);
+	*out = wc;
+	return 0;
+}
+
+void hako_bridge_world_clock_destroy(hako_bridge_world_clock_t *wc)
+{
+	if (wc == NULL) {
+		return;
+	}
+	pthread_mutex_destroy(&wc->lock);
+	free(wc);
+}
+
+hako_time_t hako_bridge_world_clock_now(void *user)
+{
+	hako_bridge_world_clock_t *wc = user;
+	pthread_mutex_lock(&wc->lock);
+	uint32_t resets = hako_domain_reset_count(wc->dom);
+	hako_time_t w = hako_domain_world_time(wc->dom);
+	if (resets != wc->resets) {
+		if (!wc->added_early) {
+			wc->base += wc->last;
+		}
+		wc->added_early = 0;
+		wc->resets = resets;
+	} else if (w < wc->last) {
+		wc->base += wc->last;
+		wc->added_early = 1;
+	}
+	wc->last = w;
+	hako_time_t now = wc->base + w;
+	pthread_mutex_unlock(&wc->lock);
+	return now;
 }

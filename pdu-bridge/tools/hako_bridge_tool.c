@@ -55,7 +55,7 @@ static void usage(FILE *out)
 	    "options:\n"
 	    "  --node NAME        the node whose connections to run (required)\n"
 	    "  --container PATH   endpoint container file (default: the bridge file's\n"
-	    "                     endpoints_config_path)\n"
+	    "                     endpoints_config_path or inline endpoints block)\n"
 	    "  --asset NAME       run as a core asset: tick once per step on world time\n"
 	    "  --delta-usec N     tick period in microseconds (default 1000); with --asset,\n"
 	    "                     the asset's step\n"
@@ -475,35 +475,6 @@ static void run_wall(hako_bridge_t *b, hako_time_t delta)
 	}
 }
 
-/* The clock of a bridge run as an asset: world time, kept monotonic across resets. A reset
- * sets world time back to 0, but a ticker's next send time and a throttle's last send time are
- * absolute: read raw, every ticker would stay silent (and every throttle hold its PDUs) until
- * the new run reached the world time of the old one. So the world time reached before each
- * reset is added: world time goes back only at a reset, and the bridge reads the clock at every
- * step, so a value below the last one read means a reset happened. Called from the main loop
- * and from the sources' threads (throttle arrivals): under a lock, which also keeps the reads
- * in order. */
-typedef struct world_clock {
-	hako_domain_t *dom;
-	pthread_mutex_t lock;
-	hako_time_t base; /* world time of the runs before the last reset */
-	hako_time_t last; /* the last world time read */
-} world_clock_t;
-
-static hako_time_t clock_world_runs(void *user)
-{
-	world_clock_t *c = user;
-	pthread_mutex_lock(&c->lock);
-	hako_time_t w = hako_domain_world_time(c->dom);
-	if (w < c->last) {
-		c->base += c->last;
-	}
-	c->last = w;
-	hako_time_t now = c->base + w;
-	pthread_mutex_unlock(&c->lock);
-	return now;
-}
-
 /* 0 while the domain's conductor runs its master. */
 static int conductor_check(hako_domain_t *dom)
 {
@@ -680,7 +651,7 @@ int main(int argc, char **argv)
 	hako_domain_t *dom = NULL;
 	hako_member_t *member = NULL;
 	hako_bridge_t *b = NULL;
-	world_clock_t wclock = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	hako_bridge_world_clock_t *wclock = NULL;
 	control_t ctl;
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.listen_fd = ctl.wake[0] = ctl.wake[1] = -1;
@@ -693,14 +664,16 @@ int main(int argc, char **argv)
 		fail_err(&err);
 		goto out;
 	}
-	const char *container = o.container != NULL ? o.container : cfg->endpoints_config_path;
-	if (container[0] == '\0') {
-		fail("%s: no endpoints_config_path and no --container", o.bridge);
-		goto out;
-	}
-	if (hako_endpoint_set_open(container, o.node, &eps, &err) != 0) {
+	/* The loader has read and checked the node's endpoints (--container, the file's
+	 * endpoints_config_path or its inline "endpoints" block): open those, not the files. */
+	if (hako_endpoint_set_open_container(cfg->endpoints, &eps, &err) != 0) {
 		fail_err(&err);
 		goto out;
+	}
+	/* Nobody reads the caches here: what the bridge forwards is not copied into them (nor
+	 * counted as a queue's drops). */
+	for (size_t i = 0; i < hako_endpoint_set_count(eps); i++) {
+		hako_endpoint_set_store(hako_endpoint_set_at(eps, i), HAKO_CACHE_STORE_READ);
 	}
 	if (o.asset != NULL || o.domain != NULL || needs_domain(eps)) {
 		const char *name = o.domain != NULL ? o.domain : hako_domain_default_name();
@@ -722,10 +695,13 @@ int main(int argc, char **argv)
 			          (unsigned)hako_endpoint_local_port(ep));
 		}
 	}
-	wclock.dom = dom;
-	if (hako_bridge_create(cfg, eps,
-	                       o.asset != NULL ? clock_world_runs : hako_bridge_clock_wall, &wclock,
-	                       &b, &err) != 0) {
+	if (o.asset != NULL && (r = hako_bridge_world_clock_create(dom, &wclock)) != 0) {
+		fail("world clock: %s", hako_strerror(r));
+		goto out;
+	}
+	if (hako_bridge_create(
+	        cfg, eps, wclock != NULL ? hako_bridge_world_clock_now : hako_bridge_clock_wall,
+	        wclock, &b, &err) != 0) {
 		fail_err(&err);
 		goto out;
 	}
@@ -763,6 +739,7 @@ out:
 		print_stats(b);
 	}
 	hako_bridge_destroy(b);
+	hako_bridge_world_clock_destroy(wclock);
 	hako_endpoint_set_close(eps);
 	hako_domain_close(dom);
 	hako_bridge_config_free(cfg);

@@ -10,12 +10,23 @@
  * that slot's buffer: the buffer is pinned while they run (outside the lock). A write that
  * finds its slot's buffer pinned (another thread writing the same key meanwhile) gives the slot
  * a new buffer and leaves the pinned one as an orphan, freed by its last unpin.
+ *
+ * Subscriptions. A write takes a reference on each subscription it will call (under the lock,
+ * where only live ones are linked), so a handle is freed by whoever drops the last reference:
+ * unsubscribe (the list's) or the write that called it last. Whether a call may still begin is
+ * a separate count: a write announces each call (`calls` + 1) and then looks at `dead`;
+ * unsubscribe sets `dead` and then waits for `calls` to drop to 0. Both are seq_cst, so either
+ * the write sees `dead` and skips the call, or unsubscribe sees the call and waits for it: a
+ * subscription pinned by a write that is busy in another subscriber's callback does not hold
+ * its unsubscribe up. A write that finishes a call wakes a waiting unsubscribe (`waiters`, the
+ * same pair again) without touching the handle after its count went down.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "hako/endpoint_cache.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,25 +49,36 @@ typedef struct orphan {
 	struct orphan *next;
 } orphan_t;
 
-/* Append-only: write() walks a counted prefix outside the lock, so nodes never move or vanish
- * before destroy. */
-typedef struct sub {
+/* A subscription; linked (under the cache lock) while it is live. */
+struct hako_cache_sub {
+	hako_cache_t *c;
+	struct entry *e; /* NULL: every key */
 	hako_cache_cb_t cb;
 	void *user;
-	struct sub *next;
-} sub_t;
+	struct hako_cache_sub *prev;
+	struct hako_cache_sub *next;
+	atomic_int dead;
+	atomic_uint calls; /* calls announced and not finished (see the top comment) */
+	atomic_uint refs;  /* the list's (until unsubscribed) + one per write about to call it */
+};
+typedef struct hako_cache_sub sub_t;
+
+typedef struct sub_list {
+	sub_t *head;
+	sub_t *tail;
+	size_t n;
+} sub_list_t;
 
 typedef struct entry {
 	hako_pdu_key_t key;
 	uint64_t hash;
 	struct entry *chain; /* hash bucket */
-	bool written;        /* subscribe may create an entry before its first write */
-	slot_t *slots;       /* ring of nslots */
+	bool written;        /* subscribe and read may create an entry before its first write */
+	bool read;           /* read at least once: stored even with subscribers */
+	slot_t *slots;       /* ring of nslots; NULL until the first PDU is stored */
 	uint32_t head;
 	uint32_t count;
-	sub_t *subs;
-	sub_t *subs_tail;
-	size_t nsubs;
+	sub_list_t subs;
 } entry_t;
 
 struct hako_cache {
@@ -70,6 +92,11 @@ struct hako_cache {
 	slot_t *arr_tail;
 	orphan_t *orphans;
 	hako_cache_stats_t st;
+	sub_list_t all;      /* subscriptions to every key */
+	bool store_read;     /* HAKO_CACHE_STORE_READ */
+	bool read_all;       /* read_next was called: every key is stored */
+	atomic_uint waiters; /* unsubscribes waiting for a call to finish */
+	pthread_cond_t calls_done;
 };
 
 #define INITIAL_BUCKETS 16
@@ -141,14 +168,6 @@ static entry_t *get_entry(hako_cache_t *c, const hako_pdu_key_t *key)
 	if (e == NULL) {
 		return NULL;
 	}
-	e->slots = calloc(c->nslots, sizeof(*e->slots));
-	if (e->slots == NULL) {
-		free(e);
-		return NULL;
-	}
-	for (uint32_t i = 0; i < c->nslots; i++) {
-		e->slots[i].owner = e;
-	}
 	memset(&e->key, 0, sizeof(e->key));
 	strcpy(e->key.robot, key->robot);
 	e->key.channel_id = key->channel_id;
@@ -160,6 +179,22 @@ static entry_t *get_entry(hako_cache_t *c, const hako_pdu_key_t *key)
 	c->buckets[h % c->nbuckets] = e;
 	c->nentries++;
 	return e;
+}
+
+/* The slots are made at the first PDU stored: keys that are only subscribed or read cost none. */
+static int entry_slots(hako_cache_t *c, entry_t *e)
+{
+	if (e->slots != NULL) {
+		return 0;
+	}
+	e->slots = calloc(c->nslots, sizeof(*e->slots));
+	if (e->slots == NULL) {
+		return HAKO_ENOMEM;
+	}
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		e->slots[i].owner = e;
+	}
+	return 0;
 }
 
 static void arr_link(hako_cache_t *c, slot_t *s)
@@ -298,11 +333,27 @@ int hako_cache_create(hako_cache_mode_t mode, uint32_t depth, hako_cache_t **out
 		free(c);
 		return HAKO_ENOMEM;
 	}
+	if (pthread_cond_init(&c->calls_done, NULL) != 0) {
+		pthread_mutex_destroy(&c->lock);
+		free(c->buckets);
+		free(c);
+		return HAKO_ENOMEM;
+	}
 	c->nbuckets = INITIAL_BUCKETS;
 	c->mode = mode;
 	c->nslots = mode == HAKO_CACHE_QUEUE ? depth : 1;
 	*out = c;
 	return 0;
+}
+
+static void free_subs(sub_list_t *l)
+{
+	sub_t *s = l->head;
+	while (s != NULL) {
+		sub_t *next = s->next;
+		free(s);
+		s = next;
+	}
 }
 
 void hako_cache_destroy(hako_cache_t *c)
@@ -314,20 +365,16 @@ void hako_cache_destroy(hako_cache_t *c)
 		entry_t *e = c->buckets[i];
 		while (e != NULL) {
 			entry_t *next = e->chain;
-			for (uint32_t k = 0; k < c->nslots; k++) {
+			for (uint32_t k = 0; e->slots != NULL && k < c->nslots; k++) {
 				free(e->slots[k].data);
 			}
 			free(e->slots);
-			sub_t *s = e->subs;
-			while (s != NULL) {
-				sub_t *sn = s->next;
-				free(s);
-				s = sn;
-			}
+			free_subs(&e->subs);
 			free(e);
 			e = next;
 		}
 	}
+	free_subs(&c->all);
 	while (c->orphans != NULL) {
 		orphan_t *o = c->orphans;
 		c->orphans = o->next;
@@ -335,8 +382,43 @@ void hako_cache_destroy(hako_cache_t *c)
 		free(o);
 	}
 	free(c->buckets);
+	pthread_cond_destroy(&c->calls_done);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+/* ---- what is stored ---- */
+
+static bool stores(const hako_cache_t *c, const entry_t *e)
+{
+	return !c->store_read || e->read || c->read_all || (e->subs.n == 0 && c->all.n == 0);
+}
+
+int hako_cache_set_store(hako_cache_t *c, hako_cache_store_t store)
+{
+	if (c == NULL || (store != HAKO_CACHE_STORE_ALL && store != HAKO_CACHE_STORE_READ)) {
+		return HAKO_EINVAL;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->store_read = store == HAKO_CACHE_STORE_READ;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+/* e stopped being stored: what it holds would be older than what its subscribers got. */
+static void forget_locked(hako_cache_t *c, entry_t *e)
+{
+	if (e->count == 0) {
+		return;
+	}
+	for (uint32_t i = 0; i < e->count; i++) {
+		arr_unlink(c, &e->slots[(e->head + i) % c->nslots]);
+	}
+	if (c->mode == HAKO_CACHE_QUEUE) {
+		c->st.dropped += e->count;
+	}
+	e->head = 0;
+	e->count = 0;
 }
 
 /* The slot the next PDU of e goes to: latest the only one; queue the one after the newest (when
@@ -374,10 +456,14 @@ static void publish_locked(hako_cache_t *c, entry_t *e, slot_t *s)
 
 static int store_locked(hako_cache_t *c, entry_t *e, const void *data, size_t len)
 {
+	int rc = entry_slots(c, e);
+	if (rc != 0) {
+		return rc;
+	}
 	/* When full the new PDU goes into the oldest one's slot; store first so a failed
 	 * allocation leaves the queue as it was. */
 	slot_t *s = next_slot(c, e);
-	int rc = slot_store(c, s, data, len);
+	rc = slot_store(c, s, data, len);
 	if (rc != 0) {
 		return rc;
 	}
@@ -385,33 +471,208 @@ static int store_locked(hako_cache_t *c, entry_t *e, const void *data, size_t le
 	return 0;
 }
 
+/* ---- calling the subscribers ---- */
+
+/* The subscriptions one write calls, each with a reference taken under the lock. */
+#define CALLS_INLINE 16
+typedef struct calls {
+	sub_t *inline_[CALLS_INLINE];
+	sub_t **v;
+	size_t n;
+} calls_t;
+
+/* The caches whose callbacks this thread is running (innermost first): an unsubscribe from
+ * inside one of them must not wait for itself. */
+typedef struct frame {
+	const hako_cache_t *c;
+	const struct frame *up;
+} frame_t;
+static _Thread_local const frame_t *tls_frames;
+
+static void take_list(calls_t *k, const sub_list_t *l)
+{
+	for (sub_t *s = l->head; s != NULL; s = s->next) {
+		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+		k->v[k->n++] = s;
+	}
+}
+
+/* Under the lock. HAKO_ENOMEM (nothing taken) only with more than CALLS_INLINE subscribers. */
+static int calls_take(hako_cache_t *c, entry_t *e, calls_t *k)
+{
+	size_t n = e->subs.n + c->all.n;
+	k->v = k->inline_;
+	k->n = 0;
+	if (n > CALLS_INLINE && (k->v = malloc(n * sizeof(*k->v))) == NULL) {
+		k->v = k->inline_;
+		return HAKO_ENOMEM;
+	}
+	take_list(k, &e->subs);
+	take_list(k, &c->all);
+	return 0;
+}
+
+static void sub_unref(sub_t *s)
+{
+	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+		free(s);
+	}
+}
+
+/* One call of s, unless it was unsubscribed: the announce / dead pair of the top comment. */
+static void call_one(hako_cache_t *c, sub_t *s, const hako_pdu_key_t *key, const void *data,
+                     size_t len)
+{
+	atomic_fetch_add(&s->calls, 1);
+	if (!atomic_load(&s->dead)) {
+		s->cb(s->user, key, data, len);
+	}
+	atomic_fetch_sub(&s->calls, 1);
+	if (atomic_load(&c->waiters) > 0) {
+		pthread_mutex_lock(&c->lock);
+		pthread_cond_broadcast(&c->calls_done);
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+/* Outside the lock. Drops the references calls_take took. */
+static void calls_run(hako_cache_t *c, calls_t *k, const hako_pdu_key_t *key, const void *data,
+                      size_t len)
+{
+	frame_t f = {c, tls_frames};
+	tls_frames = &f;
+	for (size_t i = 0; i < k->n; i++) {
+		call_one(c, k->v[i], key, data, len);
+		sub_unref(k->v[i]);
+	}
+	tls_frames = f.up;
+	if (k->v != k->inline_) {
+		free(k->v);
+	}
+}
+
+/* calls_take without calling (the PDU never came to be). */
+static void calls_drop(calls_t *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		sub_unref(k->v[i]);
+	}
+	if (k->v != k->inline_) {
+		free(k->v);
+	}
+}
+
+/* ---- writing ---- */
+
 int hako_cache_write(hako_cache_t *c, const hako_pdu_key_t *key, const void *data, size_t len)
 {
 	if (c == NULL || !key_valid(key) || (data == NULL && len > 0)) {
 		return HAKO_EINVAL;
 	}
+	calls_t k;
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = get_entry(c, key);
-	if (e == NULL) {
+	if (e == NULL || calls_take(c, e, &k) != 0) {
 		pthread_mutex_unlock(&c->lock);
 		return HAKO_ENOMEM;
 	}
-	int rc = store_locked(c, e, data, len);
-	if (rc != 0) {
-		pthread_mutex_unlock(&c->lock);
-		return rc;
-	}
-	/* Subscribers run unlocked so they may read; the first nsubs nodes are immutable. */
-	sub_t *sub = e->subs;
-	size_t nsubs = e->nsubs;
-	hako_pdu_key_t k = e->key;
-	pthread_mutex_unlock(&c->lock);
-	for (size_t i = 0; i < nsubs; i++) {
-		sub->cb(sub->user, &k, data, len);
-		if (i + 1 < nsubs) { /* the last node's next may be being set by subscribe */
-			sub = sub->next;
+	if (stores(c, e)) {
+		int rc = store_locked(c, e, data, len);
+		if (rc != 0) {
+			pthread_mutex_unlock(&c->lock);
+			calls_drop(&k);
+			return rc;
 		}
+	} else {
+		forget_locked(c, e);
+		c->st.passed++;
 	}
+	hako_pdu_key_t kk = e->key;
+	pthread_mutex_unlock(&c->lock);
+	/* The subscribers get the caller's buffer, not the slot's copy. */
+	calls_run(c, &k, &kk, data, len);
+	return 0;
+}
+
+/* A buffer of the calling thread for PDUs that are only passed to subscribers. Taken out while
+ * in use, so a write_fill nested in a callback (poll-mode receive from a subscriber) gets its
+ * own; freed when the thread exits. */
+typedef struct scratch {
+	void *data;
+	size_t cap;
+} scratch_t;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_keyed; /* else (no thread key left) every write_fill allocates its own */
+
+static void scratch_free(void *p)
+{
+	scratch_t *s = p;
+	if (s != NULL) {
+		free(s->data);
+		free(s);
+	}
+}
+
+static void scratch_init(void)
+{
+	scratch_keyed = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+static scratch_t *scratch_take(size_t cap)
+{
+	pthread_once(&scratch_once, scratch_init);
+	scratch_t *s = scratch_keyed ? pthread_getspecific(scratch_key) : NULL;
+	if (s != NULL) {
+		pthread_setspecific(scratch_key, NULL);
+	} else if ((s = calloc(1, sizeof(*s))) == NULL) {
+		return NULL;
+	}
+	if (s->cap < cap || s->data == NULL) {
+		void *p = realloc(s->data, cap > 0 ? cap : 1);
+		if (p == NULL) {
+			scratch_free(s);
+			return NULL;
+		}
+		s->data = p;
+		s->cap = cap;
+	}
+	return s;
+}
+
+static void scratch_give(scratch_t *s)
+{
+	if (scratch_keyed && pthread_getspecific(scratch_key) == NULL &&
+	    pthread_setspecific(scratch_key, s) == 0) {
+		return;
+	}
+	scratch_free(s);
+}
+
+/* write_fill of a PDU only for the subscribers k took, counted in `passed` already: filled
+ * outside the lock. */
+static int pass_fill(hako_cache_t *c, calls_t *k, const hako_pdu_key_t *key, size_t cap,
+                     hako_cache_fill_fn fill, void *arg, size_t *len_out)
+{
+	scratch_t *s = scratch_take(cap);
+	size_t len = 0;
+	int rc = s == NULL ? HAKO_ENOMEM : fill(arg, s->data, cap, &len);
+	if (rc != 0 || len > cap) {
+		if (s != NULL) {
+			scratch_give(s);
+		}
+		calls_drop(k);
+		pthread_mutex_lock(&c->lock); /* rare: the fill found nothing, or no memory */
+		c->st.passed--;
+		pthread_mutex_unlock(&c->lock);
+		return rc != 0 ? rc : HAKO_EINVAL;
+	}
+	if (len_out != NULL) {
+		*len_out = len;
+	}
+	calls_run(c, k, key, s->data, len);
+	scratch_give(s);
 	return 0;
 }
 
@@ -424,10 +685,23 @@ int hako_cache_write_fill(hako_cache_t *c, const hako_pdu_key_t *key, size_t cap
 	if (c == NULL || !key_valid(key) || fill == NULL) {
 		return HAKO_EINVAL;
 	}
+	calls_t k;
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = get_entry(c, key);
-	if (e == NULL) {
+	if (e == NULL || calls_take(c, e, &k) != 0) {
 		pthread_mutex_unlock(&c->lock);
+		return HAKO_ENOMEM;
+	}
+	hako_pdu_key_t kk = e->key;
+	if (!stores(c, e)) {
+		forget_locked(c, e);
+		c->st.passed++;
+		pthread_mutex_unlock(&c->lock);
+		return pass_fill(c, &k, &kk, cap, fill, arg, len_out);
+	}
+	if (entry_slots(c, e) != 0) {
+		pthread_mutex_unlock(&c->lock);
+		calls_drop(&k);
 		return HAKO_ENOMEM;
 	}
 	/* Growing keeps the old content: a fill that fails leaves the slot's PDU as it was. */
@@ -436,6 +710,7 @@ int hako_cache_write_fill(hako_cache_t *c, const hako_pdu_key_t *key, size_t cap
 	void *dst = slot_target(s, cap, &o);
 	if (dst == NULL) {
 		pthread_mutex_unlock(&c->lock);
+		calls_drop(&k);
 		return HAKO_ENOMEM;
 	}
 	size_t len = 0;
@@ -443,35 +718,31 @@ int hako_cache_write_fill(hako_cache_t *c, const hako_pdu_key_t *key, size_t cap
 	if (rc != 0 || len > cap) {
 		slot_abandon(dst, o);
 		pthread_mutex_unlock(&c->lock);
+		calls_drop(&k);
 		return rc != 0 ? rc : HAKO_EINVAL;
 	}
 	slot_take(c, s, dst, cap, len, o);
 	publish_locked(c, e, s);
-	sub_t *sub = e->subs;
-	size_t nsubs = e->nsubs;
-	hako_pdu_key_t k = e->key;
 	void *data = s->data;
-	if (nsubs > 0) {
+	if (k.n > 0) {
 		s->pins++;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (len_out != NULL) {
 		*len_out = len;
 	}
-	if (nsubs == 0) {
+	if (k.n == 0) {
+		calls_drop(&k);
 		return 0;
 	}
-	for (size_t i = 0; i < nsubs; i++) {
-		sub->cb(sub->user, &k, data, len);
-		if (i + 1 < nsubs) {
-			sub = sub->next;
-		}
-	}
+	calls_run(c, &k, &kk, data, len);
 	pthread_mutex_lock(&c->lock);
 	buffer_unpin(c, s, data);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
+
+/* ---- reading ---- */
 
 /* Copy the front slot of e out; consume it unless latest mode keeps it. */
 static int take_locked(hako_cache_t *c, entry_t *e, void *buf, size_t cap, size_t *len)
@@ -499,10 +770,15 @@ int hako_cache_read(hako_cache_t *c, const hako_pdu_key_t *key, void *buf, size_
 		return HAKO_EINVAL;
 	}
 	pthread_mutex_lock(&c->lock);
-	entry_t *e = find_entry(c, key, key_hash(key));
+	/* The entry keeps the read mark for a key that has not arrived yet. Out of memory, the
+	 * mark is lost: the key is still stored while it has no subscriber. */
+	entry_t *e = get_entry(c, key);
 	int rc = HAKO_EAGAIN;
-	if (e != NULL && e->count > 0) {
-		rc = take_locked(c, e, buf, cap, len);
+	if (e != NULL) {
+		e->read = true;
+		if (e->count > 0) {
+			rc = take_locked(c, e, buf, cap, len);
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -514,6 +790,7 @@ int hako_cache_read_next(hako_cache_t *c, hako_pdu_key_t *key, void *buf, size_t
 		return HAKO_EINVAL;
 	}
 	pthread_mutex_lock(&c->lock);
+	c->read_all = true;
 	int rc = HAKO_EAGAIN;
 	if (c->arr_head != NULL) {
 		entry_t *e = c->arr_head->owner;
@@ -527,33 +804,96 @@ int hako_cache_read_next(hako_cache_t *c, hako_pdu_key_t *key, void *buf, size_t
 	return rc;
 }
 
-int hako_cache_subscribe(hako_cache_t *c, const hako_pdu_key_t *key, hako_cache_cb_t cb, void *user)
+/* ---- subscriptions ---- */
+
+static void list_append(sub_list_t *l, sub_t *s)
 {
-	if (c == NULL || !key_valid(key) || cb == NULL) {
+	s->next = NULL;
+	s->prev = l->tail;
+	if (l->tail != NULL) {
+		l->tail->next = s;
+	} else {
+		l->head = s;
+	}
+	l->tail = s;
+	l->n++;
+}
+
+static void list_remove(sub_list_t *l, sub_t *s)
+{
+	if (s->prev != NULL) {
+		s->prev->next = s->next;
+	} else {
+		l->head = s->next;
+	}
+	if (s->next != NULL) {
+		s->next->prev = s->prev;
+	} else {
+		l->tail = s->prev;
+	}
+	s->prev = s->next = NULL;
+	l->n--;
+}
+
+int hako_cache_subscribe(hako_cache_t *c, const hako_pdu_key_t *key, hako_cache_cb_t cb, void *user,
+                         hako_cache_sub_t **out)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (c == NULL || (key != NULL && !key_valid(key)) || cb == NULL) {
 		return HAKO_EINVAL;
 	}
 	sub_t *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
 		return HAKO_ENOMEM;
 	}
+	s->c = c;
 	s->cb = cb;
 	s->user = user;
+	atomic_init(&s->refs, 1);
 	pthread_mutex_lock(&c->lock);
-	entry_t *e = get_entry(c, key);
-	if (e == NULL) {
+	if (key != NULL && (s->e = get_entry(c, key)) == NULL) {
 		pthread_mutex_unlock(&c->lock);
 		free(s);
 		return HAKO_ENOMEM;
 	}
-	if (e->subs_tail != NULL) {
-		e->subs_tail->next = s;
-	} else {
-		e->subs = s;
-	}
-	e->subs_tail = s;
-	e->nsubs++;
+	list_append(s->e != NULL ? &s->e->subs : &c->all, s);
 	pthread_mutex_unlock(&c->lock);
+	if (out != NULL) {
+		*out = s;
+	}
 	return 0;
+}
+
+static bool in_callback_of(const hako_cache_t *c)
+{
+	for (const frame_t *f = tls_frames; f != NULL; f = f->up) {
+		if (f->c == c) {
+			return true;
+		}
+	}
+	return false;
+}
+
+void hako_cache_unsubscribe(hako_cache_sub_t *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	hako_cache_t *c = s->c;
+	pthread_mutex_lock(&c->lock);
+	list_remove(s->e != NULL ? &s->e->subs : &c->all, s);
+	atomic_store(&s->dead, 1);
+	if (!in_callback_of(c)) {
+		atomic_fetch_add(&c->waiters, 1);
+		while (atomic_load(&s->calls) > 0) {
+			pthread_cond_wait(&c->calls_done, &c->lock);
+		}
+		atomic_fetch_sub(&c->waiters, 1);
+	}
+	pthread_mutex_unlock(&c->lock);
+	sub_unref(s);
 }
 
 void hako_cache_get_stats(hako_cache_t *c, hako_cache_stats_t *st)

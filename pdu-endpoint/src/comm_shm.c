@@ -57,6 +57,7 @@ typedef struct shm_pdu {
 
 typedef struct shm_comm {
 	hakoi_comm_ctx_t ctx;
+	const hako_comm_shm_options_t *opt;
 	size_t count; /* every PDU of the pdudef */
 	shm_pdu_t *pdus;
 	uint32_t mask;   /* slots - 1 */
@@ -148,8 +149,8 @@ static int mark_listed(shm_comm_t *c, hako_error_t *err)
 {
 	const hako_comm_config_t *cfg = c->ctx.cfg;
 	int receives = cfg->direction != HAKO_COMM_OUT;
-	for (size_t r = 0; r < cfg->robot_count; r++) {
-		const hako_comm_shm_robot_t *robot = &cfg->robots[r];
+	for (size_t r = 0; r < c->opt->robot_count; r++) {
+		const hako_comm_shm_robot_t *robot = &c->opt->robots[r];
 		for (size_t i = 0; i < robot->pdu_count; i++) {
 			const hako_comm_shm_pdu_t *d = &robot->pdus[i];
 			shm_pdu_t *p = find(c, robot->name, d->channel_id);
@@ -197,6 +198,7 @@ static int shm_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 		return hako_error_set(err, HAKO_ENOMEM, ctx->cfg->path, 0, 0, "out of memory");
 	}
 	c->ctx = *ctx;
+	c->opt = ctx->cfg->opts;
 	pthread_mutex_init(&c->poll_lock, NULL);
 	int r = build_table(c, err);
 	if (r == 0) {
@@ -207,8 +209,8 @@ static int shm_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 		return r;
 	}
 	HAKO_DEBUG("endpoint '%s': shm comm (%s, asset '%s'): %zu PDUs in the pdudef, %zu notified",
-	           ctx->ep_name, ctx->cfg->shm_impl == HAKO_SHM_POLL ? "poll" : "callback",
-	           ctx->cfg->asset_name, c->count, c->notify_count);
+	           ctx->ep_name, c->opt->impl == HAKO_SHM_POLL ? "poll" : "callback",
+	           c->opt->asset_name, c->count, c->notify_count);
 	*impl = c;
 	return 0;
 }
@@ -396,7 +398,7 @@ static int shm_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 		p->seen_resets = hako_domain_reset_count(dom);
 		p->seen = hako_channel_seq(atomic_load(&p->ch));
 	}
-	if (c->ctx.cfg->shm_impl == HAKO_SHM_CALLBACK) {
+	if (c->opt->impl == HAKO_SHM_CALLBACK) {
 		for (size_t i = 0; i < c->notify_count; i++) {
 			shm_pdu_t *p = c->notify[i];
 			if ((r = pthread_create(&p->thread, NULL, watch_main, p)) != 0) {
@@ -553,7 +555,7 @@ static int shm_recv_direct(void *impl, const hako_pdu_key_t *key, void *buf, siz
 static int shm_process(void *impl)
 {
 	shm_comm_t *c = impl;
-	if (c->ctx.cfg->shm_impl != HAKO_SHM_POLL || !c->started) {
+	if (c->opt->impl != HAKO_SHM_POLL || !c->started) {
 		return 0; /* callback: the watchers deliver */
 	}
 	int n = 0;
@@ -565,7 +567,144 @@ static int shm_process(void *impl)
 	return n;
 }
 
-const hakoi_comm_ops_t hakoi_comm_shm_ops = {
+/* ---- the comm file ---- */
+
+typedef hako_comm_shm_options_t shm_opts_t;
+
+static const char *const shm_impls[] = {"callback", "poll", NULL};
+static const int shm_impl_values[] = {HAKO_SHM_CALLBACK, HAKO_SHM_POLL};
+
+static int check_asset(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const shm_opts_t *o = ((const hako_comm_config_t *)base)->opts;
+	if (o->impl == HAKO_SHM_POLL && o->asset_name[0] == '\0') {
+		hakoi_walk_push_key(w, "asset_name");
+		return hakoi_walk_fail_missing(w, "a string");
+	}
+	return 0;
+}
+
+/* A robot's name: listed once and in the endpoint's pdudef. Its PDUs, read next, are checked
+ * against it (the load's cur). */
+static int check_robot(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_comm_load_t *ld = w->user;
+	const shm_opts_t *o = ld->cc->opts;
+	hako_comm_shm_robot_t *rb = base;
+	size_t i = hakoi_walk_index(w);
+	for (size_t k = 0; k < i; k++) {
+		if (strcmp(o->robots[k].name, rb->name) == 0) {
+			return hakoi_walk_fail_dup(w, k, "robot \"%s\"", rb->name);
+		}
+	}
+	if (ld->def != NULL && hako_pdudef_robot(ld->def, rb->name) == NULL) {
+		return hakoi_walk_fail(w, "robot \"%s\" is not in %s", rb->name, ld->def->path);
+	}
+	ld->cur = rb;
+	return 0;
+}
+
+/* A PDU's name: listed once for its robot and in the pdudef, which gives its channel and size. */
+static int check_pdu(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_comm_load_t *ld = w->user;
+	const hako_comm_shm_robot_t *rb = ld->cur;
+	hako_comm_shm_pdu_t *pdu = base;
+	size_t j = hakoi_walk_index(w);
+	for (size_t k = 0; k < j; k++) {
+		if (strcmp(rb->pdus[k].name, pdu->name) == 0) {
+			return hakoi_walk_fail_dup(w, k, "PDU \"%s\"", pdu->name);
+		}
+	}
+	if (ld->def != NULL) {
+		const hako_pdudef_pdu_t *d = hako_pdudef_find(ld->def, rb->name, pdu->name);
+		if (d == NULL) {
+			return hakoi_walk_fail(w, "PDU \"%s\" of robot \"%s\" is not in %s",
+			                       pdu->name, rb->name, ld->def->path);
+		}
+		pdu->channel_id = d->channel_id;
+		pdu->pdu_size = d->pdu_size;
+	}
+	return 0;
+}
+
+static const hakoi_field_t shm_pdu_fields[] = {
+    {.key = "name",
+     .kind = HAKOI_K_STRING,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_AT(hako_comm_shm_pdu_t, name),
+     .check = check_pdu},
+    HAKOI_BOOL("notify_on_recv", 0, hako_comm_shm_pdu_t, notify_on_recv),
+    HAKOI_END,
+};
+
+static const hakoi_field_t shm_pdu_elem = {.kind = HAKOI_K_OBJECT, .fields = shm_pdu_fields};
+
+static const hakoi_field_t shm_robot_fields[] = {
+    {.key = "name",
+     .kind = HAKOI_K_STRING,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_AT(hako_comm_shm_robot_t, name),
+     .check = check_robot},
+    {.key = "pdu",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_ELEMS_NEW(hako_comm_shm_robot_t, pdus, pdu_count),
+     .elem = &shm_pdu_elem},
+    HAKOI_END,
+};
+
+static const hakoi_field_t shm_robot_elem = {.kind = HAKOI_K_OBJECT, .fields = shm_robot_fields};
+
+static const hakoi_field_t shm_io_fields[] = {
+    {.key = "robots",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_COMM_ELEMS_NEW(shm_opts_t, robots, robot_count),
+     .elem = &shm_robot_elem},
+    HAKOI_END,
+};
+
+static const hakoi_field_t shm_fields[] = {
+    HAKOI_COMM_COMMON_FIELDS,
+    {.key = "impl_type",
+     .kind = HAKOI_K_ENUM,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_COMM_AT(shm_opts_t, impl),
+     .names = shm_impls,
+     .values = shm_impl_values},
+    {.key = "asset_name", .kind = HAKOI_K_STRING, HAKOI_COMM_AT(shm_opts_t, asset_name)},
+    HAKOI_CHECK(check_asset),
+    HAKOI_COMM_OBJECT("io", HAKOI_F_REQUIRED, shm_io_fields),
+    HAKOI_END,
+};
+
+static void shm_free_opts(void *opts)
+{
+	shm_opts_t *o = opts;
+	for (size_t i = 0; i < o->robot_count; i++) {
+		free(o->robots[i].pdus);
+	}
+	free(o->robots);
+}
+
+const hako_comm_shm_options_t *hako_comm_shm_options(const hako_comm_config_t *cc)
+{
+	return cc != NULL && cc->protocol == HAKO_COMM_SHM ? cc->opts : NULL;
+}
+
+const hakoi_comm_t hakoi_comm_shm = {
+    .name = "shm",
+    .protocol = HAKO_COMM_SHM,
+    .opts_size = sizeof(shm_opts_t),
+    .fields = shm_fields,
+    .free_opts = shm_free_opts,
     .open = shm_open,
     .start = shm_start,
     .stop = shm_stop,

@@ -1,27 +1,35 @@
 /* The tcp comm: a server that serves any number of clients, or a client that keeps (re)connecting
  * to one server. Frames are Hakoniwa's v1/v2 (hako/frame.h), one after another on the stream.
  *
- * Threads. One I/O thread per comm (start .. stop) runs a poll() loop over the wake-up eventfd,
- * the listening socket (server) or the connecting socket (client), and the peers. It accepts,
- * connects with back-off, reads, frames and delivers, writes what the senders queued, and is the
- * only one that closes a peer. Senders (any thread, the I/O thread included, from inside a
- * subscriber) take a reference on each peer under peers_lock and then work under the peer's own
- * lock, so a sender never waits for the I/O thread's poll and never touches a closed fd.
+ * Threads. The comm has no thread of its own: between start and stop it is served by the I/O
+ * loop of its endpoint set (ep_loop.h), which polls the listening socket (server) or the
+ * connecting socket (client) and the peers among the fds of the set's other comms. The loop
+ * thread accepts, connects with back-off, reads, frames and delivers, writes what the senders
+ * queued, and is the only one that closes a peer. Each peer has an io (its socket) and a timer
+ * (its frame deadlines, the release of an idle big buffer); the comm has a timer (connect
+ * deadline, retry, accept pause), a timer for its big send buffers, and a task that senders post
+ * when they queued frames or found a peer dead. Senders (any thread, the loop's included, from
+ * inside a subscriber) take a reference on each peer under peers_lock and then work under the
+ * peer's own lock, so a sender never waits for the loop's poll and never touches a closed fd.
  *
  * Send path. A PDU is encoded once (a refcounted frame buffer) and handed to every peer:
  *  - latency: when the peer's queue is empty, nobody is writing to it and the previous send to it
  *    is older than BATCH_GAP_NS, the sender writes the frame itself (one non-blocking sendmsg of
  *    the header and the caller's bytes: no frame buffer, no copy, when the socket takes it all);
- *    what the socket does not take stays queued for the I/O thread (POLLOUT);
- *  - throughput: sends that come back to back, or find frames queued, only enqueue and wake the
- *    I/O thread, which writes the whole queue with sendmsg(iovec) batches. The wake-up fd is
- *    written only when the I/O thread is asleep (wake_pending), not once per PDU;
+ *    what the socket does not take stays queued for the loop (POLLOUT);
+ *  - throughput: sends that come back to back, or find frames queued, only enqueue and post the
+ *    comm's task, which writes the whole queue with sendmsg(iovec) batches on the loop thread.
+ *    A post is one atomic exchange while the task is queued, and the loop's eventfd is written
+ *    only when the loop sleeps: not once per PDU;
  *  - a full queue: blocking (default) waits up to write_timeout_ms for room, then disconnects
  *    the stuck peer; non-blocking drops the oldest queued frame. Both are counted. A send from
- *    the I/O thread itself (a subscriber) cannot wait for it: it writes the queue inline, then
- *    drops the oldest.
- * While the I/O thread writes it holds no lock but marks the peer `writing`: nobody else writes,
- * drops from or frees that queue meanwhile (senders that would drop wait for the write to end).
+ *    a callback of this comm (a subscriber) cannot wait for the loop it runs on: it writes the
+ *    queue inline, then drops the oldest. A blocking send from a callback of another comm of
+ *    the same loop (a bridge forwarding between two endpoints of a set) waits for the peer's
+ *    socket itself (poll, within write_timeout_ms), as the loop cannot write meanwhile: the
+ *    loop's other comms wait with it, as a blocked forwarder's comm thread waited before.
+ * Whoever writes a queue holds no lock but marks the peer `writing`: nobody else writes, drops
+ * from or frees that queue meanwhile (senders that would drop wait for the write to end).
  *
  * Receive path. Per peer one buffer read in big chunks; hako_frame_needed frames the stream. The
  * buffer grows as a frame's bytes arrive (doubled when full, never past the announced frame:
@@ -52,14 +60,16 @@
  * frames of FCACHE_MIN and more the comm keeps up to FCACHE_SLOTS released buffers of at most
  * FCACHE_MAX bytes each and encodes the next big frame into one of them (a cached buffer is
  * free again once its reference is the cache's only one), for the same page-fault reason. The
- * I/O thread frees them when no big frame was sent for RX_IDLE_MS: at most FCACHE_SLOTS x
- * FCACHE_MAX per comm, nothing once big sends stop.
+ * loop frees them when no big frame was sent for RX_IDLE_MS: at most FCACHE_SLOTS x FCACHE_MAX
+ * per comm, nothing once big sends stop.
  *
- * Stop. Before the I/O thread leaves it writes what the peers have queued (bounded by
- * write_timeout_ms, 0: STOP_DRAIN_MS), ends each drained peer's stream (FIN after the data) and
- * reads until the peer's EOF within the same bound: close() over unread bytes would reset the
- * connection and the peer could lose what is still in flight. Peers that could not take their
- * queue in time are closed abortively, the rest counted in send_dropped.
+ * Stop. The comm first leaves the loop (its fds and timers are removed on the loop thread, the
+ * set's other comms are served on), then the stopping thread writes what the peers have queued
+ * (bounded by write_timeout_ms, 0: STOP_DRAIN_MS), ends each drained peer's stream (FIN after the
+ * data) and reads until the peer's EOF within the same bound: close() over unread bytes would
+ * reset the connection and the peer could lose what is still in flight. Peers that could not
+ * take their queue in time are closed abortively, the rest counted in send_dropped. (Stopped
+ * from a callback of its loop, the drain runs there and holds up the loop meanwhile.)
  */
 #define _GNU_SOURCE
 
@@ -78,6 +88,7 @@
 #include <unistd.h>
 
 #include "ep_comm.h"
+#include "ep_loop.h"
 #include "ep_net.h"
 #include "hako/log.h"
 
@@ -100,22 +111,28 @@
 
 enum { DEAD_NONE = 0, DEAD_BROKEN, DEAD_STUCK };
 
+typedef struct tcp_comm tcp_comm_t;
+
 typedef struct tcp_peer {
 	atomic_int refs; /* peers array + senders holding it */
 	char addr[64];
+	tcp_comm_t *comm;
 	pthread_mutex_t lock;
 	pthread_cond_t room; /* queue space freed, write ended, or peer closed */
 	/* Under lock. */
 	int fd;
 	hakoi_frameq_t q;
-	int writing; /* the I/O thread is in sendmsg without the lock */
+	int writing; /* a thread is in sendmsg for the queue without the lock */
 	int closed;  /* fd closed, queue freed */
-	int dead;    /* DEAD_*: a sender saw it fail; the I/O thread closes it */
+	int dead;    /* DEAD_*: a sender saw it fail; the loop closes it */
 	int dead_errno;
 	int waiters;  /* senders waiting on room */
-	int want_out; /* the socket is full: the I/O thread polls POLLOUT */
+	int want_out; /* the socket is full: the loop polls POLLOUT */
 	uint64_t last_send_ns;
-	/* I/O thread only. */
+	/* Loop thread only (the stopping thread once the comm left the loop). */
+	size_t index;        /* in the comm's peers */
+	hakoi_io_t io;       /* the socket */
+	hakoi_timer_t timer; /* the frame deadlines, the idle release of a big buffer */
 	uint8_t *rbuf;
 	size_t rcap;
 	size_t rlen;
@@ -127,39 +144,40 @@ typedef struct tcp_peer {
 	int eof;            /* stop: the peer's EOF (or an error) read */
 } tcp_peer_t;
 
-typedef struct tcp_comm {
+struct tcp_comm {
 	hakoi_comm_ctx_t ctx;
 	const hako_comm_config_t *cfg;
+	const hako_comm_tcp_options_t *opt;
 	hako_frame_version_t ver;
 	int server;
 	int lfd;
 	uint16_t port;
-	int wfd;
-	atomic_int wake_pending; /* 1 = the I/O thread is awake or already signalled */
-	atomic_int stopping;
-	pthread_t tid;
-	int thread_started;
+	hakoi_loop_t *loop;
+	int started; /* start .. stop (the caller's) */
 
-	pthread_mutex_t peers_lock; /* the array; the I/O thread reads it without the lock */
+	pthread_mutex_t peers_lock; /* the array; the loop thread reads it without the lock */
 	tcp_peer_t **peers;
 	size_t npeers;
 	size_t peers_cap;
 
-	/* Client (I/O thread). */
+	/* Loop thread. */
+	int attached;          /* served by the loop: start .. stop */
+	int attach_err;        /* what attaching met (out of memory) */
+	hakoi_io_t lio;        /* server: the listening socket; client: the connecting one */
+	hakoi_timer_t ctimer;  /* server: the end of an accept pause; client: connect, retry */
+	hakoi_timer_t fctimer; /* the big send buffers' idle release */
+	hakoi_task_t work;     /* posted by senders: frames queued, a peer found dead */
+	size_t rx_total;       /* rx_held of the peers' buffers together (<= max_buffered_bytes) */
+	int full_logged;       /* max_clients reached and said so */
+
+	/* Client (loop thread). */
 	struct sockaddr_storage raddr;
 	socklen_t raddr_len;
 	char raddr_str[64];
 	int cfd; /* connecting */
-	uint64_t conn_deadline_ns;
-	uint64_t retry_ns;
 	uint32_t backoff_ms;
 	int ever_connected;
 	int fail_logged;
-	uint64_t accept_pause_ns;
-
-	/* I/O thread. */
-	size_t rx_total; /* rx_held of the peers' buffers together (<= max_buffered_bytes) */
-	int full_logged; /* max_clients reached and said so */
 
 	/* Big send buffers kept for reuse (see the top comment). */
 	pthread_mutex_t fc_lock;
@@ -167,28 +185,17 @@ typedef struct tcp_comm {
 	size_t fc_cap[FCACHE_SLOTS];         /* bytes from data on */
 	atomic_int fc_count;
 	_Atomic uint64_t fc_last_ns; /* last big send */
-} tcp_comm_t;
+};
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define now_ns hakoi_now_ns
 
+/* Where a send runs, for what a full queue may do (see the top comment). */
+enum { FROM_OTHER = 0, FROM_OWN, FROM_LOOP };
+
+/* Senders queued frames or found a peer dead: the loop thread handles it. */
 static void wake(tcp_comm_t *c)
 {
-	if (!atomic_exchange(&c->wake_pending, 1)) {
-		hakoi_wake_signal(c->wfd);
-	}
-}
-
-/* The comm whose I/O thread this is (a send from inside a subscriber must not wait for it). */
-static _Thread_local const tcp_comm_t *tl_io_comm;
-
-static int on_io_thread(const tcp_comm_t *c)
-{
-	return tl_io_comm == c;
+	hakoi_loop_post(c->loop, &c->work);
 }
 
 /* ---- peers ---- */
@@ -207,7 +214,7 @@ static void peer_unref(tcp_peer_t *p)
 
 static void set_sockopts(const tcp_comm_t *c, int fd)
 {
-	const hako_comm_tcp_options_t *o = &c->cfg->tcp;
+	const hako_comm_tcp_options_t *o = c->opt;
 	int one = 1;
 	if (o->no_delay) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -229,7 +236,10 @@ static void set_sockopts(const tcp_comm_t *c, int fd)
 	}
 }
 
-/* Add a connected socket as a peer (I/O thread). -1 on ENOMEM (fd closed then). */
+static void peer_io(hakoi_io_t *io, short revents);
+static void peer_timer(hakoi_timer_t *t);
+
+/* Add a connected socket as a peer (loop thread). NULL on ENOMEM (fd closed then). */
 static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
 {
 	tcp_peer_t *p = calloc(1, sizeof(*p));
@@ -240,25 +250,38 @@ static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
 	}
 	atomic_init(&p->refs, 1);
 	p->fd = fd;
+	p->comm = c;
 	hakoi_sockaddr_str(sa, p->addr, sizeof(p->addr));
 	pthread_mutex_init(&p->lock, NULL);
 	hakoi_cond_init(&p->room);
 	p->rx_ns = now_ns();
+	p->io = (hakoi_io_t){.fd = fd, .events = POLLIN, .cb = peer_io, .arg = p, .owner = c};
+	p->timer = (hakoi_timer_t){.cb = peer_timer, .arg = p, .owner = c};
 
 	pthread_mutex_lock(&c->peers_lock);
+	int r = 0;
 	if (c->npeers == c->peers_cap) {
 		size_t cap = c->peers_cap ? c->peers_cap * 2 : 8;
 		tcp_peer_t **n = realloc(c->peers, cap * sizeof(*n));
 		if (n == NULL) {
-			pthread_mutex_unlock(&c->peers_lock);
-			close(fd);
-			p->fd = -1;
-			peer_unref(p);
-			return NULL;
+			r = HAKO_ENOMEM;
+		} else {
+			c->peers = n;
+			c->peers_cap = cap;
 		}
-		c->peers = n;
-		c->peers_cap = cap;
 	}
+	if (r == 0 && (r = hakoi_io_add(c->loop, &p->io)) == 0 &&
+	    (r = hakoi_timer_add(c->loop, &p->timer)) != 0) {
+		hakoi_io_del(c->loop, &p->io);
+	}
+	if (r != 0) {
+		pthread_mutex_unlock(&c->peers_lock);
+		close(fd);
+		p->fd = -1;
+		peer_unref(p);
+		return NULL;
+	}
+	p->index = c->npeers;
 	c->peers[c->npeers++] = p;
 	pthread_mutex_unlock(&c->peers_lock);
 	atomic_fetch_add_explicit(&c->ctx.ctr->peers, 1, memory_order_relaxed);
@@ -296,15 +319,19 @@ static size_t rx_held(size_t cap)
 	return cap > RX_CHUNK ? cap - RX_CHUNK : 0;
 }
 
-/* Remove peers[i] from the array, close it and drop the array's reference. */
-static void peer_remove(tcp_comm_t *c, size_t i, int abortive)
+/* Take p off the loop and the array, close it and drop the array's reference. */
+static void peer_remove(tcp_comm_t *c, tcp_peer_t *p, int abortive)
 {
-	tcp_peer_t *p = c->peers[i];
+	/* No-ops once the comm left the loop (stop removes them on the loop thread first). */
+	hakoi_io_del(c->loop, &p->io);
+	hakoi_timer_del(c->loop, &p->timer);
 	pthread_mutex_lock(&c->peers_lock);
-	c->peers[i] = c->peers[--c->npeers];
+	tcp_peer_t *last = c->peers[--c->npeers];
+	c->peers[p->index] = last;
+	last->index = p->index;
 	pthread_mutex_unlock(&c->peers_lock);
 	atomic_fetch_sub_explicit(&c->ctx.ctr->peers, 1, memory_order_relaxed);
-	/* The receive side is the I/O thread's (or stop's, after it): give the room back now, a
+	/* The receive side is the loop thread's (or stop's, after it): give the room back now, a
 	 * sender may still hold a reference on p. */
 	c->rx_total -= rx_held(p->rcap);
 	free(p->rbuf);
@@ -327,10 +354,11 @@ static size_t frame_body_len(hako_frame_version_t v, const hakoi_frame_buf_t *f)
 	return f->len - 12u - name_len;
 }
 
-/* Write the queue in batches. Lock held on entry and exit (released during the syscall). */
+/* Write the queue in batches. Lock held on entry and exit (released during the syscall). A
+ * queue another thread is writing is left to it. */
 static void flush_locked(tcp_comm_t *c, tcp_peer_t *p)
 {
-	while (p->q.count > 0 && !p->closed && !p->dead) {
+	while (p->q.count > 0 && !p->closed && !p->dead && !p->writing) {
 		struct iovec iov[IOV_BATCH];
 		uint32_t n = p->q.count < IOV_BATCH ? p->q.count : IOV_BATCH;
 		size_t total = 0;
@@ -476,16 +504,21 @@ static void frame_release(tcp_comm_t *c, hakoi_frame_buf_t *f, size_t cap)
 			slot = i;
 		}
 	}
+	int first = 0;
 	if (slot >= 0) {
 		old = c->fc[slot];
 		if (old == NULL) {
-			atomic_fetch_add_explicit(&c->fc_count, 1, memory_order_relaxed);
+			first =
+			    atomic_fetch_add_explicit(&c->fc_count, 1, memory_order_relaxed) == 0;
 		}
 		c->fc[slot] = f;
 		c->fc_cap[slot] = cap;
 	}
 	pthread_mutex_unlock(&c->fc_lock);
 	hakoi_frame_buf_unref(old);
+	if (first) {
+		wake(c); /* the loop times the cache's release (tcp_work) */
+	}
 }
 
 /* Free the cached buffers (idle, or close). */
@@ -512,13 +545,52 @@ static int peer_gone(const void *arg)
 	return p->closed || p->dead;
 }
 
-/* The queue is full (lock held): make room per the options. 1 = room now (push), 0 = the frame
- * is dropped (counted by the caller). */
-static int wait_room_locked(tcp_comm_t *c, tcp_peer_t *p, int on_io)
+static void declare_stuck(tcp_comm_t *c, tcp_peer_t *p)
 {
-	const hako_comm_tcp_options_t *o = &c->cfg->tcp;
-	if (on_io) {
-		/* The I/O thread cannot wait for itself: write now, then drop the oldest. */
+	if (!peer_gone(p)) {
+		HAKO_WARN("endpoint '%s': peer %s: send queue full (%u frames) for %u ms; "
+		          "connection closed",
+		          c->ctx.ep_name, p->addr, (unsigned)p->q.cap,
+		          (unsigned)c->opt->write_timeout_ms);
+		p->dead = DEAD_STUCK;
+	}
+}
+
+/* A blocking send on the loop thread to a peer of another comm of the loop: the loop cannot
+ * write the queue while this thread waits, so write it here as the socket takes it, within
+ * write_timeout_ms. Lock held (released while polling). 1 = room. */
+static int wait_socket_room_locked(tcp_comm_t *c, tcp_peer_t *p)
+{
+	uint64_t deadline = now_ns() + (uint64_t)c->opt->write_timeout_ms * 1000000u;
+	for (;;) {
+		flush_locked(c, p);
+		if (peer_gone(p)) {
+			return 0;
+		}
+		if (p->q.count < p->q.cap) {
+			return 1;
+		}
+		uint64_t now = now_ns();
+		if (now >= deadline) {
+			declare_stuck(c, p);
+			return 0;
+		}
+		struct pollfd pfd = {.fd = p->fd, .events = POLLOUT};
+		int ms = (int)((deadline - now + 999999u) / 1000000u);
+		pthread_mutex_unlock(&p->lock);
+		poll(&pfd, 1, ms);
+		pthread_mutex_lock(&p->lock);
+	}
+}
+
+/* The queue is full (lock held): make room per the options and where the send runs (FROM_*).
+ * 1 = room now (push), 0 = the frame is dropped (counted by the caller). */
+static int wait_room_locked(tcp_comm_t *c, tcp_peer_t *p, int from)
+{
+	const hako_comm_tcp_options_t *o = c->opt;
+	if (from == FROM_OWN) {
+		/* A callback of this comm cannot wait for the loop it runs on: write now, then
+		 * drop the oldest. */
 		flush_locked(c, p);
 		return !p->closed && !p->dead;
 	}
@@ -531,17 +603,14 @@ static int wait_room_locked(tcp_comm_t *c, tcp_peer_t *p, int on_io)
 		}
 		return !p->closed && !p->dead;
 	}
+	if (from == FROM_LOOP) {
+		return wait_socket_room_locked(c, p);
+	}
 	if (hakoi_frameq_wait_room(&p->q, &p->lock, &p->room, &p->waiters, o->write_timeout_ms,
 	                           peer_gone, p)) {
 		return 1;
 	}
-	if (!peer_gone(p)) {
-		HAKO_WARN("endpoint '%s': peer %s: send queue full (%u frames) for %u ms; "
-		          "connection closed",
-		          c->ctx.ep_name, p->addr, (unsigned)p->q.cap,
-		          (unsigned)o->write_timeout_ms);
-		p->dead = DEAD_STUCK;
-	}
+	declare_stuck(c, p);
 	return 0;
 }
 
@@ -603,7 +672,7 @@ static hakoi_frame_buf_t *tx_frame(tcp_comm_t *c, tx_pdu_t *t)
 }
 
 /* Hand t to one peer. 1 = written or queued, 0 = dropped (counted here). */
-static int send_peer(tcp_comm_t *c, tcp_peer_t *p, tx_pdu_t *t, uint64_t now, int on_io)
+static int send_peer(tcp_comm_t *c, tcp_peer_t *p, tx_pdu_t *t, uint64_t now, int from)
 {
 	int need_wake = 0;
 	int handed = 0;
@@ -652,7 +721,7 @@ static int send_peer(tcp_comm_t *c, tcp_peer_t *p, tx_pdu_t *t, uint64_t now, in
 		need_wake = 1;
 		goto out;
 	}
-	if (p->q.count >= p->q.cap && !wait_room_locked(c, p, on_io)) {
+	if (p->q.count >= p->q.cap && !wait_room_locked(c, p, from)) {
 		need_wake = p->dead != DEAD_NONE;
 		goto out;
 	}
@@ -709,10 +778,12 @@ static int tcp_send(void *impl, const hako_pdu_key_t *key, const void *data, siz
 		r = strlen(key->robot) >= HAKO_FRAME_ROBOT_MAX ? HAKO_ENAMETOOLONG : HAKO_ETOOBIG;
 	} else {
 		uint64_t now = now_ns();
-		int on_io = on_io_thread(c);
+		int from = hakoi_loop_current() == c       ? FROM_OWN
+		           : hakoi_loop_on_thread(c->loop) ? FROM_LOOP
+		                                           : FROM_OTHER;
 		size_t handed = 0;
 		for (size_t i = 0; i < n; i++) {
-			handed += (size_t)send_peer(c, snap[i], &t, now, on_io);
+			handed += (size_t)send_peer(c, snap[i], &t, now, from);
 		}
 		if (t.f != NULL) {
 			frame_release(c, t.f, t.fcap);
@@ -728,7 +799,7 @@ static int tcp_send(void *impl, const hako_pdu_key_t *key, const void *data, siz
 	return r;
 }
 
-/* ---- receive (I/O thread) ---- */
+/* ---- receive (loop thread) ---- */
 
 enum { RX_OK = 0, RX_EOF, RX_LOST, RX_REJECT };
 
@@ -927,20 +998,28 @@ static int rx_peer(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 	return RX_OK;
 }
 
-/* ---- client connection (I/O thread) ---- */
+/* ---- client connection (loop thread) ---- */
 
 static void client_schedule_retry(tcp_comm_t *c, uint64_t now)
 {
-	c->retry_ns = now + (uint64_t)c->backoff_ms * 1000000u;
+	hakoi_timer_set(c->loop, &c->ctimer, now + (uint64_t)c->backoff_ms * 1000000u);
 	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
+}
+
+/* The connecting socket off the loop (closed unless handed on). */
+static void client_unwatch(tcp_comm_t *c, int close_it)
+{
+	hakoi_io_del(c->loop, &c->lio);
+	hakoi_timer_cancel(c->loop, &c->ctimer);
+	if (close_it && c->cfd >= 0) {
+		close(c->cfd);
+	}
+	c->cfd = -1;
 }
 
 static void client_fail(tcp_comm_t *c, int e, uint64_t now)
 {
-	if (c->cfd >= 0) {
-		close(c->cfd);
-		c->cfd = -1;
-	}
+	client_unwatch(c, 1);
 	if (!c->fail_logged) {
 		HAKO_INFO("endpoint '%s': cannot connect to %s: %s; retrying", c->ctx.ep_name,
 		          c->raddr_str, strerror(e));
@@ -955,7 +1034,7 @@ static void client_fail(tcp_comm_t *c, int e, uint64_t now)
 static void client_connected(tcp_comm_t *c)
 {
 	int fd = c->cfd;
-	c->cfd = -1;
+	client_unwatch(c, 0);
 	if (peer_add(c, fd, (const struct sockaddr *)&c->raddr) == NULL) {
 		client_fail(c, ENOMEM, now_ns());
 		return;
@@ -968,6 +1047,22 @@ static void client_connected(tcp_comm_t *c)
 	c->fail_logged = 0;
 	c->backoff_ms = BACKOFF_MIN_MS;
 	HAKO_INFO("endpoint '%s': connected to %s", c->ctx.ep_name, c->raddr_str);
+}
+
+static void client_connect_io(hakoi_io_t *io, short revents)
+{
+	(void)revents;
+	tcp_comm_t *c = io->arg;
+	int e = 0;
+	socklen_t l = sizeof(e);
+	if (getsockopt(c->cfd, SOL_SOCKET, SO_ERROR, &e, &l) != 0) {
+		e = errno;
+	}
+	if (e != 0) {
+		client_fail(c, e, now_ns());
+		return;
+	}
+	client_connected(c);
 }
 
 static void client_try_connect(tcp_comm_t *c, uint64_t now)
@@ -987,26 +1082,17 @@ static void client_try_connect(tcp_comm_t *c, uint64_t now)
 		client_fail(c, errno, now);
 		return;
 	}
-	uint32_t t =
-	    c->cfg->tcp.connect_timeout_ms ? c->cfg->tcp.connect_timeout_ms : DEFAULT_CONN_TOUT;
-	c->conn_deadline_ns = now + (uint64_t)t * 1000000u;
-}
-
-static void client_connect_done(tcp_comm_t *c)
-{
-	int e = 0;
-	socklen_t l = sizeof(e);
-	if (getsockopt(c->cfd, SOL_SOCKET, SO_ERROR, &e, &l) != 0) {
-		e = errno;
-	}
-	if (e != 0) {
-		client_fail(c, e, now_ns());
+	c->lio = (hakoi_io_t){
+	    .fd = fd, .events = POLLOUT, .cb = client_connect_io, .arg = c, .owner = c};
+	if (hakoi_io_add(c->loop, &c->lio) != 0) {
+		client_fail(c, ENOMEM, now);
 		return;
 	}
-	client_connected(c);
+	uint32_t t = c->opt->connect_timeout_ms ? c->opt->connect_timeout_ms : DEFAULT_CONN_TOUT;
+	hakoi_timer_set(c->loop, &c->ctimer, now + (uint64_t)t * 1000000u);
 }
 
-/* ---- server accept (I/O thread) ---- */
+/* ---- server accept (loop thread) ---- */
 
 static void server_accept(tcp_comm_t *c)
 {
@@ -1021,7 +1107,10 @@ static void server_accept(tcp_comm_t *c)
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
 				HAKO_WARN("endpoint '%s': accept: %s", c->ctx.ep_name,
 				          strerror(errno));
-				c->accept_pause_ns = now_ns() + ACCEPT_PAUSE_MS * 1000000ull;
+				/* Out of fds & co: pause, do not spin on the socket. */
+				hakoi_io_events(c->loop, &c->lio, 0);
+				hakoi_timer_set(c->loop, &c->ctimer,
+				                now_ns() + ACCEPT_PAUSE_MS * 1000000ull);
 			}
 			return;
 		}
@@ -1056,11 +1145,31 @@ static void server_accept(tcp_comm_t *c)
 	}
 }
 
-/* ---- the I/O thread ---- */
-
-static void drop_peer(tcp_comm_t *c, size_t i, int kind, const char *why)
+static void server_listen_io(hakoi_io_t *io, short revents)
 {
-	tcp_peer_t *p = c->peers[i];
+	(void)revents;
+	server_accept(io->arg);
+}
+
+/* The comm's timer: the end of an accept pause (server); a connect's deadline or the next
+ * attempt (client). */
+static void comm_timer(hakoi_timer_t *t)
+{
+	tcp_comm_t *c = t->arg;
+	uint64_t now = now_ns();
+	if (c->server) {
+		hakoi_io_events(c->loop, &c->lio, POLLIN);
+	} else if (c->cfd >= 0) {
+		client_fail(c, ETIMEDOUT, now);
+	} else if (c->npeers == 0) {
+		client_try_connect(c, now);
+	}
+}
+
+/* ---- serving the peers (loop thread) ---- */
+
+static void drop_peer(tcp_comm_t *c, tcp_peer_t *p, int kind, const char *why)
+{
 	const char *name = c->ctx.ep_name;
 	if (kind == RX_REJECT) {
 		hakoi_count(&c->ctx.ctr->rejected, 1);
@@ -1079,10 +1188,186 @@ static void drop_peer(tcp_comm_t *c, size_t i, int kind, const char *why)
 			          why);
 		}
 	}
-	peer_remove(c, i, kind != RX_EOF);
+	peer_remove(c, p, kind != RX_EOF);
 	if (!c->server) {
 		client_schedule_retry(c, now_ns());
 	}
+}
+
+/* The next time p's timer has something to check (0: none): its partial frame's deadlines,
+ * or the release of an idle big buffer. */
+static uint64_t peer_deadline(const tcp_comm_t *c, const tcp_peer_t *p)
+{
+	const uint64_t rto_ns = (uint64_t)c->opt->read_timeout_ms * 1000000u;
+	const uint64_t fto_ns = (uint64_t)c->cfg->frame_timeout_ms * 1000000u;
+	uint64_t d = 0;
+	if (p->rlen > 0) {
+		if (rto_ns > 0) {
+			d = p->rx_ns + rto_ns;
+		}
+		if (fto_ns > 0 && (d == 0 || p->fstart_ns + fto_ns < d)) {
+			d = p->fstart_ns + fto_ns;
+		}
+	} else if (p->rcap > RX_CHUNK) {
+		d = p->rx_ns + RX_IDLE_NS;
+	}
+	return d;
+}
+
+/* Serve p: read what revents says, write its queue, check that it is alive and its deadlines,
+ * then poll and time it for what is left. A peer that fails is dropped (and may be freed). */
+static void peer_serve(tcp_comm_t *c, tcp_peer_t *p, short rev)
+{
+	const uint64_t rto_ns = (uint64_t)c->opt->read_timeout_ms * 1000000u;
+	const uint64_t fto_ns = (uint64_t)c->cfg->frame_timeout_ms * 1000000u;
+	char why[sizeof(((hako_error_t *)0)->message)];
+	int kind = RX_OK;
+	short ev = POLLIN;
+	why[0] = '\0';
+	if (rev & (POLLIN | POLLERR | POLLHUP)) {
+		kind = rx_peer(c, p, why, sizeof(why));
+	}
+	if (kind == RX_OK) {
+		pthread_mutex_lock(&p->lock);
+		if (p->q.count > 0 && !p->dead && (!p->want_out || (rev & (POLLOUT | POLLERR)))) {
+			p->want_out = 0;
+			flush_locked(c, p);
+		}
+		if (p->dead == DEAD_BROKEN) {
+			kind = RX_LOST;
+			snprintf(why, sizeof(why), "%s", strerror(p->dead_errno));
+		} else if (p->dead == DEAD_STUCK) {
+			kind = RX_LOST;
+		}
+		if (p->want_out) {
+			ev |= POLLOUT;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	uint64_t now = now_ns();
+	if (kind == RX_OK && rto_ns > 0 && p->rlen > 0 && now >= p->rx_ns + rto_ns) {
+		kind = RX_LOST;
+		snprintf(why, sizeof(why),
+		         "no complete frame for %u ms (%zu bytes of one received)",
+		         (unsigned)c->opt->read_timeout_ms, p->rlen);
+	}
+	if (kind == RX_OK && fto_ns > 0 && p->rlen > 0 && now >= p->fstart_ns + fto_ns) {
+		kind = RX_LOST;
+		snprintf(why, sizeof(why),
+		         "a frame not whole %u ms after its first byte "
+		         "(frame_timeout_ms; %zu bytes of it received)",
+		         (unsigned)c->cfg->frame_timeout_ms, p->rlen);
+	}
+	if (kind != RX_OK) {
+		drop_peer(c, p, kind, why[0] != '\0' ? why : NULL);
+		return;
+	}
+	if (p->rcap > RX_CHUNK && p->rlen == 0 && now >= p->rx_ns + RX_IDLE_NS) {
+		rx_idle_shrink(c, p);
+	}
+	if (ev != p->io.events) {
+		hakoi_io_events(c->loop, &p->io, ev);
+	}
+	/* Lazily: a timer that fires early finds nothing due and is set again from here. */
+	uint64_t d = peer_deadline(c, p);
+	if (d != 0 && (!hakoi_timer_armed(&p->timer) || d < p->timer.when)) {
+		hakoi_timer_set(c->loop, &p->timer, d);
+	}
+}
+
+static void peer_io(hakoi_io_t *io, short revents)
+{
+	tcp_peer_t *p = io->arg;
+	peer_serve(p->comm, p, revents);
+}
+
+static void peer_timer(hakoi_timer_t *t)
+{
+	tcp_peer_t *p = t->arg;
+	peer_serve(p->comm, p, 0);
+}
+
+/* The big send buffers go once no big frame was sent for RX_IDLE_MS. */
+static void fcache_timer(hakoi_timer_t *t)
+{
+	tcp_comm_t *c = t->arg;
+	if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) == 0) {
+		return;
+	}
+	uint64_t last = atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed);
+	if (now_ns() >= last + RX_IDLE_NS) {
+		frame_cache_clear(c);
+	} else {
+		hakoi_timer_set(c->loop, &c->fctimer, last + RX_IDLE_NS);
+	}
+}
+
+/* Posted by senders: write the queues they filled, drop the peers they found dead. Last to
+ * first: dropping peers[i] moves the last (already served) into i. */
+static void tcp_work(hakoi_task_t *t)
+{
+	tcp_comm_t *c = t->arg;
+	if (!c->attached) {
+		return; /* posted by a send that raced with stop */
+	}
+	for (size_t i = c->npeers; i-- > 0;) {
+		tcp_peer_t *p = c->peers[i];
+		pthread_mutex_lock(&p->lock);
+		int todo = p->dead != DEAD_NONE || (p->q.count > 0 && !p->want_out);
+		pthread_mutex_unlock(&p->lock);
+		if (todo) {
+			peer_serve(c, p, 0);
+		}
+	}
+	if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) > 0 &&
+	    !hakoi_timer_armed(&c->fctimer)) {
+		uint64_t last = atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed);
+		hakoi_timer_set(c->loop, &c->fctimer, last + RX_IDLE_NS);
+	}
+}
+
+/* Start serving (loop thread): the listening socket, or the first connection attempt. */
+static void tcp_attach(void *arg)
+{
+	tcp_comm_t *c = arg;
+	c->attached = 1;
+	c->ctimer = (hakoi_timer_t){.cb = comm_timer, .arg = c, .owner = c};
+	c->fctimer = (hakoi_timer_t){.cb = fcache_timer, .arg = c, .owner = c};
+	int r = hakoi_timer_add(c->loop, &c->ctimer);
+	if (r == 0) {
+		r = hakoi_timer_add(c->loop, &c->fctimer);
+	}
+	if (r == 0 && c->server) {
+		c->lio = (hakoi_io_t){
+		    .fd = c->lfd, .events = POLLIN, .cb = server_listen_io, .arg = c, .owner = c};
+		r = hakoi_io_add(c->loop, &c->lio);
+	}
+	c->attach_err = r;
+	if (r == 0 && !c->server) {
+		c->backoff_ms = BACKOFF_MIN_MS;
+		c->fail_logged = 0;
+		client_try_connect(c, now_ns());
+	}
+}
+
+/* Stop serving (loop thread): nothing of the comm stays on the loop; its peers stay open for
+ * stop's drain. */
+static void tcp_detach(void *arg)
+{
+	tcp_comm_t *c = arg;
+	c->attached = 0;
+	hakoi_io_del(c->loop, &c->lio);
+	if (!c->server && c->cfd >= 0) {
+		close(c->cfd);
+		c->cfd = -1;
+	}
+	hakoi_timer_del(c->loop, &c->ctimer);
+	hakoi_timer_del(c->loop, &c->fctimer);
+	for (size_t i = 0; i < c->npeers; i++) {
+		hakoi_io_del(c->loop, &c->peers[i]->io);
+		hakoi_timer_del(c->loop, &c->peers[i]->timer);
+	}
+	hakoi_loop_cancel(c->loop, &c->work);
 }
 
 static int ms_until(uint64_t when, uint64_t now)
@@ -1094,172 +1379,7 @@ static int ms_until(uint64_t when, uint64_t now)
 	return ms > 60000u ? 60000 : (int)ms;
 }
 
-static void min_timeout(int *t, int v)
-{
-	if (*t < 0 || v < *t) {
-		*t = v;
-	}
-}
-
-static void drain_on_stop(tcp_comm_t *c);
-
-static void *io_main(void *arg)
-{
-	tcp_comm_t *c = arg;
-	tl_io_comm = c;
-	struct pollfd *pfds = NULL;
-	size_t pcap = 0;
-	const uint64_t rto_ns = (uint64_t)c->cfg->tcp.read_timeout_ms * 1000000u;
-	const uint64_t fto_ns = (uint64_t)c->cfg->frame_timeout_ms * 1000000u;
-
-	while (!atomic_load(&c->stopping)) {
-		uint64_t now = now_ns();
-		int timeout = -1;
-		size_t np = c->npeers;
-		if (pcap < np + 2) {
-			size_t ncap = (np + 2) * 2;
-			struct pollfd *n = realloc(pfds, ncap * sizeof(*n));
-			if (n == NULL) {
-				HAKO_WARN("endpoint '%s': out of memory in the I/O loop",
-				          c->ctx.ep_name);
-				struct timespec ts = {0, 10000000};
-				nanosleep(&ts, NULL);
-				continue;
-			}
-			pfds = n;
-			pcap = ncap;
-		}
-		/* Asleep from here: senders must signal. Then look once more for queued work. */
-		atomic_store(&c->wake_pending, 0);
-		pfds[0] = (struct pollfd){.fd = c->wfd, .events = POLLIN};
-		pfds[1] = (struct pollfd){.fd = -1};
-		if (c->server) {
-			if (now >= c->accept_pause_ns) {
-				pfds[1] = (struct pollfd){.fd = c->lfd, .events = POLLIN};
-			} else {
-				min_timeout(&timeout, ms_until(c->accept_pause_ns, now));
-			}
-		} else if (c->cfd >= 0) {
-			pfds[1] = (struct pollfd){.fd = c->cfd, .events = POLLOUT};
-			min_timeout(&timeout, ms_until(c->conn_deadline_ns, now));
-		} else if (np == 0) {
-			min_timeout(&timeout, ms_until(c->retry_ns, now));
-		}
-		for (size_t i = 0; i < np; i++) {
-			tcp_peer_t *p = c->peers[i];
-			short ev = POLLIN;
-			pthread_mutex_lock(&p->lock);
-			if (p->dead) {
-				timeout = 0;
-			} else if (p->q.count > 0) {
-				if (p->want_out) {
-					ev |= POLLOUT;
-				} else {
-					timeout = 0; /* queued by a sender: write it now */
-				}
-			}
-			pthread_mutex_unlock(&p->lock);
-			pfds[2 + i] = (struct pollfd){.fd = p->fd, .events = ev};
-			if (rto_ns > 0 && p->rlen > 0) {
-				min_timeout(&timeout, ms_until(p->rx_ns + rto_ns, now));
-			}
-			if (fto_ns > 0 && p->rlen > 0) {
-				min_timeout(&timeout, ms_until(p->fstart_ns + fto_ns, now));
-			}
-			if (p->rcap > RX_CHUNK && p->rlen == 0) {
-				min_timeout(&timeout, ms_until(p->rx_ns + RX_IDLE_NS, now));
-			}
-		}
-		if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) > 0) {
-			uint64_t last = atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed);
-			if (now >= last + RX_IDLE_NS) {
-				frame_cache_clear(c);
-			} else {
-				min_timeout(&timeout, ms_until(last + RX_IDLE_NS, now));
-			}
-		}
-		int n = poll(pfds, 2 + np, timeout);
-		atomic_store(&c->wake_pending, 1);
-		if (n < 0 && errno != EINTR) {
-			HAKO_WARN("endpoint '%s': poll: %s", c->ctx.ep_name, strerror(errno));
-		}
-		if (n > 0 && (pfds[0].revents & POLLIN)) {
-			hakoi_wake_drain(c->wfd);
-		}
-		if (atomic_load(&c->stopping)) {
-			break;
-		}
-		now = now_ns();
-		/* Peers first, last to first: dropping peers[i] moves the last (already handled)
-		 * into i. Then new connections (appended after np). */
-		char why[sizeof(((hako_error_t *)0)->message)];
-		for (size_t i = np; i-- > 0;) {
-			tcp_peer_t *p = c->peers[i];
-			short rev = n > 0 ? pfds[2 + i].revents : 0;
-			int kind = RX_OK;
-			why[0] = '\0';
-			if (rev & (POLLIN | POLLERR | POLLHUP)) {
-				kind = rx_peer(c, p, why, sizeof(why));
-			}
-			if (kind == RX_OK) {
-				pthread_mutex_lock(&p->lock);
-				if (p->q.count > 0 && !p->dead &&
-				    (!p->want_out || (rev & (POLLOUT | POLLERR)))) {
-					p->want_out = 0;
-					flush_locked(c, p);
-				}
-				if (p->dead == DEAD_BROKEN) {
-					kind = RX_LOST;
-					snprintf(why, sizeof(why), "%s", strerror(p->dead_errno));
-				} else if (p->dead == DEAD_STUCK) {
-					kind = RX_LOST;
-				}
-				pthread_mutex_unlock(&p->lock);
-			}
-			if (kind == RX_OK && rto_ns > 0 && p->rlen > 0 &&
-			    now >= p->rx_ns + rto_ns) {
-				kind = RX_LOST;
-				snprintf(why, sizeof(why),
-				         "no complete frame for %u ms (%zu bytes of one received)",
-				         (unsigned)c->cfg->tcp.read_timeout_ms, p->rlen);
-			}
-			if (kind == RX_OK && fto_ns > 0 && p->rlen > 0 &&
-			    now >= p->fstart_ns + fto_ns) {
-				kind = RX_LOST;
-				snprintf(why, sizeof(why),
-				         "a frame not whole %u ms after its first byte "
-				         "(frame_timeout_ms; %zu bytes of it received)",
-				         (unsigned)c->cfg->frame_timeout_ms, p->rlen);
-			}
-			if (kind != RX_OK) {
-				drop_peer(c, i, kind, why[0] != '\0' ? why : NULL);
-			} else if (p->rcap > RX_CHUNK && p->rlen == 0 &&
-			           now >= p->rx_ns + RX_IDLE_NS) {
-				rx_idle_shrink(c, p);
-			}
-		}
-		if (n > 0 && pfds[1].fd >= 0 && pfds[1].revents != 0) {
-			if (c->server) {
-				server_accept(c);
-			} else {
-				client_connect_done(c);
-			}
-		}
-		if (!c->server) {
-			now = now_ns();
-			if (c->cfd >= 0 && now >= c->conn_deadline_ns) {
-				client_fail(c, ETIMEDOUT, now);
-			} else if (c->cfd < 0 && c->npeers == 0 && now >= c->retry_ns) {
-				client_try_connect(c, now);
-			}
-		}
-	}
-	free(pfds);
-	drain_on_stop(c);
-	return NULL;
-}
-
-/* Stop (I/O thread, after its loop): see the top comment. */
+/* Stop (after the comm left the loop): see the top comment. */
 static void drain_on_stop(tcp_comm_t *c)
 {
 	size_t np = c->npeers;
@@ -1273,8 +1393,7 @@ static void drain_on_stop(tcp_comm_t *c)
 		free(who);
 		return;
 	}
-	uint32_t ms =
-	    c->cfg->tcp.write_timeout_ms > 0 ? c->cfg->tcp.write_timeout_ms : STOP_DRAIN_MS;
+	uint32_t ms = c->opt->write_timeout_ms > 0 ? c->opt->write_timeout_ms : STOP_DRAIN_MS;
 	uint64_t deadline = now_ns() + (uint64_t)ms * 1000000u;
 	char sink[4096];
 	for (;;) {
@@ -1354,10 +1473,10 @@ static int tcp_listen(tcp_comm_t *c, hako_error_t *err)
 		                      (unsigned)cfg->local.port, strerror(errno));
 	}
 	int one = 1;
-	if (cfg->tcp.reuse_address) {
+	if (c->opt->reuse_address) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	}
-	int backlog = cfg->tcp.backlog > 0 ? (int)cfg->tcp.backlog : SOMAXCONN;
+	int backlog = c->opt->backlog > 0 ? (int)c->opt->backlog : SOMAXCONN;
 	if (bind(fd, (const struct sockaddr *)&ss, sl) != 0 || listen(fd, backlog) != 0) {
 		int e = errno;
 		close(fd);
@@ -1383,24 +1502,24 @@ static int tcp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 {
 	const hako_comm_config_t *cfg = ctx->cfg;
 	*impl = NULL;
+	if (ctx->loop == NULL) {
+		return hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0, "tcp: no I/O loop");
+	}
 	tcp_comm_t *c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
 	}
 	c->ctx = *ctx;
 	c->cfg = cfg;
+	c->opt = cfg->opts;
 	c->ver = cfg->raw_version == 1 ? HAKO_FRAME_V1 : HAKO_FRAME_V2;
 	c->server = cfg->role == HAKO_COMM_SERVER;
 	c->lfd = -1;
 	c->cfd = -1;
+	c->loop = ctx->loop;
+	c->work = (hakoi_task_t){.fn = tcp_work, .arg = c, .owner = c};
 	pthread_mutex_init(&c->peers_lock, NULL);
 	pthread_mutex_init(&c->fc_lock, NULL);
-	c->wfd = hakoi_wake_open();
-	if (c->wfd < 0) {
-		int e = errno;
-		tcp_close(c);
-		return hako_error_set(err, HAKO_EIO, cfg->path, 0, 0, "eventfd: %s", strerror(e));
-	}
 	int r = 0;
 	if (c->server) {
 		r = tcp_listen(c, err);
@@ -1423,43 +1542,40 @@ static int tcp_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 {
 	(void)dom;
 	tcp_comm_t *c = impl;
-	if (c->thread_started) {
+	if (c->started) {
 		return hako_error_set(err, HAKO_ESTATE, c->cfg->path, 0, 0, "already started");
 	}
-	hakoi_wake_drain(c->wfd);
-	atomic_store(&c->stopping, 0);
-	atomic_store(&c->wake_pending, 0);
-	c->backoff_ms = BACKOFF_MIN_MS;
-	c->retry_ns = 0;
-	c->fail_logged = 0;
-	c->accept_pause_ns = 0;
-	int e = pthread_create(&c->tid, NULL, io_main, c);
-	if (e != 0) {
+	if (hakoi_loop_hold(c->loop) != 0) {
 		return hako_error_set(err, HAKO_EIO, c->cfg->path, 0, 0,
-		                      "cannot start the tcp thread: %s", strerror(e));
+		                      "cannot start the I/O loop's thread");
 	}
-	c->thread_started = 1;
+	hakoi_loop_call(c->loop, tcp_attach, c);
+	if (c->attach_err != 0) {
+		hakoi_loop_call(c->loop, tcp_detach, c);
+		hakoi_loop_release(c->loop);
+		return hako_error_set(err, c->attach_err, c->cfg->path, 0, 0,
+		                      "cannot serve the tcp comm: %s",
+		                      hako_strerror(c->attach_err));
+	}
+	c->started = 1;
 	return 0;
 }
 
 static void tcp_stop(void *impl)
 {
 	tcp_comm_t *c = impl;
-	if (!c->thread_started) {
+	if (!c->started) {
 		return;
 	}
-	atomic_store(&c->stopping, 1);
-	hakoi_wake_signal(c->wfd);
-	pthread_join(c->tid, NULL);
-	c->thread_started = 0;
+	hakoi_loop_call(c->loop, tcp_detach, c);
+	drain_on_stop(c);
 	while (c->npeers > 0) {
 		/* Drained ones end in order; the others (stuck, broken) at once. */
-		peer_remove(c, c->npeers - 1, !c->peers[c->npeers - 1]->bye);
+		tcp_peer_t *p = c->peers[c->npeers - 1];
+		peer_remove(c, p, !p->bye);
 	}
-	if (c->cfd >= 0) {
-		close(c->cfd);
-		c->cfd = -1;
-	}
+	c->started = 0;
+	hakoi_loop_release(c->loop);
 }
 
 static void tcp_close(void *impl)
@@ -1469,11 +1585,12 @@ static void tcp_close(void *impl)
 		return;
 	}
 	tcp_stop(c);
+	if (c->loop != NULL) {
+		/* A send that raced with stop may have posted the task again. */
+		hakoi_loop_cancel(c->loop, &c->work);
+	}
 	if (c->lfd >= 0) {
 		close(c->lfd);
-	}
-	if (c->wfd >= 0) {
-		close(c->wfd);
 	}
 	free(c->peers);
 	frame_cache_clear(c);
@@ -1488,7 +1605,89 @@ static uint16_t tcp_local_port(void *impl)
 	return c->server ? c->port : 0;
 }
 
-const hakoi_comm_ops_t hakoi_comm_tcp_ops = {
+/* ---- the comm file ---- */
+
+typedef hako_comm_tcp_options_t tcp_opts_t;
+
+static void tcp_defaults(hako_comm_config_t *cc)
+{
+	/* backlog 0: not in the file, SOMAXCONN (Hakoniwa's 5 made a burst of connects wait for
+	 * SYN retransmits, ~1 s each). */
+	*(tcp_opts_t *)cc->opts = (tcp_opts_t){.backlog = 0,
+	                                       .connect_timeout_ms = 1000,
+	                                       .read_timeout_ms = 1000,
+	                                       .write_timeout_ms = 1000,
+	                                       .blocking = 1,
+	                                       .reuse_address = 1,
+	                                       .keepalive = 1,
+	                                       .no_delay = 1};
+}
+
+static int refuse_mux(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)base;
+	(void)f;
+	return hakoi_walk_fail(w, "TCP mux (expected_clients) is not supported");
+}
+
+static int tcp_check_addrs(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hako_comm_config_t *cc = base;
+	int server = cc->role == HAKO_COMM_SERVER;
+	return hakoi_comm_check_addrs(w, cc, server ? "local" : "remote",
+	                              server ? "remote" : "local",
+	                              server ? "a server" : "a client");
+}
+
+static const hakoi_field_t tcp_linger_fields[] = {
+    HAKOI_COMM_BOOL("enabled", tcp_opts_t, linger_enabled),
+    HAKOI_COMM_INT("timeout_sec", tcp_opts_t, linger_timeout_sec, 0, 65535),
+    HAKOI_END,
+};
+
+static const hakoi_field_t tcp_option_fields[] = {
+    HAKOI_COMM_INT("backlog", tcp_opts_t, backlog, 1, 65535),
+    HAKOI_COMM_INT("connect_timeout_ms", tcp_opts_t, connect_timeout_ms, 0, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_INT("read_timeout_ms", tcp_opts_t, read_timeout_ms, 0, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_INT("write_timeout_ms", tcp_opts_t, write_timeout_ms, 0, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_BOOL("blocking", tcp_opts_t, blocking),
+    HAKOI_COMM_BOOL("reuse_address", tcp_opts_t, reuse_address),
+    HAKOI_COMM_BOOL("keepalive", tcp_opts_t, keepalive),
+    HAKOI_COMM_BOOL("no_delay", tcp_opts_t, no_delay),
+    HAKOI_COMM_INT("recv_buffer_size", tcp_opts_t, recv_buffer_size, 1, HAKOI_COMM_MAX_BUF),
+    HAKOI_COMM_INT("send_buffer_size", tcp_opts_t, send_buffer_size, 1, HAKOI_COMM_MAX_BUF),
+    HAKOI_COMM_OBJECT("linger", 0, tcp_linger_fields),
+    HAKOI_COMM_NET_OPTIONS,
+    HAKOI_COMM_STREAM_OPTIONS,
+    HAKOI_END,
+};
+
+static const hakoi_field_t tcp_fields[] = {
+    HAKOI_COMM_COMMON_FIELDS,
+    HAKOI_CUSTOM("expected_clients", 0, refuse_mux, NULL),
+    HAKOI_COMM_ROLE_FIELD,
+    HAKOI_COMM_ADDR_FIELD("local", local, hakoi_comm_ip_local_fields),
+    HAKOI_COMM_ADDR_FIELD("remote", remote, hakoi_comm_ip_remote_fields),
+    HAKOI_CHECK(tcp_check_addrs),
+    HAKOI_COMM_OBJECT("options", 0, tcp_option_fields),
+    HAKOI_END,
+};
+
+const hako_comm_tcp_options_t *hako_comm_tcp_options(const hako_comm_config_t *cc)
+{
+	return cc != NULL && cc->protocol == HAKO_COMM_TCP ? cc->opts : NULL;
+}
+
+const hakoi_comm_t hakoi_comm_tcp = {
+    .name = "tcp",
+    .protocol = HAKO_COMM_TCP,
+    .uses_loop = 1,
+    .opts_size = sizeof(tcp_opts_t),
+    .defaults = tcp_defaults,
+    .fields = tcp_fields,
     .open = tcp_open,
     .start = tcp_start,
     .stop = tcp_stop,

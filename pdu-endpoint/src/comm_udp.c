@@ -1,9 +1,12 @@
-/* The udp comm: one frame per datagram, one socket, one receive thread (ep_comm.h).
+/* The udp comm: one frame per datagram, one socket (ep_comm.h).
  *
- * Sends go out directly with sendto() on the non-blocking socket from the caller's thread: a
- * datagram socket has no per-peer queue to bound, so option "blocking" changes nothing and a
- * send never waits (a full socket buffer drops the PDU: HAKO_EAGAIN, counted). timeout_ms is
- * the receive thread's poll timeout; stop wakes the thread at once through an eventfd. */
+ * Receiving: the socket is one of the fds of its endpoint set's I/O loop (ep_loop.h), from
+ * start to stop; each time it is readable the loop reads what is there (at most RX_BATCH
+ * datagrams, so that the set's other comms are served under a flood) and delivers it. Sends go
+ * out directly with sendto() on the non-blocking socket from the caller's thread: a datagram
+ * socket has no per-peer queue to bound, so option "blocking" changes nothing and a send never
+ * waits (a full socket buffer drops the PDU: HAKO_EAGAIN, counted). timeout_ms (Hakoniwa's
+ * receive timeout) is read and has no use: nothing waits on a receive. */
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "ep_comm.h"
+#include "ep_loop.h"
 #include "ep_net.h"
 #include "hako/log.h"
 
@@ -29,6 +33,7 @@
 #define UDP_RCVBUF_MIN  (4u << 20)
 #define UDP_SNDBUF_MIN  (256u << 10)
 #define UDP_WARN_SLOTS  16
+#define RX_BATCH        256 /* datagrams per turn of the loop */
 #define UDP_WARN_GAP_MS 1000
 
 typedef struct warn_slot {
@@ -41,13 +46,14 @@ typedef struct warn_slot {
 typedef struct udp_comm {
 	hakoi_comm_ctx_t ctx;
 	const hako_comm_config_t *cfg;
+	const hako_comm_udp_options_t *opt;
 	int fd;
-	int wake;
 	int family;
 	uint16_t port;
-	pthread_t thread;
-	int thread_on;
-	atomic_int stopping;
+	hakoi_loop_t *loop;
+	hakoi_io_t io; /* the socket on the loop (start .. stop) */
+	int started;
+	int attach_err;
 
 	struct sockaddr_storage remote;
 	socklen_t remote_len;
@@ -60,7 +66,7 @@ typedef struct udp_comm {
 
 	atomic_int toobig_logged;
 	atomic_int senderr_logged;
-	warn_slot_t warn[UDP_WARN_SLOTS]; /* receive thread only */
+	warn_slot_t warn[UDP_WARN_SLOTS]; /* loop thread only */
 	uint8_t *rx;
 } udp_comm_t;
 
@@ -158,42 +164,40 @@ static void handle_datagram(udp_comm_t *u, size_t n, const struct sockaddr_stora
 	u->ctx.deliver(u->ctx.ep, &key, fr.body, fr.body_len);
 }
 
-static void *rx_thread(void *arg)
+/* The socket is readable (loop thread): what is there, bounded. */
+static void udp_rx(hakoi_io_t *io, short revents)
 {
-	udp_comm_t *u = arg;
-	int timeout = u->cfg->udp.timeout_ms > 0 ? (int)u->cfg->udp.timeout_ms : 1000;
-	struct pollfd p[2] = {{.fd = u->fd, .events = POLLIN}, {.fd = u->wake, .events = POLLIN}};
-	while (!atomic_load(&u->stopping)) {
-		int n = poll(p, 2, timeout);
-		if (n < 0 && errno != EINTR) {
-			HAKO_WARN("endpoint '%s': udp poll: %s", u->ctx.ep_name, strerror(errno));
+	(void)revents;
+	udp_comm_t *u = io->arg;
+	for (int i = 0; i < RX_BATCH; i++) {
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		memset(&from, 0, sizeof(from));
+		ssize_t got = recvfrom(u->fd, u->rx, UDP_RX_BUF, MSG_DONTWAIT | MSG_TRUNC,
+		                       (struct sockaddr *)&from, &fl);
+		if (got < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNREFUSED) {
+				HAKO_DEBUG("endpoint '%s': udp recv: %s", u->ctx.ep_name,
+				           strerror(errno));
+			}
 			break;
 		}
-		if (n <= 0) {
-			continue;
-		}
-		if (p[1].revents != 0) {
-			hakoi_wake_drain(u->wake);
-		}
-		/* Drain what is there; bounded so stop is seen under a flood. */
-		for (int i = 0; i < 256 && !atomic_load(&u->stopping); i++) {
-			struct sockaddr_storage from;
-			socklen_t fl = sizeof(from);
-			memset(&from, 0, sizeof(from));
-			ssize_t got = recvfrom(u->fd, u->rx, UDP_RX_BUF, MSG_DONTWAIT | MSG_TRUNC,
-			                       (struct sockaddr *)&from, &fl);
-			if (got < 0) {
-				if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-				    errno != ECONNREFUSED) {
-					HAKO_DEBUG("endpoint '%s': udp recv: %s", u->ctx.ep_name,
-					           strerror(errno));
-				}
-				break;
-			}
-			handle_datagram(u, (size_t)got, &from, fl);
-		}
+		handle_datagram(u, (size_t)got, &from, fl);
 	}
-	return NULL;
+}
+
+static void udp_attach(void *arg)
+{
+	udp_comm_t *u = arg;
+	u->io = (hakoi_io_t){.fd = u->fd, .events = POLLIN, .cb = udp_rx, .arg = u, .owner = u};
+	u->attach_err = hakoi_io_add(u->loop, &u->io);
+}
+
+static void udp_detach(void *arg)
+{
+	udp_comm_t *u = arg;
+	hakoi_io_del(u->loop, &u->io);
 }
 
 static int sockopt(int fd, int level, int name, int v)
@@ -203,7 +207,7 @@ static int sockopt(int fd, int level, int name, int v)
 
 static int join_group(udp_comm_t *u, hako_error_t *err)
 {
-	const hako_comm_udp_options_t *o = &u->cfg->udp;
+	const hako_comm_udp_options_t *o = u->opt;
 	const char *ifa = o->multicast_interface[0] != '\0' ? o->multicast_interface : "0.0.0.0";
 	if (u->family == AF_INET) {
 		struct ip_mreq m;
@@ -252,9 +256,6 @@ static void udp_free(udp_comm_t *u)
 	if (u->fd >= 0) {
 		close(u->fd);
 	}
-	if (u->wake >= 0) {
-		close(u->wake);
-	}
 	pthread_mutex_destroy(&u->lock);
 	free(u->rx);
 	free(u);
@@ -263,14 +264,18 @@ static void udp_free(udp_comm_t *u)
 static int udp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 {
 	const hako_comm_config_t *cfg = ctx->cfg;
+	if (ctx->loop == NULL) {
+		return hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0, "udp: no I/O loop");
+	}
 	udp_comm_t *u = calloc(1, sizeof(*u));
 	if (u == NULL) {
 		return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
 	}
 	u->ctx = *ctx;
 	u->cfg = cfg;
+	u->opt = cfg->opts;
+	u->loop = ctx->loop;
 	u->fd = -1;
-	u->wake = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	int r = 0;
 	struct sockaddr_storage local;
@@ -299,24 +304,23 @@ static int udp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 		goto fail;
 	}
 	u->rx = malloc(UDP_RX_BUF);
-	u->wake = hakoi_wake_open();
 	u->fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (u->rx == NULL || u->wake < 0 || u->fd < 0) {
+	if (u->rx == NULL || u->fd < 0) {
 		r = hako_error_set(err, u->rx == NULL ? HAKO_ENOMEM : HAKO_EIO, cfg->path, 0, 0,
 		                   "cannot create the udp socket: %s", strerror(errno));
 		goto fail;
 	}
-	if (cfg->udp.reuse_address) {
+	if (u->opt->reuse_address) {
 		sockopt(u->fd, SOL_SOCKET, SO_REUSEADDR, 1);
 	}
 	/* Hakoniwa's buffer_size default (8192) holds one or two PDUs: a burst on loopback
-	 * would be dropped by the kernel before the thread runs. Ask for at least 4 MiB to
+	 * would be dropped by the kernel before the loop reads. Ask for at least 4 MiB to
 	 * receive (the kernel caps it at net.core.rmem_max; memory is used only when a burst
 	 * queues) and 256 KiB to send (room for a few maximal datagrams). */
-	uint32_t bs = cfg->udp.buffer_size;
+	uint32_t bs = u->opt->buffer_size;
 	sockopt(u->fd, SOL_SOCKET, SO_RCVBUF, (int)(bs > UDP_RCVBUF_MIN ? bs : UDP_RCVBUF_MIN));
 	sockopt(u->fd, SOL_SOCKET, SO_SNDBUF, (int)(bs > UDP_SNDBUF_MIN ? bs : UDP_SNDBUF_MIN));
-	if (cfg->udp.broadcast && sockopt(u->fd, SOL_SOCKET, SO_BROADCAST, 1) != 0) {
+	if (u->opt->broadcast && sockopt(u->fd, SOL_SOCKET, SO_BROADCAST, 1) != 0) {
 		r = hako_error_set(err, HAKO_EIO, cfg->path, 0, 0, "SO_BROADCAST: %s",
 		                   strerror(errno));
 		goto fail;
@@ -339,7 +343,7 @@ static int udp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 			                                  : ((struct sockaddr_in *)&b)->sin_port);
 		}
 	}
-	if (cfg->udp.multicast_enabled && (r = join_group(u, err)) != 0) {
+	if (u->opt->multicast_enabled && (r = join_group(u, err)) != 0) {
 		goto fail;
 	}
 	*impl = u;
@@ -353,27 +357,33 @@ static int udp_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 {
 	(void)dom;
 	udp_comm_t *u = impl;
-	atomic_store(&u->stopping, 0);
-	hakoi_wake_drain(u->wake);
-	int e = pthread_create(&u->thread, NULL, rx_thread, u);
-	if (e != 0) {
-		return hako_error_set(err, HAKO_EIO, u->cfg->path, 0, 0,
-		                      "cannot start the udp thread: %s", strerror(e));
+	if (u->started) {
+		return hako_error_set(err, HAKO_ESTATE, u->cfg->path, 0, 0, "already started");
 	}
-	u->thread_on = 1;
+	if (hakoi_loop_hold(u->loop) != 0) {
+		return hako_error_set(err, HAKO_EIO, u->cfg->path, 0, 0,
+		                      "cannot start the I/O loop's thread");
+	}
+	hakoi_loop_call(u->loop, udp_attach, u);
+	if (u->attach_err != 0) {
+		hakoi_loop_release(u->loop);
+		return hako_error_set(err, u->attach_err, u->cfg->path, 0, 0,
+		                      "cannot serve the udp comm: %s",
+		                      hako_strerror(u->attach_err));
+	}
+	u->started = 1;
 	return 0;
 }
 
 static void udp_stop(void *impl)
 {
 	udp_comm_t *u = impl;
-	if (!u->thread_on) {
+	if (!u->started) {
 		return;
 	}
-	atomic_store(&u->stopping, 1);
-	hakoi_wake_signal(u->wake);
-	pthread_join(u->thread, NULL);
-	u->thread_on = 0;
+	hakoi_loop_call(u->loop, udp_detach, u);
+	u->started = 0;
+	hakoi_loop_release(u->loop);
 }
 
 static void udp_close(void *impl)
@@ -456,7 +466,112 @@ static uint16_t udp_local_port(void *impl)
 	return ((udp_comm_t *)impl)->port;
 }
 
-const hakoi_comm_ops_t hakoi_comm_udp_ops = {
+/* ---- the comm file ---- */
+
+typedef hako_comm_udp_options_t udp_opts_t;
+
+static void udp_defaults(hako_comm_config_t *cc)
+{
+	*(udp_opts_t *)cc->opts = (udp_opts_t){.buffer_size = 8192,
+	                                       .timeout_ms = 1000,
+	                                       .blocking = 1,
+	                                       .reuse_address = 1,
+	                                       .multicast_interface = "0.0.0.0",
+	                                       .multicast_ttl = 1};
+}
+
+static int is_multicast(const char *addr)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, addr, &a4) == 1) {
+		return (ntohl(a4.s_addr) >> 28) == 0xe;
+	}
+	return inet_pton(AF_INET6, addr, &a6) == 1 && a6.s6_addr[0] == 0xff;
+}
+
+static int check_group(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	int r = hakoi_comm_check_ip(w, v, base, f);
+	if (r == 0 && !is_multicast(json_string_value(v))) {
+		r = hakoi_walk_fail(w, "\"%s\" is not a multicast address", json_string_value(v));
+	}
+	return r;
+}
+
+static int check_multicast(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hako_comm_config_t *cc = base;
+	const udp_opts_t *o = cc->opts;
+	if (o->multicast_enabled && o->multicast_group[0] == '\0') {
+		hakoi_walk_push_key(w, "group");
+		return hakoi_walk_fail(w, "missing (a multicast address is required when enabled)");
+	}
+	return 0;
+}
+
+/* Receiving needs local, sending needs remote; "in" has no use for remote. */
+static int udp_check_addrs(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hako_comm_config_t *cc = base;
+	const char *why = cc->direction == HAKO_COMM_IN    ? "direction \"in\""
+	                  : cc->direction == HAKO_COMM_OUT ? "direction \"out\""
+	                                                   : "direction \"inout\"";
+	return hakoi_comm_check_addrs(w, cc, cc->direction == HAKO_COMM_OUT ? "remote" : "local",
+	                              cc->direction == HAKO_COMM_IN ? "remote" : NULL, why);
+}
+
+static const hakoi_field_t udp_multicast_fields[] = {
+    HAKOI_COMM_BOOL("enabled", udp_opts_t, multicast_enabled),
+    {.key = "group",
+     .kind = HAKOI_K_STRING,
+     HAKOI_COMM_AT(udp_opts_t, multicast_group),
+     .check = check_group},
+    {.key = "interface",
+     .kind = HAKOI_K_STRING,
+     HAKOI_COMM_AT(udp_opts_t, multicast_interface),
+     .check = hakoi_comm_check_ip},
+    HAKOI_COMM_INT("ttl", udp_opts_t, multicast_ttl, 0, 255),
+    HAKOI_CHECK(check_multicast),
+    HAKOI_END,
+};
+
+static const hakoi_field_t udp_option_fields[] = {
+    HAKOI_COMM_INT("buffer_size", udp_opts_t, buffer_size, 1, HAKOI_COMM_MAX_BUF),
+    HAKOI_COMM_INT("timeout_ms", udp_opts_t, timeout_ms, 0, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_BOOL("blocking", udp_opts_t, blocking),
+    HAKOI_COMM_BOOL("reuse_address", udp_opts_t, reuse_address),
+    HAKOI_COMM_BOOL("broadcast", udp_opts_t, broadcast),
+    HAKOI_COMM_OBJECT("multicast", 0, udp_multicast_fields),
+    HAKOI_COMM_NET_OPTIONS,
+    HAKOI_END,
+};
+
+static const hakoi_field_t udp_fields[] = {
+    HAKOI_COMM_COMMON_FIELDS,
+    HAKOI_COMM_ADDR_FIELD("local", local, hakoi_comm_ip_local_fields),
+    HAKOI_COMM_ADDR_FIELD("remote", remote, hakoi_comm_ip_remote_fields),
+    HAKOI_CHECK(udp_check_addrs),
+    HAKOI_COMM_OBJECT("options", 0, udp_option_fields),
+    HAKOI_END,
+};
+
+const hako_comm_udp_options_t *hako_comm_udp_options(const hako_comm_config_t *cc)
+{
+	return cc != NULL && cc->protocol == HAKO_COMM_UDP ? cc->opts : NULL;
+}
+
+const hakoi_comm_t hakoi_comm_udp = {
+    .name = "udp",
+    .protocol = HAKO_COMM_UDP,
+    .uses_loop = 1,
+    .opts_size = sizeof(udp_opts_t),
+    .defaults = udp_defaults,
+    .fields = udp_fields,
     .open = udp_open,
     .start = udp_start,
     .stop = udp_stop,

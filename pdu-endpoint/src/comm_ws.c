@@ -9,6 +9,13 @@
  * A send holds a reference on each session it hands the frame to (sessions are freed by the
  * last of the service thread and those senders), so it may wait for room (blocking, below).
  *
+ * This comm keeps its own thread rather than join its endpoint set's I/O loop (ep_loop.h): to
+ * run lws in another loop, lws must hand over its fds (LWS_CALLBACK_ADD_POLL_FD & co) and the
+ * deadlines of its timers, which it does only when built with LWS_WITH_EXTERNAL_POLL; the
+ * libwebsockets 4.1 of the distribution is not (no ADD_POLL_FD callback comes, even for a
+ * listening vhost). It also keeps blocking sends from the loop's thread (a bridge forwarding
+ * from a tcp endpoint of the set) able to wait for room: this thread writes meanwhile.
+ *
  * Buffer sizes (lws's defaults make big PDUs crawl): lws reads a connection pt_serv_buf_size
  * bytes per POLLIN (default 4 KiB: 256 passes of the service loop per MiB), so the context gets
  * WS_SERV_BUF; a protocol's rx_buffer_size bounds the chunks handed to the RECEIVE callback and
@@ -67,6 +74,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -123,6 +131,7 @@ typedef struct ws_sess {
 typedef struct ws_comm {
 	hakoi_comm_ctx_t ctx;
 	const hako_comm_config_t *cfg;
+	const hako_comm_ws_options_t *opt;
 	int client;
 	struct lws_context *lws;
 	struct lws_vhost *vh;
@@ -454,8 +463,8 @@ static int rx_grow(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, size_t need)
 static uint64_t rx_deadline(const ws_comm_t *c, const ws_sess_t *s)
 {
 	uint64_t d = 0;
-	if (c->cfg->ws.read_timeout_ms > 0) {
-		d = s->rx_last_ms + c->cfg->ws.read_timeout_ms;
+	if (c->opt->read_timeout_ms > 0) {
+		d = s->rx_last_ms + c->opt->read_timeout_ms;
 	}
 	if (c->cfg->frame_timeout_ms > 0) {
 		uint64_t f = s->rx_start_ms + c->cfg->frame_timeout_ms;
@@ -491,7 +500,7 @@ static void rx_timer(ws_comm_t *c, struct lws *wsi, ws_sess_t *s)
 		rx_arm(c, wsi, s, now);
 		return;
 	}
-	const uint32_t rto = c->cfg->ws.read_timeout_ms;
+	const uint32_t rto = c->opt->read_timeout_ms;
 	if (rto > 0 && now >= s->rx_last_ms + rto) {
 		HAKO_WARN("endpoint '%s': websocket peer %s: no byte of its message for %u ms "
 		          "(read_timeout_ms; %zu bytes of it received); closing that session",
@@ -841,7 +850,7 @@ static void *svc_thread(void *arg)
 	}
 	/* Write out what the sessions have queued and what lws buffered. */
 	uint32_t drain_ms =
-	    c->cfg->ws.write_timeout_ms > 0 ? c->cfg->ws.write_timeout_ms : WS_DRAIN_WAIT_MS;
+	    c->opt->write_timeout_ms > 0 ? c->opt->write_timeout_ms : WS_DRAIN_WAIT_MS;
 	uint64_t deadline = now_ms() + drain_ms;
 	uint32_t left;
 	while ((left = sessions_pending(c)) > 0 && now_ms() < deadline) {
@@ -933,6 +942,7 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	}
 	c->ctx = *ctx;
 	c->cfg = cfg;
+	c->opt = cfg->opts;
 	c->client = cfg->role == HAKO_COMM_CLIENT;
 	pthread_mutex_init(&c->lock, NULL);
 	hakoi_cond_init(&c->room);
@@ -959,9 +969,9 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	    .rx_buffer_size = WS_RX_BUF,
 	    .tx_packet_size = WS_TX_PACKET,
 	};
-	if (cfg->ws.ping_interval_sec > 0) {
-		uint32_t hup = cfg->ws.ping_interval_sec * 3u;
-		c->policy.secs_since_valid_ping = (uint16_t)cfg->ws.ping_interval_sec;
+	if (c->opt->ping_interval_sec > 0) {
+		uint32_t hup = c->opt->ping_interval_sec * 3u;
+		c->policy.secs_since_valid_ping = (uint16_t)c->opt->ping_interval_sec;
 		c->policy.secs_since_valid_hangup = (uint16_t)(hup > 65535u ? 65535u : hup);
 	}
 
@@ -986,8 +996,8 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	info.user = c;
 	info.vhost_name = "hako";
 	info.retry_and_idle_policy = &c->policy;
-	info.timeout_secs = ms_to_secs(cfg->ws.handshake_timeout_ms);
-	info.connect_timeout_secs = ms_to_secs(cfg->ws.connect_timeout_ms);
+	info.timeout_secs = ms_to_secs(c->opt->handshake_timeout_ms);
+	info.connect_timeout_secs = ms_to_secs(c->opt->connect_timeout_ms);
 	if (c->client) {
 		info.port = CONTEXT_PORT_NO_LISTEN;
 	} else {
@@ -999,7 +1009,7 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 		if (cfg->local.family != AF_INET6) {
 			info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
 		}
-		if (cfg->ws.static_dir[0] != '\0') {
+		if (c->opt->static_dir[0] != '\0') {
 			static const char *const types[][2] = {
 			    {".json", "application/json"},
 			    {".wasm", "application/wasm"},
@@ -1013,7 +1023,7 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 			}
 			c->mount.mountpoint = "/";
 			c->mount.mountpoint_len = 1;
-			c->mount.origin = cfg->ws.static_dir;
+			c->mount.origin = c->opt->static_dir;
 			c->mount.def = "index.html";
 			c->mount.origin_protocol = LWSMPRO_FILE;
 			c->mount.extra_mimetypes = c->mime;
@@ -1094,7 +1104,7 @@ static int sess_gone(const void *arg)
 static int send_to_session(ws_comm_t *c, ws_sess_t *s, hakoi_frame_buf_t *f, int may_wait,
                            uint64_t *dropped, int *wake)
 {
-	const hako_comm_ws_options_t *o = &c->cfg->ws;
+	const hako_comm_ws_options_t *o = c->opt;
 	if (s->gone || s->stuck) {
 		(*dropped)++;
 		return 0;
@@ -1137,7 +1147,7 @@ static int ws_send(void *impl, const hako_pdu_key_t *key, const void *data, size
 	}
 	/* Blocking (tcp's flow control): a full queue waits for the service thread, which a
 	 * send from that thread cannot do; there, and without blocking, the oldest goes. */
-	int may_wait = c->cfg->ws.blocking && tl_svc_comm != c;
+	int may_wait = c->opt->blocking && tl_svc_comm != c;
 	ws_sess_t *stack[16];
 	ws_sess_t **snap = stack;
 	uint64_t dropped = 0;
@@ -1192,7 +1202,89 @@ static uint16_t ws_local_port(void *impl)
 	return ((ws_comm_t *)impl)->port;
 }
 
-const hakoi_comm_ops_t hakoi_comm_ws_ops = {
+/* ---- the comm file ---- */
+
+typedef hako_comm_ws_options_t ws_opts_t;
+
+static void ws_defaults(hako_comm_config_t *cc)
+{
+	*(ws_opts_t *)cc->opts = (ws_opts_t){.handshake_timeout_ms = 5000,
+	                                     .connect_timeout_ms = 1000,
+	                                     .read_timeout_ms = 1000,
+	                                     .write_timeout_ms = 1000,
+	                                     .blocking = 1};
+	/* Loopback unless the file names an address: a server reachable from other hosts is a
+	 * choice, not a default (Hakoniwa's binds 0.0.0.0). */
+	snprintf(cc->local.address, sizeof(cc->local.address), "127.0.0.1");
+	cc->local.family = AF_INET;
+	snprintf(cc->remote.path, sizeof(cc->remote.path), "/");
+}
+
+static int refuse_tls(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)base;
+	(void)f;
+	return json_is_true(v) ? hakoi_walk_fail(w, "TLS is not supported") : 0;
+}
+
+static int check_static_dir(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hako_comm_config_t *cc = base;
+	return cc->role == HAKO_COMM_SERVER ? 0 : hakoi_walk_fail(w, "only a server serves files");
+}
+
+static int ws_check_addrs(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hako_comm_config_t *cc = base;
+	int server = cc->role == HAKO_COMM_SERVER;
+	return hakoi_comm_check_addrs(w, cc, server ? "local" : "remote",
+	                              server ? "remote" : "local",
+	                              server ? "a server" : "a client");
+}
+
+static const hakoi_field_t ws_option_fields[] = {
+    {.key = "secure", .kind = HAKOI_K_BOOL, .check = refuse_tls},
+    HAKOI_COMM_INT("ping_interval_sec", ws_opts_t, ping_interval_sec, 0, 3600),
+    HAKOI_COMM_INT("handshake_timeout_ms", ws_opts_t, handshake_timeout_ms, 1, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_INT("connect_timeout_ms", ws_opts_t, connect_timeout_ms, 0, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_INT("read_timeout_ms", ws_opts_t, read_timeout_ms, 0, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_INT("write_timeout_ms", ws_opts_t, write_timeout_ms, 0, HAKOI_COMM_MAX_MS),
+    HAKOI_COMM_BOOL("blocking", ws_opts_t, blocking),
+    HAKOI_COMM_NET_OPTIONS,
+    HAKOI_COMM_STREAM_OPTIONS,
+    {.key = "static_dir",
+     .kind = HAKOI_K_PATH,
+     .flags = HAKOI_F_NULL_OK,
+     HAKOI_COMM_AT(ws_opts_t, static_dir),
+     .check = check_static_dir},
+    HAKOI_END,
+};
+
+static const hakoi_field_t ws_fields[] = {
+    HAKOI_COMM_COMMON_FIELDS,
+    HAKOI_COMM_ROLE_FIELD,
+    HAKOI_COMM_ADDR_FIELD("local", local, hakoi_comm_ws_local_fields),
+    HAKOI_COMM_ADDR_FIELD("remote", remote, hakoi_comm_ws_remote_fields),
+    HAKOI_CHECK(ws_check_addrs),
+    HAKOI_COMM_OBJECT("options", 0, ws_option_fields),
+    HAKOI_END,
+};
+
+const hako_comm_ws_options_t *hako_comm_ws_options(const hako_comm_config_t *cc)
+{
+	return cc != NULL && cc->protocol == HAKO_COMM_WEBSOCKET ? cc->opts : NULL;
+}
+
+const hakoi_comm_t hakoi_comm_ws = {
+    .name = "websocket",
+    .protocol = HAKO_COMM_WEBSOCKET,
+    .opts_size = sizeof(ws_opts_t),
+    .defaults = ws_defaults,
+    .fields = ws_fields,
     .open = ws_open,
     .start = ws_start,
     .stop = ws_stop,

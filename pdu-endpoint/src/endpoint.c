@@ -13,13 +13,16 @@
 #include <time.h>
 
 #include "ep_comm.h"
+#include "ep_loop.h"
 #include "hako/log.h"
 
 struct hako_endpoint {
 	hako_endpoint_config_t *cfg;
 	hako_cache_t *cache;
-	const hakoi_comm_ops_t *ops; /* NULL: comm-less */
+	const hakoi_comm_t *ops; /* NULL: comm-less */
 	void *comm;
+	hakoi_loop_t *loop; /* a network comm's I/O loop: its set's, or its own (own_loop) */
+	int own_loop;
 	hako_domain_t *dom;
 	hakoi_ep_counters_t ctr;
 	atomic_int running;
@@ -44,17 +47,6 @@ typedef struct ep_loan {
 	struct ep_loan *next;
 } ep_loan_t;
 
-static const hakoi_comm_ops_t *comm_ops(hako_comm_protocol_t p)
-{
-	switch (p) {
-	case HAKO_COMM_TCP: return &hakoi_comm_tcp_ops;
-	case HAKO_COMM_UDP: return &hakoi_comm_udp_ops;
-	case HAKO_COMM_WEBSOCKET: return &hakoi_comm_ws_ops;
-	case HAKO_COMM_SHM: return &hakoi_comm_shm_ops;
-	}
-	return NULL;
-}
-
 static void arrived(hako_endpoint_t *ep)
 {
 	atomic_fetch_add_explicit(&ep->arrivals, 1, memory_order_release);
@@ -70,7 +62,8 @@ static void deliver(void *user, const hako_pdu_key_t *key, const void *data, siz
 	hako_endpoint_t *ep = user;
 	hakoi_count(&ep->ctr.frames_in, 1);
 	hakoi_count(&ep->ctr.bytes_in, len);
-	/* The cache calls the subscribers after storing. */
+	/* The cache stores it (unless only subscribers want it: hako_endpoint_set_store) and then
+	 * calls the subscribers. */
 	if (hako_cache_write(ep->cache, key, data, len) != 0) {
 		HAKO_WARN(
 		    "endpoint '%s': could not store a PDU of %s/%d (%zu bytes): out of memory",
@@ -99,7 +92,10 @@ static int deliver_fill(void *user, const hako_pdu_key_t *key, size_t cap, hako_
 	return 0;
 }
 
-int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out, hako_error_t *err)
+/* shared: the loop of the endpoint's set (made by the first endpoint that needs it), or NULL:
+ * an endpoint on its own makes its own loop. */
+static int ep_open(hako_endpoint_config_t *cfg, hakoi_loop_t **shared, hako_endpoint_t **out,
+                   hako_error_t *err)
 {
 	if (out != NULL) {
 		*out = NULL;
@@ -130,12 +126,23 @@ int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out
 		                      hako_strerror(r));
 	}
 	if (cfg->comm != NULL) {
-		ep->ops = comm_ops(cfg->comm->protocol);
+		ep->ops = hakoi_comm_of(cfg->comm->protocol);
 		if (ep->ops == NULL) {
 			hako_endpoint_close(ep);
 			return hako_error_set(err, HAKO_ENOTSUP, cfg->path, 0, 0,
 			                      "comm protocol %d is not supported",
 			                      (int)cfg->comm->protocol);
+		}
+		if (ep->ops->uses_loop) {
+			hakoi_loop_t **lp = shared != NULL ? shared : &ep->loop;
+			ep->own_loop = shared == NULL;
+			if (*lp == NULL && (r = hakoi_loop_create(lp)) != 0) {
+				hako_endpoint_close(ep);
+				return hako_error_set(err, r, cfg->path, 0, 0,
+				                      "cannot make the I/O loop: %s",
+				                      hako_strerror(r));
+			}
+			ep->loop = *lp;
 		}
 		hakoi_comm_ctx_t ctx = {
 		    .ep_name = cfg->name,
@@ -145,6 +152,7 @@ int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out
 		    .deliver = deliver,
 		    .deliver_fill = deliver_fill,
 		    .ep = ep,
+		    .loop = ep->loop,
 		};
 		r = ep->ops->open(&ctx, &ep->comm, err);
 		if (r != 0) {
@@ -155,6 +163,11 @@ int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out
 	}
 	*out = ep;
 	return 0;
+}
+
+int hako_endpoint_open_config(hako_endpoint_config_t *cfg, hako_endpoint_t **out, hako_error_t *err)
+{
+	return ep_open(cfg, NULL, out, err);
 }
 
 int hako_endpoint_open(const char *config_path, hako_endpoint_t **out, hako_error_t *err)
@@ -178,6 +191,9 @@ void hako_endpoint_close(hako_endpoint_t *ep)
 	hako_endpoint_stop(ep);
 	if (ep->ops != NULL && ep->comm != NULL) {
 		ep->ops->close(ep->comm);
+	}
+	if (ep->own_loop) {
+		hakoi_loop_destroy(ep->loop);
 	}
 	hako_cache_destroy(ep->cache);
 	while (ep->loans != NULL) {
@@ -525,21 +541,39 @@ int hako_endpoint_wait(hako_endpoint_t *ep, hako_time_t timeout_usec)
 	return r;
 }
 
+/* The cache holds the subscriptions: it decides what to store by who subscribed and who read,
+ * and calls the subscribers after its write. */
 int hako_endpoint_subscribe(hako_endpoint_t *ep, const hako_pdu_key_t *key, hako_cache_cb_t cb,
-                            void *user)
+                            void *user, hako_endpoint_sub_t **sub)
 {
-	if (ep == NULL || !key_ok(key) || cb == NULL) {
+	if (sub != NULL) {
+		*sub = NULL;
+	}
+	if (ep == NULL || (key != NULL && !key_ok(key)) || cb == NULL) {
 		return HAKO_EINVAL;
 	}
-	return hako_cache_subscribe(ep->cache, key, cb, user);
+	return hako_cache_subscribe(ep->cache, key, cb, user, sub);
 }
 
 int hako_endpoint_subscribe_by_name(hako_endpoint_t *ep, const char *robot, const char *pdu_name,
-                                    hako_cache_cb_t cb, void *user)
+                                    hako_cache_cb_t cb, void *user, hako_endpoint_sub_t **sub)
 {
+	if (sub != NULL) {
+		*sub = NULL;
+	}
 	hako_pdu_key_t key;
 	int r = hako_endpoint_resolve(ep, robot, pdu_name, &key, NULL);
-	return r != 0 ? r : hako_endpoint_subscribe(ep, &key, cb, user);
+	return r != 0 ? r : hako_endpoint_subscribe(ep, &key, cb, user, sub);
+}
+
+void hako_endpoint_unsubscribe(hako_endpoint_sub_t *sub)
+{
+	hako_cache_unsubscribe(sub);
+}
+
+int hako_endpoint_set_store(hako_endpoint_t *ep, hako_cache_store_t store)
+{
+	return ep != NULL ? hako_cache_set_store(ep->cache, store) : HAKO_EINVAL;
 }
 
 int hako_endpoint_process_recv_events(hako_endpoint_t *ep)
@@ -586,6 +620,7 @@ struct hako_endpoint_set {
 	char node[HAKO_ENDPOINT_NAME_MAX];
 	size_t count;
 	hako_endpoint_t **eps;
+	hakoi_loop_t *loop; /* serves the network comms of all its endpoints (NULL: none has one) */
 };
 
 int hako_endpoint_set_open(const char *container_path, const char *node_id,
@@ -603,27 +638,46 @@ int hako_endpoint_set_open(const char *container_path, const char *node_id,
 	if (r != 0) {
 		return r;
 	}
+	r = hako_endpoint_set_open_container(c, out, err);
+	hako_endpoint_container_free(c);
+	return r;
+}
+
+int hako_endpoint_set_open_container(hako_endpoint_container_t *c, hako_endpoint_set_t **out,
+                                     hako_error_t *err)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (c == NULL || out == NULL) {
+		return hako_error_set(err, HAKO_EINVAL, "", 0, 0,
+		                      "hako_endpoint_set_open_container: NULL argument");
+	}
 	hako_endpoint_set_t *s = calloc(1, sizeof(*s));
 	if (s == NULL || (c->count > 0 && (s->eps = calloc(c->count, sizeof(*s->eps))) == NULL)) {
 		free(s);
-		hako_endpoint_container_free(c);
-		return hako_error_set(err, HAKO_ENOMEM, container_path, 0, 0, "out of memory");
+		return hako_error_set(err, HAKO_ENOMEM, c->path, 0, 0, "out of memory");
 	}
 	snprintf(s->node, sizeof(s->node), "%s", c->node_id);
 	for (size_t i = 0; i < c->count; i++) {
 		hako_endpoint_config_t *cfg = c->entries[i].config;
+		if (cfg == NULL) { /* taken by an earlier open */
+			hako_endpoint_set_close(s);
+			return hako_error_set(err, HAKO_EINVAL, c->path, 0, 0,
+			                      "endpoint '%s': its config was already taken by "
+			                      "another endpoint set",
+			                      c->entries[i].id);
+		}
 		c->entries[i].config = NULL; /* the endpoint takes it */
 		/* The endpoint's name is its id in the container. */
 		snprintf(cfg->name, sizeof(cfg->name), "%s", c->entries[i].id);
-		r = hako_endpoint_open_config(cfg, &s->eps[i], err);
+		int r = ep_open(cfg, &s->loop, &s->eps[i], err);
 		if (r != 0) {
-			hako_endpoint_container_free(c);
 			hako_endpoint_set_close(s);
 			return r;
 		}
 		s->count = i + 1;
 	}
-	hako_endpoint_container_free(c);
 	*out = s;
 	return 0;
 }
@@ -661,6 +715,7 @@ void hako_endpoint_set_close(hako_endpoint_set_t *s)
 	for (size_t i = 0; i < s->count; i++) {
 		hako_endpoint_close(s->eps[i]);
 	}
+	hakoi_loop_destroy(s->loop);
 	free(s->eps);
 	free(s);
 }

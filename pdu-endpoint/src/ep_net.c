@@ -11,9 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "hako/error.h"
 
@@ -223,23 +221,4 @@ int hakoi_frameq_wait_room(const hakoi_frameq_t *q, pthread_mutex_t *m, pthread_
 		}
 	}
 	return q->count < q->cap && !gone(peer);
-}
-
-int hakoi_wake_open(void)
-{
-	return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-}
-
-void hakoi_wake_signal(int fd)
-{
-	uint64_t one = 1;
-	ssize_t w = write(fd, &one, sizeof(one));
-	(void)w; /* EAGAIN: the counter is already non-zero, the loop will wake */
-}
-
-void hakoi_wake_drain(int fd)
-{
-	uint64_t v;
-	ssize_t r = read(fd, &v, sizeof(v));
-	(void)r;
 }

@@ -1,6 +1,6 @@
 /* Internal: what the network comms (tcp, udp, websocket) share: socket addresses from the config,
  * frame encoding into an owned buffer, a bounded per-peer queue of frames and the wait for room
- * in it, a wake-up fd. */
+ * in it. (Their I/O loop is ep_loop.h.) */
 #ifndef HAKOI_EP_NET_H
 #define HAKOI_EP_NET_H
 
@@ -63,10 +63,5 @@ int hakoi_frameq_wait_room(const hakoi_frameq_t *q, pthread_mutex_t *m, pthread_
                            int *waiters, uint32_t timeout_ms, hakoi_gone_fn gone, const void *peer);
 /* A condition variable whose timed waits use CLOCK_MONOTONIC. */
 void hakoi_cond_init(pthread_cond_t *cv);
-
-/* A wake-up fd (eventfd) for a poll loop. */
-int hakoi_wake_open(void);
-void hakoi_wake_signal(int fd);
-void hakoi_wake_drain(int fd);
 
 #endif

@@ -228,21 +228,38 @@ static void hex_string(FILE *out, const uint8_t *p, size_t n)
 	fputc('"', out);
 }
 
-/* The PDU as one-line JSON when the pdudef gives its type and it decodes, else NULL. */
-static char *decode_pdu(hako_msg_registry_t *reg, const hako_pdudef_pdu_t *pdu, const uint8_t *buf,
-                        size_t len)
+/* The PDU as one-line JSON when the pdudef gives its type and it decodes, else NULL with why
+ * it does not (a hex dump alone would leave the user guessing, as hako-cmd pdu's note says). */
+static char *decode_pdu(const hako_endpoint_config_t *cfg, hako_msg_registry_t *reg,
+                        const hako_pdudef_pdu_t *pdu, const uint8_t *buf, size_t len, char *why,
+                        size_t wlen)
 {
 	const hako_msg_type_t *type;
 	hako_error_t err;
 	char *json = NULL;
-	if (reg == NULL || pdu == NULL || pdu->type[0] == '\0') {
+	if (cfg->pdudef == NULL) {
+		snprintf(why, wlen, "no type: the endpoint has no pdudef");
+		return NULL;
+	}
+	if (pdu == NULL) {
+		snprintf(why, wlen, "no type: %s has no such PDU", cfg->pdudef->path);
+		return NULL;
+	}
+	if (pdu->type[0] == '\0') {
+		snprintf(why, wlen, "no type: %s gives none for this PDU", cfg->pdudef->path);
+		return NULL;
+	}
+	if (reg == NULL) {
+		snprintf(why, wlen, "no PDU types: out of memory");
 		return NULL;
 	}
 	hako_error_clear(&err);
 	if (hako_msg_registry_get(reg, pdu->type, &type, &err) != 0) {
+		snprintf(why, wlen, "type %s: %s", pdu->type, err.message);
 		return NULL;
 	}
 	if (hako_pdu_to_json(type, buf, len, 0, &json, &err) != 0) {
+		snprintf(why, wlen, "not a valid %s PDU: %s", pdu->type, err.message);
 		return NULL;
 	}
 	return json;
@@ -255,7 +272,8 @@ static void print_pdu(const hako_endpoint_t *ep, hako_msg_registry_t *reg, int r
 	const hako_pdudef_pdu_t *pdu =
 	    cfg->pdudef != NULL ? hako_pdudef_find_channel(cfg->pdudef, key->robot, key->channel_id)
 	                        : NULL;
-	char *json = raw ? NULL : decode_pdu(reg, pdu, buf, len);
+	char why[1200] = "";
+	char *json = raw ? NULL : decode_pdu(cfg, reg, pdu, buf, len, why, sizeof(why));
 	fputs("{\"robot\":", stdout);
 	json_string(stdout, key->robot);
 	printf(",\"channel_id\":%" PRId32 ",\"pdu\":", key->channel_id);
@@ -270,6 +288,10 @@ static void print_pdu(const hako_endpoint_t *ep, hako_msg_registry_t *reg, int r
 	} else {
 		fputs("\"hex\":", stdout);
 		hex_string(stdout, buf, raw || len < HEX_PREVIEW ? len : HEX_PREVIEW);
+		if (why[0] != '\0') {
+			fputs(",\"note\":", stdout);
+			json_string(stdout, why);
+		}
 		fputs("}\n", stdout);
 	}
 	fflush(stdout);

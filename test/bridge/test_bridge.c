@@ -1,7 +1,8 @@
 /* The bridge runtime over comm-less endpoints (an in-process bus: a send on the source runs the
  * bridge synchronously) with a fake clock: the exact forwarded sequences of every policy, their
  * independence per destination and per PDU, epochs, pause, a failing destination, errors of
- * create and the callback contract of destroy. Configs are built in C. */
+ * create, the callback contract of destroy (also while other threads send), and a queue source
+ * that forwards 10,000 PDUs without storing one. Configs are built in C. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
@@ -39,6 +40,10 @@ static int group_setup(void **state)
 	                   "{\"type\": \"std_msgs/UInt64\", \"org_name\": \"c\", "
 	                   "\"channel_id\": 3, \"pdu_size\": 32}], \"shm_pdu_writers\": []}]}\n");
 	put("latest.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
+	put("queue4.json",
+	    "{\"type\": \"buffer\", \"store\": {\"mode\": \"queue\", \"depth\": 4}}\n");
+	put("qsrc.json", "{\"name\": \"qsrc\", \"cache\": \"queue4.json\", \"comm\": null, "
+	                 "\"pdu_def_path\": \"pdudef.json\"}\n");
 	const char *names[] = {"src", "d1", "d2"};
 	for (int i = 0; i < 3; i++) {
 		char f[64], text[256];
@@ -62,6 +67,7 @@ static int group_setup(void **state)
 	                      "  {\"id\": \"d1\", \"config_path\": \"d1.json\"},\n"
 	                      "  {\"id\": \"d2\", \"config_path\": \"d2.json\"},\n"
 	                      "  {\"id\": \"bad\", \"config_path\": \"bad.json\"},\n"
+	                      "  {\"id\": \"qsrc\", \"config_path\": \"qsrc.json\"},\n"
 	                      "  {\"id\": \"nopdu\", \"config_path\": \"nopdu.json\"}]}]\n");
 	return 0;
 }
@@ -206,11 +212,11 @@ static void fx_open(fx_t *f)
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(
 		    hako_endpoint_subscribe_by_name(hako_endpoint_set_get(f->eps, "d1"), "R",
-		                                    pdus[i], on_forward, &f->d1),
+		                                    pdus[i], on_forward, &f->d1, NULL),
 		    0);
 		assert_int_equal(
 		    hako_endpoint_subscribe_by_name(hako_endpoint_set_get(f->eps, "d2"), "R",
-		                                    pdus[i], on_forward, &f->d2),
+		                                    pdus[i], on_forward, &f->d2, NULL),
 		    0);
 	}
 	tcfg_init(&f->t);
@@ -812,22 +818,119 @@ static void test_destroy_then_arrivals(void **state)
 	(void)state;
 	fx_t f;
 	fx_open(&f);
+	/* With HAKO_CACHE_STORE_READ the source stores a PDU only when nobody subscribes to it:
+	 * what shows whether the bridge's subscriptions are still there. */
+	assert_int_equal(hako_endpoint_set_store(f.src, HAKO_CACHE_STORE_READ), 0);
 	size_t p = policy(&f.t, "thr", HAKO_BRIDGE_THROTTLE, 0, 100);
 	size_t g = group(&f.t, "g", (const char *const[]){"a", "b", "c", NULL});
 	transfer(&f.t, connection(&f.t, "c1", "src", D1_D2, 0), g, p);
 	fx_create(&f);
 	arrive(&f, 0, "a", 1);
+	hako_endpoint_stats_t st;
+	hako_endpoint_get_stats(f.src, &st);
+	assert_int_equal(st.frames_in, 1);
 	hako_bridge_destroy(f.b);
 	f.b = NULL;
-	/* the source still calls the (now dead) subscriptions: nothing is forwarded, nothing
-	 * freed is touched (the sanitizer build checks) */
+	/* destroy ended the subscriptions: the source stores its PDUs again, nothing is
+	 * forwarded, nothing freed is touched (the sanitizer build checks) */
 	arrive(&f, 200 * MS, "a", 2);
 	arrive(&f, 200 * MS, "b", 2);
 	expect_seq(&f.d1, "a1");
-	/* a new bridge over the same endpoints works alongside the dead subscriptions */
+	uint8_t pdu[32];
+	size_t len = 0;
+	assert_int_equal(hako_endpoint_recv_by_name(f.src, "R", "b", pdu, sizeof(pdu), &len), 0);
+	uint64_t v = 0;
+	memcpy(&v, pdu + HAKO_PDU_META_SIZE, sizeof(v));
+	assert_int_equal(v, 2);
+	/* a new bridge over the same endpoints */
 	fx_create(&f);
 	arrive(&f, 300 * MS, "b", 3);
 	expect_seq(&f.d1, "a1 b3");
+	fx_close(&f);
+}
+
+/* Destroy while two threads send on the source at full rate: once it returns no arrival runs
+ * in the bridge any more (the destinations' counts stay put while the senders go on), and
+ * nothing freed is touched (the sanitizer builds check). */
+typedef struct hammer {
+	fx_t *f;
+	atomic_int stop;
+	_Atomic uint64_t sent;
+} hammer_t;
+
+static void *hammer_main(void *arg)
+{
+	hammer_t *h = arg;
+	uint8_t pdu[32];
+	for (uint64_t i = 0; !atomic_load(&h->stop); i++) {
+		make_pdu(pdu, i, 0);
+		hako_endpoint_send_by_name(h->f->src, "R", i % 2 ? "b" : "a", pdu, sizeof(pdu));
+		atomic_fetch_add(&h->sent, 1);
+	}
+	return NULL;
+}
+
+static void test_destroy_while_arriving(void **state)
+{
+	(void)state;
+	fx_t f;
+	fx_open(&f);
+	size_t p = policy(&f.t, "imm", HAKO_BRIDGE_IMMEDIATE, 0, 0);
+	size_t g = group(&f.t, "g", (const char *const[]){"a", "b", NULL});
+	transfer(&f.t, connection(&f.t, "c1", "src", D1_D2, 0), g, p);
+	hako_error_t err;
+	assert_int_equal(hako_bridge_create(&f.t.cfg, f.eps, wall, NULL, &f.b, &err), 0);
+	hammer_t h = {.f = &f};
+	pthread_t th[SENDERS];
+	for (int i = 0; i < SENDERS; i++) {
+		assert_int_equal(pthread_create(&th[i], NULL, hammer_main, &h), 0);
+	}
+	int ok;
+	HTU_WAIT_UNTIL(ok, atomic_load(&f.d1.n) > 1000, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	hako_bridge_destroy(f.b);
+	f.b = NULL;
+	int d1 = atomic_load(&f.d1.n), d2 = atomic_load(&f.d2.n);
+	uint64_t sent = atomic_load(&h.sent);
+	HTU_WAIT_UNTIL(ok, atomic_load(&h.sent) > sent + 10000, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	atomic_store(&h.stop, 1);
+	for (int i = 0; i < SENDERS; i++) {
+		pthread_join(th[i], NULL);
+	}
+	assert_int_equal(atomic_load(&f.d1.n), d1);
+	assert_int_equal(atomic_load(&f.d2.n), d2);
+	fx_close(&f);
+}
+
+/* A queue source (depth 4) whose PDUs only the bridge takes, as hako-bridge opens it
+ * (HAKO_CACHE_STORE_READ): 10,000 forwarded, none stored, none counted as a drop. */
+static void test_forward_without_storing(void **state)
+{
+	(void)state;
+	fx_t f;
+	fx_open(&f);
+	hako_endpoint_t *q = hako_endpoint_set_get(f.eps, "qsrc");
+	assert_non_null(q);
+	assert_int_equal(hako_endpoint_set_store(q, HAKO_CACHE_STORE_READ), 0);
+	size_t p = policy(&f.t, "imm", HAKO_BRIDGE_IMMEDIATE, 0, 0);
+	size_t g = group(&f.t, "g", (const char *const[]){"a", NULL});
+	transfer(&f.t, connection(&f.t, "c1", "qsrc", ONLY_D1, 0), g, p);
+	fx_create(&f);
+	uint8_t pdu[32];
+	for (uint64_t i = 0; i < 10000; i++) {
+		make_pdu(pdu, i, 0);
+		assert_int_equal(hako_endpoint_send_by_name(q, "R", "a", pdu, sizeof(pdu)), 0);
+	}
+	assert_int_equal(stats(&f, 0).forwarded, 10000);
+	assert_int_equal(atomic_load(&f.d1.n), 10000);
+	hako_endpoint_stats_t st;
+	hako_endpoint_get_stats(q, &st);
+	assert_int_equal(st.frames_in, 10000);
+	assert_int_equal(st.recv_dropped, 0);
+	size_t len = 0;
+	assert_int_equal(hako_endpoint_recv_by_name(q, "R", "a", pdu, sizeof(pdu), &len),
+	                 HAKO_EAGAIN);
 	fx_close(&f);
 }
 
@@ -850,6 +953,8 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_arrivals),
 	    cmocka_unit_test(test_create_errors),
 	    cmocka_unit_test(test_destroy_then_arrivals),
+	    cmocka_unit_test(test_destroy_while_arriving),
+	    cmocka_unit_test(test_forward_without_storing),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -304,10 +304,10 @@ static void expect_ticks(uint64_t got, hako_time_t from, hako_time_t to)
 	if ((int64_t)got < want - 1 || (int64_t)got > want + 1) {
 		fail_msg("ticker sent %" PRIu64 " over world time %" PRId64 "..%" PRId64
 		         " us; expected %" PRId64 " +-1",
-		         got, from, to, want);
+		         got, (int64_t)from, (int64_t)to, want);
 	}
 	print_message("ticker: %" PRIu64 " sends over %" PRId64 " ms of world time\n", got,
-	              (to - from) / 1000);
+	              (int64_t)((to - from) / 1000));
 }
 
 /* A run to a stop time: start, the master stops it at `stop_at`; the ticker sends of the run. */
@@ -522,7 +522,7 @@ static int setup(void **state)
 	put(f, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
 	write_tcp_endpoint(f, "rx", 1, 0);
 	assert_int_equal(hako_endpoint_open(path_in(f, "rx.json"), &f->rx, &err), 0);
-	assert_int_equal(hako_endpoint_subscribe_by_name(f->rx, "R", "data", on_rx, NULL), 0);
+	assert_int_equal(hako_endpoint_subscribe_by_name(f->rx, "R", "data", on_rx, NULL, NULL), 0);
 	assert_int_equal(hako_endpoint_start(f->rx, &err), 0);
 	unsigned port = hako_endpoint_local_port(f->rx);
 	assert_true(port != 0);

@@ -1,7 +1,8 @@
 /* The hako-bridge daemon over tcp: this process sends PDUs to the bridge's tcp server source and
  * receives them from the bridge's tcp client destination (its server here), drives the control
  * socket (pause drops, bump makes unstamped PDUs drop), asks for statistics with SIGUSR1 and
- * checks a clean exit with statistics on SIGTERM; plus usage and config errors.
+ * checks a clean exit with statistics on SIGTERM; a bridge file whose endpoints are its inline
+ * "endpoints" block, end to end; plus usage and config errors.
  * argv[1]: the hako-bridge executable. */
 #define _GNU_SOURCE
 
@@ -239,7 +240,7 @@ static void test_forward_control_signals(void **state)
 	hako_endpoint_t *rx = NULL, *tx = NULL;
 	hako_error_t err;
 	assert_int_equal(hako_endpoint_open(path_of("rx.json"), &rx, &err), 0);
-	assert_int_equal(hako_endpoint_subscribe_by_name(rx, "R", "a", on_rx, NULL), 0);
+	assert_int_equal(hako_endpoint_subscribe_by_name(rx, "R", "a", on_rx, NULL, NULL), 0);
 	assert_int_equal(hako_endpoint_start(rx, &err), 0);
 	unsigned rx_port = hako_endpoint_local_port(rx);
 	assert_true(rx_port != 0);
@@ -371,6 +372,94 @@ static void test_forward_control_signals(void **state)
 	hako_endpoint_close(rx);
 }
 
+/* A bridge file in the published schema's shape: the node's endpoints in its inline "endpoints"
+ * block, no endpoints_config_path and no --container. The source has a queue cache that only the
+ * bridge takes. */
+static void test_inline_endpoints(void **state)
+{
+	(void)state;
+	atomic_store(&seen_mask, 0);
+	atomic_store(&seen_count, 0);
+	put("pdudef.json", "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": ["
+	                   "{\"type\": \"std_msgs/UInt64\", \"org_name\": \"a\", "
+	                   "\"channel_id\": 1, \"pdu_size\": 32}], \"shm_pdu_writers\": []}]}\n");
+	put("latest.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
+	put("queue4.json",
+	    "{\"type\": \"buffer\", \"store\": {\"mode\": \"queue\", \"depth\": 4}}\n");
+	write_tcp_endpoint("irx", "server", 0);
+	hako_endpoint_t *rx = NULL, *tx = NULL;
+	hako_error_t err;
+	assert_int_equal(hako_endpoint_open(path_of("irx.json"), &rx, &err), 0);
+	assert_int_equal(hako_endpoint_subscribe_by_name(rx, "R", "a", on_rx, NULL, NULL), 0);
+	assert_int_equal(hako_endpoint_start(rx, &err), 0);
+	unsigned rx_port = hako_endpoint_local_port(rx);
+	write_tcp_endpoint("isrc", "server", 0);
+	put("isrc.json", "{\"name\": \"isrc\", \"cache\": \"queue4.json\", "
+	                 "\"comm\": \"comm_isrc.json\", \"pdu_def_path\": \"pdudef.json\"}\n");
+	write_tcp_endpoint("idst", "client", rx_port);
+	put("inline.json",
+	    "{\"version\": \"2.0.0\",\n"
+	    " \"transferPolicies\": {\"imm\": {\"type\": \"immediate\"}},\n"
+	    " \"nodes\": [{\"id\": \"n1\"}, {\"id\": \"n2\"}],\n"
+	    " \"endpoints\": [\n"
+	    "   {\"nodeId\": \"n1\", \"endpoints\": [\n"
+	    "     {\"id\": \"isrc\", \"mode\": \"wire\", \"config_path\": \"isrc.json\"},\n"
+	    "     {\"id\": \"idst\", \"mode\": \"wire\", \"config_path\": \"idst.json\"}]},\n"
+	    "   {\"nodeId\": \"n2\", \"endpoints\": []}],\n"
+	    " \"pduKeyGroups\": {\"g\": [{\"id\": \"R.a\", \"robot_name\": \"R\", "
+	    "\"pdu_name\": \"a\"}]},\n"
+	    " \"connections\": [{\"id\": \"ic\", \"nodeId\": \"n1\", "
+	    "\"source\": {\"endpointId\": \"isrc\"},\n"
+	    "   \"destinations\": [{\"endpointId\": \"idst\"}],\n"
+	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"imm\"}]}]}\n");
+
+	htu_exec_t r;
+	memset(&r, 0, sizeof(r));
+	const char *args[] = {tool, path_of("inline.json"), "--node", "n1", "-v", NULL};
+	for (int i = 0; args[i] != NULL; i++) {
+		r.argv[i] = (char *)args[i];
+	}
+	char log_path[400];
+	snprintf(log_path, sizeof(log_path), "%s", path_of("inline.log"));
+	r.log = log_path;
+	pid_t pid = htu_fork(htu_exec_main, &r);
+	assert_true(pid > 0);
+	int ok;
+	unsigned src_port = 0;
+	HTU_WAIT_UNTIL(ok, (src_port = logged_port(r.log, "isrc")) != 0 || htu_child_exited(pid),
+	               HTU_TIMEOUT_USEC);
+	if (src_port == 0) {
+		fail_msg("the bridge did not say its isrc port:\n%s", htu_slurp(r.log));
+	}
+	write_tcp_endpoint("itx", "client", src_port);
+	assert_int_equal(hako_endpoint_open(path_of("itx.json"), &tx, &err), 0);
+	assert_int_equal(hako_endpoint_start(tx, &err), 0);
+	hako_endpoint_stats_t st;
+	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(tx, &st), st.peers > 0), HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(rx, &st), st.peers > 0), HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	for (uint64_t v = 0; v < 1000; v++) {
+		send_pdu(tx, v, 0);
+	}
+	HTU_WAIT_UNTIL(ok, atomic_load(&seen_count) == 1000, HTU_TIMEOUT_USEC);
+	if (!ok) {
+		fail_msg("%d of 1000 forwarded:\n%s", atomic_load(&seen_count), htu_slurp(r.log));
+	}
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	int status = 0;
+	assert_int_equal(htu_wait_child(pid, HTU_TIMEOUT_USEC, &status), 0);
+	char *log = htu_slurp(r.log);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fail_msg("hako-bridge did not exit cleanly (status 0x%x):\n%s", status, log);
+	}
+	assert_non_null(strstr(log, "node 'n1': 1 connection(s), 2 endpoint(s), wall clock"));
+	assert_non_null(strstr(log, "connection ic: forwarded=1000 bytes=32000 dropped_policy=0 "
+	                            "dropped_epoch=0 dropped_paused=0 send_failed=0"));
+	hako_endpoint_close(tx);
+	hako_endpoint_close(rx);
+}
+
 static void test_usage_and_config_errors(void **state)
 {
 	(void)state;
@@ -427,6 +516,7 @@ int main(int argc, char **argv)
 	tool = argv[1];
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_forward_control_signals),
+	    cmocka_unit_test(test_inline_endpoints),
 	    cmocka_unit_test(test_usage_and_config_errors),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -476,7 +476,8 @@ static void test_dead_destination(void **state)
 	hako_error_t err;
 	write_tcp_endpoint(f, "revived", 1, dead_port);
 	assert_int_equal(hako_endpoint_open(path_in(f, "revived.json"), &srv, &err), 0);
-	assert_int_equal(hako_endpoint_subscribe_by_name(srv, "R", "data", on_revived, NULL), 0);
+	assert_int_equal(hako_endpoint_subscribe_by_name(srv, "R", "data", on_revived, NULL, NULL),
+	                 0);
 	assert_int_equal(hako_endpoint_start(srv, &err), 0);
 	hako_endpoint_stats_t es;
 	int ok;

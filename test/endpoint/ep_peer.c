@@ -210,7 +210,7 @@ static int subscribe(const char *robot, const char *ch)
 	if (parse_key(robot, ch, &ks->key) != 0) {
 		return -1;
 	}
-	int r = hako_endpoint_subscribe(rx.ep, &ks->key, on_pdu, ks);
+	int r = hako_endpoint_subscribe(rx.ep, &ks->key, on_pdu, ks, NULL);
 	if (r != 0) {
 		fail("subscribe %s/%s: %s", robot, ch, hako_strerror(r));
 		return -1;

@@ -246,10 +246,10 @@ static void test_subscribers(void **state)
 	assert_int_equal(hako_cache_create(HAKO_CACHE_LATEST, 1, &c), 0);
 	hako_pdu_key_t a = ept_key("a", 1), b = ept_key("b", 1);
 	struct sub_rec r1 = {.c = c}, r2 = {.c = c}, rb = {.c = c};
-	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &r1), 0);
-	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &r2), 0);
-	assert_int_equal(hako_cache_subscribe(c, &b, on_write, &rb), 0);
-	assert_int_equal(hako_cache_subscribe(c, &a, NULL, &r1), HAKO_EINVAL);
+	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &r1, NULL), 0);
+	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &r2, NULL), 0);
+	assert_int_equal(hako_cache_subscribe(c, &b, on_write, &rb, NULL), 0);
+	assert_int_equal(hako_cache_subscribe(c, &a, NULL, &r1, NULL), HAKO_EINVAL);
 	hako_cache_stats_t st;
 	hako_cache_get_stats(c, &st);
 	assert_int_equal(st.keys, 0); /* keys appear on first write */
@@ -277,7 +277,7 @@ static void test_subscribers(void **state)
 	/* queue: the callback's read pops what was just written */
 	assert_int_equal(hako_cache_create(HAKO_CACHE_QUEUE, 4, &c), 0);
 	struct sub_rec rq = {.c = c};
-	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &rq), 0);
+	assert_int_equal(hako_cache_subscribe(c, &a, on_write, &rq, NULL), 0);
 	write_u32(c, &a, 9);
 	assert_int_equal(rq.read_rc, 0);
 	assert_int_equal(rq.read_inside, 9);

@@ -99,7 +99,7 @@ static void test_bus_latest_by_name(void **state)
 	assert_int_equal(hako_endpoint_resolve(ep, "Nobody", "pos", &k, NULL), HAKO_ENOENT);
 
 	struct seen s = {0};
-	assert_int_equal(hako_endpoint_subscribe_by_name(ep, "Drone", "pos", on_recv, &s), 0);
+	assert_int_equal(hako_endpoint_subscribe_by_name(ep, "Drone", "pos", on_recv, &s, NULL), 0);
 	unsigned char buf[16];
 	size_t len = 0;
 	assert_int_equal(hako_endpoint_recv_by_name(ep, "Drone", "pos", buf, sizeof(buf), &len),

@@ -43,9 +43,14 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 	           protocols[cc->protocol], dirs[cc->direction], cc->raw_version, roles[cc->role]);
 	format_addr(buf, len, "local", &cc->local);
 	format_addr(buf, len, "remote", &cc->remote);
-	switch (cc->protocol) {
-	case HAKO_COMM_TCP: {
-		const hako_comm_tcp_options_t *t = &cc->tcp;
+	const hako_comm_tcp_options_t *t = hako_comm_tcp_options(cc);
+	const hako_comm_udp_options_t *u = hako_comm_udp_options(cc);
+	const hako_comm_ws_options_t *w = hako_comm_ws_options(cc);
+	const hako_comm_shm_options_t *s = hako_comm_shm_options(cc);
+	/* Exactly one getter answers: the one of the config's protocol. */
+	assert_int_equal((t != NULL) + (u != NULL) + (w != NULL) + (s != NULL), 1);
+	assert_string_equal(hako_comm_protocol_name(cc), protocols[cc->protocol]);
+	if (t != NULL) {
 		htc_append(buf, len,
 		           "  tcp backlog=%u connect=%u read=%u write=%u blocking=%d reuse=%d "
 		           "keepalive=%d no_delay=%d rcvbuf=%u sndbuf=%u linger=%d/%u\n",
@@ -53,32 +58,27 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 		           t->write_timeout_ms, t->blocking, t->reuse_address, t->keepalive,
 		           t->no_delay, t->recv_buffer_size, t->send_buffer_size, t->linger_enabled,
 		           t->linger_timeout_sec);
-		break;
 	}
-	case HAKO_COMM_UDP: {
-		const hako_comm_udp_options_t *u = &cc->udp;
+	if (u != NULL) {
 		htc_append(buf, len,
 		           "  udp buffer=%u timeout=%u blocking=%d reuse=%d broadcast=%d "
 		           "multicast=%d group=%s interface=%s ttl=%u\n",
 		           u->buffer_size, u->timeout_ms, u->blocking, u->reuse_address,
 		           u->broadcast, u->multicast_enabled, u->multicast_group,
 		           u->multicast_interface, u->multicast_ttl);
-		break;
 	}
-	case HAKO_COMM_WEBSOCKET: {
-		const hako_comm_ws_options_t *w = &cc->ws;
+	if (w != NULL) {
 		htc_append(buf, len,
 		           "  websocket ping=%u handshake=%u connect=%u read=%u write=%u "
 		           "blocking=%d\n",
 		           w->ping_interval_sec, w->handshake_timeout_ms, w->connect_timeout_ms,
 		           w->read_timeout_ms, w->write_timeout_ms, w->blocking);
-		break;
 	}
-	case HAKO_COMM_SHM:
+	if (s != NULL) {
 		htc_append(buf, len, "  shm impl=%s asset=%s\n",
-		           cc->shm_impl == HAKO_SHM_POLL ? "poll" : "callback", cc->asset_name);
-		for (size_t i = 0; i < cc->robot_count; i++) {
-			const hako_comm_shm_robot_t *r = &cc->robots[i];
+		           s->impl == HAKO_SHM_POLL ? "poll" : "callback", s->asset_name);
+		for (size_t i = 0; i < s->robot_count; i++) {
+			const hako_comm_shm_robot_t *r = &s->robots[i];
 			htc_append(buf, len, "  robot %s\n", r->name);
 			for (size_t j = 0; j < r->pdu_count; j++) {
 				htc_append(buf, len,
@@ -87,7 +87,6 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 				           r->pdus[j].pdu_size, r->pdus[j].notify_on_recv);
 			}
 		}
-		break;
 	}
 	if (cc->protocol != HAKO_COMM_SHM) {
 		htc_append(buf, len, "  max_body_bytes=%u send_queue_depth=%u\n",
@@ -204,9 +203,12 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg->comm->raw_version, 2);
 	assert_int_equal(cfg->comm->max_body_bytes, 16u << 20);
 	assert_int_equal(cfg->comm->send_queue_depth, 256);
-	assert_int_equal(cfg->comm->udp.buffer_size, 8192);
-	assert_int_equal(cfg->comm->udp.multicast_ttl, 1);
-	assert_string_equal(cfg->comm->udp.multicast_interface, "0.0.0.0");
+	const hako_comm_udp_options_t *u = hako_comm_udp_options(cfg->comm);
+	assert_non_null(u);
+	assert_null(hako_comm_tcp_options(cfg->comm));
+	assert_int_equal(u->buffer_size, 8192);
+	assert_int_equal(u->multicast_ttl, 1);
+	assert_string_equal(u->multicast_interface, "0.0.0.0");
 	hako_endpoint_config_free(cfg);
 }
 

@@ -214,7 +214,7 @@ static void test_callback(void **state)
 
 	struct rec r;
 	rec_init(&r);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r, NULL), 0);
 	start(f->b);
 	htu_sleep_usec(20000); /* a watcher that took the old PDU for new would deliver it now */
 	fill(out, sizeof(out), 2);
@@ -277,7 +277,7 @@ static void test_poll(void **state)
 
 	struct rec r;
 	rec_init(&r);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r, NULL), 0);
 	assert_int_equal(hako_endpoint_process_recv_events(f->b), 0); /* not started */
 	start(f->b);
 	assert_int_equal(hako_endpoint_process_recv_events(f->b), 0);
@@ -349,8 +349,8 @@ static void test_no_notify(void **state)
 	struct rec rm, rp;
 	rec_init(&rm);
 	rec_init(&rp);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &mk, rec_cb, &rm), 0);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &rp), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &mk, rec_cb, &rm, NULL), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &rp, NULL), 0);
 	fill(m, sizeof(m), 5);
 	fill(p, sizeof(p), 6);
 	assert_int_equal(hako_endpoint_send(f->a, &mk, m, sizeof(m)), 0);
@@ -447,7 +447,7 @@ static void test_latest(void **state)
 	hako_pdu_key_t pos = key(1);
 	struct rec r;
 	rec_init(&r);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r, NULL), 0);
 	start(f->a);
 	start(f->b);
 	enum { N = 2000 };
@@ -484,8 +484,8 @@ static void test_reset(void **state)
 	struct rec ra, rb;
 	rec_init(&ra);
 	rec_init(&rb);
-	assert_int_equal(hako_endpoint_subscribe(f->a, &pos, rec_cb, &ra), 0);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &rb), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->a, &pos, rec_cb, &ra, NULL), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &rb, NULL), 0);
 	start(f->a);
 	start(f->b);
 	uint8_t p[POS_SIZE];
@@ -631,7 +631,7 @@ static void child_main(void *arg)
 	HTU_CHECK_RC(hako_endpoint_open(a->config, &ep, NULL), 0);
 	HTU_CHECK_RC(hako_endpoint_set_domain(ep, dom), 0);
 	struct echo_ctx e = {ep, a->sh};
-	HTU_CHECK_RC(hako_endpoint_subscribe_by_name(ep, "Drone", "pos", echo_cb, &e), 0);
+	HTU_CHECK_RC(hako_endpoint_subscribe_by_name(ep, "Drone", "pos", echo_cb, &e, NULL), 0);
 	HTU_CHECK_RC(hako_endpoint_start(ep, NULL), 0);
 	atomic_store(&a->sh->ready, 1);
 	hako_time_t deadline = hako_now_usec() + 2 * HTU_TIMEOUT_USEC;
@@ -664,7 +664,7 @@ static void test_two_process(void **state)
 	hako_pdu_key_t echo = key(3);
 	struct rec r;
 	rec_init(&r);
-	assert_int_equal(hako_endpoint_subscribe(f->a, &echo, rec_cb, &r), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->a, &echo, rec_cb, &r, NULL), 0);
 	start(f->a);
 	int ok;
 	HTU_WAIT_UNTIL(ok, atomic_load(&sh->ready) || htu_child_exited(pid), HTU_TIMEOUT_USEC);
@@ -710,7 +710,7 @@ static void test_loan(void **state)
 	assert_null(buf);
 	struct rec r;
 	rec_init(&r);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &pos, rec_cb, &r, NULL), 0);
 	start(f->a);
 	start(f->b);
 	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, NULL), HAKO_EINVAL);
@@ -799,7 +799,7 @@ static void test_loan_heap(void **state)
 	hako_pdu_key_t pos = key(1);
 	struct rec r;
 	rec_init(&r);
-	assert_int_equal(hako_endpoint_subscribe(f->a, &pos, rec_cb, &r), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->a, &pos, rec_cb, &r, NULL), 0);
 	void *buf = NULL, *again = NULL;
 	assert_int_equal(hako_endpoint_commit(f->a, &pos, 1), HAKO_ESTATE);
 	assert_int_equal(hako_endpoint_loan(f->a, &pos, POS_SIZE, &buf), 0);
@@ -908,7 +908,7 @@ static void test_lap(void **state)
 	memset(&l, 0, sizeof(l));
 	l.ep = f->a;
 	hako_pdu_key_t image = key(4);
-	assert_int_equal(hako_endpoint_subscribe(f->b, &image, lap_cb, &l), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->b, &image, lap_cb, &l, NULL), 0);
 	start(f->a);
 	start(f->b);
 	pthread_t t;
@@ -1008,7 +1008,7 @@ static void test_cache_fill(void **state)
 		memset(&w, 0, sizeof(w));
 		w.c = c;
 		fill(w.expect, sizeof(w.expect), 2);
-		assert_int_equal(hako_cache_subscribe(c, &pos, rewrite_cb, &w), 0);
+		assert_int_equal(hako_cache_subscribe(c, &pos, rewrite_cb, &w, NULL), 0);
 		s.data = w.expect;
 		s.fail = 0;
 		assert_int_equal(hako_cache_write_fill(c, &pos, POS_SIZE, fill_from, &s, &len), 0);

@@ -171,6 +171,12 @@ expect 0 "$TOOL" send "$tmp/client.json" Robot pos --hex '01 02 03 ff' --wait-pe
 wait "$probe"
 same "probe --hex" "$(cat "$tmp/probe.out")" \
 	'{"robot":"Robot","channel_id":1,"pdu":"pos","bytes":4,"hex":"010203ff"}'
+# without --raw the hex comes with the reason it did not decode
+start_probe "$tmp/server.json" --count 1 --timeout 30
+expect 0 "$TOOL" send "$tmp/client.json" Robot pos --hex '01 02 03 ff' --wait-peer 20
+wait "$probe"
+same "probe note" "$(cat "$tmp/probe.out")" \
+	'{"robot":"Robot","channel_id":1,"pdu":"pos","bytes":4,"hex":"010203ff","note":"not a valid geometry_msgs/Twist PDU: 4 bytes, shorter than the 24-byte meta header"}'
 
 # a probe that does not get its count within the timeout fails; one without a count does not
 start_probe "$tmp/server.json" --count 1 --timeout 0.5

@@ -515,7 +515,7 @@ static void test_burst_10000(void **state)
 	atomic_init(&sc.count, 0);
 	atomic_init(&sc.bad, 0);
 	hako_pdu_key_t k = ept_key("burst", 3);
-	assert_int_equal(hako_endpoint_subscribe(c, &k, on_seq, &sc), 0);
+	assert_int_equal(hako_endpoint_subscribe(c, &k, on_seq, &sc, NULL), 0);
 	uint8_t pdu[64];
 	memset(pdu, 0xA5, sizeof(pdu));
 	for (uint32_t i = 0; i < 10000; i++) {

@@ -11,10 +11,10 @@
  *  - ticker(interval): the current value (the last that arrived) is sent every interval, also
  *    when unchanged; nothing before the first arrival. The first tick only arms the timer.
  *
- * Time is injected (hako_bridge_clock_fn, microseconds): wall clock, world time, or a fake clock
- * in tests; the library never sleeps. hako_bridge_tick() drives the time-based part (throttle
- * trailing sends, tickers) and the sources' poll-mode receive events; the daemon calls it every
- * delta.
+ * Time is injected (hako_bridge_clock_fn, microseconds): wall clock, world time kept across
+ * resets (hako_bridge_world_clock_now), or a fake clock in tests; the library never sleeps.
+ * hako_bridge_tick() drives the time-based part (throttle trailing sends, tickers) and the sources'
+ * poll-mode receive events; the daemon calls it every delta.
  *
  * Epochs: each connection has an epoch (uint8, starts 0). With epoch_validation on, a PDU whose
  * registry meta epoch (hako_pdu_get_epoch) differs, or that has no valid meta, is dropped and
@@ -45,12 +45,16 @@ typedef hako_time_t (*hako_bridge_clock_fn)(void *user);
 typedef struct hako_bridge hako_bridge_t;
 
 /* Build the bridge of cfg->node over the endpoints of `eps` (opened by the caller, e.g. with
- * hako_endpoint_set_open on cfg->endpoints_config_path; not owned). cfg must outlive the bridge.
- * Subscribes to the sources. Errors name the connection and endpoint. */
+ * hako_endpoint_set_open_container(cfg->endpoints, ...); not owned). cfg must outlive the
+ * bridge. Subscribes to the sources, one subscription per (source, key). Errors name the
+ * connection and endpoint. */
 HAKO_API int hako_bridge_create(const hako_bridge_config_t *cfg, hako_endpoint_set_t *eps,
                                 hako_bridge_clock_fn clock, void *clock_user, hako_bridge_t **out,
                                 hako_error_t *err);
-/* Unsubscribes (no callback runs after it returns) and frees. Accepts NULL. */
+/* Ends the bridge's subscriptions to its sources (hako_endpoint_unsubscribe: it waits for an
+ * arrival running in a source's thread to finish), then frees. When it returns no arrival runs
+ * in the bridge and none will, so the endpoints may go on, or be closed, in any order; not from
+ * inside a callback of its sources. Accepts NULL. */
 HAKO_API void hako_bridge_destroy(hako_bridge_t *b);
 
 /* Time-based work due at clock() now, and process_recv_events of the source endpoints. Returns
@@ -83,10 +87,21 @@ HAKO_API size_t hako_bridge_connection_count(const hako_bridge_t *b);
 /* Statistics of connection i (file order). HAKO_ENOENT past the end. */
 HAKO_API int hako_bridge_get_stats(hako_bridge_t *b, size_t i, hako_bridge_conn_stats_t *st);
 
-/* Clocks: CLOCK_MONOTONIC, and a domain's world time (hako_domain_world_time) for a bridge run
- * as an asset. user = the hako_domain_t * for the latter. */
+/* Clocks (hako_bridge_clock_fn). hako_bridge_clock_wall: CLOCK_MONOTONIC (user unused). */
 HAKO_API hako_time_t hako_bridge_clock_wall(void *user);
-HAKO_API hako_time_t hako_bridge_clock_world(void *user);
+
+/* World time of a domain for a bridge run as an asset, kept from going back at a reset: a reset
+ * sets world time to 0, but a ticker's next send and a throttle's last send are absolute times,
+ * so with raw world time every ticker would stay silent (and every throttle hold its PDUs) until
+ * the new run reached the world time of the old one. This clock is world time plus the world
+ * time reached before each reset (the last value it read then: read it at every step), so
+ * tickers and throttles go on every interval of world time in the new run.
+ * create: HAKO_EINVAL, HAKO_ENOMEM; dom is not owned and must outlive the clock. Thread-safe. */
+typedef struct hako_bridge_world_clock hako_bridge_world_clock_t;
+HAKO_API int hako_bridge_world_clock_create(hako_domain_t *dom, hako_bridge_world_clock_t **out);
+HAKO_API void hako_bridge_world_clock_destroy(hako_bridge_world_clock_t *wc);
+/* The clock function: user = the hako_bridge_world_clock_t *. */
+HAKO_API hako_time_t hako_bridge_world_clock_now(void *user);
 
 #ifdef __cplusplus
 }

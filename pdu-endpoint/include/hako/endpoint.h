@@ -3,7 +3,9 @@
  * (hako/endpoint_config.h), and the container of a node's endpoints.
  *
  * Life cycle: open (files loaded, cache made, server sockets bound: a port in use is reported
- * here) -> start (the comm's thread runs, clients connect) -> stop -> start again ... -> close.
+ * here) -> start (the comm is served, clients connect) -> stop -> start again ... -> close. The
+ * tcp and udp comms of an endpoint set are served by one I/O loop thread for the whole set (an
+ * endpoint opened on its own has its own), websocket by its service thread, shm by its watchers.
  *
  * Sending never blocks the caller on a slow or dead peer: a PDU is framed and written at once
  * when the peer's socket takes it, else queued on that peer's bounded queue (options
@@ -12,10 +14,11 @@
  * false; udp, websocket). Every dropped PDU is counted in the statistics.
  *
  * Receiving: the comm's thread decodes frames, stores the PDU in the cache and then calls the
- * key's subscribers in that thread (keep them short; they may call hako_endpoint_send).
- * Frames that are not PDU data, from a peer that breaks the protocol (bad magic or version,
- * a body longer than max_body_bytes, garbage) make the endpoint log the reason and drop that
- * peer; the others are served on.
+ * key's subscribers in that thread (keep them short; they may call hako_endpoint_send). An
+ * endpoint whose PDUs a subscriber forwards and nobody reads (hako-bridge's) can skip the
+ * store: hako_endpoint_set_store. Frames that are not PDU data, from a peer that breaks the
+ * protocol (bad magic or version, a body longer than max_body_bytes, garbage) make the
+ * endpoint log the reason and drop that peer; the others are served on.
  *
  * A comm-less endpoint (comm null) is an in-process bus: send writes the cache and calls the
  * subscribers.
@@ -55,9 +58,11 @@ HAKO_API void hako_endpoint_close(hako_endpoint_t *ep);
  * Without it, start opens the domain named by HAKO_DOMAIN ("default"). */
 HAKO_API int hako_endpoint_set_domain(hako_endpoint_t *ep, hako_domain_t *dom);
 
-/* Start the comm (threads, client connection attempts, shm channels). HAKO_ESTATE if running. */
+/* Start the comm (served by its I/O loop or threads, client connection attempts, shm
+ * channels). HAKO_ESTATE if running. */
 HAKO_API int hako_endpoint_start(hako_endpoint_t *ep, hako_error_t *err);
-/* Stop the comm: threads joined, connections closed (a server keeps its bound port). */
+/* Stop the comm: off its loop, threads joined, connections closed (a server keeps its bound
+ * port). */
 HAKO_API int hako_endpoint_stop(hako_endpoint_t *ep);
 HAKO_API int hako_endpoint_is_running(const hako_endpoint_t *ep);
 
@@ -104,23 +109,54 @@ HAKO_API int hako_endpoint_commit(hako_endpoint_t *ep, const hako_pdu_key_t *key
 HAKO_API int hako_endpoint_cancel(hako_endpoint_t *ep, const hako_pdu_key_t *key);
 
 /* The cached PDU of key (latest: a copy, queue: pops). HAKO_EAGAIN if none; HAKO_ETOOBIG with
- * *len = its size if cap is too small. shm: when the cache has nothing, the channel is read. */
+ * *len = its size if cap is too small. shm: when the cache has nothing, the channel is read.
+ * Marks the key read (hako_endpoint_set_store). */
 HAKO_API int hako_endpoint_recv(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf,
                                 size_t cap, size_t *len);
 HAKO_API int hako_endpoint_recv_by_name(hako_endpoint_t *ep, const char *robot,
                                         const char *pdu_name, void *buf, size_t cap, size_t *len);
-/* The next pending PDU of any key (hako_cache_read_next). */
+/* The next pending PDU of any key (hako_cache_read_next). Marks every key read
+ * (hako_endpoint_set_store). */
 HAKO_API int hako_endpoint_recv_next(hako_endpoint_t *ep, hako_pdu_key_t *key, void *buf,
                                      size_t cap, size_t *len);
 /* Wait until a PDU arrives after the last call of recv_next found nothing, i.e. until
  * recv_next may succeed. 0, or HAKO_ETIMEDOUT after timeout_usec (< 0: forever). */
 HAKO_API int hako_endpoint_wait(hako_endpoint_t *ep, hako_time_t timeout_usec);
 
-/* Call cb(user, key, data, len) on every PDU of key that arrives (in the comm's thread). */
+/* A subscription: hako_endpoint_subscribe makes it, hako_endpoint_unsubscribe ends it. */
+typedef hako_cache_sub_t hako_endpoint_sub_t;
+
+/* Call cb(user, key, data, len) on every PDU of key that arrives, of every key when key is NULL
+ * (in the thread that delivers it: the comm's, the sender's for a comm-less endpoint, the
+ * caller of hako_endpoint_process_recv_events in shm poll mode). data is valid during the call
+ * only. The subscribers of the key are called first, then those of every key, each in the order
+ * they subscribed. *sub gets the handle; sub may be NULL for a subscription that lasts as long
+ * as the endpoint. HAKO_EINVAL, HAKO_ENOMEM; by name also HAKO_ENOENT. */
 HAKO_API int hako_endpoint_subscribe(hako_endpoint_t *ep, const hako_pdu_key_t *key,
-                                     hako_cache_cb_t cb, void *user);
+                                     hako_cache_cb_t cb, void *user, hako_endpoint_sub_t **sub);
 HAKO_API int hako_endpoint_subscribe_by_name(hako_endpoint_t *ep, const char *robot,
-                                             const char *pdu_name, hako_cache_cb_t cb, void *user);
+                                             const char *pdu_name, hako_cache_cb_t cb, void *user,
+                                             hako_endpoint_sub_t **sub);
+/* End a subscription and free its handle (libuv's uv_close contract). When it returns, cb is
+ * not called again for it and no call of it is still running, so user may be freed; it waits
+ * for a running call to finish (do not call it holding a lock that cb takes).
+ * From inside a callback of the same endpoint (in the thread delivering to it: a subscriber
+ * that ends itself or another subscription of that endpoint) it cannot wait for the calls on
+ * its own thread's stack: it marks the subscription and returns at once. The current call
+ * finishes and no other call begins, with one exception: when several threads deliver at once
+ * (a comm-less endpoint sent to from several threads, a subscription to every key of an shm
+ * endpoint in callback mode), a call another thread had begun also finishes after it returns.
+ * Once per handle. hako_endpoint_close ends the subscriptions left (their handles become
+ * invalid). Accepts NULL. */
+HAKO_API void hako_endpoint_unsubscribe(hako_endpoint_sub_t *sub);
+
+/* What the cache stores (hako/endpoint_cache.h has the rule). HAKO_CACHE_STORE_ALL, the default:
+ * every PDU that arrives. HAKO_CACHE_STORE_READ: a PDU of a key that has a subscriber is only
+ * handed to the subscribers, unless the key has been read (hako_endpoint_recv of it, or any
+ * hako_endpoint_recv_next, marks it for good): for an endpoint whose PDUs are forwarded and
+ * that nobody reads, the PDUs cost no copy into the cache and a queue cache counts no drops.
+ * hako-bridge sets it on its endpoints. Any time; HAKO_EINVAL. */
+HAKO_API int hako_endpoint_set_store(hako_endpoint_t *ep, hako_cache_store_t store);
 
 /* shm comm with impl_type "poll": check the notify_on_recv channels and deliver what changed.
  * Returns the number of PDUs delivered (>= 0). Other comms: 0. */
@@ -129,12 +165,12 @@ HAKO_API int hako_endpoint_process_recv_events(hako_endpoint_t *ep);
 /* ---- statistics ---- */
 
 typedef struct hako_endpoint_stats {
-	uint64_t frames_in;    /* PDUs received and stored */
+	uint64_t frames_in;    /* PDUs received (stored, or handed to the subscribers only) */
 	uint64_t bytes_in;     /* their body bytes */
 	uint64_t frames_out;   /* PDUs written to a peer (once per peer) */
 	uint64_t bytes_out;    /* their body bytes */
 	uint64_t send_dropped; /* PDUs not delivered to a peer: queue full, stuck peer, none */
-	uint64_t recv_dropped; /* queue-mode cache overflow (the oldest dropped) */
+	uint64_t recv_dropped; /* queue-mode cache: stored PDUs dropped unread (overflow) */
 	uint64_t recv_ignored; /* well-formed frames not stored: not PDU data, or direction out */
 	uint64_t rejected;     /* peers dropped for a protocol error (bad frame) */
 	uint64_t accepted;     /* connections accepted (server) */
@@ -153,6 +189,12 @@ typedef struct hako_endpoint_set hako_endpoint_set_t;
  * On error nothing stays open. */
 HAKO_API int hako_endpoint_set_open(const char *container_path, const char *node_id,
                                     hako_endpoint_set_t **out, hako_error_t *err);
+/* The same from a container already loaded (e.g. a bridge config's `endpoints`, whichever way
+ * the bridge file gave them), so the files are read once. The endpoints take the entries'
+ * configs (an entry's config becomes NULL once taken; on error the ones taken are freed and
+ * the others stay); c itself stays the caller's. */
+HAKO_API int hako_endpoint_set_open_container(hako_endpoint_container_t *c,
+                                              hako_endpoint_set_t **out, hako_error_t *err);
 /* Start all (in file order); on an error the ones started are stopped again. */
 HAKO_API int hako_endpoint_set_start(hako_endpoint_set_t *s, hako_error_t *err);
 HAKO_API void hako_endpoint_set_stop(hako_endpoint_set_t *s);

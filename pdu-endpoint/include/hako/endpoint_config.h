@@ -7,7 +7,7 @@
  * a message: unknown keys are errors. Fields stored beyond what Hakoniwa's own endpoint reads:
  *  - websocket options secure (only false: "TLS is not supported"), ping_interval_sec,
  *    handshake_timeout_ms, connect/read/write_timeout_ms;
- *  - tcp/udp options blocking (false = the comm thread never waits on a socket), every tcp
+ *  - tcp/udp options blocking (false = a full send queue drops, never waits), every tcp
  *    option, linger, udp broadcast and multicast;
  *  - hako's own websocket option static_dir (a server serves that folder's files);
  *  - hako's own options max_body_bytes (default 16 MiB, 1..1 GiB) and send_queue_depth
@@ -20,8 +20,13 @@
  * Refused: tcp "expected_clients" (Hakoniwa's TCP mux).
  *
  * Paths in a file are relative to the folder of that file. Errors fill a hako_error_t with
- * file:line:column of the offending value and "path: what"; an error inside a referenced file
- * names that file.
+ * file:line:column of the offending value and "path: what" (the config walker's wording, as in
+ * every file hako reads); an error inside a referenced file names that file; a key given twice
+ * in an object is an error.
+ *
+ * A comm file has the members every protocol shares (hako_comm_config_t) and the protocol's own;
+ * each comm reads its part with its own table (pdu-endpoint/src/comm_<protocol>.c), so the
+ * config keeps that part opaque and the getters hako_comm_<protocol>_options() show it.
  */
 #ifndef HAKO_ENDPOINT_CONFIG_H
 #define HAKO_ENDPOINT_CONFIG_H
@@ -87,6 +92,9 @@ typedef struct hako_comm_addr {
 	uint16_t port;
 } hako_comm_addr_t;
 
+/* The options of each protocol, read through the getters below (NULL for a comm of another
+ * protocol): a comm config keeps them in its opaque part (hako_comm_config_t.opts), which only
+ * that comm's code knows the layout of. */
 typedef struct hako_comm_tcp_options {
 	uint32_t backlog;            /* 0 = not in the file: SOMAXCONN (Hakoniwa's code: 5) */
 	uint32_t connect_timeout_ms; /* 1000 */
@@ -107,7 +115,7 @@ typedef struct hako_comm_tcp_options {
 
 typedef struct hako_comm_udp_options {
 	uint32_t buffer_size; /* 8192 */
-	uint32_t timeout_ms;  /* 1000 */
+	uint32_t timeout_ms;  /* 1000; no use: nothing waits on a receive (the I/O loop reads) */
 	int blocking;         /* 1 */
 	int reuse_address;    /* 1 */
 	int broadcast;        /* 0 */
@@ -142,15 +150,24 @@ typedef struct hako_comm_shm_robot {
 	hako_comm_shm_pdu_t *pdus;
 } hako_comm_shm_robot_t;
 
+typedef struct hako_comm_shm_options {
+	hako_shm_impl_t impl;
+	char asset_name[HAKO_ENDPOINT_NAME_MAX]; /* "" when absent (required for poll) */
+	size_t robot_count;
+	hako_comm_shm_robot_t *robots;
+} hako_comm_shm_options_t;
+
+/* What every comm file says, whatever its protocol, and the protocol's own part. */
 typedef struct hako_comm_config {
 	char path[HAKO_ENDPOINT_PATH_MAX];
 	char name[HAKO_ENDPOINT_NAME_MAX]; /* "" when absent */
 	hako_comm_protocol_t protocol;
 	hako_comm_direction_t direction;
-	int raw_version; /* 1 or 2 (default) */
-	hako_comm_role_t role;
+	int raw_version;       /* 1 or 2 (default) */
+	hako_comm_role_t role; /* tcp, websocket */
 	hako_comm_addr_t local;
 	hako_comm_addr_t remote;
+	/* tcp, udp, websocket */
 	uint32_t max_body_bytes;
 	uint32_t send_queue_depth;
 	/* tcp and websocket (hako's own; see docs/endpoint.md). max_clients: a server's peers at
@@ -161,15 +178,17 @@ typedef struct hako_comm_config {
 	uint32_t max_clients;        /* 64 */
 	uint32_t max_buffered_bytes; /* 64 MiB, at least max_body_bytes + 1 MiB */
 	uint32_t frame_timeout_ms;   /* 10000 */
-	hako_comm_tcp_options_t tcp;
-	hako_comm_udp_options_t udp;
-	hako_comm_ws_options_t ws;
-	/* shm */
-	hako_shm_impl_t shm_impl;
-	char asset_name[HAKO_ENDPOINT_NAME_MAX];
-	size_t robot_count;
-	hako_comm_shm_robot_t *robots;
+	/* The protocol's options (the getters below), allocated and freed with the config. */
+	void *opts;
 } hako_comm_config_t;
+
+/* The options of a comm config of that protocol; NULL for NULL or another protocol. */
+HAKO_API const hako_comm_tcp_options_t *hako_comm_tcp_options(const hako_comm_config_t *cc);
+HAKO_API const hako_comm_udp_options_t *hako_comm_udp_options(const hako_comm_config_t *cc);
+HAKO_API const hako_comm_ws_options_t *hako_comm_ws_options(const hako_comm_config_t *cc);
+HAKO_API const hako_comm_shm_options_t *hako_comm_shm_options(const hako_comm_config_t *cc);
+/* "tcp", "udp", "shm", "websocket": the comm file's protocol; "" for NULL. */
+HAKO_API const char *hako_comm_protocol_name(const hako_comm_config_t *cc);
 
 typedef struct hako_cache_config {
 	char path[HAKO_ENDPOINT_PATH_MAX];
