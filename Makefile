@@ -29,10 +29,19 @@ build: deps $(BUILD)/CMakeCache.txt
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
-# The forklift RD-Light demo: hako-launch runs samples/forklift/launch.json from the build tree
-# (20 s simulated at 4x real time); the report ends with the path of the plot.
+# The demos, run by hako-launch from the build tree. DEMO=forklift (the default): the RD-Light
+# demo, 20 s simulated at 4x real time; the report ends with the path of the plot.
+# DEMO=federation: three nodes (a server and two clients, each its own domain) exchanging PDUs
+# through bridges for 5 s of world time; each node ends with its drift table.
+DEMO ?= forklift
 run: build
-	cd $(BUILD)/samples/forklift && $(abspath $(BUILD))/launch/hako-launch --quiet launch.json
+	@case "$(DEMO)" in \
+	forklift) cd $(BUILD)/samples/forklift && \
+	  $(abspath $(BUILD))/launch/hako-launch --quiet launch.json ;; \
+	federation) cd $(BUILD)/samples/federation && \
+	  $(abspath $(BUILD))/launch/hako-launch config/federation.json ;; \
+	*) echo "DEMO=$(DEMO): the demos are forklift and federation"; exit 2 ;; \
+	esac
 
 bench: build
 	./bench/run.sh $(BUILD)

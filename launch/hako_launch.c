@@ -11,6 +11,7 @@
 #include "hako_cli.h"
 #include "launch_config.h"
 #include "launch_console.h"
+#include "launch_federation.h"
 #include "launch_run.h"
 
 #ifndef HAKO_VERSION
@@ -81,7 +82,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		return 0;
 	}
 	hakoi_console_init(quiet, no_echo);
-	return hakoi_launch_run(cfg);
+	return cfg->node_count > 0 ? hakoi_launch_run_federation(cfg) : hakoi_launch_run(cfg);
 }
 
 int main(int argc, char **argv)
@@ -95,7 +96,10 @@ int main(int argc, char **argv)
 	    "says), run the simulation with a status line, and stop everything together at\n"
 	    "the stop time, on Ctrl-C or when a process fails; then run the \"after\"\n"
 	    "processes. Each process's output goes to <log_dir>/<name>.log and is echoed\n"
-	    "as \"[name] line\".",
+	    "as \"[name] line\".\n\n"
+	    "A federation file (one with \"federation\": {\"nodes\": [...]}) starts every\n"
+	    "node's launch file as a hako-launch of its own, each in its own domain, and\n"
+	    "stops them together.",
 	    "  --path DIR     look for commands in DIR first (may be repeated)\n"
 	    "  -q, --quiet    no status line and no progress messages\n"
 	    "  --no-echo      do not echo the output of the processes (the logs keep it)\n"

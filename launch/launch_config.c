@@ -352,6 +352,56 @@ static int parse_core_config(hakoi_walk_t *w, json_t *v, void *base, const hakoi
 	return r != 0 ? hakoi_walk_sub_error(w, r, &sub, cfg->core_config) : 0;
 }
 
+/* conductor.federation: the node's conductor file (conductor.h), whose delta_time_usec and
+ * max_delay_time_usec are the domain's step and Dmax: every node of a federation must agree on
+ * them, so they are given once, there. */
+static int parse_federation(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	hakoi_launch_config_t *cfg = base;
+	char *rel = NULL;
+	int r = parse_expanded(w, v, &rel, &(hakoi_field_t){.flags = f->flags});
+	if (r != 0) {
+		return r;
+	}
+	cfg->federation_file = join(cfg->dir, rel);
+	free(rel);
+	if (cfg->federation_file == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	hako_error_t sub;
+	r = hako_conductor_config_load(cfg->federation_file, &cfg->federation, &sub);
+	if (r != 0) {
+		return hakoi_walk_sub_error(w, r, &sub, cfg->federation_file);
+	}
+	cfg->master.delta_usec = cfg->federation->delta_usec;
+	cfg->master.max_delay_usec = cfg->federation->max_delay_usec;
+	return 0;
+}
+
+static int not_with_federation(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	const hakoi_launch_config_t *cfg = base;
+	if (cfg->federation == NULL) {
+		return 0;
+	}
+	int delta = strcmp(f->key, "delta_usec") == 0;
+	return hakoi_walk_fail(
+	    w, "not allowed with \"federation\": its conductor file gives %s (%lld)",
+	    delta ? "delta_time_usec" : "max_delay_time_usec",
+	    (long long)(delta ? cfg->federation->delta_usec : cfg->federation->max_delay_usec));
+}
+
+static int only_federation(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hakoi_launch_config_t *cfg = base;
+	return cfg->federation != NULL
+	           ? 0
+	           : hakoi_walk_fail(w, "only for a federation node (with \"federation\")");
+}
+
 /* Dmax and the stop time against the step. */
 static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
@@ -359,6 +409,15 @@ static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 	(void)f;
 	hakoi_launch_config_t *cfg = base;
 	long long delta = cfg->master.delta_usec, dmax = cfg->master.max_delay_usec;
+	if (cfg->federation != NULL && cfg->federation->role == HAKO_CONDUCTOR_CLIENT &&
+	    cfg->stop_at_usec > 0) {
+		/* Its own stop would ask the server to stop the federation wherever the server's
+		 * clock is: the stop time is the server's to keep. */
+		hakoi_walk_push_key(w, "stop_at_usec");
+		return hakoi_walk_fail(w,
+		                       "a client node stops when its server stops the federation: "
+		                       "give the stop time in the server's launch file");
+	}
 	if (dmax != 0 && dmax < delta) {
 		hakoi_walk_push_key(w, "max_delay_usec");
 		return hakoi_walk_fail(w, "%lld is less than delta_usec (%lld)", dmax, delta);
@@ -374,10 +433,21 @@ static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 }
 
 static const hakoi_field_t conductor_fields[] = {
-    INT_FIELD("delta_usec", hakoi_launch_config_t, master.delta_usec, 1, 3600000000LL,
-              "an integer in [1, 3600000000] (microseconds)"),
-    INT_FIELD("max_delay_usec", hakoi_launch_config_t, master.max_delay_usec, 1, 3600000000LL,
-              "an integer in [1, 3600000000] (microseconds)"),
+    HAKOI_CUSTOM("federation", 0, parse_federation, "a string"),
+    {.key = "delta_usec",
+     .kind = HAKOI_K_INT,
+     HAKOI_AT(hakoi_launch_config_t, master.delta_usec),
+     .min = 1,
+     .max = 3600000000LL,
+     .expect = "an integer in [1, 3600000000] (microseconds)",
+     .check = not_with_federation},
+    {.key = "max_delay_usec",
+     .kind = HAKOI_K_INT,
+     HAKOI_AT(hakoi_launch_config_t, master.max_delay_usec),
+     .min = 1,
+     .max = 3600000000LL,
+     .expect = "an integer in [1, 3600000000] (microseconds)",
+     .check = not_with_federation},
     {.key = "real_time_factor",
      .kind = HAKOI_K_NUMBER,
      HAKOI_AT(hakoi_launch_config_t, master.real_time_factor),
@@ -388,6 +458,13 @@ static const hakoi_field_t conductor_fields[] = {
               "an integer >= 0 (world time in microseconds; 0 = none)"),
     HAKOI_CHECK(check_clock),
     HAKOI_CUSTOM("core_config", 0, parse_core_config, "a string"),
+    {.key = "start_timeout_ms",
+     .kind = HAKOI_K_INT,
+     HAKOI_AT(hakoi_launch_config_t, start_timeout_ms),
+     .min = 0,
+     .max = 86400000,
+     .expect = "an integer in [0, 86400000] (ms; 0 = no limit)",
+     .check = only_federation},
     HAKOI_END,
 };
 
@@ -562,6 +639,14 @@ static int check_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fie
 		hakoi_walk_push_key(w, "restart");
 		return hakoi_walk_fail(w, "a process of phase \"after\" is never restarted");
 	}
+	if (ctx_of(w)->cfg->federation != NULL && p->restart_on_failure &&
+	    p->wait_for == HAKOI_LAUNCH_WAIT_ASSET) {
+		/* Restarting an asset restarts the simulation from world time 0: a node cannot do
+		 * that alone, the other nodes' worlds would go on. */
+		hakoi_walk_push_key(w, "restart");
+		return hakoi_walk_fail(w, "an asset of a federation node is never restarted (the "
+		                          "simulation would restart on this node alone)");
+	}
 	if (p->phase == HAKOI_LAUNCH_PHASE_AFTER && p->wait_for != HAKOI_LAUNCH_WAIT_NOTHING) {
 		hakoi_walk_push_key(w, "wait_for");
 		return hakoi_walk_fail(w,
@@ -645,6 +730,7 @@ static int check_domain(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fiel
 	hakoi_launch_config_t *cfg = base;
 	struct ctx *c = ctx_of(w);
 	if (cfg->domain != NULL) {
+		cfg->domain_given = 1;
 		if (strlen(cfg->domain) >= HAKO_NAME_MAX || strchr(cfg->domain, '/') != NULL) {
 			hakoi_walk_push_key(w, "domain");
 			return hakoi_walk_fail(
@@ -706,6 +792,21 @@ static int parse_path_elem(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 	return parse_folder(w, v, base);
 }
 
+/* A launch runs at least one process; a federation node may hold only its conductor (its
+ * domain's clock, within Dmax of the others). */
+static int check_processes(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hakoi_launch_config_t *cfg = base;
+	if (cfg->proc_count > 0 || cfg->federation != NULL) {
+		return 0;
+	}
+	hakoi_walk_push_key(w, "processes");
+	return cfg->procs_given ? hakoi_walk_fail(w, "must not be empty")
+	                        : hakoi_walk_fail_missing(w, "an array of processes");
+}
+
 static const hakoi_field_t path_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_path_elem};
 static const hakoi_field_t process_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_process};
 
@@ -725,11 +826,276 @@ static const hakoi_field_t top_fields[] = {
               "an integer in [0, 3600000] (ms)"),
     {.key = "processes",
      .kind = HAKOI_K_ARRAY,
-     .flags = HAKOI_F_REQUIRED,
-     .min = 1,
      HAKOI_ELEMS_NEW(hakoi_launch_config_t, procs, proc_count),
      .elem = &process_elem,
+     .present = HAKOI_PRESENT(hakoi_launch_config_t, procs_given),
      .expect = "an array of processes"},
+    HAKOI_CHECK(check_processes),
+    HAKOI_END,
+};
+
+/* ---- a federation file: every node of a federation, each its own hako-launch ---- */
+
+static int load(const char *file, const hakoi_launch_options_t *opt, int nested,
+                hakoi_launch_config_t **out, hako_error_t *err);
+
+/* "<prefix>-<node id>", the domain of a node whose launch file does not name one; the prefix is
+ * federation.name, else the domain hako-launch would use ($HAKO_DOMAIN or launch-<pid>). */
+static int check_prefix(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_config_t *cfg = base;
+	const hakoi_launch_options_t *o = ctx_of(w)->opt;
+	if (cfg->prefix == NULL) {
+		const char *d = o != NULL && o->default_domain != NULL ? o->default_domain
+		                                                       : hako_domain_default_name();
+		if ((cfg->prefix = strdup(d)) == NULL) {
+			return hakoi_walk_fail_oom(w);
+		}
+	} else if (strchr(cfg->prefix, '/') != NULL || strlen(cfg->prefix) > 60) {
+		hakoi_walk_push_key(w, "name");
+		return hakoi_walk_fail(w,
+		                       "\"%s\": the nodes' domains are \"<name>-<node id>\": at "
+		                       "most 60 characters and no '/'",
+		                       cfg->prefix);
+	}
+	return 0;
+}
+
+/* Load a node's launch file for its domain; a node whose file names no domain gets
+ * "<prefix>-<node id>", known once the file is read: it is read again with that default, so
+ * that ${HAKO_DOMAIN} in it expands as it will in the node's own hako-launch. */
+static int load_node(hakoi_walk_t *w, hakoi_launch_node_t *n, const char *prefix)
+{
+	const hakoi_launch_options_t *o = ctx_of(w)->opt;
+	hakoi_launch_options_t opt = {prefix, o != NULL ? o->search : NULL,
+	                              o != NULL ? o->search_count : 0};
+	hako_error_t sub;
+	int r = load(n->file, &opt, 1, &n->cfg, &sub);
+	if (r != 0) {
+		return hakoi_walk_sub_error(w, r, &sub, n->file);
+	}
+	if (n->cfg->federation == NULL) {
+		return hakoi_walk_fail(w,
+		                       "%s is not a federation node: its \"conductor\" has no "
+		                       "\"federation\" file",
+		                       n->file);
+	}
+	if (!n->cfg->domain_given) {
+		char domain[HAKO_NAME_MAX];
+		snprintf(domain, sizeof(domain), "%s-%s", prefix, n->cfg->federation->node_id);
+		hakoi_launch_free(n->cfg);
+		n->cfg = NULL;
+		opt.default_domain = domain;
+		if ((r = load(n->file, &opt, 1, &n->cfg, &sub)) != 0) {
+			return hakoi_walk_sub_error(w, r, &sub, n->file);
+		}
+	}
+	n->domain = strdup(n->cfg->domain);
+	return n->domain != NULL ? 0 : hakoi_walk_fail_oom(w);
+}
+
+static int parse_node(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	hakoi_launch_node_t *n = base;
+	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
+	char *rel = NULL;
+	int r = parse_expanded(w, v, &rel, &(hakoi_field_t){.flags = 0});
+	if (r != 0) {
+		return r;
+	}
+	n->file = join(cfg->dir, rel);
+	free(rel);
+	if (n->file == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	if ((r = load_node(w, n, cfg->prefix)) != 0) {
+		return r;
+	}
+	const hako_conductor_config_t *me = n->cfg->federation;
+	if (!valid_proc_name(me->node_id)) {
+		return hakoi_walk_fail(w,
+		                       "node id \"%s\" cannot name its process and log (letters, "
+		                       "digits, '.', '_' or '-', starting with a letter or digit)",
+		                       me->node_id);
+	}
+	for (size_t j = 0; j < hakoi_walk_index(w); j++) {
+		const hakoi_launch_node_t *o = &cfg->nodes[j];
+		if (strcmp(o->cfg->federation->node_id, me->node_id) == 0) {
+			return hakoi_walk_fail_dup(w, j, "node \"%s\"", me->node_id);
+		}
+		if (strcmp(o->domain, n->domain) == 0) {
+			return hakoi_walk_fail_dup(w, j, "domain \"%s\"", n->domain);
+		}
+		if (strcmp(o->cfg->log_dir_abs, n->cfg->log_dir_abs) == 0) {
+			/* hako-launch.log and the processes' logs would overwrite each other */
+			return hakoi_walk_fail_dup(w, j, "log_dir %s", n->cfg->log_dir);
+		}
+		if (me->role == HAKO_CONDUCTOR_SERVER &&
+		    o->cfg->federation->role == HAKO_CONDUCTOR_SERVER) {
+			return hakoi_walk_fail(
+			    w,
+			    "a second server (\"%s\" is nodes[%zu]): a federation "
+			    "has one server",
+			    o->cfg->federation->node_id, j);
+		}
+	}
+	return 0;
+}
+
+static int node_index(const hakoi_launch_config_t *cfg, const char *id)
+{
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		if (strcmp(cfg->nodes[i].cfg->federation->node_id, id) == 0) {
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* One process per node: this hako-launch again, on the node's file, in the node's domain. */
+static int node_process(hakoi_walk_t *w, hakoi_launch_proc_t *p, const hakoi_launch_node_t *n)
+{
+	struct ctx *c = ctx_of(w);
+	const hakoi_launch_options_t *o = c->opt;
+	size_t nsearch = o != NULL ? o->search_count : 0;
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0) {
+		return hakoi_walk_fail(w, "cannot find this program (/proc/self/exe): %s",
+		                       strerror(errno));
+	}
+	self[len] = '\0';
+	snprintf(p->name, sizeof(p->name), "%s", n->cfg->federation->node_id);
+	p->command = strdup("hako-launch");
+	p->exe = strdup(self);
+	p->domain = strdup(n->domain);
+	p->args = calloc(2 * nsearch + 1, sizeof(char *));
+	p->argv = calloc(2 * nsearch + 3, sizeof(char *));
+	if (p->command == NULL || p->exe == NULL || p->domain == NULL || p->args == NULL ||
+	    p->argv == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	/* The --path folders of this hako-launch count for the nodes too. */
+	for (size_t i = 0; i < nsearch; i++) {
+		p->args[p->arg_count++] = strdup("--path");
+		p->args[p->arg_count++] = abs_dir(c->cwd, o->search[i]);
+	}
+	p->args[p->arg_count++] = strdup(n->file);
+	p->argv[0] = p->command;
+	for (size_t i = 0; i < p->arg_count; i++) {
+		if (p->args[i] == NULL) {
+			return hakoi_walk_fail_oom(w);
+		}
+		p->argv[i + 1] = p->args[i];
+	}
+	p->argc = p->arg_count + 1;
+	p->echo = 1;
+	p->phase = HAKOI_LAUNCH_PHASE_RUN;
+	p->wait_for = HAKOI_LAUNCH_WAIT_NOTHING;
+	return 0;
+}
+
+/* What holds between the nodes: one server, whose clients are the other nodes, all of them
+ * agreeing on the timing (config hash). */
+static int check_nodes(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_config_t *cfg = base;
+	int server = -1;
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		if (cfg->nodes[i].cfg->federation->role == HAKO_CONDUCTOR_SERVER) {
+			server = (int)i;
+		}
+	}
+	hakoi_walk_push_key(w, "nodes");
+	if (server < 0) {
+		return hakoi_walk_fail(w,
+		                       "no server among the nodes (a node whose conductor file has "
+		                       "\"clients\")");
+	}
+	const hako_conductor_config_t *s = cfg->nodes[server].cfg->federation;
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		const hako_conductor_config_t *c = cfg->nodes[i].cfg->federation;
+		hakoi_walk_push_index(w, i);
+		if (c->role == HAKO_CONDUCTOR_CLIENT) {
+			int listed = 0;
+			for (size_t k = 0; k < s->client_count; k++) {
+				listed |= strcmp(s->clients[k], c->node_id) == 0;
+			}
+			if (strcmp(c->server_id, s->node_id) != 0 || !listed) {
+				return hakoi_walk_fail(
+				    w,
+				    "client \"%s\" is not a client of server \"%s\" "
+				    "(nodes[%d])",
+				    c->node_id, s->node_id, server);
+			}
+		}
+		if (c->config_hash != s->config_hash) {
+			return hakoi_walk_fail(
+			    w,
+			    "the conductor files of \"%s\" and of the server \"%s\" "
+			    "disagree on delta, Dmax or the publish mode (config hash "
+			    "0x%08x, the server's 0x%08x)",
+			    c->node_id, s->node_id, c->config_hash, s->config_hash);
+		}
+		hakoi_walk_pop(w);
+	}
+	for (size_t k = 0; k < s->client_count; k++) {
+		if (node_index(cfg, s->clients[k]) < 0) {
+			hakoi_walk_push_index(w, (size_t)server);
+			return hakoi_walk_fail(
+			    w,
+			    "server \"%s\" has client \"%s\", which is not among the "
+			    "nodes: the federation could never start",
+			    s->node_id, s->clients[k]);
+		}
+	}
+	hakoi_walk_pop(w);
+	cfg->procs = calloc(cfg->node_count, sizeof(*cfg->procs));
+	if (cfg->procs == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		cfg->proc_count = i + 1;
+		int r = node_process(w, &cfg->procs[i], &cfg->nodes[i]);
+		if (r != 0) {
+			return r;
+		}
+	}
+	return 0;
+}
+
+static const hakoi_field_t node_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_node};
+
+static const hakoi_field_t federation_fields[] = {
+    EXPANDED("name", 0, hakoi_launch_config_t, prefix),
+    HAKOI_CHECK(check_prefix),
+    {.key = "nodes",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     .max = HAKO_CONDUCTOR_MAX_CLIENTS + 1,
+     HAKOI_ELEMS_NEW(hakoi_launch_config_t, nodes, node_count),
+     .elem = &node_elem,
+     .expect = "an array of launch files"},
+    HAKOI_CHECK(check_nodes),
+    HAKOI_END,
+};
+
+static const hakoi_field_t federation_top_fields[] = {
+    HAKOI_IGNORE("$schema"),
+    {.key = "federation",
+     .kind = HAKOI_K_OBJECT,
+     .flags = HAKOI_F_REQUIRED,
+     .fields = federation_fields},
+    EXPANDED("log_dir", 0, hakoi_launch_config_t, log_dir),
+    HAKOI_CHECK(check_log_dir),
+    INT_FIELD("grace_ms", hakoi_launch_config_t, grace_ms, 0, 3600000,
+              "an integer in [0, 3600000] (ms)"),
     HAKOI_END,
 };
 
@@ -741,12 +1107,19 @@ static int set_defaults(hakoi_launch_config_t *cfg, hako_error_t *err)
 	cfg->master.max_delay_usec = 0; /* the delta, once it is known */
 	cfg->master.real_time_factor = 0.0;
 	cfg->grace_ms = HAKOI_LAUNCH_DEFAULT_GRACE;
+	cfg->start_timeout_ms = HAKOI_LAUNCH_DEFAULT_START;
 	hako_domain_config_init(&cfg->core);
 	return hako_domain_config_from_env(&cfg->core, err);
 }
 
 int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
                       hakoi_launch_config_t **out, hako_error_t *err)
+{
+	return load(file, opt, 0, out, err);
+}
+
+static int load(const char *file, const hakoi_launch_options_t *opt, int nested,
+                hakoi_launch_config_t **out, hako_error_t *err)
 {
 	struct ctx c;
 	memset(&c, 0, sizeof(c));
@@ -782,10 +1155,16 @@ int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
 	cfg->dir = folder != NULL ? abs_dir(c.cwd, folder[0] != '\0' ? folder : "/") : NULL;
 	free(folder);
 	c.var_dir = cfg->dir;
+	int federation = json_is_object(root) && json_object_get(root, "federation") != NULL;
 	if (cfg->dir == NULL) {
 		r = hakoi_walk_fail_oom(&w);
-	} else if ((r = set_defaults(cfg, err)) == 0 &&
-	           (r = hakoi_walk_object(&w, root, top_fields, cfg)) == 0 &&
+	} else if (federation && nested) {
+		hakoi_walk_push_key(&w, "federation");
+		r = hakoi_walk_fail(&w, "a federation file is not a node of another federation");
+	} else if ((r = set_defaults(cfg, err)) == 0 && federation) {
+		cfg->grace_ms = HAKOI_LAUNCH_DEFAULT_FED_GRACE;
+		r = hakoi_walk_object(&w, root, federation_top_fields, cfg);
+	} else if (r == 0 && (r = hakoi_walk_object(&w, root, top_fields, cfg)) == 0 &&
 	           cfg->master.max_delay_usec == 0) {
 		cfg->master.max_delay_usec = cfg->master.delta_usec;
 	}
@@ -821,8 +1200,18 @@ void hakoi_launch_free(hakoi_launch_config_t *cfg)
 		free(p->env);
 		free(p->cwd);
 		free(p->wait_what);
+		free(p->domain);
 	}
 	free(cfg->procs);
+	for (size_t i = 0; cfg->nodes != NULL && i < cfg->node_count; i++) {
+		free(cfg->nodes[i].file);
+		free(cfg->nodes[i].domain);
+		hakoi_launch_free(cfg->nodes[i].cfg);
+	}
+	free(cfg->nodes);
+	free(cfg->prefix);
+	hako_conductor_config_free(cfg->federation);
+	free(cfg->federation_file);
 	for (size_t i = 0; cfg->path != NULL && i < cfg->path_count; i++) {
 		free(cfg->path[i]);
 	}
@@ -853,14 +1242,52 @@ static void dump_quoted(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+static void dump_federation(const hakoi_launch_config_t *cfg, FILE *out)
+{
+	fprintf(out, "federation of %zu nodes, domains %s-<node id>\n", cfg->node_count,
+	        cfg->prefix);
+	fprintf(out, "log_dir %s\n", cfg->log_dir);
+	fprintf(out, "grace_ms %lld\n", cfg->grace_ms);
+	for (size_t i = 0; i < cfg->node_count; i++) {
+		const hakoi_launch_node_t *n = &cfg->nodes[i];
+		const hako_conductor_config_t *c = n->cfg->federation;
+		fprintf(out, "node %s %s file %s domain %s log_dir %s\n", c->node_id,
+		        c->role == HAKO_CONDUCTOR_SERVER ? "server" : "client", n->file, n->domain,
+		        n->cfg->log_dir);
+		fprintf(out, "  argv");
+		for (size_t j = 0; j < cfg->procs[i].argc; j++) {
+			fputc(' ', out);
+			dump_quoted(out, cfg->procs[i].argv[j]);
+		}
+		fputc('\n', out);
+	}
+}
+
 void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
 {
 	static const char *const waits[] = {"nothing", "asset", "log"};
+	if (cfg->node_count > 0) {
+		dump_federation(cfg, out);
+		return;
+	}
 	fprintf(out, "domain %s\n", cfg->domain);
 	fprintf(out, "conductor delta_usec=%lld max_delay_usec=%lld real_time_factor=%g",
 	        (long long)cfg->master.delta_usec, (long long)cfg->master.max_delay_usec,
 	        cfg->master.real_time_factor);
 	fprintf(out, " stop_at_usec=%lld\n", (long long)cfg->stop_at_usec);
+	if (cfg->federation != NULL) {
+		const hako_conductor_config_t *c = cfg->federation;
+		fprintf(out, "federation %s node %s %s", cfg->federation_file, c->node_id,
+		        c->role == HAKO_CONDUCTOR_SERVER ? "server of" : "client of");
+		if (c->role == HAKO_CONDUCTOR_SERVER) {
+			for (size_t i = 0; i < c->client_count; i++) {
+				fprintf(out, "%s%s", i > 0 ? "," : " ", c->clients[i]);
+			}
+		} else {
+			fprintf(out, " %s", c->server_id);
+		}
+		fprintf(out, " start_timeout_ms=%lld\n", cfg->start_timeout_ms);
+	}
 	if (cfg->core_config != NULL) {
 		fprintf(out, "core_config %s max_assets=%u max_channels=%u liveness=%s\n",
 		        cfg->core_config, cfg->core.max_assets, cfg->core.max_channels,

@@ -7,13 +7,16 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "hako/conductor.h"
 #include "hako/domain.h"
 #include "hako/error.h"
 
-#define HAKOI_LAUNCH_PROC_NAME_MAX   64 /* also the name of its log file */
-#define HAKOI_LAUNCH_DEFAULT_TIMEOUT 10000
-#define HAKOI_LAUNCH_DEFAULT_GRACE   5000
-#define HAKOI_LAUNCH_DEFAULT_RESTART 3
+#define HAKOI_LAUNCH_PROC_NAME_MAX     64 /* also the name of its log file */
+#define HAKOI_LAUNCH_DEFAULT_TIMEOUT   10000
+#define HAKOI_LAUNCH_DEFAULT_GRACE     5000
+#define HAKOI_LAUNCH_DEFAULT_RESTART   3
+#define HAKOI_LAUNCH_DEFAULT_START     60000 /* a federation node: joins, or the start */
+#define HAKOI_LAUNCH_DEFAULT_FED_GRACE 30000
 
 typedef enum hakoi_launch_wait {
 	HAKOI_LAUNCH_WAIT_NOTHING = 0,
@@ -50,12 +53,24 @@ typedef struct hakoi_launch_proc {
 	int max_restarts_set; /* given in the file */
 	hakoi_launch_phase_t phase;
 	int echo;
+	/* its HAKO_DOMAIN; NULL = the launch's (a federation's nodes have their own) */
+	char *domain;
 } hakoi_launch_proc_t;
 
+struct hakoi_launch_config;
+
+/* A node of a federation file: its own launch file, run by a hako-launch of its own. */
+typedef struct hakoi_launch_node {
+	char *file;                      /* absolute */
+	char *domain;                    /* the domain it runs in */
+	struct hakoi_launch_config *cfg; /* its launch file, loaded (checks and --check) */
+} hakoi_launch_node_t;
+
 typedef struct hakoi_launch_config {
-	char *file;   /* as given */
-	char *dir;    /* absolute folder of the file */
-	char *domain; /* from the file, else the caller's default */
+	char *file;       /* as given */
+	char *dir;        /* absolute folder of the file */
+	char *domain;     /* from the file, else the caller's default */
+	int domain_given; /* by the file */
 	hako_master_config_t master;
 	hako_time_t stop_at_usec;  /* 0 = none */
 	char *core_config;         /* absolute, NULL = none */
@@ -67,6 +82,17 @@ typedef struct hakoi_launch_config {
 	long long grace_ms;
 	hakoi_launch_proc_t *procs;
 	size_t proc_count;
+	int procs_given;
+	/* A federation node (conductor.federation): its conductor file, which gives the step and
+	 * Dmax; NULL for a plain launch. */
+	hako_conductor_config_t *federation;
+	char *federation_file;      /* absolute */
+	long long start_timeout_ms; /* 0 = wait for ever */
+	/* A federation file: its nodes, each run as a child hako-launch (procs holds one process
+	 * per node); 0 for a launch file. */
+	char *prefix; /* of the nodes' domains: "<prefix>-<node id>" */
+	hakoi_launch_node_t *nodes;
+	size_t node_count;
 } hakoi_launch_config_t;
 
 typedef struct hakoi_launch_options {
@@ -75,8 +101,9 @@ typedef struct hakoi_launch_options {
 	size_t search_count;
 } hakoi_launch_options_t;
 
-/* Load and check file. *out is NULL on failure and err says where and why (HAKO_ECONFIG for a
- * bad file, HAKO_ENOENT when it is missing, HAKO_ENOMEM). */
+/* Load and check file: a launch file, or a federation file (its "federation" member; every node's
+ * launch file is loaded and checked too). *out is NULL on failure and err says where and why
+ * (HAKO_ECONFIG for a bad file, HAKO_ENOENT when it is missing, HAKO_ENOMEM). */
 int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
                       hakoi_launch_config_t **out, hako_error_t *err);
 

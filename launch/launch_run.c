@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hako/conductor.h"
 #include "hako/domain.h"
 #include "hako/error.h"
 #include "launch_console.h"
@@ -50,6 +51,8 @@ static struct launcher {
 	hako_time_t wall_end;
 	hako_time_t world_end;
 	int restarts_of_domain;
+	hako_conductor_node_t *node; /* a federation node's link to the others */
+	uint32_t resets_at_start;    /* a federation node's reset count before its start */
 } L;
 
 static hakoi_sup_t S = {.sigfd = -1};
@@ -509,17 +512,154 @@ static int start_processes(void)
 	return wait_assets(MODE_START);
 }
 
+/* ---- a federation node ---- */
+
+static int is_client(void)
+{
+	return L.cfg->federation != NULL && L.cfg->federation->role == HAKO_CONDUCTOR_CLIENT;
+}
+
+/* Link the domain into the federation once the node's processes are ready: a client joins only
+ * then, so that the server, which starts the federation when every client has joined, never
+ * starts one whose assets are still registering. */
+static int link_federation(void)
+{
+	const hako_conductor_config_t *c = L.cfg->federation;
+	hako_error_t err;
+	char msg[1200];
+	if (hako_conductor_node_start(c, L.dom, &L.node, &err) != 0) {
+		failed("%s", hako_error_format(&err, msg, sizeof(msg)));
+		return -1;
+	}
+	if (c->role == HAKO_CONDUCTOR_SERVER) {
+		hakoi_say("federation server %s on %s: waiting for %zu client%s to join",
+		          c->node_id, c->control_address, c->client_count,
+		          c->client_count == 1 ? "" : "s");
+	} else {
+		hakoi_say("federation client %s: joining server %s at %s", c->node_id, c->server_id,
+		          c->control_address);
+	}
+	return 0;
+}
+
+/* Why the federation did not start within start_timeout_ms, from this node's side. */
+static void start_timed_out(const hako_conductor_peer_stats_t *st, int n, int joined)
+{
+	const hako_conductor_config_t *c = L.cfg->federation;
+	long long ms = L.cfg->start_timeout_ms;
+	char missing[512] = "";
+	for (int i = 0; i < n; i++) {
+		size_t u = strlen(missing);
+		if (!st[i].joined && snprintf(missing + u, sizeof(missing) - u, "%s%s",
+		                              u > 0 ? ", " : "", st[i].node_id) < 0) {
+			break;
+		}
+	}
+	if (c->role == HAKO_CONDUCTOR_SERVER) {
+		failed("client%s %s did not join within %lld ms (the server listens on %s)",
+		       n - joined == 1 ? "" : "s", missing, ms, c->control_address);
+	} else if (joined) {
+		failed("server %s did not start the federation within %lld ms", c->server_id, ms);
+	} else {
+		failed("could not join server %s at %s within %lld ms", c->server_id,
+		       c->control_address, ms);
+	}
+}
+
+/* Server: until every client has joined. Client: until the server started the federation. */
+static int wait_federation(void)
+{
+	const hako_conductor_config_t *c = L.cfg->federation;
+	int server = c->role == HAKO_CONDUCTOR_SERVER;
+	hako_time_t deadline =
+	    L.cfg->start_timeout_ms > 0 ? hako_now_usec() + L.cfg->start_timeout_ms * 1000 : 0;
+	unsigned char told[HAKO_CONDUCTOR_MAX_CLIENTS] = {0};
+	/* A short run may be over (and reset) between two looks: a reset or a world time that
+	 * moved says it started too. */
+	uint32_t resets = hako_domain_reset_count(L.dom);
+	L.resets_at_start = resets;
+	for (;;) {
+		hako_conductor_peer_stats_t st[HAKO_CONDUCTOR_MAX_CLIENTS];
+		int n = 0, joined = 0;
+		hako_conductor_node_stats(L.node, st, HAKO_CONDUCTOR_MAX_CLIENTS, &n);
+		for (int i = 0; i < n; i++) {
+			joined += st[i].joined;
+			if (st[i].joined && !told[i]) {
+				told[i] = 1;
+				hakoi_say(server ? "client %s joined" : "joined server %s",
+				          st[i].node_id);
+			}
+		}
+		if (server ? joined == n
+		           : hako_domain_state(L.dom) != HAKO_STATE_STOPPED ||
+		                 hako_domain_world_time(L.dom) > 0 ||
+		                 hako_domain_reset_count(L.dom) != resets) {
+			return 0;
+		}
+		if (S.interrupted) {
+			return -1;
+		}
+		if (hako_domain_state(L.dom) == HAKO_STATE_ERROR) {
+			return domain_error();
+		}
+		if (deadline != 0 && hako_now_usec() >= deadline) {
+			start_timed_out(st, n, joined);
+			return -1;
+		}
+		pump(20000);
+		handle_exits(MODE_START);
+		if (failing()) {
+			return -1;
+		}
+	}
+}
+
+/* The drift this node held against each peer: its share of the federation's end output. */
+static void report_federation(void)
+{
+	hako_conductor_peer_stats_t st[HAKO_CONDUCTOR_MAX_CLIENTS];
+	int n = 0;
+	const hako_conductor_config_t *c = L.cfg->federation;
+	if (L.node == NULL || L.wall0 == 0 ||
+	    hako_conductor_node_stats(L.node, st, HAKO_CONDUCTOR_MAX_CLIENTS, &n) != 0) {
+		return;
+	}
+	char t[48];
+	/* drift = this node's world time - the peer's as last received (conductor.h) */
+	hakoi_say_always("federation %s %s, world time %s s: drift against each peer (us; Dmax "
+	                 "%lld)",
+	                 c->role == HAKO_CONDUCTOR_SERVER ? "server" : "client", c->node_id,
+	                 fmt_time(L.world_end, t, sizeof(t)), (long long)c->max_delay_usec);
+	hakoi_say_always("  %-16s %-6s %10s %10s %10s %9s %9s", "peer", "state", "drift_p50",
+	                 "drift_p95", "drift_max", "age_p50", "samples");
+	for (int i = 0; i < n; i++) {
+		const char *state = !st[i].joined     ? (st[i].samples > 0 ? "left" : "never")
+		                    : st[i].connected ? "ok"
+		                                      : "lost";
+		hakoi_say_always("  %-16s %-6s %10lld %10lld %10lld %9lld %9llu", st[i].node_id,
+		                 state, (long long)st[i].drift_p50_usec,
+		                 (long long)st[i].drift_p95_usec, (long long)st[i].drift_max_usec,
+		                 (long long)st[i].age_p50_usec, (unsigned long long)st[i].samples);
+	}
+}
+
 /* Start the run. A process that ends meanwhile is left to run_simulation, which may restart
- * it. */
+ * it. A federation's server starts it for all once every client joined; a client waits for
+ * that. */
 static int start_simulation(void)
 {
 	int r;
-	if (L.cfg->stop_at_usec > 0 &&
-	    (r = hako_domain_set_stop_time(L.dom, L.cfg->stop_at_usec)) != 0) {
+	if (L.cfg->federation != NULL && wait_federation() != 0) {
+		return -1;
+	}
+	if (is_client()) {
+		hakoi_say("server %s started the federation", L.cfg->federation->server_id);
+	} else if (L.cfg->stop_at_usec > 0 &&
+	           (r = hako_domain_set_stop_time(L.dom, L.cfg->stop_at_usec)) != 0) {
 		failed("cannot set the stop time: %s", hako_strerror(r));
 		return -1;
 	}
-	if ((r = hako_domain_start(L.dom)) != 0) {
+	if (!is_client() && (r = hako_domain_start(L.dom)) != 0) {
 		failed("cannot start the simulation: %s (the domain is %s)", hako_strerror(r),
 		       hako_state_name(hako_domain_state(L.dom)));
 		return -1;
@@ -614,8 +754,13 @@ static int run_simulation(void)
 	} else {
 		hakoi_say("simulation running (no stop time: Ctrl-C to stop)");
 	}
+	hako_time_t last_world = 0;
 	for (;;) {
-		pump(100000);
+		/* A client's federation is stopped and then reset by the server: look often enough
+		 * to see where it stopped before the reset takes the clock back to 0. */
+		pump(is_client() ? 10000 : 100000);
+		hako_time_t now_world = hako_domain_world_time(L.dom);
+		last_world = now_world > 0 ? now_world : last_world;
 		if (S.interrupted) {
 			return -1;
 		}
@@ -624,6 +769,12 @@ static int run_simulation(void)
 			return -1;
 		}
 		if (p != NULL) {
+			if (L.cfg->federation != NULL) {
+				fail_proc(
+				    p,
+				    " (a federation node does not restart the simulation alone)");
+				return -1;
+			}
 			if (restart_domain(p) != 0) {
 				return -1;
 			}
@@ -637,7 +788,7 @@ static int run_simulation(void)
 			/* Its process may not have been reaped yet: give the exit a moment to come
 			 * in, so that a restartable process is restarted. */
 			pump(50000);
-			if ((p = handle_exits(MODE_RUN)) != NULL) {
+			if ((p = handle_exits(MODE_RUN)) != NULL && L.cfg->federation == NULL) {
 				if (restart_domain(p) != 0) {
 					return -1;
 				}
@@ -648,12 +799,17 @@ static int run_simulation(void)
 		if (st == HAKO_STATE_STOPPED) {
 			L.wall_end = hako_now_usec();
 			L.world_end = hako_domain_world_time(L.dom);
+			if (L.world_end == 0) { /* reset already: the last time seen running */
+				L.world_end = last_world;
+			}
 			fmt_time(L.world_end, t, sizeof(t));
 			status_stop();
 			if (L.cfg->stop_at_usec > 0 && hako_domain_stop_time(L.dom) == 0) {
 				hakoi_say(
 				    "stop time reached: the simulation stopped at world time %s s",
 				    t);
+			} else if (is_client()) {
+				hakoi_say("the federation stopped at world time %s s", t);
 			} else {
 				hakoi_say(
 				    "the simulation was stopped from outside at world time %s s",
@@ -670,6 +826,31 @@ static int run_simulation(void)
 			    fmt_time(L.world_end, t, sizeof(t)));
 			return 0;
 		}
+	}
+}
+
+/* A client's domain is reset by its server, which leads the federation: a reset of its own
+ * would reach the server as a request, maybe before the server has seen its own stop. Wait for
+ * the server's (it may have come already), unless the server is gone. 1 once reset. */
+static int reset_by_server(void)
+{
+	if (!is_client() || L.node == NULL || L.wall0 == 0) {
+		return 0;
+	}
+	hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC / 2;
+	for (;;) {
+		hako_conductor_peer_stats_t st;
+		int n = 0;
+		if (hako_domain_reset_count(L.dom) != L.resets_at_start &&
+		    hako_domain_state(L.dom) == HAKO_STATE_STOPPED) {
+			return 1;
+		}
+		if (hako_conductor_node_stats(L.node, &st, 1, &n) != 0 || n < 1 || !st.connected ||
+		    hako_now_usec() >= deadline || S.signals >= 2) {
+			return 0; /* no server to do it */
+		}
+		pump(10000);
+		handle_exits(MODE_SHUTDOWN);
 	}
 }
 
@@ -693,7 +874,8 @@ static void shutdown_run(void)
 			handle_exits(MODE_SHUTDOWN);
 		}
 	}
-	if ((st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR) && hako_domain_reset(L.dom) == 0) {
+	if ((st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR) && !reset_by_server() &&
+	    hako_domain_reset(L.dom) == 0) {
 		hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC / 2;
 		while (hako_domain_state(L.dom) != HAKO_STATE_STOPPED && S.signals < 2) {
 			if (hako_now_usec() >= deadline) {
@@ -862,6 +1044,8 @@ static void describe_setup(void)
 static int finish(int rc)
 {
 	hakoi_sup_sweep(&S);
+	hako_conductor_node_stop(L.node); /* tells the peers it leaves */
+	L.node = NULL;
 	close_domain();
 	if (S.interrupted && L.failure[0] == '\0') {
 		hakoi_complain("stopped by SIG%s; every process has ended",
@@ -902,12 +1086,14 @@ int hakoi_launch_run(hakoi_launch_config_t *cfg)
 	}
 	describe_setup();
 
-	int ok = start_processes() == 0 && start_simulation() == 0 && run_simulation() == 0;
+	int ok = start_processes() == 0 && (L.cfg->federation == NULL || link_federation() == 0) &&
+	         start_simulation() == 0 && run_simulation() == 0;
 	if (L.wall_end == 0) {
 		L.wall_end = hako_now_usec();
 		L.world_end = hako_domain_world_time(L.dom);
 	}
 	shutdown_run();
+	report_federation();
 	if (ok && !failing()) {
 		/* Before the "after" processes, so that a report's last line is the last line. */
 		char t[48];

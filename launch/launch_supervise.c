@@ -47,6 +47,11 @@ static void emit_line(hakoi_proc_t *p)
 	if (p->cfg->echo) {
 		hakoi_console_echo(p->cfg->name, p->color, p->line, len);
 	}
+	if (len > 0) {
+		size_t keep = len < sizeof(p->last) - 1 ? len : sizeof(p->last) - 1;
+		memcpy(p->last, p->line, keep);
+		p->last[keep] = '\0';
+	}
 	p->line_len = 0;
 }
 
@@ -300,7 +305,8 @@ static char **build_env(const hakoi_launch_config_t *cfg, const hakoi_launch_pro
 			goto oom;
 		}
 	}
-	if ((env[k++] = env_entry("HAKO_DOMAIN", cfg->domain)) == NULL ||
+	const char *domain = pc->domain != NULL ? pc->domain : cfg->domain;
+	if ((env[k++] = env_entry("HAKO_DOMAIN", domain)) == NULL ||
 	    (env[k++] = env_entry("HAKO_LAUNCH_DIR", cfg->dir)) == NULL ||
 	    (env[k++] = env_entry("HAKO_LAUNCH_LOG_DIR", cfg->log_dir_abs)) == NULL) {
 		goto oom;

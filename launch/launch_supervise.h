@@ -24,6 +24,7 @@ typedef struct hakoi_proc {
 	int log_fd;
 	char line[HAKOI_LAUNCH_LINE_BYTES];
 	size_t line_len;
+	char last[512];   /* its last line of output (a federation node's outcome) */
 	int started;      /* ever started */
 	int exited;       /* the last instance exited */
 	int exit_pending; /* ... and the run has not looked at it yet */

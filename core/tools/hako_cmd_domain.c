@@ -211,7 +211,6 @@ int hakoi_cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 	for (int i = 0; a != NULL && i < n; i++) {
 		alive += a[i].alive != 0;
 	}
-	free(a);
 	printf("status=%s\n", hako_state_name(info.state));
 	printf("domain      %s\n", info.name);
 	printf("world time  %.3f s (%" PRIu64 " steps)\n", hakoi_cmd_sec(info.world_time),
@@ -226,6 +225,13 @@ int hakoi_cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 		printf("error       %s\n",
 		       info.error_reason[0] != '\0' ? info.error_reason : "(no reason recorded)");
 	}
+	/* What members' processes say of them: a conductor's proxy that lost its peer. */
+	for (int i = 0; a != NULL && i < n; i++) {
+		if (a[i].note[0] != '\0') {
+			printf("note        %s: %s\n", a[i].name, a[i].note);
+		}
+	}
+	free(a);
 	hako_domain_close(dom);
 	return 0;
 }
@@ -259,11 +265,18 @@ int hakoi_cmd_ls(const hako_cli_command_t *cmd, int argc, char **argv)
 	printf("%-*s  %3s  %7s  %5s  %10s  %9s  %8s  %10s  %13s  %7s\n", w, "NAME", "ID", "PID",
 	       "ALIVE", "TIME[s]", "DELTA[us]", "LAG[ms]", "STEPS", "HEARTBEAT[ms]", "PENDING");
 	for (int i = 0; i < n; i++) {
-		printf("%-*s  %3d  %7d  %5s  %10.3f  %9lld  %8.3f  %10" PRIu64 "  %13lld  %7s\n", w,
-		       a[i].name, a[i].id, a[i].pid, a[i].alive ? "yes" : "NO",
-		       hakoi_cmd_sec(a[i].time_usec), (long long)a[i].delta_usec,
-		       hakoi_cmd_msec(a[i].lag_usec), a[i].steps,
-		       (long long)(a[i].heartbeat_age_usec / 1000), event_name(a[i].event));
+		char delta[24];
+		/* A proxy (a conductor's stand-in for another node) has no step of its own. */
+		if (a[i].proxy) {
+			snprintf(delta, sizeof(delta), "proxy");
+		} else {
+			snprintf(delta, sizeof(delta), "%lld", (long long)a[i].delta_usec);
+		}
+		printf("%-*s  %3d  %7d  %5s  %10.3f  %9s  %8.3f  %10" PRIu64 "  %13lld  %7s%s%s\n",
+		       w, a[i].name, a[i].id, a[i].pid, a[i].alive ? "yes" : "NO",
+		       hakoi_cmd_sec(a[i].time_usec), delta, hakoi_cmd_msec(a[i].lag_usec),
+		       a[i].steps, (long long)(a[i].heartbeat_age_usec / 1000),
+		       event_name(a[i].event), a[i].note[0] != '\0' ? "  " : "", a[i].note);
 	}
 	free(a);
 	return 0;

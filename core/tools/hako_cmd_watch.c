@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "hako_cmd.h"
 
 struct drift {
@@ -66,6 +68,48 @@ static void watch_block(const hako_domain_info_t *info, const hako_asset_info_t 
 		       hakoi_cmd_sec(a[i].time_usec), hakoi_cmd_msec(a[i].lag_usec),
 		       hakoi_cmd_msec(max), a[i].steps, a[i].alive ? "yes" : "NO");
 	}
+}
+
+/* A conductor linked to this domain keeps its status (JSON) in channel _hako_conductor/0: its
+ * peers, their known times and the drift it held (docs/conductor.md). */
+static void watch_federation(hako_domain_t *dom)
+{
+	static char buf[16384];
+	hako_channel_t *ch = NULL;
+	size_t len = 0;
+	if (hako_channel_lookup(dom, "_hako_conductor", 0, &ch) != 0 ||
+	    hako_channel_read(ch, buf, sizeof(buf) - 1, &len, NULL) != 0 || len == 0) {
+		return;
+	}
+	buf[len] = '\0';
+	json_t *root = json_loads(buf, 0, NULL);
+	json_t *peers = json_object_get(root, "peers");
+	if (root == NULL || !json_is_array(peers)) {
+		json_decref(root);
+		return;
+	}
+	printf("\nfederation: node %s (%s), Dmax %.3f ms\n",
+	       json_string_value(json_object_get(root, "node")),
+	       json_string_value(json_object_get(root, "role")),
+	       hakoi_cmd_msec(json_integer_value(json_object_get(root, "dmax_usec"))));
+	printf("%-16s  %6s  %12s  %14s  %14s  %14s  %12s\n", "PEER", "STATE", "KNOWN[s]",
+	       "DRIFT p50[ms]", "DRIFT p95[ms]", "DRIFT max[ms]", "AGE p50[ms]");
+	for (size_t i = 0; i < json_array_size(peers); i++) {
+		json_t *p = json_array_get(peers, i);
+		int joined = (int)json_integer_value(json_object_get(p, "joined"));
+		int connected = (int)json_integer_value(json_object_get(p, "connected"));
+		printf("%-16s  %6s  %12.3f  %14.3f  %14.3f  %14.3f  %12.3f\n",
+		       json_string_value(json_object_get(p, "id")),
+		       !joined     ? "-"
+		       : connected ? "ok"
+		                   : "LOST",
+		       hakoi_cmd_sec(json_integer_value(json_object_get(p, "known_time_usec"))),
+		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "drift_p50_usec"))),
+		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "drift_p95_usec"))),
+		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "drift_max_usec"))),
+		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "age_p50_usec"))));
+	}
+	json_decref(root);
 }
 
 int hakoi_cmd_watch(const hako_cli_command_t *cmd, int argc, char **argv)
@@ -136,6 +180,7 @@ int hakoi_cmd_watch(const hako_cli_command_t *cmd, int argc, char **argv)
 			putchar('\n');
 		}
 		watch_block(&info, a, n, d, cap, rate, interval_ms);
+		watch_federation(dom);
 		free(a);
 		fflush(stdout);
 		if (!info.master_alive) {

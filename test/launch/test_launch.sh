@@ -17,9 +17,11 @@ cd "$tmp" || exit 1
 fails=0
 bg_pids=()
 
-# Every pid the test processes printed ("pid=N" first thing in their logs).
+# Every pid the test processes printed ("pid=N" first thing in their logs), and the pids of a
+# federation's nodes.
 logged_pids() {
 	cat logs/*/*.log 2>/dev/null | sed -n 's/^pid=\([0-9]*\)$/\1/p'
+	cat out*.txt 2>/dev/null | sed -n 's/^hako-launch: started node [^ ]* (pid \([0-9]*\),.*/\1/p'
 }
 
 # alive PID: the process exists and is not a zombie (an orphan's zombie waits for init, which
@@ -30,9 +32,9 @@ alive() {
 	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
-# The domains hako-launch created (from its first line).
+# The domains hako-launch created (from its first line; a federation's node says it in its own).
 domains() {
-	cat out*.txt 2>/dev/null | sed -n "s/^hako-launch: domain '\([^']*\)'.*/\1/p"
+	cat out*.txt 2>/dev/null | sed -n "s/^\(\[[^]]*\] \)\{0,1\}hako-launch: domain '\([^']*\)'.*/\2/p"
 }
 
 cleanup() {
@@ -123,6 +125,34 @@ wait_for_line() {
 	fail "$1 never showed /$2/"
 	show "$1"
 	return 1
+}
+
+# fed_files STOP_USEC CLIENT_ASSET_ARGS...: a federation of two nodes, srv (stops at STOP_USEC,
+# 0 = none) and cli, each its own domain and an asset (sa, ca), on two free ports below the
+# ephemeral range (spread by our pid: parallel scenarios differ), in fed.json.
+fed_files() {
+	local stop=$1 port p
+	shift
+	for ((port = 20000 + ($$ % 2000) * 2; ; port += 4002)); do
+		[ "$port" -lt 32000 ] || port=$((port - 12000))
+		p=$(printf ':%04X |:%04X ' "$port" "$((port + 1))")
+		grep -qE "$p" /proc/net/tcp /proc/net/tcp6 2>/dev/null || break
+	done
+	local addrs="\"control_address\": \"tcp://127.0.0.1:$port\", \"time_address\": \"tcp://127.0.0.1:$((port + 1))\""
+	local timing="\"delta_time_usec\": 1000, \"max_delay_time_usec\": 5000, \"peer_timeout_ms\": 3000"
+	mkdir -p srv cli
+	echo "{\"server_machine_id\": \"srv\", \"clients\": [{\"client_node_id\": \"cli\"}], $timing, $addrs}" >srv/srv.json
+	echo "{\"node_id\": \"cli\", \"server_machine_id\": \"srv\", $timing, $addrs}" >cli/cli.json
+	cat >srv/launch.json <<-EOF
+	{"conductor": {"federation": "srv.json", "stop_at_usec": $stop, "real_time_factor": 1,
+	               "start_timeout_ms": 20000},
+	 "log_dir": "logs/srv", "grace_ms": 2000, "processes": [$(asset sa --print-every-usec 100000)]}
+	EOF
+	cat >cli/launch.json <<-EOF
+	{"conductor": {"federation": "cli.json", "real_time_factor": 1, "start_timeout_ms": 20000},
+	 "log_dir": "logs/cli", "grace_ms": 2000, "processes": [$(asset ca "$@")]}
+	EOF
+	echo '{"federation": {"nodes": ["srv/launch.json", "cli/launch.json"]}, "log_dir": "logs/fed"}' >fed.json
 }
 
 asset() { # asset NAME [ARGS...]: a process entry of launch-test-asset registering NAME
@@ -413,6 +443,66 @@ busy_domain)
 	printf '{\n  "processes": [{"name": "x", "command": "no-such-program-here"}]\n}\n' >bad.json
 	launch 2 bad
 	has out-bad.txt '^hako-launch: bad\.json:2:42: processes\[0\]\.command: process "x": "no-such-program-here" not found \(looked in '
+	;;
+fed_ok)
+	# A federation file: two nodes, each its own hako-launch and domain; the server starts the
+	# federation once the client joined and stops it at 0.3 s; every node ends with its drift
+	# table, within Dmax.
+	fed_files 300000
+	"$LAUNCH" --path "$ASSET_DIR" --check fed.json >out-check.txt 2>&1 || fail "--check failed"
+	has out-check.txt '^node srv server file .*/srv/launch\.json domain launch-[0-9]+-srv log_dir logs/srv$'
+	launch 0 fed
+	last_line out-fed.txt 'hako-launch: done: every node of the federation ended well; logs in logs/fed'
+	has out-fed.txt '^\[srv\] hako-launch: client cli joined$'
+	has out-fed.txt '^\[cli\] hako-launch: server srv started the federation$'
+	has out-fed.txt '^\[srv\] hako-launch: stop time reached: the simulation stopped at world time 0\.300 s$'
+	has out-fed.txt '^\[cli\] hako-launch: the federation stopped at world time 0\.[23][0-9]* s$'
+	has out-fed.txt '^hako-launch: node srv: done: world time 0\.300 s in '
+	has logs/srv/sa.log '^done asset=sa time=300000 steps=300$'
+	for row in "srv cli" "cli srv"; do
+		set -- $row
+		line=$(grep -E "^\[$1\] hako-launch:   $2 " out-fed.txt)
+		max=$(echo "$line" | awk '{print $7}')
+		if [ -z "$max" ] || [ "$max" -gt 5000 ]; then
+			fail "$1's drift row for $2: '$line' (Dmax 5000)"
+		fi
+	done
+	[ -s logs/fed/srv.log ] || fail "logs/fed/srv.log is missing or empty"
+	all_gone
+	;;
+fed_fail)
+	# The client's asset fails during the run: every node stops, exit 1, the last line names
+	# a node and says why.
+	fed_files 0 --exit-at-usec 200000 --exit-code 3
+	launch 1 fed
+	has out-fed.txt '^\[cli\] hako-launch: FAILED: process "ca" exited with code 3$'
+	has out-fed.txt '^hako-launch: FAILED: node "(cli|srv)" exited with code 1 \('
+	all_gone
+	;;
+fed_sigint)
+	# Ctrl-C to the federation while it runs: every node stops, exit 130.
+	fed_files 0
+	"$LAUNCH" --path "$ASSET_DIR" fed.json >out-fed.txt 2>&1 &
+	pid=$!
+	bg_pids+=("$pid")
+	wait_for_line out-fed.txt '^\[srv\] \[sa\] t=100000$' 20 && kill -INT "$pid"
+	timeout 30 tail --pid="$pid" -f /dev/null
+	wait "$pid"
+	rc=$?
+	[ "$rc" -eq 130 ] || { fail "hako-launch exited $rc after SIGINT, expected 130"; show out-fed.txt; }
+	last_line out-fed.txt 'hako-launch: stopped by SIGINT; every node has ended'
+	has out-fed.txt '^hako-launch: stopping node srv \(pid [0-9]+\): SIGINT$'
+	all_gone
+	;;
+fed_join_timeout)
+	# A server node alone: its client never joins; the launch fails naming it.
+	fed_files 0
+	sed -i 's/"start_timeout_ms": 20000/"start_timeout_ms": 500/' srv/launch.json
+	"$LAUNCH" --path "$ASSET_DIR" srv/launch.json >out-alone.txt 2>&1
+	rc=$?
+	[ "$rc" -eq 1 ] || { fail "hako-launch exited $rc, expected 1"; show out-alone.txt; }
+	has out-alone.txt '^hako-launch: FAILED: client cli did not join within 500 ms \(the server listens on tcp://127\.0\.0\.1:[0-9]+\)$'
+	all_gone
 	;;
 *)
 	echo "unknown scenario $SCENARIO"

@@ -1,0 +1,116 @@
+/* The conductor across nodes (libhako_conductor): one server node and any number of client
+ * nodes, each its own core domain, whose world clocks never drift apart by more than Dmax
+ * (server - client) and 2 Dmax (client - client), started, stopped and reset as one simulation.
+ * (hako/hako_conductor.h is Hakoniwa's in-process conductor of one domain; this one links
+ * domains.) See docs/conductor.md.
+ *
+ * Each side stands for the other in its own domain as a proxy member (hako/domain.h) whose clock
+ * is the other side's last known world time, so the core's rule bounds the drift whatever the
+ * network does: a late message holds a clock back, it never lets one run ahead. The control
+ * plane (join, time exchange, lifecycle, heartbeat, leave) runs on ZeroMQ.
+ */
+#ifndef HAKO_CONDUCTOR_H
+#define HAKO_CONDUCTOR_H
+
+#include <stdint.h>
+
+#include "hako/api.h"
+#include "hako/domain.h"
+#include "hako/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HAKO_CONDUCTOR_ID_MAX      64 /* node ids: 1..63 bytes */
+#define HAKO_CONDUCTOR_ADDR_MAX    256
+#define HAKO_CONDUCTOR_PATH_MAX    512
+#define HAKO_CONDUCTOR_MAX_CLIENTS 60
+
+typedef enum hako_conductor_role {
+	HAKO_CONDUCTOR_SERVER = 0,
+	HAKO_CONDUCTOR_CLIENT = 1,
+} hako_conductor_role_t;
+
+typedef enum hako_conductor_publish {
+	HAKO_PUBLISH_IMMEDIATE = 0,      /* every world step */
+	HAKO_PUBLISH_DELTA_BOUNDARY = 1, /* when the world crosses a multiple of the interval */
+} hako_conductor_publish_t;
+
+typedef enum hako_conductor_client_loss {
+	HAKO_CLIENT_LOSS_ERROR = 0, /* the federation goes to Error naming the client (default) */
+	HAKO_CLIENT_LOSS_DROP = 1,  /* the client's proxy leaves; the others go on */
+} hako_conductor_client_loss_t;
+
+/* One node's conductor file: Hakoniwa's srv-NN.json / cli-NN.json, with hako's own fields (the
+ * ZeroMQ addresses and the fault policy) defaulted. */
+typedef struct hako_conductor_config {
+	char path[HAKO_CONDUCTOR_PATH_MAX];
+	hako_conductor_role_t role;
+	char node_id[HAKO_CONDUCTOR_ID_MAX];   /* this node ("srv-01" for a server) */
+	char server_id[HAKO_CONDUCTOR_ID_MAX]; /* the server node (a client's server_machine_id) */
+	size_t client_count;                   /* server: its clients */
+	char clients[HAKO_CONDUCTOR_MAX_CLIENTS][HAKO_CONDUCTOR_ID_MAX];
+	char domain[HAKO_NAME_MAX]; /* the node's core domain ("" = HAKO_DOMAIN or the node id) */
+	hako_time_t delta_usec;     /* delta_time_usec: the world step of every node */
+	hako_time_t max_delay_usec; /* max_delay_time_usec: Dmax */
+	uint32_t real_sleep_msec;   /* accepted; hako's nodes are event-driven (docs) */
+	hako_conductor_publish_t publish_mode;
+	hako_time_t publish_interval_usec; /* simtime_publish_interval_usec (delta_boundary) */
+	/* hako's own */
+	char control_address[HAKO_CONDUCTOR_ADDR_MAX]; /* ZeroMQ: the server's ROUTER */
+	char time_address[HAKO_CONDUCTOR_ADDR_MAX];    /* ZeroMQ: the server's PUB */
+	uint32_t heartbeat_ms;                         /* 100: a node's time is sent at least so
+	                                                  often */
+	uint32_t peer_timeout_ms;                      /* 1000: no message for so long = lost */
+	hako_conductor_client_loss_t on_client_loss;
+	uint32_t config_hash; /* of what all nodes must agree on (docs/conductor.md) */
+} hako_conductor_config_t;
+
+/* Load a node's conductor file; errors as file:line:column: path: what. A configuration that
+ * cannot make progress is refused with the rule and the numbers: Dmax < delta, or a publish
+ * interval that lets a node's known time lag by more than Dmax - delta. */
+HAKO_API int hako_conductor_config_load(const char *path, hako_conductor_config_t **out,
+                                        hako_error_t *err);
+HAKO_API void hako_conductor_config_free(hako_conductor_config_t *cfg);
+/* 0 if the timing fields let every node progress, else HAKO_ECONFIG with why. */
+HAKO_API int hako_conductor_check_timing(hako_time_t delta_usec, hako_time_t max_delay_usec,
+                                         hako_conductor_publish_t mode, hako_time_t interval_usec,
+                                         char *why, size_t why_len);
+
+/* A running node: its proxies in the domain, its ZeroMQ sockets, its threads. */
+typedef struct hako_conductor_node hako_conductor_node_t;
+
+/* Link the domain dom (created by this process, its master running with cfg's delta and Dmax)
+ * into the federation: register the proxies (a client's server, a server's clients) and start
+ * the node's threads. The domain cannot run before every proxy acknowledged its start, so a
+ * server does not start before its clients joined. */
+HAKO_API int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t *dom,
+                                       hako_conductor_node_t **out, hako_error_t *err);
+/* Leave the federation (peers are told), unregister the proxies, free. Accepts NULL. */
+HAKO_API void hako_conductor_node_stop(hako_conductor_node_t *node);
+
+typedef struct hako_conductor_peer_stats {
+	char node_id[HAKO_CONDUCTOR_ID_MAX];
+	int joined;
+	int connected;               /* heard from within peer_timeout_ms */
+	hako_time_t known_time;      /* the peer's last world time received */
+	hako_time_t last_heard_usec; /* age of the last message */
+	/* own world time - the peer's world time as known here, sampled every time message */
+	uint64_t samples;
+	hako_time_t drift_p50_usec, drift_p95_usec, drift_max_usec;
+	hako_time_t age_p50_usec, age_max_usec; /* message age on arrival (sender's clock) */
+	uint64_t messages_in, messages_out, garbage;
+} hako_conductor_peer_stats_t;
+
+HAKO_API int hako_conductor_node_stats(hako_conductor_node_t *node,
+                                       hako_conductor_peer_stats_t *out, int max, int *count);
+
+/* Write a trace of the node's samples (CSV: wall_ns, own world, peer, peer world known,
+ * message age) to path until the node stops. */
+HAKO_API int hako_conductor_node_trace(hako_conductor_node_t *node, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

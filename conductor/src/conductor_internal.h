@@ -1,0 +1,89 @@
+/* Private to hako_conductor: the node runtime's state. */
+#ifndef HAKOI_CONDUCTOR_INTERNAL_H
+#define HAKOI_CONDUCTOR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "hako/conductor.h"
+#include "wire.h"
+
+/* The status a node writes into its own domain, read by hako-conductor status and hako-cmd
+ * watch: JSON text in channel (HAKOI_STATUS_ROBOT, 0). */
+#define HAKOI_STATUS_ROBOT    "_hako_conductor"
+#define HAKOI_STATUS_BYTES    16384
+#define HAKOI_STATUS_PERIOD   200000 /* us */
+#define HAKOI_DRIFT_SAMPLES   65536  /* per peer, the most recent */
+#define HAKOI_JOIN_RETRY_USEC 300000
+
+/* Samples of a signed quantity (us), the newest HAKOI_DRIFT_SAMPLES kept. */
+typedef struct hakoi_ring {
+	hako_time_t *v;
+	size_t n;    /* kept */
+	size_t next; /* where the next goes */
+	uint64_t total;
+	hako_time_t max; /* of all, also the ones dropped */
+} hakoi_ring_t;
+
+void hakoi_ring_push(hakoi_ring_t *r, hako_time_t x);
+/* The p-th percentile (0..100) of the kept samples; 0 when there are none. */
+hako_time_t hakoi_ring_percentile(const hakoi_ring_t *r, double p);
+void hakoi_ring_free(hakoi_ring_t *r);
+
+struct hakoi_peer {
+	char id[HAKO_CONDUCTOR_ID_MAX];
+	hako_member_t *proxy; /* in this node's domain; NULL once dropped */
+	int joined;
+	int dropped;
+	uint64_t incarnation; /* of the peer process we joined with */
+	hako_time_t known_time;
+	hako_time_t last_heard; /* hako_now_usec of the last message, 0 = never */
+	uint32_t last_seq;
+	int lost_reported;
+	/* Lifecycle. Server: the event sent to this client and not yet acknowledged. Client: the
+	 * event the server asked for, being carried out here. */
+	uint32_t pending_op;
+	uint32_t pending_req;
+	/* Client: the local event already forwarded to the server as a request. */
+	uint32_t requested_op;
+	/* Client: the server's last refusal to let us join (logged once). */
+	char refusal[HAKOI_WIRE_REASON];
+	/* Statistics (under node->stats_lock). */
+	hakoi_ring_t drift;
+	hakoi_ring_t age;
+	uint64_t messages_in, messages_out, garbage;
+	int garbage_logged;
+};
+
+struct hako_conductor_node {
+	hako_conductor_config_t cfg;
+	hako_domain_t *dom;
+	uint64_t incarnation;
+	void *zctx;
+	void *ctl;   /* main thread: server ROUTER (bound) / client DEALER (identity = node id) */
+	void *tsub;  /* main thread, client: SUB of the server's times (conflated) */
+	void *tout;  /* watcher thread: server PUB (bound) / client DEALER ("<id>#t") */
+	int wake_fd; /* eventfd: the watcher tells the main thread the domain changed */
+	pthread_t main_thread, watch_thread;
+	int threads;
+	_Atomic int stop;
+	struct hakoi_peer *peers; /* server: its clients; client: one, the server */
+	size_t npeers;
+	pthread_mutex_t stats_lock;
+	hako_channel_t *status;
+	hako_time_t next_status;
+	hako_time_t next_join;
+	uint32_t request_seq;
+	/* The time socket's sender state, under send_lock (publish_time). */
+	pthread_mutex_t send_lock;
+	hako_time_t last_sent;
+	uint32_t last_sent_state;
+	hako_time_t last_send_at;
+	uint32_t time_seq;
+	uint32_t last_state; /* main thread: the domain state it last acted on */
+	FILE *trace;
+	uint64_t garbage_unknown; /* frames from nobody we know */
+};
+
+#endif

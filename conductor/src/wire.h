@@ -1,0 +1,74 @@
+/* The conductor's control-plane messages on ZeroMQ: one frame each, a fixed header (magic
+ * "HKCD", version, type, body length) and a fixed-size body per type, little-endian. Every
+ * received frame is checked (size, magic, version, type, body length, strings terminated)
+ * before a field is read; a frame that fails is counted and dropped by the caller.
+ *
+ * The operations carry Hakoniwa's remote API names: Join, SimControl, GetEvent (the event the
+ * server sends a client), AckEvent, GetSimState; TimeSync is the world-time exchange. */
+#ifndef HAKOI_CONDUCTOR_WIRE_H
+#define HAKOI_CONDUCTOR_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/domain.h"
+
+#define HAKOI_WIRE_MAGIC   0x44434b48u /* "HKCD" */
+#define HAKOI_WIRE_VERSION 1u
+#define HAKOI_WIRE_HEADER  12u
+#define HAKOI_WIRE_ID      64u /* node ids on the wire: NUL-padded, at most 63 bytes */
+#define HAKOI_WIRE_REASON  192u
+
+typedef enum hakoi_msg_type {
+	HAKOI_MSG_JOIN = 1,          /* client -> server */
+	HAKOI_MSG_JOIN_REPLY = 2,    /* server -> client */
+	HAKOI_MSG_TIME = 3,          /* TimeSync, both ways; also the heartbeat */
+	HAKOI_MSG_SIM_CONTROL = 4,   /* client -> server: a request to start/stop/reset all */
+	HAKOI_MSG_EVENT = 5,         /* GetEvent: server -> client, do start/stop/reset/error */
+	HAKOI_MSG_ACK_EVENT = 6,     /* client -> server: the event is done (or failed) */
+	HAKOI_MSG_LEAVE = 7,         /* either way: this node goes away */
+	HAKOI_MSG_GET_SIM_STATE = 8, /* any -> server: what is the federation doing */
+	HAKOI_MSG_SIM_STATE = 9,     /* server -> asker */
+	HAKOI_MSG_FAILED = 10,       /* client -> server: this node went to Error (reason) */
+	HAKOI_MSG_TYPES
+} hakoi_msg_type_t;
+
+/* Lifecycle operations (SimControl, GetEvent, AckEvent). */
+typedef enum hakoi_op {
+	HAKOI_OP_START = 1,
+	HAKOI_OP_STOP = 2,
+	HAKOI_OP_RESET = 3,
+	HAKOI_OP_ERROR = 4,
+} hakoi_op_t;
+
+typedef struct hakoi_msg {
+	uint16_t type;
+	char node[HAKOI_WIRE_ID]; /* the sender */
+	/* JOIN, JOIN_REPLY */
+	uint32_t config_hash;
+	uint64_t incarnation; /* the sender's process: pid << 32 ^ start time */
+	int32_t result;       /* JOIN_REPLY, ACK_EVENT: 0 or a HAKO_E* code */
+	char reason[HAKOI_WIRE_REASON];
+	/* TIME */
+	int64_t world_time;
+	uint64_t world_steps;
+	uint32_t state;
+	uint32_t seq;         /* TIME: per sender, +1 per message */
+	int64_t sent_real_ns; /* CLOCK_REALTIME at the sender */
+	/* SIM_CONTROL, EVENT, ACK_EVENT */
+	uint32_t op;
+	uint32_t request;
+	/* SIM_STATE */
+	uint32_t joined;  /* clients joined */
+	uint32_t clients; /* clients configured */
+} hakoi_msg_t;
+
+/* Encode m into buf (at least hakoi_wire_max() bytes): the frame's length. */
+size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf);
+size_t hakoi_wire_max(void);
+/* Decode a received frame: 0, or HAKO_EPROTO with why (for the once-per-peer log line). */
+int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why, size_t why_len);
+
+const char *hakoi_op_name(uint32_t op);
+
+#endif

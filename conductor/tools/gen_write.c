@@ -1,0 +1,549 @@
+/* The files of hako-conductor gen (conductor_gen.h), one folder per node:
+ *
+ *   federation.json                   every node on this machine (hako-launch)
+ *   <node>/launch.json                the node: conductor, bridge, units (hako-launch)
+ *   <node>/conductor/<node>.json      srv-NN.json / cli-NN.json (hako-conductor run, too)
+ *   <node>/<pdudef>                   the PDUs (legacy form: one file, no pdutypes beside it)
+ *   <node>/bridge.json                the node's connections (when it moves PDUs)
+ *   <node>/endpoints.json             its endpoint container
+ *   <node>/endpoint/...               shm endpoint, a tcp endpoint per link, the cache
+ *
+ * A node's folder names nothing outside itself, so it can be copied to its machine as it is. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "conductor_gen.h"
+
+struct out {
+	const hakoi_gen_t *g;
+	const char *dir;
+	size_t files;
+	hako_error_t *err;
+};
+
+static int mkdirs(char *path)
+{
+	for (char *s = path + 1; *s != '\0'; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			int r = mkdir(path, 0755);
+			*s = '/';
+			if (r != 0 && errno != EEXIST) {
+				return -1;
+			}
+		}
+	}
+	return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Write doc (taken) to dir/rel, creating the folders on the way. */
+static int put(struct out *o, const char *rel, json_t *doc)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", o->dir, rel);
+	if (doc == NULL) {
+		return hako_error_set(o->err, HAKO_ENOMEM, path, 0, 0, "out of memory");
+	}
+	char *slash = strrchr(path, '/');
+	*slash = '\0';
+	int bad = mkdirs(path);
+	*slash = '/';
+	if (bad) {
+		int e = errno;
+		json_decref(doc);
+		return hako_error_set(o->err, HAKO_EIO, path, 0, 0, "cannot create its folder: %s",
+		                      strerror(e));
+	}
+	int r = json_dump_file(doc, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (r != 0) {
+		return hako_error_set(o->err, HAKO_EIO, path, 0, 0, "cannot write: %s",
+		                      strerror(errno));
+	}
+	o->files++;
+	return 0;
+}
+
+/* ---- routes ---- */
+
+/* How node n handles group j: the source it reads it from (-1: the node's shm endpoint, or a
+ * peer's link) and where it sends it; 0 when n has nothing to do with it. dest_shm: into the
+ * node's domain; dest_link[i]: to node i over their link. */
+struct hop {
+	int source; /* -1: shm; else the peer node whose link it comes from */
+	int dest_shm;
+	unsigned char dest_link[HAKOI_GEN_MAX_NODES];
+	int any;
+};
+
+static int hop_of(const hakoi_gen_t *g, int n, size_t j, struct hop *h)
+{
+	const hakoi_gen_group_t *gr = &g->groups[j];
+	memset(h, 0, sizeof(*h));
+	if (gr->writer < 0) {
+		return 0;
+	}
+	if (gr->writer == n) {
+		h->source = -1;
+		for (size_t i = 0; i < g->node_count; i++) {
+			if (!gr->dest[i]) {
+				continue;
+			}
+			/* A client sends everything to the server, which passes it on. */
+			h->dest_link[n == 0 ? i : 0] = 1;
+			h->any = 1;
+		}
+		return h->any;
+	}
+	if (n == 0) { /* the server, for a client's group: into its domain, or on to others */
+		h->source = gr->writer;
+		h->dest_shm = gr->dest[0];
+		h->any = h->dest_shm;
+		for (size_t i = 1; i < g->node_count; i++) {
+			if (gr->dest[i] && (int)i != gr->writer) {
+				h->dest_link[i] = 1;
+				h->any = 1;
+			}
+		}
+		return h->any;
+	}
+	if (gr->dest[n]) {
+		h->source = 0;
+		h->dest_shm = 1;
+		h->any = 1;
+	}
+	return h->any;
+}
+
+/* The links node n uses (link[i]: to node i) and whether it moves anything. */
+static int links_of(const hakoi_gen_t *g, int n, unsigned char *link)
+{
+	memset(link, 0, HAKOI_GEN_MAX_NODES);
+	int any = 0;
+	for (size_t j = 0; j < g->group_count; j++) {
+		struct hop h;
+		if (!hop_of(g, n, j, &h)) {
+			continue;
+		}
+		any = 1;
+		if (h.source >= 0) {
+			link[h.source] = 1;
+		}
+		for (size_t i = 0; i < g->node_count; i++) {
+			link[i] |= h.dest_link[i];
+		}
+	}
+	return any;
+}
+
+static void endpoint_id(const hakoi_gen_t *g, int n, int peer, char *buf, size_t len)
+{
+	if (peer < 0) {
+		snprintf(buf, len, "%s-shm", g->nodes[n].id);
+	} else {
+		snprintf(buf, len, "%s-tcp-%s", g->nodes[n].id, g->nodes[peer].id);
+	}
+}
+
+/* ---- pieces ---- */
+
+static json_t *policy_json(const char *id)
+{
+	if (strcmp(id, "immediate") == 0) {
+		return json_pack("{s:s}", "type", "immediate");
+	}
+	if (strcmp(id, "immediate-atomic") == 0) {
+		return json_pack("{s:s, s:b}", "type", "immediate", "atomic", 1);
+	}
+	if (strcmp(id, "rd-ctrl-ticker") == 0) {
+		return json_pack("{s:s, s:i}", "type", "ticker", "intervalMs", 10);
+	}
+	int throttle = strncmp(id, "throttle-", 9) == 0;
+	long ms = strtol(id + (throttle ? 9 : 7), NULL, 10);
+	return json_pack("{s:s, s:I}", "type", throttle ? "throttle" : "ticker", "intervalMs",
+	                 (json_int_t)ms);
+}
+
+static json_t *pdu_entry(const char *robot, const hako_pdudef_pdu_t *p)
+{
+	char name[2 * HAKO_NAME_MAX + 2];
+	snprintf(name, sizeof(name), "%s_%s", robot, p->name);
+	return json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:s}", "type", p->type, "org_name",
+	                 p->name, "name", name, "channel_id", (int)p->channel_id, "pdu_size",
+	                 (json_int_t)p->pdu_size, "write_cycle", 1, "method_type", "SHM");
+}
+
+/* The whole pdudef in the legacy form, which needs no file beside it. */
+static json_t *pdudef_json(const hako_pdudef_t *def)
+{
+	json_t *robots = json_array();
+	for (size_t i = 0; robots != NULL && i < def->robot_count; i++) {
+		const hako_pdudef_robot_t *rb = &def->robots[i];
+		json_t *readers = json_array(), *writers = json_array();
+		for (size_t k = 0; readers != NULL && writers != NULL && k < rb->pdu_count; k++) {
+			json_array_append_new(readers, pdu_entry(rb->name, &rb->pdus[k]));
+			json_array_append_new(writers, pdu_entry(rb->name, &rb->pdus[k]));
+		}
+		json_array_append_new(robots, json_pack("{s:s, s:[], s:[], s:o, s:o}", "name",
+		                                        rb->name, "rpc_pdu_readers",
+		                                        "rpc_pdu_writers", "shm_pdu_readers",
+		                                        readers, "shm_pdu_writers", writers));
+	}
+	return robots != NULL ? json_pack("{s:o}", "robots", robots) : NULL;
+}
+
+static void add_timing(const hakoi_gen_t *g, json_t *c)
+{
+	json_object_set_new(c, "delta_time_usec", json_integer(g->delta_usec));
+	json_object_set_new(c, "max_delay_time_usec", json_integer(g->max_delay_usec));
+	if (g->real_sleep_set) {
+		json_object_set_new(c, "real_sleep_msec", json_integer(g->real_sleep_msec));
+	}
+	if (g->publish_mode_set || g->interval_set) {
+		json_object_set_new(c, "simtime_publish_mode",
+		                    json_string(g->publish_mode == HAKO_PUBLISH_DELTA_BOUNDARY
+		                                    ? "delta_boundary"
+		                                    : "immediate"));
+	}
+	if (g->interval_set) {
+		json_object_set_new(c, "simtime_publish_interval_usec",
+		                    json_integer(g->interval_usec));
+	}
+	/* hako's own: where the server listens, and the fault policy if given */
+	const hakoi_gen_node_t *s = &g->nodes[0];
+	int port = g->base_port + (int)g->node_count - 1;
+	const char *fmt = strchr(s->address, ':') != NULL ? "tcp://[%s]:%d" : "tcp://%s:%d";
+	char addr[128];
+	snprintf(addr, sizeof(addr), fmt, s->address, port);
+	json_object_set_new(c, "control_address", json_string(addr));
+	snprintf(addr, sizeof(addr), fmt, s->address, port + 1);
+	json_object_set_new(c, "time_address", json_string(addr));
+	if (g->heartbeat_ms > 0) {
+		json_object_set_new(c, "heartbeat_ms", json_integer(g->heartbeat_ms));
+	}
+	if (g->peer_timeout_ms > 0) {
+		json_object_set_new(c, "peer_timeout_ms", json_integer(g->peer_timeout_ms));
+	}
+	if (g->on_client_loss >= 0) {
+		json_object_set_new(
+		    c, "on_client_loss",
+		    json_string(g->on_client_loss == HAKO_CLIENT_LOSS_DROP ? "drop" : "error"));
+	}
+}
+
+static json_t *conductor_json(const hakoi_gen_t *g, int n)
+{
+	json_t *c = json_object();
+	if (c == NULL) {
+		return NULL;
+	}
+	if (n == 0) {
+		json_object_set_new(c, "server_machine_id", json_string(g->nodes[0].id));
+		json_t *clients = json_array();
+		for (size_t i = 1; i < g->node_count; i++) {
+			json_array_append_new(clients, json_pack("{s:s, s:s}", "server_node_id",
+			                                         g->nodes[i].server_node,
+			                                         "client_node_id", g->nodes[i].id));
+		}
+		json_object_set_new(c, "clients", clients);
+	} else {
+		json_object_set_new(c, "node_id", json_string(g->nodes[n].id));
+		json_object_set_new(c, "server_machine_id", json_string(g->nodes[0].id));
+	}
+	add_timing(g, c);
+	return c;
+}
+
+/* ---- a node's bridge and endpoints ---- */
+
+static json_t *shm_comm_json(const hakoi_gen_t *g, int n)
+{
+	json_t *robots = json_array();
+	for (size_t j = 0; robots != NULL && j < g->group_count; j++) {
+		const hakoi_gen_group_t *gr = &g->groups[j];
+		int writes = gr->writer == n, gets = gr->writer >= 0 && gr->dest[n];
+		if (!writes && !gets) {
+			continue;
+		}
+		for (size_t k = 0; k < gr->key_count; k++) {
+			json_t *rb = NULL;
+			for (size_t i = 0; i < json_array_size(robots) && rb == NULL; i++) {
+				json_t *e = json_array_get(robots, i);
+				if (strcmp(json_string_value(json_object_get(e, "name")),
+				           gr->keys[k].robot) == 0) {
+					rb = e;
+				}
+			}
+			if (rb == NULL) {
+				rb = json_pack("{s:s, s:[]}", "name", gr->keys[k].robot, "pdu");
+				json_array_append_new(robots, rb);
+			}
+			/* Only what this node's units write wakes the bridge: what it writes into
+			 * the domain itself must not come back to it. */
+			json_array_append_new(json_object_get(rb, "pdu"),
+			                      json_pack("{s:s, s:b}", "name", gr->keys[k].pdu,
+			                                "notify_on_recv", writes));
+		}
+	}
+	return robots != NULL
+	           ? json_pack("{s:s, s:s, s:s, s:{s:o}}", "protocol", "shm", "impl_type",
+	                       "callback", "direction", "inout", "io", "robots", robots)
+	           : NULL;
+}
+
+static json_t *tcp_comm_json(const hakoi_gen_t *g, int n, int peer)
+{
+	int client = n == 0 ? peer : n;
+	const hakoi_gen_node_t *c = &g->nodes[client];
+	int listens = n == 0 ? !c->listens : c->listens;
+	char name[2 * HAKO_CONDUCTOR_ID_MAX + 8];
+	endpoint_id(g, n, peer, name, sizeof(name));
+	if (listens) {
+		return json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:i}, s:{s:i, s:i}}", "protocol",
+		                 "tcp", "name", name, "direction", "inout", "role", "server",
+		                 "local", "address", g->nodes[n].address, "port", c->port,
+		                 "options", "read_timeout_ms", 1000, "write_timeout_ms", 1000);
+	}
+	return json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:i}, s:{s:i, s:i, s:i}}", "protocol", "tcp",
+	                 "name", name, "direction", "inout", "role", "client", "remote", "address",
+	                 g->nodes[peer].address, "port", c->port, "options", "connect_timeout_ms",
+	                 1000, "read_timeout_ms", 1000, "write_timeout_ms", 1000);
+}
+
+static int write_endpoint(struct out *o, int n, int peer, json_t *entries)
+{
+	const hakoi_gen_t *g = o->g;
+	char id[2 * HAKO_CONDUCTOR_ID_MAX + 8], file[PATH_MAX], comm[PATH_MAX], ep[PATH_MAX];
+	char pdudef[160];
+	endpoint_id(g, n, peer, id, sizeof(id));
+	const char *base = peer < 0 ? "shm" : id + strlen(g->nodes[n].id) + 1; /* "tcp-<peer>" */
+	snprintf(file, sizeof(file), "%s/endpoint/%s_comm.json", g->nodes[n].id, base);
+	int r = put(o, file, peer < 0 ? shm_comm_json(g, n) : tcp_comm_json(g, n, peer));
+	if (r != 0) {
+		return r;
+	}
+	snprintf(comm, sizeof(comm), "%s_comm.json", base);
+	snprintf(ep, sizeof(ep), "%s/endpoint/%s.json", g->nodes[n].id, base);
+	snprintf(pdudef, sizeof(pdudef), "../%s", g->pdudef_name);
+	r = put(o, ep,
+	        json_pack("{s:s, s:s, s:s, s:s}", "name", id, "cache", "cache.json", "comm", comm,
+	                  "pdu_def_path", pdudef));
+	if (r != 0) {
+		return r;
+	}
+	snprintf(file, sizeof(file), "endpoint/%s.json", base);
+	json_array_append_new(entries, json_pack("{s:s, s:s, s:s}", "id", id, "mode",
+	                                         peer < 0 ? "local" : "wire", "config_path", file));
+	return 0;
+}
+
+static json_t *key_group_json(const hakoi_gen_group_t *gr)
+{
+	json_t *members = json_array();
+	for (size_t k = 0; members != NULL && k < gr->key_count; k++) {
+		char id[2 * HAKO_NAME_MAX + 2];
+		snprintf(id, sizeof(id), "%s.%s", gr->keys[k].robot, gr->keys[k].pdu);
+		json_array_append_new(members,
+		                      json_pack("{s:s, s:s, s:s}", "id", id, "robot_name",
+		                                gr->keys[k].robot, "pdu_name", gr->keys[k].pdu));
+	}
+	return members;
+}
+
+/* One connection per (source, group), each with its own destinations. */
+static json_t *bridge_json(const hakoi_gen_t *g, int n, const unsigned char *link)
+{
+	json_t *policies = json_object(), *nodes = json_array(), *wires = json_array();
+	json_t *groups = json_object(), *conns = json_array();
+	json_t *b =
+	    json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o}", "version", "2.0.0", "transferPolicies",
+	              policies, "nodes", nodes, "endpoints_config_path", "endpoints.json",
+	              "wireLinks", wires, "pduKeyGroups", groups, "connections", conns);
+	if (b == NULL) {
+		return NULL;
+	}
+	for (size_t i = 0; i < g->node_count; i++) {
+		json_array_append_new(nodes, json_pack("{s:s}", "id", g->nodes[i].id));
+		if (link[i]) {
+			char from[160], to[160];
+			endpoint_id(g, n, (int)i, from, sizeof(from));
+			endpoint_id(g, (int)i, n, to, sizeof(to));
+			json_array_append_new(wires,
+			                      json_pack("{s:s, s:s}", "from", from, "to", to));
+		}
+	}
+	for (size_t j = 0; j < g->group_count; j++) {
+		const hakoi_gen_group_t *gr = &g->groups[j];
+		struct hop h;
+		if (!hop_of(g, n, j, &h)) {
+			continue;
+		}
+		if (json_object_get(policies, gr->policy) == NULL) {
+			json_object_set_new(policies, gr->policy, policy_json(gr->policy));
+		}
+		json_object_set_new(groups, gr->id, key_group_json(gr));
+		char src[160], id[400];
+		endpoint_id(g, n, h.source, src, sizeof(src));
+		json_t *dests = json_array();
+		if (h.dest_shm) {
+			char shm[160];
+			endpoint_id(g, n, -1, shm, sizeof(shm));
+			json_array_append_new(dests, json_pack("{s:s}", "endpointId", shm));
+		}
+		for (size_t i = 0; i < g->node_count; i++) {
+			if (h.dest_link[i]) {
+				char ep[160];
+				endpoint_id(g, n, (int)i, ep, sizeof(ep));
+				json_array_append_new(dests, json_pack("{s:s}", "endpointId", ep));
+			}
+		}
+		snprintf(id, sizeof(id), "%s@%s", gr->id, src);
+		json_array_append_new(conns, json_pack("{s:s, s:s, s:{s:s}, s:o, s:[{s:s, s:s}]}",
+		                                       "id", id, "nodeId", g->nodes[n].id, "source",
+		                                       "endpointId", src, "destinations", dests,
+		                                       "transferPdus", "pduKeyGroupId", gr->id,
+		                                       "policyId", gr->policy));
+	}
+	return b;
+}
+
+static int write_bridge(struct out *o, int n, const unsigned char *link)
+{
+	const hakoi_gen_t *g = o->g;
+	char file[PATH_MAX];
+	json_t *entries = json_array();
+	if (entries == NULL) {
+		return hako_error_set(o->err, HAKO_ENOMEM, o->dir, 0, 0, "out of memory");
+	}
+	int r = write_endpoint(o, n, -1, entries);
+	for (size_t i = 0; r == 0 && i < g->node_count; i++) {
+		if (link[i]) {
+			r = write_endpoint(o, n, (int)i, entries);
+		}
+	}
+	if (r != 0) {
+		json_decref(entries);
+		return r;
+	}
+	snprintf(file, sizeof(file), "%s/endpoint/cache.json", g->nodes[n].id);
+	if ((r = put(o, file,
+	             json_pack("{s:s, s:{s:s}}", "type", "buffer", "store", "mode", "latest"))) !=
+	    0) {
+		json_decref(entries);
+		return r;
+	}
+	snprintf(file, sizeof(file), "%s/endpoints.json", g->nodes[n].id);
+	r = put(o, file, json_pack("[{s:s, s:o}]", "nodeId", g->nodes[n].id, "endpoints", entries));
+	if (r != 0) {
+		return r;
+	}
+	snprintf(file, sizeof(file), "%s/bridge.json", g->nodes[n].id);
+	return put(o, file, bridge_json(g, n, link));
+}
+
+/* ---- a node's launch file ---- */
+
+static json_t *launch_json(const hakoi_gen_t *g, int n, int bridged)
+{
+	const hakoi_gen_node_t *node = &g->nodes[n];
+	char text[PATH_MAX];
+	json_t *l = json_object(), *procs = json_array(), *cond = json_object();
+	if (l == NULL || procs == NULL || cond == NULL) {
+		json_decref(l);
+		json_decref(procs);
+		json_decref(cond);
+		return NULL;
+	}
+	snprintf(text, sizeof(text), "logs/%s", node->id);
+	json_object_set_new(l, "log_dir", json_string(text));
+	if (g->opt.path_count > 0) {
+		json_t *path = json_array();
+		for (size_t i = 0; i < g->opt.path_count; i++) {
+			json_array_append_new(path, json_string(g->opt.path[i]));
+		}
+		json_object_set_new(l, "path", path);
+	}
+	snprintf(text, sizeof(text), "conductor/%s.json", node->id);
+	json_object_set_new(cond, "federation", json_string(text));
+	if (g->opt.real_time_factor > 0) {
+		json_object_set_new(cond, "real_time_factor", json_real(g->opt.real_time_factor));
+	}
+	if (n == 0 && g->opt.stop_at_usec > 0) {
+		json_object_set_new(cond, "stop_at_usec", json_integer(g->opt.stop_at_usec));
+	}
+	json_object_set_new(l, "conductor", cond);
+	if (bridged) {
+		/* hako-bridge says this line once its endpoints are open and its connections made:
+		 * the units start after it, so that nothing they write is missed. */
+		json_array_append_new(
+		    procs,
+		    json_pack("{s:s, s:s, s:[s, s, s, s], s:{s:s}}", "name", "hako-bridge",
+		              "command", "hako-bridge", "args", "${HAKO_LAUNCH_DIR}/bridge.json",
+		              "--node", node->id, "-v", "wait_for", "log", "connection(s)"));
+	}
+	for (size_t k = 0; k < g->unit_count; k++) {
+		const hakoi_gen_unit_t *u = &g->units[k];
+		if (u->node != n || u->command == NULL) {
+			continue;
+		}
+		json_t *args = json_array();
+		for (size_t j = 0; args != NULL && j < u->arg_count; j++) {
+			json_array_append_new(args, json_string(u->args[j]));
+		}
+		json_array_append_new(procs, json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", u->name,
+		                                       "command", u->command, "args", args,
+		                                       "wait_for", "asset", u->asset));
+	}
+	json_object_set_new(l, "processes", procs);
+	return l;
+}
+
+int hakoi_gen_write(const hakoi_gen_t *g, const char *dir, size_t *count, hako_error_t *err)
+{
+	hako_error_clear(err);
+	struct out o = {g, dir, 0, err};
+	char file[PATH_MAX];
+	json_t *nodes = json_array();
+	if (nodes == NULL) {
+		return hako_error_set(err, HAKO_ENOMEM, dir, 0, 0, "out of memory");
+	}
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < g->node_count; i++) {
+		int n = (int)i;
+		const char *id = g->nodes[n].id;
+		unsigned char link[HAKOI_GEN_MAX_NODES];
+		int bridged = links_of(g, n, link);
+		snprintf(file, sizeof(file), "%s/conductor/%s.json", id, id);
+		r = put(&o, file, conductor_json(g, n));
+		if (r == 0 && g->pdudef != NULL) {
+			snprintf(file, sizeof(file), "%s/%s", id, g->pdudef_name);
+			r = put(&o, file, pdudef_json(g->pdudef));
+		}
+		if (r == 0 && bridged) {
+			r = write_bridge(&o, n, link);
+		}
+		if (r == 0) {
+			snprintf(file, sizeof(file), "%s/launch.json", id);
+			r = put(&o, file, launch_json(g, n, bridged));
+			snprintf(file, sizeof(file), "%s/launch.json", id);
+			json_array_append_new(nodes, json_string(file));
+		}
+	}
+	if (r == 0) {
+		r = put(&o, "federation.json",
+		        json_pack("{s:{s:o}, s:s}", "federation", "nodes", nodes, "log_dir",
+		                  "logs/federation"));
+	} else {
+		json_decref(nodes);
+	}
+	if (count != NULL) {
+		*count = o.files;
+	}
+	return r;
+}

@@ -1,0 +1,322 @@
+/* hako-conductor gen: data-driven cases (cases/<name>/eu-input.json + expected.txt).
+ *
+ * expected.txt is the exact error line, or "ok" followed by the federation as read
+ * (hakoi_gen_dump), the warnings ("warning: file:line:column: ..."), and then, for the files the
+ * case generated into a temporary folder, what hako's own loaders made of each: every node's
+ * conductor file (hako_conductor_config_load), pdudef (hako_pdudef_load), endpoint container
+ * (hako_endpoint_container_load), bridge file (hako_bridge_config_load) and launch file, and the
+ * federation file (the hako-launch loader, which also checks the nodes against each other). A
+ * file that does not load fails the case with the loader's error line.
+ *
+ * The environment is fixed: PATH=/usr/bin:/bin (units' commands such as "true" are found
+ * there), hako-bridge is found in the build tree (HAKO_BRIDGE_DIR). Shared inputs (pdutypes, a
+ * pdudef) are in fixtures/, next to cases/.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conductor_gen.h"
+#include "hako/bridge_config.h"
+#include "hako/endpoint_config.h"
+#include "hako_cases.h"
+#include "hako_test_util.h"
+#include "launch_config.h"
+
+#define MIN_CASES 20
+
+#ifndef HAKO_BRIDGE_DIR
+#error "HAKO_BRIDGE_DIR: the folder of hako-bridge"
+#endif
+
+static const char *cases_dir = "cases";
+
+struct collect {
+	char *out;
+	size_t len;
+	char lines[8192];
+};
+
+static void on_warning(void *user, const char *line)
+{
+	struct collect *c = user;
+	htc_append(c->lines, sizeof(c->lines), "warning: %s\n", line);
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* Load one generated file with its loader; a failure is the case's failure, with the line. */
+static void must(int r, const hako_error_t *err, const char *what)
+{
+	if (r != 0) {
+		char msg[1200];
+		print_error("%s does not load: %s\n", what,
+		            hako_error_format(err, msg, sizeof(msg)));
+		fail();
+	}
+}
+
+/* snprintf's result: the whole text fitted. */
+static int fits(int n, size_t size)
+{
+	return n >= 0 && (size_t)n < size;
+}
+
+/* What the loaders say about node n's files, one line each. */
+static void check_node(const hakoi_gen_t *g, size_t n, const char *dir, char *out, size_t len)
+{
+	const char *id = g->nodes[n].id;
+	char path[PATH_MAX];
+	hako_error_t err;
+
+	assert_true(fits(snprintf(path, sizeof(path), "%s/%s/conductor/%s.json", dir, id, id),
+	                 sizeof(path)));
+	hako_conductor_config_t *cc = NULL;
+	must(hako_conductor_config_load(path, &cc, &err), &err, path);
+	assert_string_equal(cc->node_id, id);
+	assert_int_equal(cc->role, n == 0 ? HAKO_CONDUCTOR_SERVER : HAKO_CONDUCTOR_CLIENT);
+	htc_append(out, len, "node %s: conductor %s delta %lld dmax %lld control %s time %s", id,
+	           cc->role == HAKO_CONDUCTOR_SERVER ? "server" : "client",
+	           (long long)cc->delta_usec, (long long)cc->max_delay_usec, cc->control_address,
+	           cc->time_address);
+	for (size_t i = 0; i < cc->client_count; i++) {
+		htc_append(out, len, "%s%s", i == 0 ? " clients " : ",", cc->clients[i]);
+	}
+	htc_append(out, len, "\n");
+	hako_conductor_config_free(cc);
+
+	assert_true(
+	    fits(snprintf(path, sizeof(path), "%s/%s/%s", dir, id, g->pdudef_name), sizeof(path)));
+	if (exists(path)) {
+		hako_pdudef_t *def = NULL;
+		must(hako_pdudef_load(path, &def, &err), &err, path);
+		htc_append(out, len, "node %s: pdudef %zu robots\n", id, def->robot_count);
+		hako_pdudef_free(def);
+	}
+
+	assert_true(
+	    fits(snprintf(path, sizeof(path), "%s/%s/endpoints.json", dir, id), sizeof(path)));
+	if (exists(path)) {
+		hako_endpoint_container_t *c = NULL;
+		must(hako_endpoint_container_load(path, id, &c, &err), &err, path);
+		htc_append(out, len, "node %s: endpoints", id);
+		for (size_t i = 0; i < c->count; i++) {
+			const hako_comm_config_t *cm = c->entries[i].config->comm;
+			htc_append(out, len, " %s(%s", c->entries[i].id,
+			           hako_comm_protocol_name(cm));
+			if (cm->role != HAKO_COMM_ROLE_NONE) {
+				htc_append(out, len, " %s %s:%u",
+				           cm->role == HAKO_COMM_SERVER ? "listens" : "connects",
+				           cm->role == HAKO_COMM_SERVER ? cm->local.address
+				                                        : cm->remote.address,
+				           cm->role == HAKO_COMM_SERVER ? cm->local.port
+				                                        : cm->remote.port);
+			}
+			const hako_comm_shm_options_t *shm = hako_comm_shm_options(cm);
+			for (size_t r = 0; shm != NULL && r < shm->robot_count; r++) {
+				for (size_t k = 0; k < shm->robots[r].pdu_count; k++) {
+					htc_append(out, len, " %s.%s%s", shm->robots[r].name,
+					           shm->robots[r].pdus[k].name,
+					           shm->robots[r].pdus[k].notify_on_recv ? "!"
+					                                                 : "");
+				}
+			}
+			htc_append(out, len, ")");
+		}
+		htc_append(out, len, "\n");
+		hako_endpoint_container_free(c);
+
+		assert_true(
+		    fits(snprintf(path, sizeof(path), "%s/%s/bridge.json", dir, id), sizeof(path)));
+		hako_bridge_config_t *b = NULL;
+		must(hako_bridge_config_load(path, id, NULL, &b, &err), &err, path);
+		for (size_t i = 0; i < b->connection_count; i++) {
+			const hako_bridge_connection_cfg_t *cn = &b->connections[i];
+			htc_append(out, len, "node %s: bridge %s:", id, cn->id);
+			for (size_t d = 0; d < cn->dest_count; d++) {
+				htc_append(out, len, " %s", cn->destinations[d]);
+			}
+			for (size_t t = 0; t < cn->transfer_count; t++) {
+				const hako_bridge_policy_cfg_t *p =
+				    &b->policies[cn->transfers[t].policy];
+				htc_append(out, len, " [%s %s%s %u]",
+				           b->groups[cn->transfers[t].group].id,
+				           p->type == HAKO_BRIDGE_IMMEDIATE  ? "immediate"
+				           : p->type == HAKO_BRIDGE_THROTTLE ? "throttle"
+				                                             : "ticker",
+				           p->atomic ? " atomic" : "", p->interval_ms);
+			}
+			htc_append(out, len, "\n");
+		}
+		hako_bridge_config_free(b);
+	}
+
+	assert_true(fits(snprintf(path, sizeof(path), "%s/%s/launch.json", dir, id), sizeof(path)));
+	const char *search[] = {HAKO_BRIDGE_DIR};
+	hakoi_launch_options_t opt = {"gen-test", search, 1};
+	hakoi_launch_config_t *lc = NULL;
+	must(hakoi_launch_load(path, &opt, &lc, &err), &err, path);
+	htc_append(out, len, "node %s: launch log_dir %s stop_at %lld rtf %g processes", id,
+	           lc->log_dir, (long long)lc->stop_at_usec, lc->master.real_time_factor);
+	for (size_t i = 0; i < lc->proc_count; i++) {
+		htc_append(out, len, " %s", lc->procs[i].name);
+		if (lc->procs[i].wait_for == HAKOI_LAUNCH_WAIT_ASSET) {
+			htc_append(out, len, "(asset %s)", lc->procs[i].wait_what);
+		}
+	}
+	htc_append(out, len, "\n");
+	hakoi_launch_free(lc);
+}
+
+static void run_case_text(const char *case_dir, const char *input, char *actual, size_t len);
+
+/* With GEN_CASES_ACTUAL set, each case's output also goes to <case>/actual.txt, paths relative
+ * to the case as in expected.txt: to review a change, and copy over expected.txt. */
+static void run_case(const char *case_dir, const char *input, char *actual, size_t len, void *arg)
+{
+	(void)arg;
+	run_case_text(case_dir, input, actual, len);
+	if (getenv("GEN_CASES_ACTUAL") == NULL) {
+		return;
+	}
+	char path[PATH_MAX + 16];
+	assert_true(fits(snprintf(path, sizeof(path), "%s/actual.txt", case_dir), sizeof(path)));
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	char prefix[PATH_MAX + 2];
+	snprintf(prefix, sizeof(prefix), "%s/", case_dir);
+	size_t pl = strlen(prefix);
+	for (const char *p = actual; *p != '\0'; p++) {
+		if (strncmp(p, prefix, pl) == 0) {
+			p += pl - 1; /* as hako_cases.c does: "<case>/x" is "x" */
+			continue;
+		}
+		fputc(*p, f);
+	}
+	fclose(f);
+}
+
+static void run_case_text(const char *case_dir, const char *input, char *actual, size_t len)
+{
+	setenv("PATH", "/usr/bin:/bin", 1);
+	unsetenv("HAKO_DOMAIN");
+	struct collect c = {actual, len, ""};
+	hakoi_gen_options_t opt = {.warn = on_warning, .warn_user = &c};
+	/* Options a case may ask for in its folder: stop time and pace of the launch files. */
+	char opts[PATH_MAX];
+	snprintf(opts, sizeof(opts), "%s/options.txt", case_dir);
+	char *text = htc_read_all(opts, NULL);
+	if (text != NULL) {
+		assert_int_equal(sscanf(text, "base_port=%d stop_at_usec=%lld real_time_factor=%lf",
+		                        &opt.base_port, &opt.stop_at_usec, &opt.real_time_factor),
+		                 3);
+		free(text);
+	}
+	hakoi_gen_t *g = NULL;
+	hako_error_t err;
+	char msg[1200];
+	actual[0] = '\0';
+	int r = hakoi_gen_load(input, &opt, &g, &err);
+	if (r != 0) {
+		assert_null(g);
+		assert_true(r == HAKO_ECONFIG || r == HAKO_ENOENT);
+		snprintf(actual, len, "%s\n%s", hako_error_format(&err, msg, sizeof(msg)), c.lines);
+		return;
+	}
+	FILE *out = fmemopen(actual, len, "w");
+	assert_non_null(out);
+	fprintf(out, "ok\n");
+	hakoi_gen_dump(g, out);
+	fputs(c.lines, out);
+	fclose(out);
+
+	char dir[PATH_MAX];
+	assert_non_null(htu_tmpdir(dir, sizeof(dir)));
+	size_t files = 0;
+	must(hakoi_gen_write(g, dir, &files, &err), &err, "the generated files");
+	htc_append(actual, len, "files %zu\n", files);
+	for (size_t n = 0; n < g->node_count; n++) {
+		check_node(g, n, dir, actual, len);
+	}
+	/* The federation file: every node's launch file again, and the checks between them. */
+	char path[PATH_MAX + 32];
+	assert_true(fits(snprintf(path, sizeof(path), "%s/federation.json", dir), sizeof(path)));
+	const char *search[] = {HAKO_BRIDGE_DIR};
+	hakoi_launch_options_t lopt = {"gen-test", search, 1};
+	hakoi_launch_config_t *fed = NULL;
+	must(hakoi_launch_load(path, &lopt, &fed, &err), &err, path);
+	htc_append(actual, len, "federation %zu nodes:", fed->node_count);
+	for (size_t i = 0; i < fed->node_count; i++) {
+		htc_append(actual, len, " %s", fed->nodes[i].domain);
+	}
+	htc_append(actual, len, "\n");
+	hakoi_launch_free(fed);
+	hakoi_gen_free(g);
+	htu_remove_tmpdirs();
+}
+
+/* A missing eu-input is HAKO_ENOENT with the file named. */
+static void missing_file(void **state)
+{
+	(void)state;
+	hakoi_gen_t *g = NULL;
+	hako_error_t err;
+	char msg[1200];
+	assert_int_equal(hakoi_gen_load("/nonexistent/eu-input.json", NULL, &g, &err), HAKO_ENOENT);
+	assert_null(g);
+	assert_string_equal(hako_error_format(&err, msg, sizeof(msg)),
+	                    "/nonexistent/eu-input.json: cannot open: No such file or directory");
+}
+
+/* The output folder cannot be made: the error names the file. */
+static void unwritable_dir(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX], input[PATH_MAX + 32], blocker[PATH_MAX + 32];
+	assert_non_null(htu_tmpdir(dir, sizeof(dir)));
+	snprintf(input, sizeof(input), "%s/eu-input.json", dir);
+	assert_int_equal(htu_write_file(input,
+	                                "{\"mode\": \"simple\", \"execution_nodes\": [\"c\"],"
+	                                " \"connection_pairs\": [{\"client_node_id\": \"c\","
+	                                " \"server_node_id\": \"s\"}], \"pdu_groups\": []}"),
+	                 0);
+	snprintf(blocker, sizeof(blocker), "%s/out", dir);
+	assert_int_equal(htu_write_file(blocker, "a file where a folder should be"), 0);
+	hakoi_gen_t *g = NULL;
+	hako_error_t err;
+	assert_int_equal(hakoi_gen_load(input, NULL, &g, &err), 0);
+	assert_int_equal(hakoi_gen_write(g, blocker, NULL, &err), HAKO_EIO);
+	assert_non_null(strstr(err.message, "cannot create its folder"));
+	hakoi_gen_free(g);
+	htu_remove_tmpdirs();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) {
+		cases_dir = argv[1];
+	}
+	htu_init();
+	int rc = htc_run_cases("conductor_gen", cases_dir, "eu-input.json", MIN_CASES,
+	                       HTC_EVERY_DIR, run_case, NULL);
+	const struct CMUnitTest api[] = {
+	    cmocka_unit_test(missing_file),
+	    cmocka_unit_test(unwritable_dir),
+	};
+	rc += cmocka_run_group_tests_name("conductor_gen_api", api, NULL, NULL);
+	return rc;
+}
