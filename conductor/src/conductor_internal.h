@@ -11,10 +11,13 @@
 
 /* The status a node writes into its own domain, read by hako-conductor status and hako-cmd
  * watch: JSON text in channel (HAKOI_STATUS_ROBOT, 0). */
-#define HAKOI_STATUS_ROBOT    "_hako_conductor"
-#define HAKOI_STATUS_BYTES    16384
-#define HAKOI_STATUS_PERIOD   200000 /* us */
-#define HAKOI_DRIFT_SAMPLES   65536  /* per peer, the most recent */
+#define HAKOI_STATUS_ROBOT  "_hako_conductor"
+#define HAKOI_STATUS_BYTES  16384
+#define HAKOI_STATUS_PERIOD 200000 /* us */
+/* The main thread wakes at least this often (lost peers, proxies' heartbeats, the status)
+ * when no message or event comes; everything else wakes it at once. */
+#define HAKOI_NET_POLL_MS     100
+#define HAKOI_DRIFT_SAMPLES   65536 /* per peer, the most recent */
 #define HAKOI_JOIN_RETRY_USEC 300000
 
 /* Samples of a signed quantity (us), the newest HAKOI_DRIFT_SAMPLES kept. */
@@ -24,11 +27,21 @@ typedef struct hakoi_ring {
 	size_t next; /* where the next goes */
 	uint64_t total;
 	hako_time_t max; /* of all, also the ones dropped */
+	/* hakoi_ring_p50_p95's last answer, for the samples up to cached_total. */
+	uint64_t cached_total;
+	hako_time_t cached_p50, cached_p95;
 } hakoi_ring_t;
 
 void hakoi_ring_push(hakoi_ring_t *r, hako_time_t x);
-/* The p-th percentile (0..100) of the kept samples; 0 when there are none. */
+/* The p-th percentile (0..100, nearest rank) of the kept samples; 0 when there are none.
+ * O(n): a copy and a selection, no sort. */
 hako_time_t hakoi_ring_percentile(const hakoi_ring_t *r, double p);
+/* p50 and p95 together from one copy. exact: of the samples as they are now. Not exact (the
+ * status, written every 200 ms also while the federation idles on heartbeats): computed again
+ * only once 1/64 of the kept samples are new since the last time (at least one), so a figure
+ * is at most that far behind and an idle node does not select over 64 Ki samples 5 times a
+ * second per peer. */
+void hakoi_ring_p50_p95(hakoi_ring_t *r, int exact, hako_time_t *p50, hako_time_t *p95);
 void hakoi_ring_free(hakoi_ring_t *r);
 
 struct hakoi_peer {

@@ -86,10 +86,51 @@ void hakoi_ring_push(hakoi_ring_t *r, hako_time_t x)
 	}
 }
 
-static int cmp_time(const void *a, const void *b)
+/* The k-th smallest of a[0..n) (k < n), reordering a: quickselect with a median-of-three
+ * pivot, O(n) on average. */
+static hako_time_t select_kth(hako_time_t *a, size_t n, size_t k)
 {
-	hako_time_t x = *(const hako_time_t *)a, y = *(const hako_time_t *)b;
-	return (x > y) - (x < y);
+	size_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		hako_time_t x = a[lo], y = a[mid], z = a[hi];
+		hako_time_t pivot =
+		    x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+		size_t i = lo, j = hi;
+		while (i <= j) {
+			while (a[i] < pivot) {
+				i++;
+			}
+			while (a[j] > pivot) {
+				j--;
+			}
+			if (i <= j) {
+				hako_time_t t = a[i];
+				a[i] = a[j];
+				a[j] = t;
+				i++;
+				if (j == 0) {
+					break;
+				}
+				j--;
+			}
+		}
+		/* a[lo..j] <= pivot <= a[i..hi], and a[j+1..i-1] == pivot */
+		if (k <= j) {
+			hi = j;
+		} else if (k >= i) {
+			lo = i;
+		} else {
+			return a[k];
+		}
+	}
+	return a[k];
+}
+
+static size_t rank_of(size_t n, double p)
+{
+	size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+	return i < n ? i : n - 1;
 }
 
 hako_time_t hakoi_ring_percentile(const hakoi_ring_t *r, double p)
@@ -102,11 +143,32 @@ hako_time_t hakoi_ring_percentile(const hakoi_ring_t *r, double p)
 		return 0;
 	}
 	memcpy(s, r->v, r->n * sizeof(*s));
-	qsort(s, r->n, sizeof(*s), cmp_time);
-	size_t i = (size_t)(p / 100.0 * (double)(r->n - 1) + 0.5);
-	hako_time_t v = s[i < r->n ? i : r->n - 1];
+	hako_time_t v = select_kth(s, r->n, rank_of(r->n, p));
 	free(s);
 	return v;
+}
+
+void hakoi_ring_p50_p95(hakoi_ring_t *r, int exact, hako_time_t *p50, hako_time_t *p95)
+{
+	if (r->n == 0) {
+		*p50 = *p95 = 0;
+		return;
+	}
+	uint64_t fresh = r->total - r->cached_total, enough = r->n / 64 > 0 ? r->n / 64 : 1;
+	if (r->cached_total > r->total || fresh >= (exact ? 1 : enough)) {
+		hako_time_t *s = malloc(r->n * sizeof(*s));
+		if (s == NULL) {
+			*p50 = *p95 = 0;
+			return;
+		}
+		memcpy(s, r->v, r->n * sizeof(*s));
+		r->cached_p50 = select_kth(s, r->n, rank_of(r->n, 50));
+		r->cached_p95 = select_kth(s, r->n, rank_of(r->n, 95));
+		r->cached_total = r->total;
+		free(s);
+	}
+	*p50 = r->cached_p50;
+	*p95 = r->cached_p95;
 }
 
 void hakoi_ring_free(hakoi_ring_t *r)
@@ -809,6 +871,9 @@ static void check_peers(hako_conductor_node_t *n, hako_time_t now)
 	}
 }
 
+static int node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
+                      int *count, int exact);
+
 static void write_status(hako_conductor_node_t *n)
 {
 	if (n->status == NULL) {
@@ -816,7 +881,7 @@ static void write_status(hako_conductor_node_t *n)
 	}
 	hako_conductor_peer_stats_t st[HAKO_CONDUCTOR_MAX_CLIENTS];
 	int count = 0;
-	hako_conductor_node_stats(n, st, HAKO_CONDUCTOR_MAX_CLIENTS, &count);
+	node_stats(n, st, HAKO_CONDUCTOR_MAX_CLIENTS, &count, 0);
 	static __thread char buf[HAKOI_STATUS_BYTES];
 	pthread_mutex_lock(&n->stats_lock);
 	unsigned long long unknown = n->garbage_unknown;
@@ -859,7 +924,7 @@ static void *net_main(void *arg)
 		    {NULL, n->wake_fd, ZMQ_POLLIN, 0},
 		    {n->tsub, 0, ZMQ_POLLIN, 0},
 		};
-		int rc = zmq_poll(items, server ? 2 : 3, 50);
+		int rc = zmq_poll(items, server ? 2 : 3, HAKOI_NET_POLL_MS);
 		if (rc < 0 && errno != EINTR) {
 			HAKO_ERROR("conductor %s: zmq_poll: %s", n->cfg.node_id,
 			           zmq_strerror(errno));
@@ -1106,8 +1171,8 @@ void hako_conductor_node_stop(hako_conductor_node_t *n)
 	free_node(n);
 }
 
-int hako_conductor_node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
-                              int *count)
+static int node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
+                      int *count, int exact)
 {
 	if (n == NULL || (out == NULL && max > 0)) {
 		return HAKO_EINVAL;
@@ -1115,7 +1180,7 @@ int hako_conductor_node_stats(hako_conductor_node_t *n, hako_conductor_peer_stat
 	hako_time_t now = hako_now_usec();
 	pthread_mutex_lock(&n->stats_lock);
 	for (size_t i = 0; i < n->npeers && (int)i < max; i++) {
-		const struct hakoi_peer *p = &n->peers[i];
+		struct hakoi_peer *p = &n->peers[i];
 		hako_conductor_peer_stats_t *o = &out[i];
 		memset(o, 0, sizeof(*o));
 		snprintf(o->node_id, sizeof(o->node_id), "%s", p->id);
@@ -1125,10 +1190,10 @@ int hako_conductor_node_stats(hako_conductor_node_t *n, hako_conductor_peer_stat
 		o->known_time = p->known_time;
 		o->last_heard_usec = p->last_heard > 0 ? now - p->last_heard : -1;
 		o->samples = p->drift.total;
-		o->drift_p50_usec = hakoi_ring_percentile(&p->drift, 50);
-		o->drift_p95_usec = hakoi_ring_percentile(&p->drift, 95);
+		hako_time_t unused;
+		hakoi_ring_p50_p95(&p->drift, exact, &o->drift_p50_usec, &o->drift_p95_usec);
 		o->drift_max_usec = p->drift.max;
-		o->age_p50_usec = hakoi_ring_percentile(&p->age, 50);
+		hakoi_ring_p50_p95(&p->age, exact, &o->age_p50_usec, &unused);
 		o->age_max_usec = p->age.max;
 		o->messages_in = p->messages_in;
 		o->messages_out = p->messages_out;
@@ -1139,6 +1204,12 @@ int hako_conductor_node_stats(hako_conductor_node_t *n, hako_conductor_peer_stat
 		*count = (int)n->npeers;
 	}
 	return 0;
+}
+
+int hako_conductor_node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
+                              int *count)
+{
+	return node_stats(n, out, max, count, 1);
 }
 
 int hako_conductor_node_trace(hako_conductor_node_t *n, const char *path)
