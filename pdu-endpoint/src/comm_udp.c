@@ -141,8 +141,8 @@ static void handle_datagram(udp_comm_t *u, size_t n, const struct sockaddr_stora
 	hako_frame_t fr;
 	hako_error_t e;
 	hako_error_clear(&e);
-	int r = hako_frame_decode((hako_frame_version_t)u->cfg->raw_version, u->rx, n,
-	                          u->cfg->max_body_bytes, &fr, &e);
+	int r = hako_frame_decode_message((hako_frame_version_t)u->cfg->raw_version, u->rx, n,
+	                                  u->cfg->max_body_bytes, &fr, &e);
 	if (r != 0) {
 		refuse(u, from, e.message[0] != '\0' ? e.message : hako_strerror(r));
 		return;

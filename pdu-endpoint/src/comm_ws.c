@@ -569,7 +569,7 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 	s->rx_len = 0;
 	s->hdr_ok = 0;
 	hako_frame_t fr;
-	int r = hako_frame_decode(v, s->rx, n, c->cfg->max_body_bytes, &fr, &e);
+	int r = hako_frame_decode_message(v, s->rx, n, c->cfg->max_body_bytes, &fr, &e);
 	if (r != 0) {
 		return reject(c, wsi, s, LWS_CLOSE_STATUS_POLICY_VIOLATION,
 		              e.message[0] != '\0' ? e.message : hako_strerror(r));

@@ -335,3 +335,59 @@ int hako_frame_decode(hako_frame_version_t v, const void *buf, size_t len, uint3
 	return v == HAKO_FRAME_V2 ? decode_v2(buf, len, max_body, out, err)
 	                          : decode_v1(buf, len, max_body, out, err);
 }
+
+/* v1 in a message: the body runs to the message's end (hako/frame.h). */
+static int decode_v1_message(const uint8_t *p, size_t len, uint32_t max_body, hako_frame_t *out,
+                             hako_error_t *err)
+{
+	if (len < V1_PREFIX) {
+		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+		                      "%s: truncated header: %lu of at least %lu bytes", "v1 frame",
+		                      (unsigned long)len, (unsigned long)(V1_PREFIX + 4u));
+	}
+	uint32_t header_len = get_u32(p);
+	uint32_t name_len = get_u32(p + 4);
+	if (name_len > V1_NAME_MAX) {
+		return hako_error_set(err, HAKO_EPROTO, "", 0, 0, "%s: name_len %lu exceeds %lu",
+		                      "v1 frame", (unsigned long)name_len,
+		                      (unsigned long)V1_NAME_MAX);
+	}
+	uint32_t fixed = V1_FIXED_LEN + name_len; /* <= 135: no wrap */
+	if (header_len < fixed) {
+		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+		                      "%s: header_len %lu is smaller than name_len + 8 = %lu",
+		                      "v1 frame", (unsigned long)header_len, (unsigned long)fixed);
+	}
+	if ((uint64_t)header_len + 4u > (uint64_t)len) {
+		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+		                      "%s: header_len %lu needs %llu bytes, the message has %lu",
+		                      "v1 frame", (unsigned long)header_len,
+		                      (unsigned long long)header_len + 4u, (unsigned long)len);
+	}
+	size_t body_off = V1_PREFIX + name_len + 4u;
+	if (len - body_off > max_body) {
+		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+		                      "%s: body_len %lu exceeds the limit of %lu bytes", "v1 frame",
+		                      (unsigned long)(len - body_off), (unsigned long)max_body);
+	}
+	if (memchr(p + V1_PREFIX, '\0', name_len) != NULL) {
+		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+		                      "v1 frame: robot name contains a NUL byte");
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out->robot, p + V1_PREFIX, name_len);
+	out->request_type = HAKO_FRAME_PDU_DATA;
+	out->channel_id = get_i32(p + V1_PREFIX + name_len);
+	out->body_len = (uint32_t)(len - body_off);
+	out->body = p + body_off;
+	return 0;
+}
+
+int hako_frame_decode_message(hako_frame_version_t v, const void *buf, size_t len,
+                              uint32_t max_body, hako_frame_t *out, hako_error_t *err)
+{
+	if (v != HAKO_FRAME_V1 || out == NULL || buf == NULL || len == 0) {
+		return hako_frame_decode(v, buf, len, max_body, out, err);
+	}
+	return decode_v1_message(buf, len, max_body, out, err);
+}

@@ -427,6 +427,53 @@ static void test_needed_stream_v1(void **state)
 	stream(HAKO_FRAME_V1);
 }
 
+/* One message holding one v1 frame (hako_frame_decode_message): the body runs to the end of
+ * the message whether header_len counts it (C++) or not (Python, JavaScript). */
+static void test_v1_message(void **state)
+{
+	(void)state;
+	uint8_t m[64];
+	const uint8_t py[] = {13,  0,   0, 0, 5, 0, 0,   0,   'D', 'r', 'o',
+	                      'n', 'e', 7, 0, 0, 0, 'b', 'o', 'd', 'y'};
+	hako_frame_t f;
+	hako_error_t e;
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, py, sizeof(py), 1024, &f, &e), 0);
+	assert_string_equal(f.robot, "Drone");
+	assert_int_equal(f.channel_id, 7);
+	assert_int_equal(f.body_len, 4);
+	assert_memory_equal(f.body, "body", 4);
+	/* as a stream frame it is 17 bytes followed by 4 others */
+	assert_int_equal(hako_frame_decode(HAKO_FRAME_V1, py, sizeof(py), 1024, &f, &e),
+	                 HAKO_EPROTO);
+	assert_non_null(strstr(e.message, "trailing"));
+	/* C++: header_len = 13 + 4 */
+	memcpy(m, py, sizeof(py));
+	m[0] = 17;
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, m, sizeof(py), 1024, &f, &e), 0);
+	assert_int_equal(f.body_len, 4);
+	/* no body at all */
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, py, 17, 1024, &f, &e), 0);
+	assert_int_equal(f.body_len, 0);
+	/* header_len past the message, below name_len + 8, a body over max_body */
+	m[0] = 22;
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, m, sizeof(py), 1024, &f, &e),
+	                 HAKO_EPROTO);
+	assert_non_null(strstr(e.message, "the message has 21"));
+	m[0] = 12;
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, m, sizeof(py), 1024, &f, &e),
+	                 HAKO_EPROTO);
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, py, sizeof(py), 3, &f, &e),
+	                 HAKO_EPROTO);
+	assert_non_null(strstr(e.message, "body_len 4"));
+	/* name_len past the message, a truncated prefix */
+	memcpy(m, py, sizeof(py));
+	m[4] = 100;
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, m, sizeof(py), 1024, &f, &e),
+	                 HAKO_EPROTO);
+	assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, py, 7, 1024, &f, &e),
+	                 HAKO_EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,7 +481,7 @@ int main(void)
 	    cmocka_unit_test(test_round_trips),      cmocka_unit_test(test_encode_errors),
 	    cmocka_unit_test(test_v2_refusals),      cmocka_unit_test(test_v1_refusals),
 	    cmocka_unit_test(test_bad_arguments),    cmocka_unit_test(test_needed_stream_v2),
-	    cmocka_unit_test(test_needed_stream_v1),
+	    cmocka_unit_test(test_needed_stream_v1), cmocka_unit_test(test_v1_message),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -695,6 +695,49 @@ static void test_bind_loopback_default(void **state)
 	ept_close(s);
 }
 
+/* v1 in a WebSocket message, as Hakoniwa's clients write it: the Python and JavaScript ones
+ * with header_len = name_len + 8 and the body after it (the body runs to the message's end),
+ * the C++ one with the body counted in header_len. Both arrive; a header_len longer than the
+ * message is refused. */
+static size_t v1_message(uint8_t *m, uint32_t header_len, const char *name, uint32_t ch,
+                         const char *body)
+{
+	size_t nl = strlen(name), bl = strlen(body);
+	put_u32(m, header_len);
+	put_u32(m + 4, (uint32_t)nl);
+	memcpy(m + 8, name, nl);
+	put_u32(m + 8 + nl, ch);
+	memcpy(m + 12 + nl, body, bl);
+	return 12 + nl + bl;
+}
+
+static void test_v1_message(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s =
+	    ept_must_open("srv", SERVER_COMM ",\"comm_raw_version\":\"v1\"}", 0, 0);
+	uint16_t port = hako_endpoint_local_port(s);
+	hako_pdu_key_t k = ept_key("Drone", 3);
+	uint8_t m[128];
+	int fd = ws_upgrade(port);
+	/* Python / JavaScript: header_len = 4 + 5 + 4 */
+	ws_message(fd, 2, m, v1_message(m, 13, "Drone", 3, "from python"));
+	expect_pdu(s, &k, "from python");
+	/* C++: header_len covers the body too */
+	ws_message(fd, 2, m, v1_message(m, 13 + 8, "Drone", 3, "from c++"));
+	expect_pdu(s, &k, "from c++");
+	assert_int_equal(ept_stats(s).rejected, 0);
+	/* header_len beyond the message: refused, the session closed */
+	ws_message(fd, 2, m, v1_message(m, 200, "Drone", 3, "short"));
+	char buf[256];
+	int closed = 0;
+	read_until_close(fd, buf, sizeof(buf), &closed);
+	close(fd);
+	assert_true(closed);
+	EPT_WAIT_UNTIL(ept_stats(s).rejected == 1);
+	assert_int_equal(ept_stats(s).rejected, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -710,6 +753,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_read_timeout, ept_close_all),
 	    cmocka_unit_test_teardown(test_frame_timeout, ept_close_all),
 	    cmocka_unit_test_teardown(test_bind_loopback_default, ept_close_all),
+	    cmocka_unit_test_teardown(test_v1_message, ept_close_all),
 	};
 	return cmocka_run_group_tests(tests, ept_group_setup, ept_group_teardown);
 }

@@ -89,6 +89,16 @@ HAKO_API int hako_frame_needed(hako_frame_version_t v, const void *buf, size_t l
 HAKO_API int hako_frame_decode(hako_frame_version_t v, const void *buf, size_t len,
                                uint32_t max_body, hako_frame_t *out, hako_error_t *err);
 
+/* Decode the frame of one message (a WebSocket message, a datagram): the message is the frame.
+ * v2 as hako_frame_decode. v1 as Hakoniwa's readers take it: the body is whatever follows the
+ * channel id up to the end of the message, and header_len need only cover the name and the
+ * channel id (at least name_len + 8) and fit the message (4 + header_len <= len). Hakoniwa's
+ * Python and JavaScript writers send header_len = name_len + 8 and the body after it; its C++
+ * writer counts the body in header_len; both decode to the same frame. A stream (tcp) has no
+ * message boundary and frames v1 by header_len: hako_frame_needed + hako_frame_decode. */
+HAKO_API int hako_frame_decode_message(hako_frame_version_t v, const void *buf, size_t len,
+                                       uint32_t max_body, hako_frame_t *out, hako_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif
