@@ -149,8 +149,36 @@ static void as_stream(hako_frame_version_t v, const uint8_t *data, size_t size)
 	}
 }
 
+/* The bytes as one message (websocket, udp): whatever decode takes, decode_message takes the
+ * same way; what it takes has its body inside the message and ending it. */
+static void as_message(hako_frame_version_t v, const uint8_t *data, size_t size)
+{
+	hako_frame_t f, g;
+	hako_error_t err;
+	int rc = hako_frame_decode_message(v, data, size, HAKO_FRAME_DEFAULT_MAX_BODY, &f, &err);
+	if (rc != 0) {
+		if (rc != HAKO_EPROTO || err.message[0] == '\0') {
+			fail("v%d message: refusal %d without HAKO_EPROTO and a message", (int)v,
+			     rc);
+		}
+		if (hako_frame_decode(v, data, size, HAKO_FRAME_DEFAULT_MAX_BODY, &g, &err) == 0) {
+			fail("v%d: decode takes a frame decode_message refuses", (int)v);
+		}
+		return;
+	}
+	if (f.body_len > HAKO_FRAME_DEFAULT_MAX_BODY ||
+	    (f.body_len > 0 && (f.body < data || f.body + f.body_len != data + size))) {
+		fail("v%d message: body outside the message or over the limit", (int)v);
+	}
+	if (hako_frame_decode(v, data, size, HAKO_FRAME_DEFAULT_MAX_BODY, &g, &err) == 0) {
+		same_frame(&f, &g);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	as_message(HAKO_FRAME_V1, data, size);
+	as_message(HAKO_FRAME_V2, data, size);
 	one_frame(HAKO_FRAME_V1, data, size);
 	one_frame(HAKO_FRAME_V2, data, size);
 	as_stream(HAKO_FRAME_V1, data, size);
