@@ -25,6 +25,7 @@
 typedef struct conn {
 	const hako_bridge_connection_cfg_t *cfg;
 	hako_endpoint_t *src;
+	int src_direct; /* its PDUs can be read where they live (shm): tickers poll it */
 	atomic_uint epoch;
 	atomic_int active;
 	_Atomic uint64_t forwarded;
@@ -461,6 +462,8 @@ static int build_connection(hako_bridge_t *b, conn_t *c, hako_endpoint_set_t *ep
 		    "connection '%s': source endpoint '%s' is not open on node '%s'", cc->id,
 		    cc->source, cfg->node);
 	}
+	const hako_endpoint_config_t *scfg = hako_endpoint_config(c->src);
+	c->src_direct = scfg != NULL && scfg->comm != NULL && scfg->comm->protocol == HAKO_COMM_SHM;
 	if (add_source(b, c->src) != 0) {
 		return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
 	}
@@ -589,6 +592,35 @@ void hako_bridge_destroy(hako_bridge_t *b)
 
 /* ---- time-based work ---- */
 
+/* A ticker over a source that can be read where the PDU lives (shm: its channel) takes the
+ * latest value on each tick, as Hakoniwa's bridge does: a PDU not listed with notify_on_recv
+ * never arrives, and one that is gets the same value. Never written yet: nothing to send. */
+static void poll_source(xfer_t *x, slot_t *s)
+{
+	if (!x->conn->src_direct) {
+		return;
+	}
+	size_t len = 0;
+	int r = hako_endpoint_read_direct(x->conn->src, &s->key, s->data, s->cap, &len);
+	if (r == HAKO_ETOOBIG) {
+		size_t cap = s->cap == 0 ? 64 : s->cap;
+		while (cap < len) {
+			cap *= 2;
+		}
+		uint8_t *p = realloc(s->data, cap);
+		if (p == NULL) {
+			return;
+		}
+		s->data = p;
+		s->cap = cap;
+		r = hako_endpoint_read_direct(x->conn->src, &s->key, s->data, s->cap, &len);
+	}
+	if (r == 0) {
+		s->len = len;
+		s->full = 1;
+	}
+}
+
 static void xfer_tick(xfer_t *x, hako_time_t now)
 {
 	slot_t *s = &x->slots[0];
@@ -606,6 +638,7 @@ static void xfer_tick(xfer_t *x, hako_time_t now)
 			x->armed = 1;
 			x->next = now + x->interval;
 		} else if (now >= x->next) {
+			poll_source(x, s);
 			if (s->full) {
 				if (epoch_ok(x->conn, s->data, s->len)) {
 					send_one(x, &s->key, s->data, s->len);

@@ -483,6 +483,22 @@ int hako_endpoint_recv(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf
 	return r;
 }
 
+int hako_endpoint_read_direct(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf, size_t cap,
+                              size_t *len)
+{
+	if (ep == NULL || !key_ok(key) || len == NULL || (buf == NULL && cap > 0)) {
+		return HAKO_EINVAL;
+	}
+	*len = 0;
+	if (ep->ops == NULL || ep->ops->recv_direct == NULL) {
+		return HAKO_ENOTSUP;
+	}
+	if (!atomic_load(&ep->running)) {
+		return HAKO_ESTATE;
+	}
+	return ep->ops->recv_direct(ep->comm, key, buf, cap, len);
+}
+
 int hako_endpoint_recv_by_name(hako_endpoint_t *ep, const char *robot, const char *pdu_name,
                                void *buf, size_t cap, size_t *len)
 {

@@ -113,6 +113,14 @@ HAKO_API int hako_endpoint_cancel(hako_endpoint_t *ep, const hako_pdu_key_t *key
  * Marks the key read (hako_endpoint_set_store). */
 HAKO_API int hako_endpoint_recv(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf,
                                 size_t cap, size_t *len);
+/* The PDU of key where it lives, not from the cache (nothing is consumed or marked read): an
+ * shm endpoint reads its channel, the latest write, whether or not the PDU is listed with
+ * notify_on_recv (Hakoniwa's bridge reads its shm sources this way on every tick). HAKO_EAGAIN
+ * if never written, HAKO_ETOOBIG with *len as hako_endpoint_recv, HAKO_ESTATE when the
+ * endpoint is not started, HAKO_ENOTSUP for the comms whose PDUs only come as arrivals (tcp,
+ * udp, websocket, none). */
+HAKO_API int hako_endpoint_read_direct(hako_endpoint_t *ep, const hako_pdu_key_t *key, void *buf,
+                                       size_t cap, size_t *len);
 HAKO_API int hako_endpoint_recv_by_name(hako_endpoint_t *ep, const char *robot,
                                         const char *pdu_name, void *buf, size_t cap, size_t *len);
 /* The next pending PDU of any key (hako_cache_read_next). Marks every key read
