@@ -85,6 +85,9 @@ static int member_register(hako_domain_t *dom, const char *name, hako_time_t del
 	atomic_store(&a->time_usec, atomic_load(&h->world_time));
 	atomic_store(&a->in_use, 1);
 	atomic_fetch_add(&h->asset_count, 1);
+	if (delta_usec == 0) {
+		atomic_fetch_add(&h->proxy_count, 1);
+	}
 	if (atomic_load(&h->asset_hwm) < (uint32_t)free_slot + 1) {
 		atomic_store(&h->asset_hwm, (uint32_t)free_slot + 1);
 	}

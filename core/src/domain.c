@@ -130,6 +130,9 @@ void hakoi_free_slot(hako_domain_t *dom, struct hakoi_asset *a)
 	atomic_fetch_add(&a->generation, 1);
 	atomic_store(&a->in_use, 0);
 	atomic_fetch_sub(&dom->hdr->asset_count, 1);
+	if (atomic_load(&a->proxy)) {
+		atomic_fetch_sub(&dom->hdr->proxy_count, 1);
+	}
 }
 
 int hako_domain_state(hako_domain_t *dom)

@@ -77,7 +77,8 @@ struct hakoi_header {
 	_Atomic uint32_t asset_hwm; /* slots [0, hwm) may be in use */
 	_Atomic uint32_t channel_count;
 	_Atomic uint64_t arena_used;
-	_Atomic uint32_t log_count; /* events logged since creation */
+	_Atomic uint32_t log_count;   /* events logged since creation */
+	_Atomic uint32_t proxy_count; /* members of asset_count that are proxies */
 	char error_reason[256];
 
 	/* Written by whoever advances the clock. */

@@ -141,6 +141,12 @@ hako_time_t hakoi_spin_budget(hako_domain_t *dom)
 		}
 		atomic_store_explicit(&ncpu, n, memory_order_relaxed);
 	}
+	/* Nor while a member is a proxy (a conductor node's peer): its clock moves when a message
+	 * arrives from another node, tens of microseconds away, carried by this process's own
+	 * threads, which need the CPU a spinner would take. */
+	if (atomic_load_explicit(&dom->hdr->proxy_count, memory_order_relaxed) > 0) {
+		return 0;
+	}
 	uint32_t assets = atomic_load_explicit(&dom->hdr->asset_count, memory_order_relaxed);
 	return (long)assets <= n ? 50 : 0;
 }
