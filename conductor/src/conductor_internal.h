@@ -92,6 +92,11 @@ struct hako_conductor_node {
 	pthread_mutex_t send_lock;
 	hako_time_t last_sent;
 	uint32_t last_sent_state;
+	/* The lowest world time a peer needs from this node to step on (its time as last heard
+	 * + delta - Dmax, over the peers); INT64_MIN: none yet. Set by the main thread. */
+	_Atomic int64_t peer_need;
+	/* The threshold the watcher waits for (hako_domain_wait_watch); INT64_MIN: not waiting. */
+	_Atomic int64_t watching;
 	hako_time_t last_send_at;
 	uint32_t time_seq;
 	uint32_t last_state; /* main thread: the domain state it last acted on */

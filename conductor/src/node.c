@@ -234,15 +234,50 @@ static void send_op(hako_conductor_node_t *n, struct hakoi_peer *p, uint16_t typ
 /* ---- the watcher thread: this node's world time out ---- */
 
 /* Whether a time change is worth a message now. */
-static int publish_due(const hako_conductor_config_t *c, hako_time_t last, hako_time_t now)
+/* The world time after `last` (the last one sent) up to which this node need not publish.
+ * interval: the next boundary. immediate: every step while Dmax allows no slack (lock-step);
+ * with slack, once the world moved Dmax/2 - delta past `last`, or as soon as a peer needs
+ * it: a peer at K may step only while K + delta - (our time as it knows it) <= Dmax. Two
+ * nodes can then never both wait on times the other has not sent (each would have to be
+ * more than Dmax - slack ahead of the other), and the node stepping its world pays no
+ * wake-up for the steps in between (hako_domain_wait_watch). */
+static hako_time_t publish_beyond(hako_conductor_node_t *n, hako_time_t last)
+{
+	const hako_conductor_config_t *c = &n->cfg;
+	if (c->publish_mode != HAKO_PUBLISH_IMMEDIATE) {
+		return (last / c->publish_interval_usec + 1) * c->publish_interval_usec - 1;
+	}
+	hako_time_t slack = c->max_delay_usec / 2 - c->delta_usec;
+	hako_time_t beyond = last + (slack > 0 ? slack : 0);
+	int64_t need = atomic_load_explicit(&n->peer_need, memory_order_relaxed);
+	if (need > last && need - 1 < beyond) {
+		beyond = need - 1;
+	}
+	return beyond;
+}
+
+static int publish_due(hako_conductor_node_t *n, hako_time_t last, hako_time_t now)
 {
 	if (last < 0 || now < last) {
 		return 1; /* the first one, or after a reset */
 	}
-	if (c->publish_mode == HAKO_PUBLISH_IMMEDIATE) {
-		return now != last;
+	return now > publish_beyond(n, last);
+}
+
+/* Main thread, after a peer's time changed: what the peers need of this node now. */
+static void update_need(hako_conductor_node_t *n)
+{
+	int64_t need = INT64_MIN;
+	for (size_t i = 0; i < n->npeers; i++) {
+		const struct hakoi_peer *p = &n->peers[i];
+		if (p->proxy != NULL && p->joined) {
+			hako_time_t v = p->known_time + n->cfg.delta_usec - n->cfg.max_delay_usec;
+			if (need == INT64_MIN || v < need) {
+				need = v;
+			}
+		}
 	}
-	return now / c->publish_interval_usec != last / c->publish_interval_usec;
+	atomic_store_explicit(&n->peer_need, need, memory_order_relaxed);
 }
 
 /* The events of the proxies or the state moved: the main thread has work. */
@@ -272,7 +307,7 @@ static void publish_time(hako_conductor_node_t *n)
 	hako_time_t world = hako_domain_world_time(n->dom);
 	uint32_t st = (uint32_t)hako_domain_state(n->dom);
 	hako_time_t now = hako_now_usec();
-	if (publish_due(&n->cfg, n->last_sent, world) || st != n->last_sent_state ||
+	if (publish_due(n, n->last_sent, world) || st != n->last_sent_state ||
 	    now - n->last_send_at >= beat) {
 		hakoi_msg_t m;
 		base_msg(n, &m, HAKOI_MSG_TIME);
@@ -292,7 +327,7 @@ static void *watch_main(void *arg)
 {
 	hako_conductor_node_t *n = arg;
 	uint32_t last_state = UINT32_MAX, last_resets = UINT32_MAX;
-	uint32_t seen = hako_domain_changes(n->dom);
+	uint32_t seen = hako_domain_watch_changes(n->dom);
 	const hako_time_t beat = (hako_time_t)n->cfg.heartbeat_ms * 1000;
 	while (!atomic_load(&n->stop)) {
 		publish_time(n);
@@ -301,8 +336,13 @@ static void *watch_main(void *arg)
 			ssize_t w = write(n->wake_fd, &one, sizeof(one));
 			(void)w;
 		}
-		hako_domain_wait_change(n->dom, seen, beat);
-		seen = hako_domain_changes(n->dom);
+		pthread_mutex_lock(&n->send_lock);
+		hako_time_t beyond = n->last_sent < 0 ? -1 : publish_beyond(n, n->last_sent);
+		pthread_mutex_unlock(&n->send_lock);
+		atomic_store_explicit(&n->watching, beyond, memory_order_relaxed);
+		hako_domain_wait_watch(n->dom, seen, beyond, beat);
+		atomic_store_explicit(&n->watching, INT64_MIN, memory_order_relaxed);
+		seen = hako_domain_watch_changes(n->dom);
 	}
 	return NULL;
 }
@@ -373,10 +413,21 @@ static void on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_
 	p->last_seq = m->seq;
 	if (m->world_time != p->known_time && p->proxy != NULL) {
 		p->known_time = m->world_time;
-		hako_time_t before = hako_domain_world_time(n->dom);
+		update_need(n);
 		hako_member_set_time(p->proxy, m->world_time);
-		if (hako_domain_world_time(n->dom) != before) {
-			publish_time(n); /* the world moved on this message: say so now */
+		/* The world may have moved on this message, or a peer may need more of it:
+		 * say so now. A watcher waiting for a higher threshold than the one that now
+		 * holds is woken to wait for this one. */
+		publish_time(n);
+		int64_t watching = atomic_load_explicit(&n->watching, memory_order_relaxed);
+		if (watching != INT64_MIN) {
+			pthread_mutex_lock(&n->send_lock);
+			hako_time_t beyond =
+			    n->last_sent < 0 ? -1 : publish_beyond(n, n->last_sent);
+			pthread_mutex_unlock(&n->send_lock);
+			if (beyond < watching) {
+				hako_domain_watch_wake(n->dom);
+			}
 		}
 	}
 	/* A drift sample compares two clocks of one run. While either side resets, one is back
@@ -1098,6 +1149,8 @@ int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t 
 	pthread_mutex_init(&n->stats_lock, NULL);
 	pthread_mutex_init(&n->send_lock, NULL);
 	n->last_sent = -1;
+	atomic_init(&n->peer_need, INT64_MIN);
+	atomic_init(&n->watching, INT64_MIN);
 	n->last_sent_state = UINT32_MAX;
 	n->npeers = cfg->role == HAKO_CONDUCTOR_SERVER ? cfg->client_count : 1;
 	n->peers = calloc(n->npeers > 0 ? n->npeers : 1, sizeof(*n->peers));

@@ -54,7 +54,7 @@ static int advance_from(hako_domain_t *dom, hako_time_t world, hako_time_t delta
 		return 0;
 	}
 	atomic_fetch_add_explicit(&h->world_steps, 1, memory_order_relaxed);
-	hakoi_wake_assets(dom);
+	hakoi_wake_stepped(dom, world + delta);
 	hako_time_t stop_at = atomic_load_explicit(&h->stop_at, memory_order_relaxed);
 	if (stop_at > 0 && world + 2 * delta > stop_at) {
 		hakoi_wake_master(dom); /* no further step fits: the run may be complete */

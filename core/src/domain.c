@@ -20,6 +20,19 @@ const char *hako_state_name(int state)
 void hakoi_wake_assets(hako_domain_t *dom)
 {
 	hakoi_notify(&dom->hdr->seq, &dom->hdr->waiters);
+	hakoi_notify(&dom->hdr->watch_seq, &dom->hdr->watch_waiters);
+}
+
+void hakoi_wake_stepped(hako_domain_t *dom, hako_time_t world)
+{
+	struct hakoi_header *h = dom->hdr;
+	hakoi_notify(&h->seq, &h->waiters);
+	/* The watchers only once the world passed the lowest of their thresholds; then the
+	 * threshold is cleared and each one that waits on sets its own again. */
+	if (atomic_load(&h->watch_waiters) != 0 && world > atomic_load(&h->watch_beyond)) {
+		atomic_store(&h->watch_beyond, INT64_MAX);
+		hakoi_notify(&h->watch_seq, &h->watch_waiters);
+	}
 }
 
 void hakoi_wake_master(hako_domain_t *dom)
@@ -323,6 +336,49 @@ int hako_domain_wait_change(hako_domain_t *dom, uint32_t seen, hako_time_t timeo
 	struct change_wait w = {dom, seen};
 	int r = hakoi_wait(&dom->hdr->seq, &dom->hdr->waiters, changed, &w, 0, timeout_usec, NULL,
 	                   NULL);
+	return r < 0 ? r : 0;
+}
+
+uint32_t hako_domain_watch_changes(hako_domain_t *dom)
+{
+	return dom != NULL ? atomic_load(&dom->hdr->watch_seq) : 0;
+}
+
+void hako_domain_watch_wake(hako_domain_t *dom)
+{
+	if (dom != NULL) {
+		hakoi_notify(&dom->hdr->watch_seq, &dom->hdr->watch_waiters);
+	}
+}
+
+struct watch_wait {
+	hako_domain_t *dom;
+	uint32_t seen;
+	hako_time_t beyond;
+};
+
+static int watched(void *arg)
+{
+	struct watch_wait *w = arg;
+	struct hakoi_header *h = w->dom->hdr;
+	/* Register the threshold (the lowest of the waiters wins) before reading the world: a
+	 * step after this read sees it (hakoi_wake_stepped; all seq_cst). */
+	int64_t cur = atomic_load(&h->watch_beyond);
+	while (w->beyond < cur &&
+	       !atomic_compare_exchange_weak(&h->watch_beyond, &cur, w->beyond)) {
+	}
+	return atomic_load(&h->watch_seq) != w->seen || atomic_load(&h->world_time) > w->beyond;
+}
+
+int hako_domain_wait_watch(hako_domain_t *dom, uint32_t seen, hako_time_t beyond,
+                           hako_time_t timeout_usec)
+{
+	if (dom == NULL) {
+		return HAKO_EINVAL;
+	}
+	struct watch_wait w = {dom, seen, beyond};
+	int r = hakoi_wait(&dom->hdr->watch_seq, &dom->hdr->watch_waiters, watched, &w, 0,
+	                   timeout_usec, NULL, NULL);
 	return r < 0 ? r : 0;
 }
 

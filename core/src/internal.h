@@ -93,6 +93,12 @@ struct hakoi_header {
 	_Atomic uint32_t waiters;
 	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t master_seq;
 	_Atomic uint32_t master_waiters;
+	/* hako_domain_wait_watch: watch_seq moves with seq, except for world steps that leave the
+	 * world at or below watch_beyond (the lowest `beyond` of the watchers waiting; INT64_MAX
+	 * once a step passed it and woke them). */
+	_Alignas(HAKOI_CACHELINE) _Atomic uint32_t watch_seq;
+	_Atomic uint32_t watch_waiters;
+	_Atomic int64_t watch_beyond;
 };
 
 struct hakoi_asset {
@@ -232,7 +238,10 @@ void hakoi_try_transition(hako_domain_t *dom);
 void hakoi_set_error(hako_domain_t *dom, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void hakoi_free_slot(hako_domain_t *dom, struct hakoi_asset *a);
-void hakoi_wake_assets(hako_domain_t *dom);                    /* no lock needed */
+void hakoi_wake_assets(hako_domain_t *dom); /* no lock needed */
+/* After a world step to `world`: wakes the assets, and the watchers only if it passed their
+ * threshold (hako_domain_wait_watch). No lock needed. */
+void hakoi_wake_stepped(hako_domain_t *dom, hako_time_t world);
 void hakoi_wake_master(hako_domain_t *dom);                    /* no lock needed */
 int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now); /* takes the lock itself */
 

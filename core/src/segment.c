@@ -346,6 +346,7 @@ static void init_header(hako_domain_t *dom, const hako_domain_config_t *cfg, con
 	pthread_mutex_init(&h->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
 	atomic_store(&h->state, HAKO_STATE_STOPPED);
+	atomic_store(&h->watch_beyond, INT64_MAX);
 	atomic_store_explicit(&h->magic, HAKOI_MAGIC, memory_order_release);
 }
 

@@ -178,6 +178,52 @@ static void test_note_change_fail(void **state)
 	f->started = 0;
 }
 
+/* hako_domain_wait_watch: world steps up to `beyond` do not end the wait (nor move the
+ * counter), a step past it does; hako_domain_watch_wake and a state change do. */
+struct mover {
+	struct fx *f;
+	_Atomic int second; /* set just before the proxy lets the world pass 10000 */
+};
+
+static void *move_proxy(void *p)
+{
+	struct mover *mv = p;
+	usleep(50000);
+	hako_member_set_time(mv->f->proxy, 5000); /* the world may run to 8000 */
+	usleep(50000);
+	atomic_store(&mv->second, 1);
+	hako_member_set_time(mv->f->proxy, 8000); /* ... and to 11000 */
+	return NULL;
+}
+
+static void test_watch(void **state)
+{
+	struct fx *f = *state;
+	start(f);
+	assert_int_equal(hako_domain_wait_world_time(f->dom, DMAX, HTU_TIMEOUT_USEC), 0);
+	uint32_t seen = hako_domain_watch_changes(f->dom);
+	struct mover mv = {f, 0};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, move_proxy, &mv), 0);
+	assert_int_equal(hako_domain_wait_watch(f->dom, seen, 10000, HTU_TIMEOUT_USEC), 0);
+	/* Only the steps past 10000 could end it: the ones to 8000 came first. */
+	assert_true(atomic_load(&mv.second));
+	assert_true(hako_domain_world_time(f->dom) > 10000);
+	pthread_join(t, NULL);
+
+	seen = hako_domain_watch_changes(f->dom);
+	hako_domain_watch_wake(f->dom);
+	assert_true(hako_domain_watch_changes(f->dom) != seen);
+	assert_int_equal(hako_domain_wait_watch(f->dom, seen, INT64_MAX, HTU_TIMEOUT_USEC), 0);
+
+	seen = hako_domain_watch_changes(f->dom);
+	assert_int_equal(hako_domain_wait_watch(f->dom, seen, INT64_MAX, 1000), HAKO_ETIMEDOUT);
+	assert_int_equal(hako_domain_stop(f->dom), 0); /* a state change */
+	assert_int_equal(hako_domain_wait_watch(f->dom, seen, INT64_MAX, HTU_TIMEOUT_USEC), 0);
+	pthread_join(f->thread, NULL);
+	f->started = 0;
+}
+
 int main(void)
 {
 	htu_init();
@@ -185,6 +231,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bounds_world, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_stepped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_note_change_fail, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,19 @@ HAKO_API uint32_t hako_domain_changes(hako_domain_t *dom);
 /* Wait until the change counter differs from `seen`: 0, or HAKO_ETIMEDOUT after timeout_usec
  * (< 0: forever). */
 HAKO_API int hako_domain_wait_change(hako_domain_t *dom, uint32_t seen, hako_time_t timeout_usec);
+/* The same for a follower that needs the world time only in coarse steps (a conductor node
+ * publishing its time every few steps): hako_domain_watch_changes is a counter that moves with
+ * hako_domain_changes except for world steps that leave the world time at or below the
+ * `beyond` of the watchers waiting, and such steps cost the stepping process no wake-up call.
+ * hako_domain_wait_watch returns 0 once the counter differs from `seen` or the world time is
+ * past `beyond`, HAKO_ETIMEDOUT after timeout_usec (< 0: forever). Watchers in several
+ * processes: a step past the lowest `beyond` wakes them all (the others find their own not
+ * passed, or the counter moved, and return; call again with a new `seen`). */
+HAKO_API uint32_t hako_domain_watch_changes(hako_domain_t *dom);
+HAKO_API int hako_domain_wait_watch(hako_domain_t *dom, uint32_t seen, hako_time_t beyond,
+                                    hako_time_t timeout_usec);
+/* Move the watch counter and wake the watchers (one whose threshold is to change). */
+HAKO_API void hako_domain_watch_wake(hako_domain_t *dom);
 /* Put the domain in Error with a reason (from outside the assets: a conductor that lost a peer
  * node). Every asset gets the ERROR event; reset recovers. HAKO_ESTATE if already in Error. */
 HAKO_API int hako_domain_fail(hako_domain_t *dom, const char *reason);
