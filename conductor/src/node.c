@@ -414,7 +414,7 @@ static void on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_
 	if (m->world_time != p->known_time && p->proxy != NULL) {
 		p->known_time = m->world_time;
 		update_need(n);
-		hako_member_set_time(p->proxy, m->world_time);
+		hako_member_set_time_unwatched(p->proxy, m->world_time);
 		/* The world may have moved on this message, or a peer may need more of it:
 		 * say so now. A watcher waiting for a higher threshold than the one that now
 		 * holds is woken to wait for this one. */

@@ -158,6 +158,14 @@ int hako_member_register_proxy(hako_domain_t *dom, const char *name, hako_member
 	return member_register(dom, name, 0, out);
 }
 
+int hako_member_set_time_unwatched(hako_member_t *m, hako_time_t t)
+{
+	hakoi_unwatched = 1;
+	int r = hako_member_set_time(m, t);
+	hakoi_unwatched = 0;
+	return r;
+}
+
 int hako_member_set_time(hako_member_t *m, hako_time_t t)
 {
 	if (m == NULL || m->delta != 0 || t < 0 || t > HAKOI_MAX_TIME_USEC) {

@@ -23,10 +23,15 @@ void hakoi_wake_assets(hako_domain_t *dom)
 	hakoi_notify(&dom->hdr->watch_seq, &dom->hdr->watch_waiters);
 }
 
+__thread int hakoi_unwatched;
+
 void hakoi_wake_stepped(hako_domain_t *dom, hako_time_t world)
 {
 	struct hakoi_header *h = dom->hdr;
 	hakoi_notify(&h->seq, &h->waiters);
+	if (hakoi_unwatched) {
+		return; /* the caller sends the world time itself */
+	}
 	/* The watchers only once the world passed the lowest of their thresholds; then the
 	 * threshold is cleared and each one that waits on sets its own again. */
 	if (atomic_load(&h->watch_waiters) != 0 && world > atomic_load(&h->watch_beyond)) {

@@ -242,6 +242,8 @@ void hakoi_wake_assets(hako_domain_t *dom); /* no lock needed */
 /* After a world step to `world`: wakes the assets, and the watchers only if it passed their
  * threshold (hako_domain_wait_watch). No lock needed. */
 void hakoi_wake_stepped(hako_domain_t *dom, hako_time_t world);
+/* Set by hako_member_set_time_unwatched for its call: hakoi_wake_stepped leaves the watchers. */
+extern __thread int hakoi_unwatched;
 void hakoi_wake_master(hako_domain_t *dom);                    /* no lock needed */
 int hakoi_check_liveness(hako_domain_t *dom, hako_time_t now); /* takes the lock itself */
 

@@ -313,6 +313,11 @@ HAKO_API int hako_member_register_proxy(hako_domain_t *dom, const char *name, ha
  * move back after a reset there). Heartbeats, and lets the world advance if the rule now
  * allows. HAKO_EINVAL for an asset that is not a proxy. */
 HAKO_API int hako_member_set_time(hako_member_t *m, hako_time_t t_usec);
+/* The same for the process that follows the world with hako_domain_wait_watch and sends the
+ * world time itself right after this call (a conductor's network thread): a world step this
+ * call makes, in this thread, does not wake the watchers (the rest of the domain's waiters are
+ * woken as always). */
+HAKO_API int hako_member_set_time_unwatched(hako_member_t *m, hako_time_t t_usec);
 /* A short note shown with the member by hako-cmd ls / status ("server unreachable for 2.1 s:
  * world clock held"); NULL or "" clears it. Truncated to 95 bytes. */
 HAKO_API int hako_member_set_note(hako_member_t *m, const char *note);
