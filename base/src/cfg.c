@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hako/log.h"
 #include "hakoi/file.h"
 
 int hakoi_cfg_parse(const char *file, const char *text, size_t len, hako_error_t *err,
@@ -62,6 +63,21 @@ int hakoi_walk_fail(hakoi_walk_t *w, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	return hakoi_jctx_report(&w->j, w->j.depth, HAKO_ECONFIG, what);
+}
+
+void hakoi_walk_warn(hakoi_walk_t *w, const char *fmt, ...)
+{
+	char what[900], msg[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	hako_error_t e;
+	hako_error_t *keep = w->j.err;
+	w->j.err = &e;
+	hakoi_jctx_report(&w->j, w->j.depth, HAKO_ECONFIG, what);
+	w->j.err = keep;
+	HAKO_WARN("%s", hako_error_format(&e, msg, sizeof(msg)));
 }
 
 int hakoi_walk_fail_missing(hakoi_walk_t *w, const char *expected)
@@ -448,6 +464,12 @@ static int unknown_key(hakoi_walk_t *w, const hakoi_field_t *fields, const char 
 		}
 	}
 	hakoi_walk_push_key(w, key);
+	if (w->lenient) {
+		hakoi_walk_warn(w, "unknown key, ignored (known: %s)",
+		                known[0] != '\0' ? known : "none");
+		hakoi_walk_pop(w);
+		return 0;
+	}
 	return known[0] != '\0' ? hakoi_walk_fail(w, "unknown key (known: %s)", known)
 	                        : hakoi_walk_fail(w, "unknown key (none is allowed here)");
 }
@@ -497,7 +519,11 @@ int hakoi_walk_object(hakoi_walk_t *w, json_t *obj, const hakoi_field_t *fields,
 			f++;
 		}
 		if (f->key == NULL && !others) {
-			return unknown_key(w, fields, key);
+			int r = unknown_key(w, fields, key);
+			if (r != 0) {
+				return r;
+			}
+			continue;
 		}
 	}
 	/* In the table's order, so that errors come in the order a reader expects and a check

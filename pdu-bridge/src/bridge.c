@@ -411,6 +411,9 @@ static int build_transfer(hako_bridge_t *b, conn_t *c, const hako_bridge_transfe
 	int atomic = p->atomic && p->type == HAKO_BRIDGE_IMMEDIATE;
 	size_t nx = atomic ? 1 : g->count;
 	for (size_t k = 0; k < nx; k++) {
+		if (!atomic && keys[k].robot[0] == '\0') {
+			continue; /* a member no pdudef has (a leniently loaded file): skipped */
+		}
 		xfer_t *x = &b->xfers[b->nxfers];
 		if (xfer_init(x, c, dst, dst_id, p, g, atomic ? g->count : 1) != 0) {
 			return hako_error_set(err, HAKO_ENOMEM, b->cfg->path, 0, 0,
@@ -467,6 +470,11 @@ static int build_connection(hako_bridge_t *b, conn_t *c, hako_endpoint_set_t *ep
 	if (add_source(b, c->src) != 0) {
 		return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
 	}
+	if (cc->dest_count == 0) {
+		HAKO_INFO("bridge: connection '%s' has no destinations: it forwards nothing (a "
+		          "monitor of '%s')",
+		          cc->id, cc->source);
+	}
 	for (size_t d = 0; d < cc->dest_count; d++) {
 		if (hako_endpoint_set_get(eps, cc->destinations[d]) == NULL) {
 			return hako_error_set(
@@ -482,16 +490,36 @@ static int build_connection(hako_bridge_t *b, conn_t *c, hako_endpoint_set_t *ep
 			return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0, "out of memory");
 		}
 		int r = 0;
+		size_t missing = 0;
 		for (size_t m = 0; m < g->count && r == 0; m++) {
 			const hako_bridge_pdu_ref_t *ref = &g->pdus[m];
-			if (resolve(c, eps, ref, &keys[m]) != 0) {
+			if (resolve(c, eps, ref, &keys[m]) == 0) {
+				continue;
+			}
+			keys[m].robot[0] = '\0'; /* skipped */
+			missing++;
+			if (cfg->strict) {
 				r = hako_error_set(
 				    err, HAKO_ECONFIG, cfg->path, 0, 0,
 				    "connection '%s': group '%s' member '%s' (%s/%s): not "
 				    "in the pdudef of source endpoint '%s' nor of its "
 				    "destinations",
 				    cc->id, g->id, ref->id, ref->robot, ref->pdu, cc->source);
+			} else {
+				HAKO_WARN(
+				    "bridge: connection '%s': group '%s' member '%s' (%s/%s) is "
+				    "in no pdudef of its endpoints: not forwarded",
+				    cc->id, g->id, ref->id, ref->robot, ref->pdu);
 			}
+		}
+		const hako_bridge_policy_cfg_t *pol = &cfg->policies[cc->transfers[j].policy];
+		if (r == 0 && missing > 0 && pol->atomic && pol->type == HAKO_BRIDGE_IMMEDIATE) {
+			HAKO_WARN(
+			    "bridge: connection '%s': the atomic transfer of group '%s' could "
+			    "never complete without its %zu missing member(s): skipped",
+			    cc->id, g->id, missing);
+			free(keys);
+			continue;
 		}
 		for (size_t d = 0; d < cc->dest_count && r == 0; d++) {
 			hako_endpoint_t *dst = hako_endpoint_set_get(eps, cc->destinations[d]);

@@ -378,11 +378,20 @@ static int transfer_members(hakoi_walk_t *w, json_t *v, void *base, const hakoi_
 		if (!no_robot && hako_pdudef_find(def, m->robot, m->pdu) != NULL) {
 			continue;
 		}
+		hakoi_jctx_t at = w->j; /* the path of the walk, put back after a warning */
 		w->j.depth = 0;
 		hakoi_walk_push_key(w, "pduKeyGroups");
 		hakoi_walk_push_key(w, g->id);
 		hakoi_walk_push_index(w, i);
 		hakoi_walk_push_key(w, no_robot ? "robot_name" : "pdu_name");
+		if (w->lenient) {
+			hakoi_walk_warn(w,
+			                "%s/%s is not in %s (the pdudef of \"%s\", the source of "
+			                "connection \"%s\"): the bridge will skip it",
+			                m->robot, m->pdu, def->path, src->id, cc->id);
+			w->j = at;
+			continue;
+		}
 		if (no_robot) {
 			return hakoi_walk_fail(
 			    w,
@@ -430,7 +439,7 @@ static const hakoi_field_t connection_fields[] = {
     {.key = "destinations",
      .kind = HAKOI_K_ARRAY,
      .flags = HAKOI_F_REQUIRED,
-     .min = 1,
+     .min = 0, /* none: a monitor of its source, as Hakoniwa allows */
      HAKOI_ELEMS_NEW(hako_bridge_connection_cfg_t, destinations, dest_count),
      .elem = &destination_elem,
      .check = destination_check,
@@ -565,6 +574,12 @@ void hako_bridge_config_free(hako_bridge_config_t *cfg)
 int hako_bridge_config_load(const char *path, const char *node, const char *container_path,
                             hako_bridge_config_t **out, hako_error_t *err)
 {
+	return hako_bridge_config_load_flags(path, node, container_path, 0, out, err);
+}
+
+int hako_bridge_config_load_flags(const char *path, const char *node, const char *container_path,
+                                  unsigned flags, hako_bridge_config_t **out, hako_error_t *err)
+{
 	hako_error_clear(err);
 	if (out != NULL) {
 		*out = NULL;
@@ -589,6 +604,7 @@ int hako_bridge_config_load(const char *path, const char *node, const char *cont
 	}
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
 	snprintf(cfg->node, sizeof(cfg->node), "%s", node);
+	cfg->strict = (flags & HAKO_BRIDGE_LOAD_STRICT) != 0;
 	json_t *root;
 	char *text;
 	size_t len;
@@ -598,6 +614,7 @@ int hako_bridge_config_load(const char *path, const char *node, const char *cont
 		    .cfg = cfg, .root = root, .node = node, .container_path = container_path};
 		hakoi_walk_t w;
 		hakoi_walk_init(&w, err, path, text, len, &c);
+		w.lenient = !cfg->strict;
 		r = hakoi_walk_object(&w, root, root_fields, cfg);
 		json_decref(root);
 		free(text);

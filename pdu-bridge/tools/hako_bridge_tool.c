@@ -62,6 +62,8 @@ static void usage(FILE *out)
 	    "  --domain D         domain of shm endpoints and of --asset (default $HAKO_DOMAIN\n"
 	    "                     or \"default\")\n"
 	    "  --control PATH     control socket (Unix stream) at PATH, see below\n"
+	    "  --strict           refuse what Hakoniwa's bridge loads with a warning (an\n"
+	    "                     unknown key, a group member the source's pdudef lacks)\n"
 	    "  -v, --verbose      log more (HAKO_LOG=info)\n"
 	    "  -q, --quiet        log errors only, no statistics on exit\n"
 	    "  -h, --help         show this help\n"
@@ -566,11 +568,12 @@ typedef struct options {
 	const char *control;
 	hako_time_t delta;
 	int quiet;
+	int strict;
 } options_t;
 
 static int parse(int argc, char **argv, options_t *o)
 {
-	enum { OPT_VERSION = 256 };
+	enum { OPT_VERSION = 256, OPT_STRICT };
 	static const struct option longopts[] = {
 	    {"node", required_argument, NULL, 'n'},
 	    {"container", required_argument, NULL, 'c'},
@@ -580,6 +583,7 @@ static int parse(int argc, char **argv, options_t *o)
 	    {"control", required_argument, NULL, 'C'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"quiet", no_argument, NULL, 'q'},
+	    {"strict", no_argument, NULL, OPT_STRICT},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, OPT_VERSION},
 	    {NULL, 0, NULL, 0},
@@ -611,6 +615,7 @@ static int parse(int argc, char **argv, options_t *o)
 			o->quiet = 1;
 			break;
 		case 'h': usage(stdout); return -1;
+		case OPT_STRICT: o->strict = 1; break;
 		case OPT_VERSION: printf(PROG " %s\n", HAKO_VERSION); return -1;
 		case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -660,7 +665,9 @@ int main(int argc, char **argv)
 	}
 	int rc = 1;
 
-	if (hako_bridge_config_load(o.bridge, o.node, o.container, &cfg, &err) != 0) {
+	if (hako_bridge_config_load_flags(o.bridge, o.node, o.container,
+	                                  o.strict ? HAKO_BRIDGE_LOAD_STRICT : 0, &cfg,
+	                                  &err) != 0) {
 		fail_err(&err);
 		goto out;
 	}

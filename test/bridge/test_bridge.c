@@ -704,6 +704,56 @@ static void test_source_without_pdudef(void **state)
 	fx_close(&f);
 }
 
+/* A connection without destinations (Hakoniwa's monitor connections): the bridge is built and
+ * forwards nothing; the other connection of the same source is served. */
+static void test_monitor_only(void **state)
+{
+	(void)state;
+	fx_t f;
+	fx_open(&f);
+	size_t p = policy(&f.t, "imm", HAKO_BRIDGE_IMMEDIATE, 0, 0);
+	size_t g = group(&f.t, "g", (const char *const[]){"a", NULL});
+	static const char *const NONE[] = {NULL};
+	transfer(&f.t, connection(&f.t, "monitor", "src", NONE, 0), g, p);
+	transfer(&f.t, connection(&f.t, "c1", "src", ONLY_D1, 0), g, p);
+	fx_create(&f);
+	arrive(&f, 0, "a", 5);
+	expect_seq(&f.d1, "a5");
+	expect_seq(&f.d2, "");
+	assert_int_equal(stats(&f, 0).forwarded, 0);
+	assert_int_equal(stats(&f, 1).forwarded, 1);
+	fx_close(&f);
+}
+
+/* A group member no pdudef has (a file loaded as Hakoniwa loads it): strict, the bridge is not
+ * built and says why; otherwise the member is skipped and the others are forwarded, and an
+ * atomic transfer that could never complete is skipped whole. */
+static void test_member_missing(void **state)
+{
+	(void)state;
+	fx_t f;
+	fx_open(&f);
+	size_t p = policy(&f.t, "imm", HAKO_BRIDGE_IMMEDIATE, 0, 0);
+	size_t pa = policy(&f.t, "atomic", HAKO_BRIDGE_IMMEDIATE, 1, 0);
+	size_t g = group(&f.t, "g", (const char *const[]){"a", "nosuch", "b", NULL});
+	size_t c = connection(&f.t, "c1", "src", ONLY_D1, 0);
+	transfer(&f.t, c, g, p);
+	transfer(&f.t, connection(&f.t, "c2", "src", (const char *const[]){"d2", NULL}, 0), g, pa);
+	f.t.cfg.strict = 1;
+	hako_error_t err;
+	assert_int_equal(hako_bridge_create(&f.t.cfg, f.eps, fake_clock, NULL, &f.b, &err),
+	                 HAKO_ECONFIG);
+	assert_null(f.b);
+	assert_non_null(strstr(err.message, "member 'm_nosuch' (R/nosuch)"));
+	f.t.cfg.strict = 0;
+	fx_create(&f);
+	arrive(&f, 0, "a", 1);
+	arrive(&f, 0, "b", 2);
+	expect_seq(&f.d1, "a1 b2");
+	expect_seq(&f.d2, ""); /* the atomic transfer was skipped */
+	fx_close(&f);
+}
+
 /* Arrivals from several threads while another ticks (wall clock): nothing lost, nothing
  * counted twice. The sanitizer builds look for races and leaks. */
 #define SENDERS 2
@@ -795,6 +845,7 @@ static void test_create_errors(void **state)
 	expect_create_error(&f, HAKO_ECONFIG, "destination endpoint 'gone'");
 	snprintf(f.t.dests[c][0], HAKO_BRIDGE_ID_MAX, "d1");
 	transfer(&f.t, c, bad, p);
+	f.t.cfg.strict = 1; /* loaded with HAKO_BRIDGE_LOAD_STRICT (test_member_missing: not) */
 	expect_create_error(&f, HAKO_ECONFIG,
 	                    "connection 'c1': group 'gx' member 'm_zz' (R/zz): not in the pdudef "
 	                    "of source endpoint 'src'");
@@ -941,6 +992,8 @@ int main(void)
 	    cmocka_unit_test(test_atomic_group),
 	    cmocka_unit_test(test_throttle),
 	    cmocka_unit_test(test_ticker),
+	    cmocka_unit_test(test_monitor_only),
+	    cmocka_unit_test(test_member_missing),
 	    cmocka_unit_test(test_instances_independent),
 	    cmocka_unit_test(test_two_connections_same_source),
 	    cmocka_unit_test(test_epoch_validation),

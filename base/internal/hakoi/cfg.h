@@ -102,6 +102,9 @@ struct hakoi_field {
 struct hakoi_walk {
 	hakoi_jctx_t j;
 	void *user;
+	/* Unknown keys are warned about (file:line:column, logged) and skipped instead of
+	 * refused: loading a file as a more forgiving original does. */
+	int lenient;
 };
 
 #define HAKOI_MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
@@ -218,6 +221,8 @@ const char *hakoi_walk_key(const hakoi_walk_t *w);
 /* Errors at the current path, worded as above. All return the code (HAKO_ECONFIG unless told).
  */
 int hakoi_walk_fail(hakoi_walk_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Log a warning positioned at the current path, as hakoi_walk_fail would report it. */
+void hakoi_walk_warn(hakoi_walk_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int hakoi_walk_fail_missing(hakoi_walk_t *w, const char *expected);
 int hakoi_walk_fail_must(hakoi_walk_t *w, const char *expected);
 /* "<what> is already used by <the path up to its innermost index, that index being earlier>":

@@ -88,7 +88,8 @@ typedef struct hako_bridge_wire_link {
 
 typedef struct hako_bridge_config {
 	char path[HAKO_ENDPOINT_PATH_MAX];
-	char node[HAKO_BRIDGE_ID_MAX];                      /* the node loaded for */
+	int strict;                    /* loaded with HAKO_BRIDGE_LOAD_STRICT */
+	char node[HAKO_BRIDGE_ID_MAX]; /* the node loaded for */
 	char endpoints_config_path[HAKO_ENDPOINT_PATH_MAX]; /* resolved; "" when absent */
 	char time_source_type[64]; /* "" when absent; else one of Hakoniwa's names (above) */
 	size_t policy_count;
@@ -121,6 +122,17 @@ typedef struct hako_bridge_config {
  * error. */
 HAKO_API int hako_bridge_config_load(const char *path, const char *node, const char *container_path,
                                      hako_bridge_config_t **out, hako_error_t *err);
+
+/* hako_bridge_config_load loads a file as Hakoniwa's bridge does where hako would be
+ * stricter, and logs a warning with the position for each such place: an unknown key
+ * (Hakoniwa's files carry some, "time_source_config" for one) is ignored, and a group member
+ * that is not in the source endpoint's pdudef is kept (the bridge skips it, or the atomic
+ * transfer it is in, when it starts). With HAKO_BRIDGE_LOAD_STRICT both are errors. A
+ * connection without destinations (a monitor of its source) is valid either way. */
+#define HAKO_BRIDGE_LOAD_STRICT 1u
+HAKO_API int hako_bridge_config_load_flags(const char *path, const char *node,
+                                           const char *container_path, unsigned flags,
+                                           hako_bridge_config_t **out, hako_error_t *err);
 HAKO_API void hako_bridge_config_free(hako_bridge_config_t *cfg);
 
 #ifdef __cplusplus
