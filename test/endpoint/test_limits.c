@@ -37,10 +37,10 @@
 
 #include "ep_test_util.h"
 
-#define NPEERS       200
-#define SENT_BYTES   (2u << 20)  /* body bytes each hostile peer sends */
-#define ANNOUNCED    (15u << 20) /* the body its frame header announces */
-#define FRAGMENT     (256u << 10)
+#define NPEERS     200
+#define SENT_BYTES (2u << 20)  /* body bytes each hostile peer sends */
+#define ANNOUNCED  (15u << 20) /* the body its frame header announces */
+#define FRAGMENT   (256u << 10)
 /* Unbounded, the 200 peers below would hold 400-800 MiB (2 MiB each, in buffers that double);
  * bounded, the server holds at most max_buffered_bytes (64 MiB) + max_clients x 128 KiB. The
  * rest of the bound is room for the allocator (freed buffers it keeps resident). */
@@ -292,13 +292,15 @@ static void exchange(hako_endpoint_t *srv, hako_endpoint_t *cli)
 		int rc = hako_endpoint_send(from[i], &k, msg[i], 9);
 		if (rc != 0) {
 			hako_endpoint_stats_t st = ept_stats(srv);
-			fail_msg("good client, %s: send failed (%d); server peers %u, rejected %llu",
-			         msg[i], rc, (unsigned)st.peers, (unsigned long long)st.rejected);
+			fail_msg(
+			    "good client, %s: send failed (%d); server peers %u, rejected %llu",
+			    msg[i], rc, (unsigned)st.peers, (unsigned long long)st.rejected);
 		}
 		rc = ept_recv_wait(to[i], &k, got, sizeof(got), &len);
 		if (rc != 0) {
 			hako_endpoint_stats_t st = ept_stats(srv);
-			fail_msg("good client, %s: nothing received (%d); server peers %u, rejected %llu",
+			fail_msg("good client, %s: nothing received (%d); server peers %u, "
+			         "rejected %llu",
 			         msg[i], rc, (unsigned)st.peers, (unsigned long long)st.rejected);
 		}
 		assert_int_equal(len, 9);
