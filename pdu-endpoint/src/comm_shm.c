@@ -7,12 +7,14 @@
  * counter for "overwritten before it was read").
  *
  * Receiving (PDUs listed with notify_on_recv, direction in / inout):
- *  - callback: one watcher thread per notified PDU sleeps in hako_channel_wait (a futex; no
- *    spinning unless HAKO_SPIN_USEC is set, then it polls that long before sleeping, which saves
- *    the futex wake-up, ~10 us here, at the price of a busy CPU) and delivers every change it
- *    sees, read straight into the endpoint's cache (no staging copy). The core has no wait on
- * several channels at once, so one thread per notified PDU is the price of waking promptly; a
- * watcher wakes every WATCH_TICK_USEC anyway to notice stop.
+ *  - callback: one watcher thread per comm sleeps on a core wait-set (hako_waitset_*) that
+ *    watches every notified PDU's channel, and delivers every change it is told of, read
+ *    straight into the endpoint's cache (no staging copy). A write costs its writer no syscall
+ *    while the watcher is awake, one futex wake-up when it sleeps; the thread count does not
+ *    grow with the PDU list. The watcher also looks at every channel each WATCH_TICK_USEC
+ *    (a reset followed by as many writes leaves a sequence number unchanged). When the domain
+ *    has no wait-set left (HAKO_WAITSET_MAX), it falls back to one thread per notified PDU,
+ *    each in hako_channel_wait (which spins HAKO_SPIN_USEC first if that is set).
  *  - poll: no threads; hako_endpoint_process_recv_events checks the sequence numbers and
  *    delivers what changed.
  * Every change is delivered, also the ones this endpoint (or this process) wrote itself: an
@@ -68,7 +70,10 @@ typedef struct shm_comm {
 	int own_dom; /* opened by start: closed by stop */
 	int started;
 	atomic_int stopping;
-	hako_time_t spin_usec;     /* watchers: HAKO_SPIN_USEC, else 0 */
+	hako_time_t spin_usec; /* watchers: HAKO_SPIN_USEC, else 0 */
+	hako_waitset_t *ws;    /* callback mode: the one watcher's; NULL = a thread per PDU */
+	pthread_t thread;
+	int thread_started;
 	pthread_mutex_t poll_lock; /* process() may be called from several threads */
 } shm_comm_t;
 
@@ -306,6 +311,75 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
+/* The comm's one watcher: every channel the wait-set reports, and all of them every tick. */
+static void *watch_all(void *arg)
+{
+	shm_comm_t *c = arg;
+	hako_waitset_event_t ev[64];
+	while (!atomic_load_explicit(&c->stopping, memory_order_acquire)) {
+		int n = 0;
+		int r = hako_waitset_wait(c->ws, WATCH_TICK_USEC, ev, 64, &n);
+		if (atomic_load_explicit(&c->stopping, memory_order_acquire)) {
+			break;
+		}
+		if (r == HAKO_ETIMEDOUT) {
+			for (size_t i = 0; i < c->notify_count; i++) {
+				check_one(c->notify[i]);
+			}
+			continue;
+		}
+		if (r != 0) {
+			HAKO_WARN("endpoint '%s': shm wait-set: %s", c->ctx.ep_name,
+			          hako_strerror(r));
+			return NULL;
+		}
+		for (int i = 0; i < n; i++) {
+			check_one(ev[i].user);
+		}
+	}
+	return NULL;
+}
+
+/* Callback mode: the wait-set and its thread, or (no wait-set left in the domain) a thread
+ * per notified PDU. 0 or HAKO_ENOMEM with err set. */
+static int start_watchers(shm_comm_t *c, hako_error_t *err)
+{
+	const char *path = c->ctx.cfg->path;
+	int r = hako_waitset_create(c->dom, &c->ws);
+	for (size_t i = 0; r == 0 && i < c->notify_count; i++) {
+		r = hako_waitset_add(c->ws, atomic_load(&c->notify[i]->ch), c->notify[i]);
+	}
+	if (r == 0) {
+		/* What is there now is old: only later writes are delivered. */
+		for (size_t i = 0; i < c->notify_count; i++) {
+			c->notify[i]->seen = hako_channel_seq(atomic_load(&c->notify[i]->ch));
+		}
+		if ((r = pthread_create(&c->thread, NULL, watch_all, c)) != 0) {
+			return hako_error_set(err, HAKO_ENOMEM, path, 0, 0,
+			                      "endpoint '%s': cannot start the shm watcher: %s",
+			                      c->ctx.ep_name, strerror(r));
+		}
+		c->thread_started = 1;
+		return 0;
+	}
+	HAKO_WARN("endpoint '%s': no wait-set for the shm watcher (%s): one thread per notified "
+	          "PDU instead",
+	          c->ctx.ep_name, hako_strerror(r));
+	hako_waitset_destroy(c->ws);
+	c->ws = NULL;
+	for (size_t i = 0; i < c->notify_count; i++) {
+		shm_pdu_t *p = c->notify[i];
+		if ((r = pthread_create(&p->thread, NULL, watch_main, p)) != 0) {
+			return hako_error_set(
+			    err, HAKO_ENOMEM, path, 0, 0,
+			    "endpoint '%s': cannot start the watcher of shm %s/%s: %s",
+			    c->ctx.ep_name, p->key.robot, p->name, strerror(r));
+		}
+		p->thread_started = 1;
+	}
+	return 0;
+}
+
 /* The channel of p in the running domain: created (create != 0) or looked up, then cached. */
 static int attach(shm_comm_t *c, shm_pdu_t *p, int create, hako_channel_t **out)
 {
@@ -328,6 +402,13 @@ static void shm_stop(void *impl)
 		return;
 	}
 	atomic_store_explicit(&c->stopping, 1, memory_order_release);
+	if (c->thread_started) {
+		hako_waitset_wake(c->ws);
+		pthread_join(c->thread, NULL);
+		c->thread_started = 0;
+	}
+	hako_waitset_destroy(c->ws);
+	c->ws = NULL;
 	for (size_t i = 0; i < c->notify_count; i++) {
 		shm_pdu_t *p = c->notify[i];
 		if (p->thread_started) {
@@ -398,19 +479,10 @@ static int shm_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 		p->seen_resets = hako_domain_reset_count(dom);
 		p->seen = hako_channel_seq(atomic_load(&p->ch));
 	}
-	if (c->opt->impl == HAKO_SHM_CALLBACK) {
-		for (size_t i = 0; i < c->notify_count; i++) {
-			shm_pdu_t *p = c->notify[i];
-			if ((r = pthread_create(&p->thread, NULL, watch_main, p)) != 0) {
-				hako_error_set(
-				    err, HAKO_ENOMEM, path, 0, 0,
-				    "endpoint '%s': cannot start the watcher of shm %s/%s: %s",
-				    c->ctx.ep_name, p->key.robot, p->name, strerror(r));
-				shm_stop(c);
-				return HAKO_ENOMEM;
-			}
-			p->thread_started = 1;
-		}
+	if (c->opt->impl == HAKO_SHM_CALLBACK && c->notify_count > 0 &&
+	    (r = start_watchers(c, err)) != 0) {
+		shm_stop(c);
+		return r;
 	}
 	return 0;
 }

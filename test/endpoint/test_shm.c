@@ -1025,13 +1025,66 @@ static void test_cache_fill(void **state)
 	}
 }
 
+static int thread_count(void)
+{
+	FILE *fp = fopen("/proc/self/status", "r");
+	assert_non_null(fp);
+	char line[256];
+	int n = -1;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (sscanf(line, "Threads: %d", &n) == 1) {
+			break;
+		}
+	}
+	fclose(fp);
+	return n;
+}
+
+/* callback mode watches every notified PDU from one thread (a core wait-set), however many
+ * there are, and delivers each of them; stop ends that thread. */
+SETUP(one_watcher)
+static void test_one_watcher(void **state)
+{
+	struct fx *f = *state;
+	f->a = open_endpoint(f, "a", "callback", "{\"name\": \"pos\", \"notify_on_recv\": false}");
+	f->b = open_endpoint(f, "b", "callback",
+	                     "{\"name\": \"motor\", \"notify_on_recv\": true},"
+	                     "{\"name\": \"pos\", \"notify_on_recv\": true},"
+	                     "{\"name\": \"status\", \"notify_on_recv\": true},"
+	                     "{\"name\": \"echo\", \"notify_on_recv\": true},"
+	                     "{\"name\": \"image\", \"notify_on_recv\": true}");
+	start(f->a);
+	struct rec r;
+	rec_init(&r);
+	assert_int_equal(hako_endpoint_subscribe(f->b, NULL, rec_cb, &r, NULL), 0);
+	int before = thread_count();
+	start(f->b);
+	assert_int_equal(thread_count(), before + 1);
+	static const int32_t ids[] = {0, 1, 2, 3, 4};
+	static const size_t sizes[] = {MOTOR_SIZE, POS_SIZE, STATUS_SIZE, ECHO_SIZE, IMAGE_SIZE};
+	static uint8_t buf[IMAGE_SIZE];
+	for (int i = 0; i < 5; i++) {
+		hako_pdu_key_t k = key(ids[i]);
+		fill(buf, sizes[i], 100 + (uint32_t)i);
+		assert_int_equal(hako_endpoint_send(f->a, &k, buf, sizes[i]), 0);
+		int ok;
+		HTU_WAIT_UNTIL(ok, atomic_load(&r.calls) >= i + 1, HTU_TIMEOUT_USEC);
+		assert_true(ok);
+		assert_int_equal(r.len, sizes[i] < sizeof(r.data) ? sizes[i] : sizeof(r.data));
+		assert_int_equal(rec_last(&r), 100 + (uint32_t)i);
+	}
+	assert_int_equal(hako_endpoint_stop(f->b), 0);
+	assert_int_equal(thread_count(), before);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(callback), T(poll),        T(no_notify), T(send),      T(latest), T(reset),
-	    T(errors),   T(two_process), T(loan),      T(loan_heap), T(lap),    T(cache_fill),
+	    T(callback), T(poll),       T(no_notify),   T(send), T(latest),
+	    T(reset),    T(errors),     T(two_process), T(loan), T(loan_heap),
+	    T(lap),      T(cache_fill), T(one_watcher),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
