@@ -41,7 +41,7 @@ static int is_mine(const hakoi_walk_t *w)
 static int entry_id(hakoi_walk_t *w, char *id)
 {
 	const char *key = hakoi_walk_key(w);
-	return hakoi_walk_string(w, key, strlen(key), 0, id, HAKO_BRIDGE_ID_MAX);
+	return hakoi_walk_string(w, key, strlen(key), 0, id, HAKO_NAME_MAX);
 }
 
 /* ---- transferPolicies ---- */
@@ -91,7 +91,7 @@ static int policy_entry(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fiel
 /* ---- nodes, wireLinks ---- */
 
 static const hakoi_field_t node_fields[] = {
-    {.key = "id", .kind = HAKOI_K_STRING, .flags = HAKOI_F_REQUIRED, .size = HAKO_BRIDGE_ID_MAX},
+    {.key = "id", .kind = HAKOI_K_STRING, .flags = HAKOI_F_REQUIRED, .size = HAKO_NAME_MAX},
     HAKOI_END,
 };
 
@@ -287,7 +287,7 @@ static const hakoi_field_t endpoint_ref_fields[] = {
     {.key = "endpointId",
      .kind = HAKOI_K_STRING,
      .flags = HAKOI_F_REQUIRED,
-     .size = HAKO_BRIDGE_ID_MAX,
+     .size = HAKO_NAME_MAX,
      .check = endpoint_known},
     HAKOI_END,
 };
@@ -319,8 +319,8 @@ static int find_id(hakoi_walk_t *w, json_t *v,
                    const char *(*id_at)(const hako_bridge_config_t *, size_t), size_t count,
                    const char *where, size_t *out)
 {
-	static const hakoi_field_t id_field = {.kind = HAKOI_K_STRING, .size = HAKO_BRIDGE_ID_MAX};
-	char id[HAKO_BRIDGE_ID_MAX];
+	static const hakoi_field_t id_field = {.kind = HAKOI_K_STRING, .size = HAKO_NAME_MAX};
+	char id[HAKO_NAME_MAX];
 	int r = hakoi_walk_value(w, v, &id_field, id);
 	if (r != 0) {
 		return r;
@@ -594,9 +594,9 @@ int hako_bridge_config_load_flags(const char *path, const char *node, const char
 		                      "path is too long (limit %d bytes)",
 		                      HAKO_ENDPOINT_PATH_MAX - 1);
 	}
-	if (node[0] == '\0' || strlen(node) >= HAKO_BRIDGE_ID_MAX) {
+	if (node[0] == '\0' || strlen(node) >= HAKO_NAME_MAX) {
 		return hako_error_set(err, HAKO_EINVAL, path, 0, 0,
-		                      "node id must be 1..%d characters", HAKO_BRIDGE_ID_MAX - 1);
+		                      "node id must be 1..%d characters", HAKO_NAME_MAX - 1);
 	}
 	hako_bridge_config_t *cfg = calloc(1, sizeof(*cfg));
 	if (cfg == NULL) {

@@ -17,7 +17,7 @@
 
 /* A "paths" entry of the compact form; its file is read once however many robots share it. */
 struct pdutypes {
-	char id[HAKO_PDUDEF_NAME_MAX];
+	char id[HAKO_NAME_MAX];
 	char path[PATH_LEN]; /* resolved against the pdudef's folder */
 	int loaded;
 	hako_pdudef_robot_t list; /* only pdu_count and pdus are used */
@@ -34,7 +34,7 @@ struct load {
 /* A legacy list entry; its "name" (robot + "_" + org_name) is checked, not kept. */
 struct legacy_entry {
 	hako_pdudef_pdu_t p;
-	char full_name[HAKO_PDUDEF_NAME_MAX];
+	char full_name[HAKO_NAME_MAX];
 };
 
 #define PDU_FIELDS(T, P, name_key)                                                                 \
@@ -273,11 +273,10 @@ static int load_pdutypes(const hakoi_walk_t *w, size_t k, struct pdutypes *t)
 /* pdutypes_id: the robot's PDUs are those of the paths entry with that id. */
 static int robot_pdutypes(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const hakoi_field_t id_field = {.kind = HAKOI_K_STRING,
-	                                       .size = HAKO_PDUDEF_NAME_MAX};
+	static const hakoi_field_t id_field = {.kind = HAKOI_K_STRING, .size = HAKO_NAME_MAX};
 	struct load *l = w->user;
 	hako_pdudef_robot_t *r = base;
-	char id[HAKO_PDUDEF_NAME_MAX];
+	char id[HAKO_NAME_MAX];
 	(void)f;
 	int rc = hakoi_walk_value(w, v, &id_field, id);
 	if (rc != 0) {

@@ -87,7 +87,7 @@ typedef struct tcfg {
 	hako_bridge_group_cfg_t grp[4];
 	hako_bridge_pdu_ref_t refs[4][4];
 	hako_bridge_connection_cfg_t conn[4];
-	char dests[4][4][HAKO_BRIDGE_ID_MAX];
+	char dests[4][4][HAKO_NAME_MAX];
 	hako_bridge_transfer_cfg_t xf[4][4];
 } tcfg_t;
 
@@ -139,7 +139,7 @@ static size_t connection(tcfg_t *t, const char *id, const char *src, const char 
 	snprintf(c->source, sizeof(c->source), "%s", src);
 	c->destinations = t->dests[i];
 	for (size_t d = 0; dests[d] != NULL; d++) {
-		snprintf(t->dests[i][d], HAKO_BRIDGE_ID_MAX, "%s", dests[d]);
+		snprintf(t->dests[i][d], HAKO_NAME_MAX, "%s", dests[d]);
 		c->dest_count++;
 	}
 	c->transfers = t->xf[i];
@@ -840,10 +840,10 @@ static void test_create_errors(void **state)
 	size_t c = connection(&f.t, "c1", "nosuch", ONLY_D1, 0);
 	transfer(&f.t, c, g, p);
 	expect_create_error(&f, HAKO_ECONFIG, "connection 'c1': source endpoint 'nosuch'");
-	snprintf(f.t.conn[c].source, HAKO_BRIDGE_ID_MAX, "src");
-	snprintf(f.t.dests[c][0], HAKO_BRIDGE_ID_MAX, "gone");
+	snprintf(f.t.conn[c].source, HAKO_NAME_MAX, "src");
+	snprintf(f.t.dests[c][0], HAKO_NAME_MAX, "gone");
 	expect_create_error(&f, HAKO_ECONFIG, "destination endpoint 'gone'");
-	snprintf(f.t.dests[c][0], HAKO_BRIDGE_ID_MAX, "d1");
+	snprintf(f.t.dests[c][0], HAKO_NAME_MAX, "d1");
 	transfer(&f.t, c, bad, p);
 	f.t.cfg.strict = 1; /* loaded with HAKO_BRIDGE_LOAD_STRICT (test_member_missing: not) */
 	expect_create_error(&f, HAKO_ECONFIG,

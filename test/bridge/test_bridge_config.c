@@ -159,7 +159,7 @@ static void test_api_errors(void **state)
 	assert_int_equal(hako_bridge_config_load("x", NULL, NULL, &cfg, &err), HAKO_EINVAL);
 	assert_int_equal(hako_bridge_config_load("x", "node1", NULL, NULL, &err), HAKO_EINVAL);
 	assert_int_equal(hako_bridge_config_load("x", "", NULL, &cfg, &err), HAKO_EINVAL);
-	char long_node[HAKO_BRIDGE_ID_MAX + 1];
+	char long_node[HAKO_NAME_MAX + 1];
 	memset(long_node, 'n', sizeof(long_node) - 1);
 	long_node[sizeof(long_node) - 1] = '\0';
 	case_path(path, sizeof(path), "ok_tcp_two_nodes", "bridge.json");

@@ -72,7 +72,7 @@ HAKO_API int hako_bridge_get_epoch(hako_bridge_t *b, const char *connection, uin
 HAKO_API int hako_bridge_set_active(hako_bridge_t *b, const char *connection, int active);
 
 typedef struct hako_bridge_conn_stats {
-	char id[HAKO_BRIDGE_ID_MAX];
+	char id[HAKO_NAME_MAX];
 	uint64_t forwarded;      /* PDUs handed to a destination (once per destination) */
 	uint64_t bytes;          /* their bytes */
 	uint64_t dropped_policy; /* arrivals a throttle replaced inside its window */

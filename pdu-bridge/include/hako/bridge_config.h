@@ -47,20 +47,20 @@ typedef enum hako_bridge_policy_type {
 } hako_bridge_policy_type_t;
 
 typedef struct hako_bridge_policy_cfg {
-	char id[HAKO_BRIDGE_ID_MAX];
+	char id[HAKO_NAME_MAX];
 	hako_bridge_policy_type_t type;
 	int atomic;           /* immediate only */
 	uint32_t interval_ms; /* >= 1 for throttle and ticker; 0 for immediate */
 } hako_bridge_policy_cfg_t;
 
 typedef struct hako_bridge_pdu_ref {
-	char id[HAKO_BRIDGE_ID_MAX];
-	char robot[HAKO_BRIDGE_ID_MAX];
-	char pdu[HAKO_BRIDGE_ID_MAX];
+	char id[HAKO_NAME_MAX];
+	char robot[HAKO_NAME_MAX];
+	char pdu[HAKO_NAME_MAX];
 } hako_bridge_pdu_ref_t;
 
 typedef struct hako_bridge_group_cfg {
-	char id[HAKO_BRIDGE_ID_MAX];
+	char id[HAKO_NAME_MAX];
 	size_t count;
 	hako_bridge_pdu_ref_t *pdus; /* in file order (the order of an atomic send) */
 } hako_bridge_group_cfg_t;
@@ -71,31 +71,31 @@ typedef struct hako_bridge_transfer_cfg {
 } hako_bridge_transfer_cfg_t;
 
 typedef struct hako_bridge_connection_cfg {
-	char id[HAKO_BRIDGE_ID_MAX];
-	char node_id[HAKO_BRIDGE_ID_MAX];
-	char source[HAKO_BRIDGE_ID_MAX]; /* endpoint id */
+	char id[HAKO_NAME_MAX];
+	char node_id[HAKO_NAME_MAX];
+	char source[HAKO_NAME_MAX]; /* endpoint id */
 	size_t dest_count;
-	char (*destinations)[HAKO_BRIDGE_ID_MAX];
+	char (*destinations)[HAKO_NAME_MAX];
 	size_t transfer_count;
 	hako_bridge_transfer_cfg_t *transfers;
 	int epoch_validation;
 } hako_bridge_connection_cfg_t;
 
 typedef struct hako_bridge_wire_link {
-	char from[HAKO_BRIDGE_ID_MAX];
-	char to[HAKO_BRIDGE_ID_MAX];
+	char from[HAKO_NAME_MAX];
+	char to[HAKO_NAME_MAX];
 } hako_bridge_wire_link_t;
 
 typedef struct hako_bridge_config {
 	char path[HAKO_ENDPOINT_PATH_MAX];
-	int strict;                    /* loaded with HAKO_BRIDGE_LOAD_STRICT */
-	char node[HAKO_BRIDGE_ID_MAX]; /* the node loaded for */
+	int strict;               /* loaded with HAKO_BRIDGE_LOAD_STRICT */
+	char node[HAKO_NAME_MAX]; /* the node loaded for */
 	char endpoints_config_path[HAKO_ENDPOINT_PATH_MAX]; /* resolved; "" when absent */
 	char time_source_type[64]; /* "" when absent; else one of Hakoniwa's names (above) */
 	size_t policy_count;
 	hako_bridge_policy_cfg_t *policies;
 	size_t node_count;
-	char (*nodes)[HAKO_BRIDGE_ID_MAX];
+	char (*nodes)[HAKO_NAME_MAX];
 	size_t wire_link_count;
 	hako_bridge_wire_link_t *wire_links;
 	size_t group_count;
@@ -118,7 +118,7 @@ typedef struct hako_bridge_config {
  * be read: the bridge file, the container file, an endpoint file or a file it names);
  * HAKO_ENAMETOOLONG, passed through from the endpoint loaders (a path or node id too long for
  * the container); HAKO_ENOMEM; HAKO_EINVAL (NULL arguments, a path of HAKO_ENDPOINT_PATH_MAX
- * bytes or more, a node id empty or of HAKO_BRIDGE_ID_MAX bytes or more). *out is NULL on
+ * bytes or more, a node id empty or of HAKO_NAME_MAX bytes or more). *out is NULL on
  * error. */
 HAKO_API int hako_bridge_config_load(const char *path, const char *node, const char *container_path,
                                      hako_bridge_config_t **out, hako_error_t *err);

@@ -138,14 +138,14 @@ typedef struct hako_comm_ws_options {
 } hako_comm_ws_options_t;
 
 typedef struct hako_comm_shm_pdu {
-	char name[HAKO_PDUDEF_NAME_MAX];
+	char name[HAKO_NAME_MAX];
 	int notify_on_recv;
 	int32_t channel_id; /* from the pdudef */
 	uint32_t pdu_size;  /* from the pdudef */
 } hako_comm_shm_pdu_t;
 
 typedef struct hako_comm_shm_robot {
-	char name[HAKO_PDUDEF_NAME_MAX];
+	char name[HAKO_NAME_MAX];
 	size_t pdu_count;
 	hako_comm_shm_pdu_t *pdus;
 } hako_comm_shm_robot_t;
