@@ -28,6 +28,7 @@
 
 #include "hako/bridge.h"
 #include "hako/log.h"
+#include "hako_cli.h"
 
 #define PROG "hako-bridge"
 
@@ -43,56 +44,6 @@ static void on_dump(int sig)
 {
 	(void)sig;
 	dump_requested = 1;
-}
-
-static void usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: " PROG " BRIDGE_JSON --node NAME [options]\n\n"
-	    "Forwards PDUs between the endpoints of node NAME as the bridge file says\n"
-	    "(transfer policies immediate / atomic / throttle / ticker, epochs).\n\n"
-	    "options:\n"
-	    "  --node NAME        the node whose connections to run (required)\n"
-	    "  --container PATH   endpoint container file (default: the bridge file's\n"
-	    "                     endpoints_config_path or inline endpoints block)\n"
-	    "  --asset NAME       run as a core asset: tick once per step on world time\n"
-	    "  --delta-usec N     tick period in microseconds (default 1000); with --asset,\n"
-	    "                     the asset's step\n"
-	    "  --domain D         domain of shm endpoints and of --asset (default $HAKO_DOMAIN\n"
-	    "                     or \"default\")\n"
-	    "  --control PATH     control socket (Unix stream) at PATH, see below\n"
-	    "  --strict           refuse what Hakoniwa's bridge loads with a warning (an\n"
-	    "                     unknown key, a group member the source's pdudef lacks)\n"
-	    "  -v, --verbose      log more (HAKO_LOG=info)\n"
-	    "  -q, --quiet        log errors only, no statistics on exit\n"
-	    "  -h, --help         show this help\n"
-	    "  --version          show the version\n\n"
-	    "Signals: SIGINT / SIGTERM stop the bridge (statistics are printed on stderr);\n"
-	    "SIGUSR1 prints the statistics and goes on.\n\n"
-	    "Control socket: connect (e.g. 'socat - UNIX-CONNECT:PATH') and write one command\n"
-	    "per line; each answer ends with a line starting with \"ok\" or \"error:\".\n"
-	    "  epoch CONN         show the epoch of connection CONN\n"
-	    "  epoch CONN N       set it to N (0..255)\n"
-	    "  bump CONN          add 1 (mod 256); answers \"ok epoch=N\"\n"
-	    "  pause CONN         drop (and count) what arrives, tick nothing\n"
-	    "  resume CONN        forward again\n"
-	    "  stats              one line per connection, then \"ok\"\n"
-	    "  help               this list\n\n"
-	    "Statistics lines: connection ID: forwarded=N bytes=N dropped_policy=N\n"
-	    "dropped_epoch=N dropped_paused=N send_failed=N epoch=N active=0|1\n\n"
-	    "Exit status: 0 after SIGINT/SIGTERM, 1 on an error, 2 on a usage error.\n");
-}
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help'.\n");
-	return 2;
 }
 
 static int fail(const char *fmt, ...)
@@ -571,9 +522,9 @@ typedef struct options {
 	int strict;
 } options_t;
 
-static int parse(int argc, char **argv, options_t *o)
+static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t *o)
 {
-	enum { OPT_VERSION = 256, OPT_STRICT };
+	enum { OPT_STRICT = 256 };
 	static const struct option longopts[] = {
 	    {"node", required_argument, NULL, 'n'},
 	    {"container", required_argument, NULL, 'c'},
@@ -584,15 +535,14 @@ static int parse(int argc, char **argv, options_t *o)
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"strict", no_argument, NULL, OPT_STRICT},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, OPT_VERSION},
+	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0},
 	};
 	memset(o, 0, sizeof(*o));
 	o->delta = 1000;
 	opterr = 0;
 	int ch;
-	while ((ch = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":vqhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': o->node = optarg; break;
 		case 'c': o->container = optarg; break;
@@ -604,7 +554,8 @@ static int parse(int argc, char **argv, options_t *o)
 			errno = 0;
 			long long v = strtoll(optarg, &end, 10);
 			if (errno != 0 || end == optarg || *end != '\0' || v < 1 || v > 60000000) {
-				return usage_error("--delta-usec %s: must be 1..60000000", optarg);
+				return hako_cli_usage_error(
+				    cmd, "--delta-usec %s: must be 1..60000000", optarg);
 			}
 			o->delta = (hako_time_t)v;
 			break;
@@ -614,30 +565,30 @@ static int parse(int argc, char **argv, options_t *o)
 			hako_log_set_level(HAKO_LOG_ERROR);
 			o->quiet = 1;
 			break;
-		case 'h': usage(stdout); return -1;
 		case OPT_STRICT: o->strict = 1; break;
-		case OPT_VERSION: printf(PROG " %s\n", HAKO_VERSION); return -1;
-		case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default: return usage_error("unknown option '%s'", argv[optind - 1]);
+		default: {
+			int r = hako_cli_common_option(cmd, ch, argv);
+			return r == 0 ? -1 : r; /* -h, -V: done */
+		}
 		}
 	}
 	if (optind >= argc) {
-		return usage_error("no bridge file given");
+		return hako_cli_usage_error(cmd, "no bridge file given");
 	}
 	if (optind + 1 < argc) {
-		return usage_error("unexpected argument '%s'", argv[optind + 1]);
+		return hako_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
 	}
 	o->bridge = argv[optind];
 	if (o->node == NULL) {
-		return usage_error("--node NAME is required");
+		return hako_cli_usage_error(cmd, "--node NAME is required");
 	}
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	options_t o;
-	int r = parse(argc, argv, &o);
+	int r = parse(cmd, argc, argv, &o);
 	if (r != 0) {
 		return r < 0 ? 0 : r;
 	}
@@ -751,4 +702,53 @@ out:
 	hako_domain_close(dom);
 	hako_bridge_config_free(cfg);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const hako_cli_command_t command = {
+	    PROG,
+	    "BRIDGE_JSON --node NAME [options]",
+	    "",
+	    "Forward PDUs between the endpoints of node NAME as the bridge file says (transfer\n"
+	    "policies immediate / atomic / throttle / ticker, epochs).\n\n"
+	    "Signals: SIGINT / SIGTERM stop the bridge (statistics are printed on stderr);\n"
+	    "SIGUSR1 prints the statistics and goes on.\n\n"
+	    "Control socket: connect (e.g. 'socat - UNIX-CONNECT:PATH') and write one command\n"
+	    "per line; each answer ends with a line starting with \"ok\" or \"error:\".\n"
+	    "  epoch CONN         show the epoch of connection CONN\n"
+	    "  epoch CONN N       set it to N (0..255)\n"
+	    "  bump CONN          add 1 (mod 256); answers \"ok epoch=N\"\n"
+	    "  pause CONN         drop (and count) what arrives, tick nothing\n"
+	    "  resume CONN        forward again\n"
+	    "  stats              one line per connection, then \"ok\"\n"
+	    "  help               this list\n\n"
+	    "Statistics lines: connection ID: forwarded=N bytes=N dropped_policy=N\n"
+	    "dropped_epoch=N dropped_paused=N send_failed=N epoch=N active=0|1",
+	    "  --node NAME        the node whose connections to run (required)\n"
+	    "  --container PATH   endpoint container file (default: the bridge file's\n"
+	    "                     endpoints_config_path or inline endpoints block)\n"
+	    "  --asset NAME       run as a core asset: tick once per step on world time\n"
+	    "  --delta-usec N     tick period in microseconds (default 1000); with --asset,\n"
+	    "                     the asset's step\n"
+	    "  --domain D         domain of shm endpoints and of --asset (default $HAKO_DOMAIN\n"
+	    "                     or \"default\")\n"
+	    "  --control PATH     control socket (Unix stream) at PATH (above)\n"
+	    "  --strict           refuse what Hakoniwa's bridge loads with a warning (an\n"
+	    "                     unknown key, a group member the source's pdudef lacks)\n"
+	    "  -v, --verbose      log more (HAKO_LOG=info)\n"
+	    "  -q, --quiet        log errors only, no statistics on exit\n",
+	    run,
+	};
+	static const hako_cli_t cli = {
+	    .prog = PROG,
+	    .version = HAKO_VERSION,
+	    .commands = &command,
+	    .ncommands = 1,
+	    .common_options = "  -h, --help         show this help\n"
+	                      "  -V, --version      show the version\n",
+	    .epilog = "exit status: 0 after SIGINT/SIGTERM, 1 on an error, 2 on a usage error.\n",
+	    .single = 1,
+	};
+	return hako_cli_main(&cli, argc, argv);
 }
