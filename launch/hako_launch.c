@@ -76,6 +76,17 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		fprintf(stderr, "hako-launch: %s\n", hako_error_format(&err, msg, sizeof(msg)));
 		return HAKOI_LAUNCH_EXIT_USAGE;
 	}
+	if (cfg->hakoniwa && !quiet) {
+		fprintf(stderr,
+		        "hako-launch: %s is in Hakoniwa's launcher format: hako-launch is the "
+		        "conductor (delta %lld us, Dmax %lld us), each asset's output goes to "
+		        "%s/<asset>.log (not to its stdout / stderr paths)%s\n",
+		        argv[optind], (long long)cfg->master.delta_usec,
+		        (long long)cfg->master.max_delay_usec, cfg->log_dir,
+		        cfg->hakoniwa_notify ? "; \"notify\" is not run: the last line says "
+		                               "which process failed and how"
+		                             : "");
+	}
 	if (check) {
 		hakoi_launch_dump(cfg, stdout);
 		hakoi_launch_free(cfg);

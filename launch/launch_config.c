@@ -24,6 +24,9 @@ struct ctx {
 	const char *var_domain;
 	const char *var_dir;
 	const char *var_log_dir;
+	/* Hakoniwa's launcher format: its "defaults" object (NULL: none), the document */
+	json_t *hk_defaults;
+	json_t *hk_root;
 };
 
 static struct ctx *ctx_of(hakoi_walk_t *w)
@@ -1101,6 +1104,566 @@ static const hakoi_field_t federation_top_fields[] = {
 
 /* What holds when the file does not say. The conductor runs in hako-launch: its environment
  * counts for the core's capacities too. */
+/* ---- Hakoniwa's launcher format ----
+ *
+ * hakoniwa-core-pro's launcher file: {version, defaults {cwd, stdout, stderr, env,
+ * start_grace_sec, delay_sec}, assets [{name, command, args, cwd, env, stdout, stderr,
+ * delay_sec, depends_on, start_grace_sec}], notify}. Each asset becomes a process of phase run,
+ * started in depends_on order (the file's order otherwise), each followed by its delay_sec;
+ * env is Hakoniwa's {set, prepend, append, unset} ("lib_path" is the library search path,
+ * LD_LIBRARY_PATH here), the defaults' first. What hako-launch does its own way is accepted
+ * and said once at load: stdout / stderr (the output goes to <log_dir>/<name>.log and is
+ * echoed), start_grace_sec (no use yet upstream either), notify (not run). hako-launch is the
+ * conductor: delta and Dmax are its defaults (1 ms). */
+
+static const char *hk_env_key(const char *key)
+{
+	return strcmp(key, "lib_path") == 0 ? "LD_LIBRARY_PATH" : key;
+}
+
+/* The env entry of key in p (added, value NULL, when absent), or NULL when out of memory. */
+static hakoi_launch_env_t *hk_env_slot(hakoi_launch_proc_t *p, const char *key)
+{
+	for (size_t i = 0; i < p->env_count; i++) {
+		if (strcmp(p->env[i].key, key) == 0) {
+			return &p->env[i];
+		}
+	}
+	hakoi_launch_env_t *n = realloc(p->env, (p->env_count + 1) * sizeof(*n));
+	if (n == NULL) {
+		return NULL;
+	}
+	p->env = n;
+	hakoi_launch_env_t *e = &n[p->env_count];
+	if ((e->key = strdup(key)) == NULL) {
+		return NULL;
+	}
+	e->value = NULL;
+	p->env_count++;
+	return e;
+}
+
+/* The value the process starts with so far: set by an earlier op, else hako-launch's own. */
+static const char *hk_env_now(const hakoi_launch_env_t *e, int fresh)
+{
+	if (!fresh) {
+		return e->value;
+	}
+	return getenv(e->key);
+}
+
+/* One "set" member: a string. */
+static int hk_env_set(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	hakoi_launch_proc_t *p = base;
+	const char *key = hk_env_key(hakoi_walk_key(w));
+	if (reserved_env(key)) {
+		return hakoi_walk_fail(w, "is set by hako-launch for every process");
+	}
+	char *value = NULL;
+	int r =
+	    parse_expanded(w, v, &value, &(hakoi_field_t){.flags = HAKOI_F_EMPTY_OK, .offset = 0});
+	if (r != 0) {
+		return r;
+	}
+	hakoi_launch_env_t *e = hk_env_slot(p, key);
+	if (e == NULL) {
+		free(value);
+		return hakoi_walk_fail_oom(w);
+	}
+	free(e->value);
+	e->value = value;
+	return 0;
+}
+
+/* One "prepend" / "append" member: an array of strings joined with ':' around the value. */
+static int hk_env_join(hakoi_walk_t *w, json_t *v, hakoi_launch_proc_t *p, int prepend)
+{
+	const char *key = hk_env_key(hakoi_walk_key(w));
+	if (reserved_env(key)) {
+		return hakoi_walk_fail(w, "is set by hako-launch for every process");
+	}
+	if (!json_is_array(v)) {
+		return hakoi_walk_fail_must(w, "an array of strings");
+	}
+	size_t n = 1, i;
+	json_t *item;
+	json_array_foreach(v, i, item)
+	{
+		if (!json_is_string(item)) {
+			hakoi_walk_push_index(w, i);
+			return hakoi_walk_fail_must(w, "a string");
+		}
+		n += json_string_length(item) + 1;
+	}
+	size_t before = p->env_count;
+	hakoi_launch_env_t *e = hk_env_slot(p, key);
+	if (e == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	const char *now = hk_env_now(e, p->env_count != before);
+	n += now != NULL ? strlen(now) : 0;
+	char *joined = malloc(n + 1);
+	if (joined == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	joined[0] = '\0';
+	if (!prepend && now != NULL && now[0] != '\0') {
+		strcat(joined, now);
+	}
+	json_array_foreach(v, i, item)
+	{
+		if (joined[0] != '\0') {
+			strcat(joined, ":");
+		}
+		strcat(joined, json_string_value(item));
+	}
+	if (prepend && now != NULL && now[0] != '\0') {
+		strcat(joined, ":");
+		strcat(joined, now);
+	}
+	free(e->value);
+	e->value = joined;
+	return 0;
+}
+
+static int hk_env_prepend(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return hk_env_join(w, v, base, 1);
+}
+
+static int hk_env_append(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return hk_env_join(w, v, base, 0);
+}
+
+/* "unset": an array of names; the process starts without them. */
+static int hk_env_unset(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	hakoi_launch_proc_t *p = base;
+	if (!json_is_array(v)) {
+		return hakoi_walk_fail_must(w, "an array of variable names");
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item)
+	{
+		hakoi_walk_push_index(w, i);
+		if (!json_is_string(item)) {
+			return hakoi_walk_fail_must(w, "a string");
+		}
+		const char *key = hk_env_key(json_string_value(item));
+		if (reserved_env(key)) {
+			return hakoi_walk_fail(w, "is set by hako-launch for every process");
+		}
+		hakoi_launch_env_t *e = hk_env_slot(p, key);
+		if (e == NULL) {
+			return hakoi_walk_fail_oom(w);
+		}
+		free(e->value);
+		e->value = NULL;
+		hakoi_walk_pop(w);
+	}
+	return 0;
+}
+
+static int hk_env_map(hakoi_walk_t *w, json_t *v, void *base,
+                      int (*one)(hakoi_walk_t *, json_t *, void *, const hakoi_field_t *))
+{
+	if (!json_is_object(v)) {
+		return hakoi_walk_fail_must(w, "an object");
+	}
+	const char *key;
+	json_t *item;
+	json_object_foreach(v, key, item)
+	{
+		hakoi_walk_push_key(w, key);
+		int r = one(w, item, base, NULL);
+		if (r != 0) {
+			return r;
+		}
+		hakoi_walk_pop(w);
+	}
+	return 0;
+}
+
+static int hk_env_set_map(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return hk_env_map(w, v, base, hk_env_set);
+}
+
+static int hk_env_prepend_map(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return hk_env_map(w, v, base, hk_env_prepend);
+}
+
+static int hk_env_append_map(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return hk_env_map(w, v, base, hk_env_append);
+}
+
+static const hakoi_field_t hk_env_fields[] = {
+    HAKOI_CUSTOM("set", 0, hk_env_set_map, "an object of strings"),
+    HAKOI_CUSTOM("prepend", 0, hk_env_prepend_map, "an object of string arrays"),
+    HAKOI_CUSTOM("append", 0, hk_env_append_map, "an object of string arrays"),
+    HAKOI_CUSTOM("unset", 0, hk_env_unset, "an array of variable names"),
+    HAKOI_END,
+};
+
+static int hk_env(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return hakoi_walk_object(w, v, hk_env_fields, base);
+}
+
+static int hk_seconds(hakoi_walk_t *w, json_t *v, long long *ms)
+{
+	if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400) {
+		return hakoi_walk_fail_must(w, "a number of seconds in [0, 86400]");
+	}
+	*ms = (long long)(json_number_value(v) * 1000.0 + 0.5);
+	return 0;
+}
+
+static int hk_delay(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	return hk_seconds(w, v, &((hakoi_launch_proc_t *)base)->delay_ms);
+}
+
+static int hk_grace(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)base;
+	(void)f;
+	long long ms;
+	return hk_seconds(w, v, &ms);
+}
+
+/* A relative command with a '/' is found from the asset's folder, as Hakoniwa's launcher
+ * runs it there; a bare name on the search path, as hako's. */
+static int hk_command(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	hakoi_launch_proc_t *p = base;
+	int r = parse_expanded(w, v, base, f);
+	if (r != 0) {
+		return r;
+	}
+	if (p->cwd == NULL || p->command[0] == '/' || strchr(p->command, '/') == NULL) {
+		return resolve_command(w, p->name, p->command, &p->exe);
+	}
+	char *exe = join(p->cwd, p->command);
+	if (exe == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	if (!is_exe(exe)) {
+		r = hakoi_walk_fail(w, "asset \"%s\": %s %s", p->name, exe,
+		                    access(exe, F_OK) != 0 ? "does not exist"
+		                                           : "is not an executable file");
+		free(exe);
+		return r;
+	}
+	p->exe = exe;
+	return 0;
+}
+
+static int hk_depends_on(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)base;
+	(void)f;
+	if (!json_is_array(v)) {
+		return hakoi_walk_fail_must(w, "an array of asset names");
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item)
+	{
+		if (!json_is_string(item)) {
+			hakoi_walk_push_index(w, i);
+			return hakoi_walk_fail_must(w, "an asset name");
+		}
+	}
+	return 0; /* checked against the names, and ordered, once all assets are read */
+}
+
+/* The defaults' members an asset does not give: cwd and env here (env ops of the defaults
+ * first), delay_sec in hk_asset. */
+static int hk_apply_defaults(hakoi_walk_t *w, hakoi_launch_proc_t *p, json_t *asset)
+{
+	json_t *d = ctx_of(w)->hk_defaults;
+	if (d == NULL) {
+		return 0;
+	}
+	size_t depth = w->j.depth;
+	w->j.depth = 0;
+	hakoi_walk_push_key(w, "defaults");
+	int r = 0;
+	json_t *v;
+	if (json_object_get(asset, "cwd") == NULL && (v = json_object_get(d, "cwd")) != NULL) {
+		hakoi_walk_push_key(w, "cwd");
+		r = parse_folder(w, v, &p->cwd);
+		hakoi_walk_pop(w);
+	}
+	if (r == 0 && (v = json_object_get(d, "env")) != NULL) {
+		hakoi_walk_push_key(w, "env");
+		r = hk_env(w, v, p, NULL);
+		hakoi_walk_pop(w);
+	}
+	if (r == 0 && json_object_get(asset, "delay_sec") == NULL &&
+	    (v = json_object_get(d, "delay_sec")) != NULL) {
+		hakoi_walk_push_key(w, "delay_sec");
+		r = hk_seconds(w, v, &p->delay_ms);
+		hakoi_walk_pop(w);
+	}
+	if (r == 0) {
+		w->j.depth = depth;
+	}
+	return r;
+}
+
+static const hakoi_field_t hk_asset_fields[] = {
+    {.key = "name",
+     .kind = HAKOI_K_STRING,
+     .flags = HAKOI_F_REQUIRED,
+     HAKOI_AT(hakoi_launch_proc_t, name),
+     .check = check_proc_name},
+    HAKOI_CUSTOM("cwd", 0, parse_cwd, "a string"),
+    {.key = "command",
+     .kind = HAKOI_K_CUSTOM,
+     .flags = HAKOI_F_REQUIRED,
+     .offset = offsetof(hakoi_launch_proc_t, command),
+     .parse = hk_command,
+     .expect = "a string"},
+    {.key = "args",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_NEW(hakoi_launch_proc_t, args, arg_count),
+     .elem = &arg_elem,
+     .expect = "an array of strings"},
+    HAKOI_CUSTOM("env", 0, hk_env, "an object {set, prepend, append, unset}"),
+    HAKOI_IGNORE("stdout"),
+    HAKOI_IGNORE("stderr"),
+    HAKOI_CUSTOM("delay_sec", 0, hk_delay, "a number of seconds"),
+    HAKOI_CUSTOM("start_grace_sec", 0, hk_grace, "a number of seconds"),
+    HAKOI_CUSTOM("depends_on", 0, hk_depends_on, "an array of asset names"),
+    HAKOI_CHECK(check_process),
+    HAKOI_END,
+};
+
+static int hk_asset(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	hakoi_launch_proc_t *p = base;
+	p->echo = 1;
+	p->timeout_ms = HAKOI_LAUNCH_DEFAULT_TIMEOUT;
+	p->max_restarts = HAKOI_LAUNCH_DEFAULT_RESTART;
+	if (!json_is_object(v)) {
+		return hakoi_walk_fail_must(w, "an object {name, command, ...}");
+	}
+	/* cwd before command (a relative command is found from it), defaults before env. */
+	json_t *cwd = json_object_get(v, "cwd");
+	if (cwd != NULL) {
+		hakoi_walk_push_key(w, "cwd");
+		int r = parse_folder(w, cwd, &p->cwd);
+		if (r != 0) {
+			return r;
+		}
+		hakoi_walk_pop(w);
+	}
+	int r = hk_apply_defaults(w, p, v);
+	return r != 0 ? r : hakoi_walk_object(w, v, hk_asset_fields, p);
+}
+
+/* notify: checked, not run. */
+static const char *const hk_notify_types[] = {"exec", "webhook", NULL};
+static const hakoi_field_t hk_notify_fields[] = {
+    {.key = "type", .kind = HAKOI_K_ENUM, .flags = HAKOI_F_REQUIRED, .names = hk_notify_types},
+    HAKOI_IGNORE("command"),
+    HAKOI_IGNORE("args"),
+    HAKOI_IGNORE("url"),
+    HAKOI_IGNORE("secret"),
+    HAKOI_END,
+};
+
+static int hk_notify(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	int r = hakoi_walk_object(w, v, hk_notify_fields, base);
+	if (r == 0) {
+		ctx_of(w)->cfg->hakoniwa_notify = 1;
+	}
+	return r;
+}
+
+static const hakoi_field_t hk_defaults_fields[] = {
+    HAKOI_IGNORE("cwd"), /* read with each asset */
+    HAKOI_IGNORE("stdout"),
+    HAKOI_IGNORE("stderr"),
+    HAKOI_CUSTOM("env", 0, hk_env, "an object {set, prepend, append, unset}"),
+    HAKOI_CUSTOM("start_grace_sec", 0, hk_grace, "a number of seconds"),
+    HAKOI_CUSTOM("delay_sec", 0, hk_delay, "a number of seconds"),
+    HAKOI_END,
+};
+
+/* Checked here once (positions), applied to each asset by hk_apply_defaults. */
+static int hk_defaults(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)base;
+	(void)f;
+	hakoi_launch_proc_t scratch;
+	memset(&scratch, 0, sizeof(scratch));
+	int r = hakoi_walk_object(w, v, hk_defaults_fields, &scratch);
+	json_t *cwd = json_object_get(v, "cwd");
+	if (r == 0 && cwd != NULL) {
+		hakoi_walk_push_key(w, "cwd");
+		r = parse_folder(w, cwd, &scratch.cwd);
+		hakoi_walk_pop(w);
+	}
+	free(scratch.cwd);
+	for (size_t i = 0; i < scratch.env_count; i++) {
+		free(scratch.env[i].key);
+		free(scratch.env[i].value);
+	}
+	free(scratch.env);
+	if (r == 0) {
+		ctx_of(w)->hk_defaults = v;
+	}
+	return r;
+}
+
+/* depends_on names assets of the file; the processes start in that order (Kahn's algorithm,
+ * the file's order among the ready ones), a cycle refused. */
+static int hk_order(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_config_t *cfg = base;
+	json_t *assets = json_object_get(ctx_of(w)->hk_root, "assets");
+	size_t n = cfg->proc_count;
+	size_t *indeg = calloc(n + 1, sizeof(size_t));
+	size_t *order = calloc(n + 1, sizeof(size_t));
+	unsigned char *done = calloc(n + 1, 1);
+	if (indeg == NULL || order == NULL || done == NULL) {
+		free(indeg);
+		free(order);
+		free(done);
+		return hakoi_walk_fail_oom(w);
+	}
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		json_t *deps = json_object_get(json_array_get(assets, i), "depends_on");
+		size_t k;
+		json_t *d;
+		json_array_foreach(deps, k, d)
+		{
+			size_t j = 0;
+			while (j < n && strcmp(cfg->procs[j].name, json_string_value(d)) != 0) {
+				j++;
+			}
+			if (j == n || j == i) {
+				hakoi_walk_push_key(w, "assets");
+				hakoi_walk_push_index(w, i);
+				hakoi_walk_push_key(w, "depends_on");
+				hakoi_walk_push_index(w, k);
+				r = hakoi_walk_fail(w,
+				                    j == n ? "\"%s\" is not an asset of this file"
+				                           : "\"%s\" is the asset itself",
+				                    json_string_value(d));
+				break;
+			}
+			indeg[i]++;
+		}
+	}
+	size_t placed = 0;
+	while (r == 0 && placed < n) {
+		size_t pick = n;
+		for (size_t i = 0; i < n && pick == n; i++) {
+			if (!done[i] && indeg[i] == 0) {
+				pick = i;
+			}
+		}
+		if (pick == n) {
+			for (size_t i = 0; i < n; i++) {
+				if (!done[i]) {
+					hakoi_walk_push_key(w, "assets");
+					hakoi_walk_push_index(w, i);
+					hakoi_walk_push_key(w, "depends_on");
+					r = hakoi_walk_fail(
+					    w, "asset \"%s\" is in a cycle of depends_on",
+					    cfg->procs[i].name);
+					break;
+				}
+			}
+			break;
+		}
+		done[pick] = 1;
+		order[placed++] = pick;
+		for (size_t i = 0; i < n; i++) {
+			json_t *deps = json_object_get(json_array_get(assets, i), "depends_on");
+			size_t k;
+			json_t *d;
+			json_array_foreach(deps, k, d)
+			{
+				if (!done[i] &&
+				    strcmp(json_string_value(d), cfg->procs[pick].name) == 0) {
+					indeg[i]--;
+				}
+			}
+		}
+	}
+	if (r == 0) {
+		hakoi_launch_proc_t *sorted = malloc((n > 0 ? n : 1) * sizeof(*sorted));
+		if (sorted == NULL) {
+			r = hakoi_walk_fail_oom(w);
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				sorted[i] = cfg->procs[order[i]];
+			}
+			memcpy(cfg->procs, sorted, n * sizeof(*sorted));
+			free(sorted);
+		}
+	}
+	free(indeg);
+	free(order);
+	free(done);
+	return r;
+}
+
+static int hk_said(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)w;
+	(void)v;
+	(void)f;
+	((hakoi_launch_config_t *)base)->hakoniwa = 1;
+	return 0;
+}
+
+static const hakoi_field_t hk_asset_elem = {.kind = HAKOI_K_CUSTOM, .parse = hk_asset};
+
+static const hakoi_field_t hk_top_fields[] = {
+    HAKOI_IGNORE("$schema"),
+    HAKOI_IGNORE("version"),
+    HAKOI_CHECK(check_domain),
+    HAKOI_CHECK(check_log_dir),
+    HAKOI_CUSTOM("defaults", 0, hk_defaults, "an object"),
+    {.key = "assets",
+     .kind = HAKOI_K_ARRAY,
+     .flags = HAKOI_F_REQUIRED,
+     .min = 1,
+     HAKOI_ELEMS_NEW(hakoi_launch_config_t, procs, proc_count),
+     .elem = &hk_asset_elem,
+     .expect = "an array of assets"},
+    HAKOI_CHECK(hk_order),
+    HAKOI_CUSTOM("notify", 0, hk_notify, "an object {type, ...}"),
+    HAKOI_CHECK(hk_said),
+    HAKOI_END,
+};
+
 static int set_defaults(hakoi_launch_config_t *cfg, hako_error_t *err)
 {
 	cfg->master.delta_usec = 1000;
@@ -1156,6 +1719,9 @@ static int load(const char *file, const hakoi_launch_options_t *opt, int nested,
 	free(folder);
 	c.var_dir = cfg->dir;
 	int federation = json_is_object(root) && json_object_get(root, "federation") != NULL;
+	int hakoniwa = json_is_object(root) && json_object_get(root, "assets") != NULL &&
+	               json_object_get(root, "processes") == NULL && !federation;
+	c.hk_root = root;
 	if (cfg->dir == NULL) {
 		r = hakoi_walk_fail_oom(&w);
 	} else if (federation && nested) {
@@ -1164,6 +1730,10 @@ static int load(const char *file, const hakoi_launch_options_t *opt, int nested,
 	} else if ((r = set_defaults(cfg, err)) == 0 && federation) {
 		cfg->grace_ms = HAKOI_LAUNCH_DEFAULT_FED_GRACE;
 		r = hakoi_walk_object(&w, root, federation_top_fields, cfg);
+	} else if (r == 0 && hakoniwa) {
+		if ((r = hakoi_walk_object(&w, root, hk_top_fields, cfg)) == 0) {
+			cfg->master.max_delay_usec = cfg->master.delta_usec;
+		}
 	} else if (r == 0 && (r = hakoi_walk_object(&w, root, top_fields, cfg)) == 0 &&
 	           cfg->master.max_delay_usec == 0) {
 		cfg->master.max_delay_usec = cfg->master.delta_usec;
@@ -1310,11 +1880,18 @@ void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
 		}
 		fputc('\n', out);
 		for (size_t j = 0; j < p->env_count; j++) {
+			if (p->env[j].value == NULL) {
+				fprintf(out, "  env %s unset\n", p->env[j].key);
+				continue;
+			}
 			fprintf(out, "  env %s=", p->env[j].key);
 			dump_quoted(out, p->env[j].value);
 			fputc('\n', out);
 		}
 		fprintf(out, "  cwd %s\n", p->cwd != NULL ? p->cwd : "(inherited)");
+		if (p->delay_ms > 0) {
+			fprintf(out, "  delay_ms %lld\n", p->delay_ms);
+		}
 		fprintf(out, "  wait_for %s", waits[p->wait_for]);
 		if (p->wait_for != HAKOI_LAUNCH_WAIT_NOTHING) {
 			fputc(' ', out);

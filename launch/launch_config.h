@@ -31,7 +31,7 @@ typedef enum hakoi_launch_phase {
 
 typedef struct hakoi_launch_env {
 	char *key;
-	char *value; /* expanded */
+	char *value; /* expanded; NULL: unset it (Hakoniwa's env "unset") */
 } hakoi_launch_env_t;
 
 typedef struct hakoi_launch_proc {
@@ -55,6 +55,8 @@ typedef struct hakoi_launch_proc {
 	int echo;
 	/* its HAKO_DOMAIN; NULL = the launch's (a federation's nodes have their own) */
 	char *domain;
+	long long
+	    delay_ms; /* after it started (and is ready): wait this long (Hakoniwa's delay_sec) */
 } hakoi_launch_proc_t;
 
 struct hakoi_launch_config;
@@ -93,6 +95,8 @@ typedef struct hakoi_launch_config {
 	char *prefix; /* of the nodes' domains: "<prefix>-<node id>" */
 	hakoi_launch_node_t *nodes;
 	size_t node_count;
+	int hakoniwa;        /* the file is in Hakoniwa's launcher format (assets, defaults) */
+	int hakoniwa_notify; /* ... with a "notify" (checked, not run) */
 } hakoi_launch_config_t;
 
 typedef struct hakoi_launch_options {

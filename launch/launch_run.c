@@ -503,11 +503,19 @@ static int start_processes(void)
 		if (wait_ready(p, MODE_START, 0) != 0) {
 			return -1;
 		}
-		pump(0);
-		handle_exits(MODE_START);
-		if (service_restarts() != 0) {
-			return -1;
-		}
+		/* Hakoniwa's delay_sec: a pause before the next one starts. */
+		hako_time_t until = hako_now_usec() + p->cfg->delay_ms * 1000;
+		do {
+			pump(0);
+			handle_exits(MODE_START);
+			if (S.interrupted || failing() || service_restarts() != 0) {
+				return -1;
+			}
+			hako_time_t left = until - hako_now_usec();
+			if (left > 0) {
+				pump(left < 20000 ? left : 20000);
+			}
+		} while (hako_now_usec() < until);
 	}
 	return wait_assets(MODE_START);
 }

@@ -312,6 +312,9 @@ static char **build_env(const hakoi_launch_config_t *cfg, const hakoi_launch_pro
 		goto oom;
 	}
 	for (size_t j = 0; j < pc->env_count; j++) {
+		if (pc->env[j].value == NULL) {
+			continue; /* unset: its entry of environ was skipped above */
+		}
 		if ((env[k++] = env_entry(pc->env[j].key, pc->env[j].value)) == NULL) {
 			goto oom;
 		}

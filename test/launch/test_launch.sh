@@ -213,6 +213,37 @@ run_ok)
 	has out-quiet.txt '^hako-launch: done: world time 0\.500 s'
 	all_gone
 	;;
+hakoniwa)
+	# A launcher file in Hakoniwa's format (hakoniwa-core-pro launcher/): the assets start in
+	# depends_on order, each after the one before it and its delay_sec; the first asset that
+	# exits stops everything (Hakoniwa's launcher aborts all); the notes say what differs.
+	cat >hk.json <<-EOF
+	{
+	  "version": "0.1",
+	  "defaults": {"cwd": ".", "stdout": "logs/\${asset}.out", "delay_sec": 0.2,
+	               "env": {"set": {"HK_TEST": "1"}}},
+	  "assets": [
+	    {"name": "b", "command": "launch-test-asset", "depends_on": ["a"],
+	     "args": ["--asset", "b", "--exit-at-usec", "300000", "--exit-code", "0"]},
+	    {"name": "a", "command": "launch-test-asset", "args": ["--asset", "a"]}
+	  ],
+	  "notify": {"type": "exec", "command": "scripts/notify.sh", "args": ["\${asset}"]}
+	}
+	EOF
+	"$LAUNCH" --path "$ASSET_DIR" --check hk.json >out-check.txt 2>&1 || fail "--check failed"
+	has out-check.txt "^hako-launch: hk.json is in Hakoniwa's launcher format"
+	has out-check.txt '^  env HK_TEST="1"$'
+	has out-check.txt '^  delay_ms 200$'
+	grep '^process ' out-check.txt | head -1 | grep -q '^process a ' ||
+		fail "a (which b depends on) is not first"
+	launch 1 hk
+	has out-hk.txt '"notify" is not run'
+	started=$(grep -E '^hako-launch: started (a|b) ' out-hk.txt | sed 's/^hako-launch: started \(.\).*/\1/' | tr -d '\n')
+	[ "$started" = ab ] || { fail "started in the order '$started', not ab"; show out-hk.txt; }
+	has logs/hk/b.log '^exiting with code 0 at t=300000$'
+	has out-hk.txt '^hako-launch: FAILED: process "b" '
+	all_gone
+	;;
 early_exit)
 	# b exits with code 3 during the run: all stopped, exit 1, the last line names b.
 	cat >early.json <<-EOF
