@@ -216,6 +216,8 @@ static inline void hakoi_cpu_relax(void)
 /* The lock, or HAKO_EBUSY after HAKOI_LOCK_TIMEOUT_USEC (a holder that never lets go: a
  * stopped process, or a lock word a corrupted segment made up). */
 #define HAKOI_LOCK_TIMEOUT_USEC 5000000
+/* A reader that finds both buffers of a channel open (a writer's takeover, or corruption). */
+#define HAKOI_READ_STUCK_USEC 200000
 int hakoi_lock(hako_domain_t *dom);
 void hakoi_unlock(hako_domain_t *dom);
 int hakoi_master_alive(hako_domain_t *dom);
