@@ -439,9 +439,10 @@ static int newest_write(const struct hakoi_channel *c, unsigned *buf, uint32_t *
 		sched_yield(); /* the writer may be preempted mid-copy */
 		/* Both open for long, and nobody (alive) writing: no write will ever close them.
 		 * Both are open only while a writer takes over from one that died mid-write, which
-		 * closes one at once: a reader gives up after HAKOI_READ_STUCK_USEC even with a live
-		 * lock holder (a pid a corrupted segment names), not after a writer's lock timeout,
-		 * so a tool reading a broken segment is slowed, never stalled, channel after channel. */
+		 * closes one at once: a reader gives up after HAKOI_READ_STUCK_USEC even with a
+		 * live lock holder (a pid a corrupted segment names), not after a writer's lock
+		 * timeout, so a tool reading a broken segment is slowed, never stalled, channel
+		 * after channel. */
 		uint32_t holder = atomic_load_explicit(&c->wlock, memory_order_relaxed);
 		hako_time_t now = hako_now_usec();
 		if (deadline == 0) {
