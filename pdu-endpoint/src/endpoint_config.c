@@ -132,8 +132,20 @@ const hakoi_field_t hakoi_comm_ws_local_fields[] = {
     HAKOI_END,
 };
 
+/* Hakoniwa's websocket client files carry remote.secure (wss://); false is plain ws. */
+static int remote_secure(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)base;
+	(void)f;
+	return json_is_true(v) ? hakoi_walk_fail(w, "TLS (wss://) is not supported: give false, "
+	                                            "or reach the server over ws:// (a TLS "
+	                                            "terminating proxy in front of it)")
+	                       : 0;
+}
+
 const hakoi_field_t hakoi_comm_ws_remote_fields[] = {
     HAKOI_STRING("host", HAKOI_F_REQUIRED, hako_comm_addr_t, host),
+    {.key = "secure", .kind = HAKOI_K_BOOL, .check = remote_secure},
     HAKOI_INT("port", HAKOI_F_REQUIRED | HAKOI_F_UNSIGNED, hako_comm_addr_t, port, 1, 65535),
     {.key = "path",
      .kind = HAKOI_K_STRING,
