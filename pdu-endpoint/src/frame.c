@@ -193,10 +193,11 @@ static int v2_header(const uint8_t *p, uint32_t max_body, size_t *size, hako_err
 	return 0;
 }
 
-/* The v1 length words at p (8 bytes present) are consistent; *size = whole frame. */
-static int v1_header(const uint8_t *p, uint32_t max_body, size_t *size, hako_error_t *err)
+/* The v1 length words at p (8 bytes present) name a name that fits and a header_len that
+ * covers it and the channel id: *header_len, *fixed (name_len + 8). */
+static int v1_words(const uint8_t *p, uint32_t *header_len, uint32_t *fixed, hako_error_t *err)
 {
-	uint32_t header_len = get_u32(p);
+	*header_len = get_u32(p);
 	uint32_t name_len = get_u32(p + 4);
 	if (name_len > V1_NAME_MAX) {
 		return hako_error_set(err, HAKO_EPROTO, "", 0, 0, "%s: name_len %lu exceeds %lu",
@@ -204,19 +205,39 @@ static int v1_header(const uint8_t *p, uint32_t max_body, size_t *size, hako_err
 		                      (unsigned long)V1_NAME_MAX);
 	}
 	/* name_len <= 127, so this sum cannot wrap. */
-	uint32_t fixed = V1_FIXED_LEN + name_len;
-	if (header_len < fixed) {
+	*fixed = V1_FIXED_LEN + name_len;
+	if (*header_len < *fixed) {
 		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
 		                      "%s: header_len %lu is smaller than name_len + 8 = %lu",
-		                      "v1 frame", (unsigned long)header_len, (unsigned long)fixed);
-	}
-	uint32_t body_len = header_len - fixed;
-	if (body_len > max_body || size_add(4u, header_len, size) != 0) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
-		                      "%s: body_len %lu exceeds the limit of %lu bytes", "v1 frame",
-		                      (unsigned long)body_len, (unsigned long)max_body);
+		                      "v1 frame", (unsigned long)*header_len,
+		                      (unsigned long)*fixed);
 	}
 	return 0;
+}
+
+static int v1_body_limit(size_t body_len, uint32_t max_body, hako_error_t *err)
+{
+	if (body_len <= max_body) {
+		return 0;
+	}
+	return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+	                      "%s: body_len %lu exceeds the limit of %lu bytes", "v1 frame",
+	                      (unsigned long)body_len, (unsigned long)max_body);
+}
+
+/* The v1 length words at p (8 bytes present) are consistent; *size = whole frame. */
+static int v1_header(const uint8_t *p, uint32_t max_body, size_t *size, hako_error_t *err)
+{
+	uint32_t header_len, fixed;
+	int rc = v1_words(p, &header_len, &fixed, err);
+	if (rc != 0) {
+		return rc;
+	}
+	rc = v1_body_limit(header_len - fixed, max_body, err);
+	if (rc == 0 && size_add(4u, header_len, size) != 0) {
+		rc = v1_body_limit(SIZE_MAX, max_body, err);
+	}
+	return rc;
 }
 
 int hako_frame_needed(hako_frame_version_t v, const void *buf, size_t len, uint32_t max_body,
@@ -286,23 +307,19 @@ static int decode_v2(const uint8_t *p, size_t len, uint32_t max_body, hako_frame
 	return 0;
 }
 
-static int decode_v1(const uint8_t *p, size_t len, uint32_t max_body, hako_frame_t *out,
-                     hako_error_t *err)
+static int v1_prefix(size_t len, hako_error_t *err)
 {
-	if (len < V1_PREFIX) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
-		                      "%s: truncated header: %lu of at least %lu bytes", "v1 frame",
-		                      (unsigned long)len, (unsigned long)(V1_PREFIX + 4u));
+	if (len >= V1_PREFIX) {
+		return 0;
 	}
-	size_t size;
-	int rc = v1_header(p, max_body, &size, err);
-	if (rc != 0) {
-		return rc;
-	}
-	rc = exact_size("v1 frame", size, len, err);
-	if (rc != 0) {
-		return rc;
-	}
+	return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+	                      "%s: truncated header: %lu of at least %lu bytes", "v1 frame",
+	                      (unsigned long)len, (unsigned long)(V1_PREFIX + 4u));
+}
+
+/* The name, channel id and body of a checked v1 frame whose body runs to p + end. */
+static int v1_take(const uint8_t *p, size_t end, hako_frame_t *out, hako_error_t *err)
+{
 	uint32_t name_len = get_u32(p + 4);
 	if (memchr(p + V1_PREFIX, '\0', name_len) != NULL) {
 		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
@@ -313,9 +330,23 @@ static int decode_v1(const uint8_t *p, size_t len, uint32_t max_body, hako_frame
 	out->request_type = HAKO_FRAME_PDU_DATA;
 	out->channel_id = get_i32(p + V1_PREFIX + name_len);
 	size_t body_off = V1_PREFIX + name_len + 4u;
-	out->body_len = (uint32_t)(size - body_off);
+	out->body_len = (uint32_t)(end - body_off);
 	out->body = p + body_off;
 	return 0;
+}
+
+static int decode_v1(const uint8_t *p, size_t len, uint32_t max_body, hako_frame_t *out,
+                     hako_error_t *err)
+{
+	size_t size = 0;
+	int rc = v1_prefix(len, err);
+	if (rc == 0) {
+		rc = v1_header(p, max_body, &size, err);
+	}
+	if (rc == 0) {
+		rc = exact_size("v1 frame", size, len, err);
+	}
+	return rc != 0 ? rc : v1_take(p, size, out, err);
 }
 
 int hako_frame_decode(hako_frame_version_t v, const void *buf, size_t len, uint32_t max_body,
@@ -340,47 +371,21 @@ int hako_frame_decode(hako_frame_version_t v, const void *buf, size_t len, uint3
 static int decode_v1_message(const uint8_t *p, size_t len, uint32_t max_body, hako_frame_t *out,
                              hako_error_t *err)
 {
-	if (len < V1_PREFIX) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
-		                      "%s: truncated header: %lu of at least %lu bytes", "v1 frame",
-		                      (unsigned long)len, (unsigned long)(V1_PREFIX + 4u));
+	uint32_t header_len = 0, fixed = 0;
+	int rc = v1_prefix(len, err);
+	if (rc == 0) {
+		rc = v1_words(p, &header_len, &fixed, err);
 	}
-	uint32_t header_len = get_u32(p);
-	uint32_t name_len = get_u32(p + 4);
-	if (name_len > V1_NAME_MAX) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0, "%s: name_len %lu exceeds %lu",
-		                      "v1 frame", (unsigned long)name_len,
-		                      (unsigned long)V1_NAME_MAX);
+	if (rc == 0 && (uint64_t)header_len + 4u > (uint64_t)len) {
+		rc = hako_error_set(err, HAKO_EPROTO, "", 0, 0,
+		                    "%s: header_len %lu needs %llu bytes, the message has %lu",
+		                    "v1 frame", (unsigned long)header_len,
+		                    (unsigned long long)header_len + 4u, (unsigned long)len);
 	}
-	uint32_t fixed = V1_FIXED_LEN + name_len; /* <= 135: no wrap */
-	if (header_len < fixed) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
-		                      "%s: header_len %lu is smaller than name_len + 8 = %lu",
-		                      "v1 frame", (unsigned long)header_len, (unsigned long)fixed);
+	if (rc == 0) {
+		rc = v1_body_limit(len - (fixed + 4u), max_body, err); /* after the channel id */
 	}
-	if ((uint64_t)header_len + 4u > (uint64_t)len) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
-		                      "%s: header_len %lu needs %llu bytes, the message has %lu",
-		                      "v1 frame", (unsigned long)header_len,
-		                      (unsigned long long)header_len + 4u, (unsigned long)len);
-	}
-	size_t body_off = V1_PREFIX + name_len + 4u;
-	if (len - body_off > max_body) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
-		                      "%s: body_len %lu exceeds the limit of %lu bytes", "v1 frame",
-		                      (unsigned long)(len - body_off), (unsigned long)max_body);
-	}
-	if (memchr(p + V1_PREFIX, '\0', name_len) != NULL) {
-		return hako_error_set(err, HAKO_EPROTO, "", 0, 0,
-		                      "v1 frame: robot name contains a NUL byte");
-	}
-	memset(out, 0, sizeof(*out));
-	memcpy(out->robot, p + V1_PREFIX, name_len);
-	out->request_type = HAKO_FRAME_PDU_DATA;
-	out->channel_id = get_i32(p + V1_PREFIX + name_len);
-	out->body_len = (uint32_t)(len - body_off);
-	out->body = p + body_off;
-	return 0;
+	return rc != 0 ? rc : v1_take(p, len, out, err);
 }
 
 int hako_frame_decode_message(hako_frame_version_t v, const void *buf, size_t len,
