@@ -1,14 +1,17 @@
 /* The endpoint object without a network: a comm-less endpoint is an in-process bus (send writes
  * the cache, subscribers run, recv / recv_next / wait see it), names resolve through the pdudef,
  * statistics count, and a container opens, starts, looks up and closes a node's endpoints. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -185,6 +188,7 @@ struct waiter {
 	hako_endpoint_t *ep;
 	int result;
 	unsigned char got;
+	atomic_int tid; /* the waiting thread's, once it is about to wait */
 };
 
 static void *wait_thread(void *arg)
@@ -192,6 +196,7 @@ static void *wait_thread(void *arg)
 	struct waiter *w = arg;
 	hako_pdu_key_t k;
 	size_t len;
+	atomic_store(&w->tid, (int)syscall(SYS_gettid));
 	while (hako_endpoint_recv_next(w->ep, &k, &w->got, 1, &len) == HAKO_EAGAIN) {
 		w->result = hako_endpoint_wait(w->ep, HTU_TIMEOUT_USEC);
 		if (w->result != 0) {
@@ -208,10 +213,30 @@ static void test_wait_wakes_on_arrival(void **state)
 	hako_error_t err;
 	assert_int_equal(hako_endpoint_open(path_of("fifo.json"), &ep, &err), 0);
 	struct waiter w = {.ep = ep, .result = 0, .got = 0};
+	atomic_init(&w.tid, 0);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
-	struct timespec ts = {0, 20 * 1000 * 1000};
-	nanosleep(&ts, NULL);
+	/* Send once the waiter sleeps in the wait (its state in /proc is S), so that what is
+	 * tested is the wake-up, not a wait that found the PDU there already. */
+	int asleep = 0;
+	for (int i = 0; i < 5000 && !asleep; i++) {
+		int tid = atomic_load(&w.tid);
+		char path[64], stat[512] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+		FILE *f = tid != 0 ? fopen(path, "r") : NULL;
+		if (f != NULL) {
+			size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+			stat[n] = '\0';
+			fclose(f);
+			const char *st = strrchr(stat, ')');
+			asleep = st != NULL && st[1] == ' ' && st[2] == 'S';
+		}
+		if (!asleep) {
+			struct timespec ts = {0, 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	assert_true(asleep);
 	hako_pdu_key_t a = ept_key("A", 0);
 	unsigned char v = 42;
 	assert_int_equal(hako_endpoint_send(ep, &a, &v, 1), 0);

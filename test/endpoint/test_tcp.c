@@ -599,14 +599,17 @@ static void test_send_from_subscriber(void **state)
 struct slow_reader {
 	int fd;
 	size_t got;
+	atomic_int go; /* set once every PDU is queued */
 };
 
-/* Reads nothing for 300 ms, then everything up to EOF. */
+/* Reads nothing until the sender has queued everything, then everything up to EOF. */
 static void *slow_read(void *arg)
 {
 	struct slow_reader *r = arg;
-	struct timespec ts = {0, 300000000};
-	nanosleep(&ts, NULL);
+	while (!atomic_load(&r->go)) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
 	static uint8_t buf[65536];
 	ssize_t n;
 	while ((n = read(r->fd, buf, sizeof(buf))) > 0) {
@@ -634,7 +637,7 @@ static void test_stop_flushes_queue(void **state)
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	WAIT_FOR(ept_stats(srv).peers == 1);
-	struct slow_reader r = {fd, 0};
+	struct slow_reader r = {fd, 0, 0};
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, slow_read, &r), 0);
 	static uint8_t body[70000];
@@ -642,6 +645,9 @@ static void test_stop_flushes_queue(void **state)
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(hako_endpoint_send(srv, &k, body, sizeof(body)), 0);
 	}
+	/* 7 MB queued against a 4 KiB receive buffer: most of it is still queued when stop
+	 * begins, and the reader starts reading only now. */
+	atomic_store(&r.go, 1);
 	hako_endpoint_stop(srv);
 	hako_endpoint_stats_t st = ept_stats(srv);
 	pthread_join(t, NULL);

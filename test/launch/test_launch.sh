@@ -423,7 +423,15 @@ killed)
 	bg_pids+=("$pid")
 	wait_for_line out-kill.txt '^hako-launch: simulation running' 20 && kill -KILL "$pid"
 	wait "$pid" 2>/dev/null
-	sleep 0.5
+	# The children notice their parent's death (PR_SET_PDEATHSIG): wait for that, up to 10 s.
+	for ((i = 0; i < 200; i++)); do
+		left=0
+		for p in $(logged_pids); do
+			alive "$p" && left=1
+		done
+		[ "$left" -eq 0 ] && break
+		sleep 0.05
+	done
 	for p in $(logged_pids); do
 		alive "$p" && fail "process $p outlived hako-launch"
 	done
