@@ -5,6 +5,7 @@
 #
 # usage: test_hako_cmd_compat.sh HAKO_CMD HELLO_WRITER HELLO_READER HELLO_PDUDEF
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 HAKO_CMD=$1
 WRITER=$2
@@ -26,43 +27,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-# expect RC CMD...: run CMD, keep its stdout+stderr in $out, check its exit status.
-expect() {
-	local want=$1
-	shift
-	out=$("$@" 2>&1)
-	local rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		echo "FAIL: '$*' exited $rc, expected $want; its output:"
-		echo "$out" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
-}
-
-# has REGEX: the output of the last command matches REGEX (extended).
-has() {
-	if ! grep -qE -- "$1" <<<"$out"; then
-		echo "FAIL: the output of the last command lacks /$1/:"
-		echo "$out" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
-}
-
-# until_ok SECONDS CMD...: retry CMD every 50 ms until it succeeds.
-until_ok() {
-	local tries=$(($1 * 20))
-	shift
-	for ((i = 0; i < tries; i++)); do
-		if "$@" >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	echo "FAIL: '$*' did not succeed within the time limit"
-	fails=$((fails + 1))
-	return 1
-}
 
 hako() {
 	"$HAKO_CMD" "$@"

@@ -4,6 +4,7 @@
 #
 # usage: test_hako_rd.sh HAKO_RD HAKO_CMD DATA_DIR
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 HAKO_RD=$1
 HAKO_CMD=$2
@@ -24,28 +25,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-# expect RC CMD...: run CMD, keep its stdout+stderr in $out, check its exit status.
-expect() {
-	local want=$1
-	shift
-	out=$("$@" 2>&1)
-	local rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		echo "FAIL: '$*' exited $rc, expected $want; its output:"
-		echo "$out" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
-}
-
-# has REGEX: the output of the last command matches REGEX (extended).
-has() {
-	if ! grep -qE -- "$1" <<<"$out"; then
-		echo "FAIL: the output of the last command lacks /$1/:"
-		echo "$out" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
-}
 
 rd() {
 	"$HAKO_RD" "$@"

@@ -4,6 +4,7 @@
 #
 # usage: test_msggen.sh HAKO_MSGGEN CC REGISTRY_INCLUDE_DIR BASE_INCLUDE_DIR
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 GEN=$1
 CC=$2
@@ -14,26 +15,6 @@ unset HAKO_MSG_PATH HAKO_LOG
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-
-expect() {
-	local want=$1
-	shift
-	out=$("$@" 2>&1)
-	local rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		echo "FAIL: '$*' exited $rc, expected $want; its output:"
-		echo "$out" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
-}
-
-has() {
-	if ! grep -qE -- "$1" <<<"$out"; then
-		echo "FAIL: the output of the last command lacks /$1/:"
-		echo "$out" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
-}
 
 # file_has FILE REGEX / file_lacks FILE REGEX
 file_has() {
