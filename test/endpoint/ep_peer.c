@@ -36,6 +36,7 @@
 
 #include "hako/domain.h"
 #include "hako/endpoint.h"
+#include "hako_test_util.h"
 
 #define PEER_MAGIC  0x52505045u /* "EPPR" */
 #define HEADER_SIZE 16u
@@ -47,12 +48,6 @@ static void on_term(int sig)
 {
 	(void)sig;
 	got_term = 1;
-}
-
-static void sleep_usec(hako_time_t usec)
-{
-	struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};
-	nanosleep(&ts, NULL);
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -244,7 +239,7 @@ static int wait_count(_Atomic uint64_t *counter, uint64_t want, const char *what
 			     what);
 			return -1;
 		}
-		sleep_usec(2000);
+		htu_sleep_usec(2000);
 	}
 	if (atomic_load(&rx.bad)) {
 		fail("%s", rx.why);
@@ -276,7 +271,7 @@ static int wait_peers(hako_endpoint_t *ep, uint32_t peers)
 			fail("%u of %u peers connected", (unsigned)st.peers, (unsigned)peers);
 			return -1;
 		}
-		sleep_usec(2000);
+		htu_sleep_usec(2000);
 	}
 }
 
@@ -298,7 +293,7 @@ static int wait_written(hako_endpoint_t *ep, uint64_t out0, uint64_t want)
 			     st.frames_out - out0, want, st.send_dropped);
 			return -1;
 		}
-		sleep_usec(2000);
+		htu_sleep_usec(2000);
 	}
 }
 
@@ -319,7 +314,7 @@ static int send_one(hako_endpoint_t *ep, const hako_pdu_key_t *key, uint8_t *buf
 			fail("send seq %" PRIu32 ": %s", seq, hako_strerror(r));
 			return -1;
 		}
-		sleep_usec(10000);
+		htu_sleep_usec(10000);
 	}
 }
 
@@ -348,7 +343,7 @@ static int run_send(hako_endpoint_t *ep, const struct opts *o, uint64_t n,
 	uint64_t i = 0;
 	for (; (n == 0 || i < n) && !got_term; i++) {
 		if (i > 0 && o->interval_ms > 0) {
-			sleep_usec((hako_time_t)o->interval_ms * 1000);
+			htu_sleep_usec((hako_time_t)o->interval_ms * 1000);
 		}
 		if (send_one(ep, key, buf, size, o->first_seq + (uint32_t)i) != 0) {
 			free(buf);
@@ -433,7 +428,7 @@ static int run_ping(hako_endpoint_t *ep, const struct opts *o, uint64_t n,
 				return -1;
 			}
 			hako_endpoint_process_recv_events(ep);
-			sleep_usec(500);
+			htu_sleep_usec(500);
 		}
 	}
 	free(buf);
@@ -615,7 +610,7 @@ int main(int argc, char **argv)
 	}
 	if (r == 0 && o.stay) {
 		while (!got_term) {
-			sleep_usec(10000);
+			htu_sleep_usec(10000);
 		}
 	}
 	rc = r == 0 ? 0 : 1;

@@ -183,8 +183,7 @@ uint64_t ept_now_ms(void)
 
 void ept_sleep_ms(unsigned ms)
 {
-	struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
-	nanosleep(&ts, NULL);
+	htu_sleep_usec((hako_time_t)ms * 1000);
 }
 
 hako_pdu_key_t ept_key(const char *robot, int32_t ch)

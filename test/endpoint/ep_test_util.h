@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "hako/endpoint.h"
+#include "hako_test_util.h"
 
 #define EPT_WAIT_MS 10000
 #define EPT_MAX_EPS 8
@@ -54,13 +55,19 @@ hako_endpoint_stats_t ept_stats(const hako_endpoint_t *ep);
 /* hako_endpoint_recv, polled up to EPT_WAIT_MS while it says HAKO_EAGAIN. */
 int ept_recv_wait(hako_endpoint_t *ep, const hako_pdu_key_t *k, void *buf, size_t cap, size_t *len);
 
-/* Poll cond (an expression) every 2 ms for up to EPT_WAIT_MS; asserts nothing. */
+/* Poll cond (an expression) for up to EPT_WAIT_MS (HTU_WAIT_UNTIL); asserts nothing. */
 #define EPT_WAIT_UNTIL(cond)                                                                       \
 	do {                                                                                       \
-		uint64_t ept_end_ = ept_now_ms() + EPT_WAIT_MS;                                    \
-		while (!(cond) && ept_now_ms() < ept_end_) {                                       \
-			ept_sleep_ms(2);                                                           \
-		}                                                                                  \
+		int ept_ok_;                                                                       \
+		HTU_WAIT_UNTIL(ept_ok_, cond, (hako_time_t)EPT_WAIT_MS * 1000);                    \
+		(void)ept_ok_;                                                                     \
+	} while (0)
+
+/* The same, then assert it. */
+#define EPT_WAIT_FOR(cond)                                                                         \
+	do {                                                                                       \
+		EPT_WAIT_UNTIL(cond);                                                              \
+		assert_true(cond);                                                                 \
 	} while (0)
 
 #endif

@@ -1,7 +1,7 @@
 # Endpoints between processes: ep_peer (one side) driven by test_pairs (cmocka), one ctest test
 # per scenario, named endpoint.pairs.<protocol>[_<what>].
 add_executable(ep_peer ${CMAKE_CURRENT_SOURCE_DIR}/ep_peer.c)
-target_link_libraries(ep_peer PRIVATE hako_endpoint)
+target_link_libraries(ep_peer PRIVATE hako_testutil hako_endpoint)
 
 add_executable(test_endpoint_pairs ${CMAKE_CURRENT_SOURCE_DIR}/test_pairs.c)
 target_link_libraries(test_endpoint_pairs PRIVATE hako_testutil hako_endpoint PkgConfig::CMOCKA

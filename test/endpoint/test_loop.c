@@ -18,24 +18,7 @@
 #include <cmocka.h>
 
 #include "ep_loop.h"
-
-#define WAIT_MS 10000
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-/* Poll cond every 2 ms for up to WAIT_MS, then assert it. */
-#define WAIT_FOR(cond)                                                                             \
-	do {                                                                                       \
-		uint64_t end_ = hakoi_now_ns() + (uint64_t)WAIT_MS * 1000000u;                     \
-		while (!(cond) && hakoi_now_ns() < end_) {                                         \
-			sleep_ms(2);                                                               \
-		}                                                                                  \
-		assert_true(cond);                                                                 \
-	} while (0)
+#include "ep_test_util.h"
 
 static int thread_count(void)
 {
@@ -99,7 +82,7 @@ static void test_timers_in_order(void **state)
 	assert_int_equal(hakoi_loop_create(&x.l), 0);
 	assert_int_equal(hakoi_loop_hold(x.l), 0);
 	hakoi_loop_call(x.l, arm_timers, &x);
-	WAIT_FOR(atomic_load(&x.fired) == 3);
+	EPT_WAIT_FOR(atomic_load(&x.fired) == 3);
 	assert_int_equal(x.order[0], 1);
 	assert_int_equal(x.order[1], 0);
 	assert_int_equal(x.order[2], 2);
@@ -172,12 +155,12 @@ static void test_posts_coalesce(void **state)
 	x.go = 1;
 	pthread_cond_broadcast(&x.cv);
 	pthread_mutex_unlock(&x.mu);
-	WAIT_FOR(atomic_load(&x.runs) == 1);
+	EPT_WAIT_FOR(atomic_load(&x.runs) == 1);
 	/* hakoi_loop_call returns after a whole round: no second run came from those posts. */
 	hakoi_loop_call(x.l, noop, NULL);
 	assert_int_equal(atomic_load(&x.runs), 1);
 	hakoi_loop_post(x.l, &x.counted);
-	WAIT_FOR(atomic_load(&x.runs) == 2);
+	EPT_WAIT_FOR(atomic_load(&x.runs) == 2);
 	hakoi_loop_release(x.l);
 	hakoi_loop_destroy(x.l);
 	pthread_cond_destroy(&x.cv);
@@ -246,12 +229,12 @@ static void test_io_deleted_in_round(void **state)
 	assert_int_equal(hakoi_loop_create(&x.l), 0);
 	assert_int_equal(hakoi_loop_hold(x.l), 0);
 	hakoi_loop_call(x.l, add_ios, &x);
-	WAIT_FOR(atomic_load(&x.rounds_after) == 1);
+	EPT_WAIT_FOR(atomic_load(&x.rounds_after) == 1);
 	assert_int_equal(atomic_load(&x.a_calls), 1);
 	assert_int_equal(atomic_load(&x.b_calls), 0); /* deleted before its turn */
 	/* b's fd is still readable, and no longer polled: nothing more is called. */
 	hakoi_loop_post(x.l, &x.after);
-	WAIT_FOR(atomic_load(&x.rounds_after) == 2);
+	EPT_WAIT_FOR(atomic_load(&x.rounds_after) == 2);
 	assert_int_equal(atomic_load(&x.b_calls), 0);
 	hakoi_loop_release(x.l);
 	hakoi_loop_destroy(x.l);
@@ -315,13 +298,13 @@ static void test_thread_while_held(void **state)
 	assert_int_equal(thread_count(), base + 1);
 	/* Released by its last holder from its own thread: it ends after that round... */
 	hakoi_loop_post(x.l, &x.release);
-	WAIT_FOR(atomic_load(&x.released) == 1);
-	WAIT_FOR(thread_count() == base);
+	EPT_WAIT_FOR(atomic_load(&x.released) == 1);
+	EPT_WAIT_FOR(thread_count() == base);
 	/* ...and serves again once held again. */
 	assert_int_equal(hakoi_loop_hold(x.l), 0);
 	assert_int_equal(thread_count(), base + 1);
 	hakoi_loop_call(x.l, arm_one, &x);
-	WAIT_FOR(atomic_load(&x.fired) == 1);
+	EPT_WAIT_FOR(atomic_load(&x.fired) == 1);
 	hakoi_loop_call(x.l, del_one, &x);
 	hakoi_loop_release(x.l);
 	assert_int_equal(thread_count(), base);

@@ -32,12 +32,6 @@
 
 #define NPAIRS 3
 
-#define WAIT_FOR(cond)                                                                             \
-	do {                                                                                       \
-		EPT_WAIT_UNTIL(cond);                                                              \
-		assert_true(cond);                                                                 \
-	} while (0)
-
 static int thread_count(void)
 {
 	int n = 0;
@@ -137,7 +131,7 @@ static void exchange(hako_endpoint_set_t *s, int i, int round)
 	hako_endpoint_t *srv = member(s, "s%d", i), *cli = member(s, "c%d", i);
 	hako_pdu_key_t k = ept_key("Drone", i);
 	char msg[64];
-	WAIT_FOR(ept_stats(srv).peers == 1 && ept_stats(cli).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1 && ept_stats(cli).peers == 1);
 	snprintf(msg, sizeof(msg), "c%d to s%d, round %d", i, i, round);
 	assert_int_equal(hako_endpoint_send(cli, &k, msg, strlen(msg)), 0);
 	expect(srv, &k, msg);
@@ -195,11 +189,11 @@ static void test_set_one_thread(void **state)
 	/* One endpoint stops (its peer sees the connection end) while the others are served. */
 	hako_endpoint_t *s0 = member(s, "s%d", 0), *c0 = member(s, "c%d", 0);
 	assert_int_equal(hako_endpoint_stop(s0), 0);
-	WAIT_FOR(ept_stats(c0).disconnects == 1 && ept_stats(c0).peers == 0);
+	EPT_WAIT_FOR(ept_stats(c0).disconnects == 1 && ept_stats(c0).peers == 0);
 	assert_int_equal(thread_count(), base + 1);
 	exchange(s, 1, 2);
 	assert_int_equal(hako_endpoint_start(s0, &err), 0);
-	WAIT_FOR(ept_stats(c0).reconnects == 1);
+	EPT_WAIT_FOR(ept_stats(c0).reconnects == 1);
 	exchange(s, 0, 2);
 
 	hako_endpoint_set_stop(s);
@@ -316,9 +310,9 @@ static void test_forward_in_set_blocking(void **state)
 
 	size_t fsize = hako_frame_size(HAKO_FRAME_V2, "R", FWD_BODY);
 	slow_reader_t r = {.fd = connect_to(p_dst, 4096), .want = FWD_COUNT * fsize};
-	WAIT_FOR(ept_stats(dst).peers == 1);
+	EPT_WAIT_FOR(ept_stats(dst).peers == 1);
 	int in = connect_to(p_src, 0);
-	WAIT_FOR(ept_stats(src).peers == 1);
+	EPT_WAIT_FOR(ept_stats(src).peers == 1);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, read_slowly, &r), 0);
 
@@ -344,7 +338,7 @@ static void test_forward_in_set_blocking(void **state)
 	assert_int_equal(r.got, r.want); /* every frame, none dropped for the 300 ms stall */
 	/* The loop counts a frame once its write returned: the reader may have its last bytes
 	 * first. */
-	WAIT_FOR(ept_stats(dst).frames_out == FWD_COUNT);
+	EPT_WAIT_FOR(ept_stats(dst).frames_out == FWD_COUNT);
 	hako_endpoint_stats_t st = ept_stats(dst);
 	assert_int_equal(st.send_dropped, 0);
 	assert_int_equal(st.frames_out, FWD_COUNT);
@@ -372,7 +366,7 @@ static void test_standalone_own_loop(void **state)
 	    0, hako_endpoint_local_port(srv));
 	assert_int_equal(thread_count(), base + 2);
 	hako_pdu_key_t k = ept_key("Drone", 1);
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	assert_int_equal(hako_endpoint_send(cli, &k, "x", 1), 0);
 	expect(srv, &k, "x");
 	hako_endpoint_stop(cli);

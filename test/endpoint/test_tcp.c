@@ -112,13 +112,6 @@ static hako_endpoint_t *open_client(fx_t *fx, int slot, const char *name, const 
 	return open_ep(fx, slot, name, 1024, CLIENT_FMT, ver, (unsigned)port, opts);
 }
 
-/* Poll cond (an expression) for up to EPT_WAIT_MS, then assert it. */
-#define WAIT_FOR(cond)                                                                             \
-	do {                                                                                       \
-		EPT_WAIT_UNTIL(cond);                                                              \
-		assert_true(cond);                                                                 \
-	} while (0)
-
 static void fill(uint8_t *b, size_t n, unsigned seed)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -165,7 +158,7 @@ static void both_ways(void **state, const char *ver)
 	uint16_t port = hako_endpoint_local_port(srv);
 	assert_true(port > 0);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", ver, port, "");
-	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 3);
 	/* An empty PDU and a large one (several reads on the receiving side). */
 	hako_pdu_key_t k = ept_key("r", -5);
@@ -210,7 +203,7 @@ static void test_three_clients(void **state)
 		snprintf(name, sizeof(name), "cli%d", i);
 		cli[i] = open_client(fx, 1 + i, name, "v2", port, "");
 	}
-	WAIT_FOR(ept_stats(srv).peers == 3);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 3);
 	uint8_t x[300];
 	fill(x, sizeof(x), 4);
 	hako_pdu_key_t k = ept_key("drone", 2);
@@ -218,7 +211,7 @@ static void test_three_clients(void **state)
 	for (int i = 0; i < 3; i++) {
 		expect_pdu(cli[i], &k, x, sizeof(x));
 	}
-	WAIT_FOR(ept_stats(srv).frames_out == 3);
+	EPT_WAIT_FOR(ept_stats(srv).frames_out == 3);
 	for (int i = 0; i < 3; i++) {
 		uint32_t v = 100u + (uint32_t)i;
 		hako_pdu_key_t ki = ept_key("drone", 10 + i);
@@ -238,23 +231,23 @@ static void test_reconnect(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 5);
 
 	/* Stop and start the same server: the client comes back. */
 	assert_int_equal(hako_endpoint_stop(srv), 0);
-	WAIT_FOR(ept_stats(cli).peers == 0 && ept_stats(cli).disconnects == 1);
+	EPT_WAIT_FOR(ept_stats(cli).peers == 0 && ept_stats(cli).disconnects == 1);
 	hako_error_t err;
 	assert_int_equal(hako_endpoint_start(srv, &err), 0);
-	WAIT_FOR(ept_stats(cli).reconnects == 1 && ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(cli).reconnects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 6);
 
 	/* Close it; a new endpoint on the same port. */
 	close_ep(fx, 0);
-	WAIT_FOR(ept_stats(cli).peers == 0 && ept_stats(cli).disconnects == 2);
+	EPT_WAIT_FOR(ept_stats(cli).peers == 0 && ept_stats(cli).disconnects == 2);
 	ept_sleep_ms(150); /* let the client fail an attempt or two */
 	srv = open_ep(fx, 0, "srv2", 1024, SERVER_FMT, "v2", (unsigned)port, "");
-	WAIT_FOR(ept_stats(cli).reconnects == 2 && ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(cli).reconnects == 2 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 7);
 	assert_int_equal(ept_stats(cli).connects, 3);
 }
@@ -287,7 +280,7 @@ static void test_burst_10000(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	seq_check_t sc;
 	atomic_init(&sc.count, 0);
 	atomic_init(&sc.bad, 0);
@@ -299,9 +292,9 @@ static void test_burst_10000(void **state)
 		memcpy(pdu, &i, sizeof(i));
 		assert_int_equal(hako_endpoint_send(cli, &k, pdu, sizeof(pdu)), 0);
 	}
-	WAIT_FOR(atomic_load(&sc.count) == 10000);
+	EPT_WAIT_FOR(atomic_load(&sc.count) == 10000);
 	assert_int_equal(atomic_load(&sc.bad), 0);
-	WAIT_FOR(ept_stats(cli).frames_out == 10000);
+	EPT_WAIT_FOR(ept_stats(cli).frames_out == 10000);
 	assert_int_equal(ept_stats(cli).bytes_out, 640000);
 	assert_int_equal(ept_stats(cli).send_dropped, 0);
 	assert_int_equal(ept_stats(srv).frames_in, 10000);
@@ -388,7 +381,7 @@ static void test_hostile_peers(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(cli).connects == 1 && ept_stats(srv).peers == 1);
 	exchange(cli, srv, 1);
 	uint8_t frame[512];
 
@@ -399,7 +392,7 @@ static void test_hostile_peers(void **state)
 	raw_write(fd, junk, sizeof(junk));
 	expect_closed_by_server(fd);
 	raw_close(fx, fd);
-	WAIT_FOR(ept_stats(srv).rejected == 1);
+	EPT_WAIT_FOR(ept_stats(srv).rejected == 1);
 	exchange(cli, srv, 2);
 
 	/* A truncated header, then close. */
@@ -407,7 +400,7 @@ static void test_hostile_peers(void **state)
 	v2_header(frame, sizeof(frame));
 	raw_write(fd, frame, 100);
 	raw_close(fx, fd);
-	WAIT_FOR(ept_stats(srv).rejected == 2);
+	EPT_WAIT_FOR(ept_stats(srv).rejected == 2);
 	exchange(cli, srv, 3);
 
 	/* A header announcing a body of 2^31 bytes. */
@@ -417,7 +410,7 @@ static void test_hostile_peers(void **state)
 	raw_write(fd, frame, HAKO_FRAME_V2_HEADER_SIZE);
 	expect_closed_by_server(fd);
 	raw_close(fx, fd);
-	WAIT_FOR(ept_stats(srv).rejected == 3);
+	EPT_WAIT_FOR(ept_stats(srv).rejected == 3);
 	exchange(cli, srv, 4);
 
 	/* A wrong magic (after one good frame, which is delivered). */
@@ -431,10 +424,10 @@ static void test_hostile_peers(void **state)
 	raw_write(fd, frame, n);
 	expect_closed_by_server(fd);
 	raw_close(fx, fd);
-	WAIT_FOR(ept_stats(srv).rejected == 4);
+	EPT_WAIT_FOR(ept_stats(srv).rejected == 4);
 	exchange(cli, srv, 5);
 
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	assert_int_equal(ept_stats(srv).accepted, 5);
 	assert_int_equal(ept_stats(cli).disconnects, 0);
 }
@@ -445,14 +438,14 @@ static void test_read_timeout(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "\"read_timeout_ms\": 200");
 	uint16_t port = hako_endpoint_local_port(srv);
 	int idle = raw_connect(fx, port, 0);
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	int stalled = raw_connect(fx, port, 0);
-	WAIT_FOR(ept_stats(srv).peers == 2);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 2);
 	uint8_t frame[512];
 	v2_header(frame, sizeof(frame));
 	raw_write(stalled, frame, 50); /* a header that never completes */
 	expect_closed_by_server(stalled);
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	assert_int_equal(ept_stats(srv).disconnects, 1);
 	/* The idle one (no partial frame, connected for longer) is still served. */
 	hako_pdu_key_t k = ept_key("drone", 1);
@@ -502,7 +495,7 @@ static void test_nonreader_nonblocking(void **state)
 	                "\"blocking\": false, \"send_queue_depth\": 4, \"send_buffer_size\": 4096");
 	uint16_t port = hako_endpoint_local_port(srv);
 	raw_connect(fx, port, 4096); /* never reads */
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	static uint8_t big[65536];
 	hako_pdu_key_t k = ept_key("flood", 1);
 	for (int i = 0; i < 500; i++) {
@@ -545,7 +538,7 @@ static void test_stuck_peer_blocking(void **state)
 	    "\"write_timeout_ms\": 100, \"send_queue_depth\": 2, \"send_buffer_size\": 4096");
 	uint16_t port = hako_endpoint_local_port(srv);
 	raw_connect(fx, port, 4096); /* never reads */
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	static uint8_t big[65536];
 	hako_pdu_key_t k = ept_key("flood", 1);
 	int r = 0;
@@ -554,7 +547,7 @@ static void test_stuck_peer_blocking(void **state)
 	}
 	/* The sender waited up to write_timeout_ms, then the stuck peer was dropped. */
 	assert_int_equal(r, HAKO_ENOTCONN);
-	WAIT_FOR(ept_stats(srv).peers == 0);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 0);
 	assert_int_equal(ept_stats(srv).disconnects, 1);
 	assert_true(ept_stats(srv).send_dropped >= 1);
 }
@@ -576,7 +569,7 @@ static void test_send_from_subscriber(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	static atomic_int rc;
 	atomic_store(&rc, 1);
 	g_echo_ep = srv;
@@ -591,7 +584,7 @@ static void test_send_from_subscriber(void **state)
 		expect_pdu(cli, &back, x, sizeof(x));
 		/* The subscriber stores what its send returned after the echo is on its way: the
 		 * echo may arrive first. */
-		WAIT_FOR(atomic_load(&rc) != 1);
+		EPT_WAIT_FOR(atomic_load(&rc) != 1);
 		assert_int_equal(atomic_load(&rc), 0);
 	}
 }
@@ -636,7 +629,7 @@ static void test_stop_flushes_queue(void **state)
 	                        .sin_port = htons(port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	struct slow_reader r = {fd, 0, 0};
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, slow_read, &r), 0);
@@ -713,7 +706,7 @@ static void test_backlog_default(void **state)
 	}
 	assert_int_equal(done, N);
 	assert_int_equal(hako_endpoint_start(fx->eps[0], &err), 0);
-	WAIT_FOR(ept_stats(fx->eps[0]).peers == N);
+	EPT_WAIT_FOR(ept_stats(fx->eps[0]).peers == N);
 	assert_int_equal(ept_stats(fx->eps[0]).rejected, 0);
 }
 
@@ -726,18 +719,18 @@ static void test_max_clients(void **state)
 	uint16_t port = hako_endpoint_local_port(srv);
 	int a = raw_connect(fx, port, 0);
 	raw_connect(fx, port, 0);
-	WAIT_FOR(ept_stats(srv).peers == 2);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 2);
 	int extra = raw_connect(fx, port, 0);
 	expect_closed_by_server(extra);
 	raw_close(fx, extra);
-	WAIT_FOR(ept_stats(srv).rejected == 1);
+	EPT_WAIT_FOR(ept_stats(srv).rejected == 1);
 	assert_int_equal(ept_stats(srv).peers, 2);
 	assert_int_equal(ept_stats(srv).accepted, 2);
 	/* A client endpoint gets in once a place is free, and is served. */
 	raw_close(fx, a);
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	WAIT_FOR(ept_stats(srv).peers == 2 && ept_stats(cli).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 2 && ept_stats(cli).peers == 1);
 	exchange(cli, srv, 11);
 	assert_int_equal(ept_stats(srv).rejected, 1);
 }
@@ -752,7 +745,7 @@ static void test_frame_timeout(void **state)
 	uint16_t port = hako_endpoint_local_port(srv);
 	int idle = raw_connect(fx, port, 0);
 	int slow = raw_connect(fx, port, 0);
-	WAIT_FOR(ept_stats(srv).peers == 2);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 2);
 	uint8_t frame[512];
 	v2_header(frame, sizeof(frame));
 	put_u32(frame + 148, 4096); /* announces 4 KiB */
@@ -773,7 +766,7 @@ static void test_frame_timeout(void **state)
 		}
 	}
 	assert_true(closed);
-	WAIT_FOR(ept_stats(srv).peers == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
 	assert_int_equal(ept_stats(srv).disconnects, 1);
 	assert_int_equal(ept_stats(srv).frames_in, 0);
 	/* The idle one is still there: it sends a whole frame, which is delivered. */
@@ -819,12 +812,12 @@ static void test_buffered_cap(void **state)
 	for (int i = 0; i < 3; i++) {
 		fd[i] = raw_connect(fx, port, 0);
 	}
-	WAIT_FOR(ept_stats(srv).peers == 3);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 3);
 	for (int i = 0; i < 3; i++) {
 		send_until_closed(fd[i], frame, len - 1);
 	}
-	WAIT_FOR(ept_stats(srv).rejected == 1);
-	WAIT_FOR(ept_stats(srv).peers == 2);
+	EPT_WAIT_FOR(ept_stats(srv).rejected == 1);
+	EPT_WAIT_FOR(ept_stats(srv).peers == 2);
 	/* Which one: its reset arrives (the server sends nothing else), maybe just after the
 	 * counters changed. */
 	struct pollfd p[3];
@@ -844,7 +837,7 @@ static void test_buffered_cap(void **state)
 		}
 	}
 	hako_pdu_key_t hk = ept_key("hostile", 0);
-	WAIT_FOR(ept_stats(srv).frames_in == 2);
+	EPT_WAIT_FOR(ept_stats(srv).frames_in == 2);
 	assert_int_equal(done, 2);
 	assert_int_equal(ept_stats(srv).bytes_in, 2u * BODY);
 	assert_int_equal(ept_stats(srv).rejected, 1);
