@@ -3,7 +3,6 @@
 
 #include "ep_test_util.h"
 
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,18 +18,12 @@
 static char g_dir[256];
 static hako_endpoint_t *g_eps[EPT_MAX_EPS]; /* open ones: a failed test's are closed by teardown */
 
+/* The folder is the common kit's (htu_tmpdir: removed at exit and on a fatal signal too);
+ * prefix is kept for the callers' sake. */
 int ept_setup_dir(const char *prefix)
 {
-	snprintf(g_dir, sizeof(g_dir), "/tmp/%s_XXXXXX", prefix);
-	return mkdtemp(g_dir) != NULL ? 0 : -1;
-}
-
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path) == 0 ? 0 : -1;
+	(void)prefix;
+	return htu_tmpdir(g_dir, sizeof(g_dir)) != NULL ? 0 : -1;
 }
 
 int ept_remove_dir(void)
@@ -38,9 +31,9 @@ int ept_remove_dir(void)
 	if (g_dir[0] == '\0') {
 		return 0;
 	}
-	int r = nftw(g_dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	htu_remove_tmpdirs();
 	g_dir[0] = '\0';
-	return r == 0 ? 0 : -1;
+	return 0;
 }
 
 int ept_group_setup(void **state)
@@ -64,10 +57,7 @@ void ept_write_file(const char *name, const char *text)
 {
 	char p[1024];
 	snprintf(p, sizeof(p), "%s/%s", g_dir, name);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	assert_int_equal(htu_write_file(p, text), 0);
 }
 
 void ept_put_ports(const char *comm, int local_port, int remote_port, char *out, size_t cap)
