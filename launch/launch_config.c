@@ -1433,7 +1433,7 @@ static const hakoi_field_t hk_asset_fields[] = {
      .flags = HAKOI_F_REQUIRED,
      HAKOI_AT(hakoi_launch_proc_t, name),
      .check = check_proc_name},
-    HAKOI_CUSTOM("cwd", 0, parse_cwd, "a string"),
+    HAKOI_IGNORE("cwd"), /* read first, by hk_asset: a relative command is found from it */
     {.key = "command",
      .kind = HAKOI_K_CUSTOM,
      .flags = HAKOI_F_REQUIRED,
