@@ -44,17 +44,32 @@ static int thread_count(void)
 	return n;
 }
 
-/* A port free now: the servers of a set are written before it is opened. */
+/* A port free now: the servers of a set are written before it is opened. Taken below the
+ * ephemeral range (32768 and up), where no bind to port 0 and no outgoing connection of a
+ * test running alongside can take it in between; spread by the pid so that two runs of this
+ * test start apart, and checked free by a bind. */
 static uint16_t free_port(void)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t l = sizeof(a);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
-	close(fd);
-	return ntohs(a.sin_port);
+	static unsigned next;
+	if (next == 0) {
+		next = 20000u + ((unsigned)getpid() * 61u) % 12000u;
+	}
+	for (int tries = 0; tries < 1000; tries++) {
+		uint16_t port = (uint16_t)next;
+		next = next + 1 < 32000u ? next + 1 : 20000u;
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fd >= 0);
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		                        .sin_port = htons(port),
+		                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (ok) {
+			return port;
+		}
+	}
+	fail_msg("no free port in 20000..31999");
+	return 0;
 }
 
 static void write_endpoint(const char *id, const char *comm)
