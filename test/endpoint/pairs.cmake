@@ -8,9 +8,16 @@ target_link_libraries(test_endpoint_pairs PRIVATE hako_testutil hako_endpoint Pk
                       Threads::Threads)
 add_dependencies(test_endpoint_pairs ep_peer)
 
-foreach(scenario shm tcp_v2 tcp_v1 udp_v2 websocket tcp_fanout tcp_reconnect tcp_burst
-                 tcp_hostile udp_hostile websocket_hostile)
+foreach(scenario shm udp_v2 tcp_hostile udp_hostile websocket_hostile)
   add_test(NAME endpoint.pairs.${scenario}
            COMMAND test_endpoint_pairs $<TARGET_FILE:ep_peer> ${scenario})
   set_tests_properties(endpoint.pairs.${scenario} PROPERTIES TIMEOUT 180)
+endforeach()
+# The conformance suite of the stream comms (test_pairs.c): every scenario against every one.
+foreach(comm tcp_v2 tcp_v1 websocket_v2 websocket_v1)
+  foreach(scenario pair fanout reconnect burst)
+    add_test(NAME endpoint.pairs.${comm}_${scenario}
+             COMMAND test_endpoint_pairs $<TARGET_FILE:ep_peer> ${comm}_${scenario})
+    set_tests_properties(endpoint.pairs.${comm}_${scenario} PROPERTIES TIMEOUT 180)
+  endforeach()
 endforeach()

@@ -317,23 +317,47 @@ static const char *tcp_client(const char *name, const char *version, unsigned po
 	                name, version, port, tcp_options);
 }
 
-static const char *ws_server(const char *name)
+static const char *ws_server(const char *name, const char *version, unsigned port)
 {
 	return endpoint(name,
 	                "{\"protocol\": \"websocket\", \"name\": \"%s\", \"role\": \"server\", "
-	                "\"local\": {\"address\": \"127.0.0.1\", \"port\": 0}, \"options\": "
-	                "{\"send_queue_depth\": 4096}}",
-	                name);
+	                "\"comm_raw_version\": \"%s\", \"local\": {\"address\": \"127.0.0.1\", "
+	                "\"port\": %u}, \"options\": {\"send_queue_depth\": 4096}}",
+	                name, version, port);
 }
 
-static const char *ws_client(const char *name, unsigned port)
+static const char *ws_client(const char *name, const char *version, unsigned port)
 {
 	return endpoint(name,
 	                "{\"protocol\": \"websocket\", \"name\": \"%s\", \"role\": \"client\", "
-	                "\"remote\": {\"host\": \"127.0.0.1\", \"port\": %u, \"path\": \"/\"}, "
-	                "\"options\": {\"send_queue_depth\": 4096}}",
-	                name, port);
+	                "\"comm_raw_version\": \"%s\", \"remote\": {\"host\": \"127.0.0.1\", "
+	                "\"port\": %u, \"path\": \"/\"}, \"options\": {\"send_queue_depth\": "
+	                "4096}}",
+	                name, version, port);
 }
+
+/* ---- the conformance suite of the stream comms ----
+ *
+ * What every connection-oriented comm promises, written once and run against each (tcp and
+ * websocket, v1 and v2 frames): both ways at once with the last PDU out before close (pair),
+ * one server and three clients (fanout), a client that outlives a killed server and receives
+ * from its successor on the same port (reconnect), 10,000 PDUs with none lost and order kept
+ * (burst). udp and shm have their own tests: neither has connections, udp may drop, shm keeps
+ * only the latest write. */
+typedef struct stream_comm {
+	const char *name; /* the ctest names: endpoint.pairs.<name>_<scenario> */
+	const char *version;
+	const char *(*server)(const char *name, const char *version, unsigned port);
+	const char *(*client)(const char *name, const char *version, unsigned port);
+} stream_comm_t;
+
+static const stream_comm_t stream_comms[] = {
+    {"tcp_v2", "v2", tcp_server, tcp_client},
+    {"tcp_v1", "v1", tcp_server, tcp_client},
+    {"websocket_v2", "v2", ws_server, ws_client},
+    {"websocket_v1", "v1", ws_server, ws_client},
+};
+static const stream_comm_t *sc; /* the one main() picked */
 
 /* local_port 0: any free one (ep_peer prints which); remote_port 0: no remote (replies go to
  * the last sender). */
@@ -380,30 +404,19 @@ static int teardown(void **state)
 /* Server and client send to each other at once; each checks what it got. Each exits as soon as
  * it has received everything and its own PDUs were written: stop/close must get the last PDU
  * out (queued or half-written) before closing, or the other side comes up one short. */
-static void tcp_pair(const char *version)
+static void test_pair(void **state)
 {
+	(void)state;
 	peer_t s, c;
-	peer_start(&s, tmp, "server", tcp_server("server", version, 0), "--recv", "300", "R", "2",
-	           "send", "300", "R", "1", "70000", NULL);
+	peer_start(&s, tmp, "server", sc->server("server", sc->version, 0), "--recv", "300", "R",
+	           "2", "send", "300", "R", "1", "70000", NULL);
 	unsigned port = peer_port(&s);
-	peer_start(&c, tmp, "client", tcp_client("client", version, port), "--recv", "300", "R",
+	peer_start(&c, tmp, "client", sc->client("client", sc->version, port), "--recv", "300", "R",
 	           "1", "send", "300", "R", "2", "100", NULL);
 	peer_join_ok(&c);
 	peer_join_ok(&s);
 	assert_non_null(strstr(s.buf, "recv ok 300"));
 	assert_non_null(strstr(c.buf, "recv ok 300"));
-}
-
-static void test_tcp_v2(void **state)
-{
-	(void)state;
-	tcp_pair("v2");
-}
-
-static void test_tcp_v1(void **state)
-{
-	(void)state;
-	tcp_pair("v1");
 }
 
 /* udp: an echo process and a pinging one (each round trip crosses both ways). Both bind port
@@ -421,21 +434,6 @@ static void test_udp_v2(void **state)
 	peer_join_ok(&e);
 	assert_non_null(strstr(p.buf, "ping ok 100"));
 	assert_non_null(strstr(e.buf, "echoed 100"));
-}
-
-static void test_websocket(void **state)
-{
-	(void)state;
-	peer_t s, c;
-	peer_start(&s, tmp, "server", ws_server("server"), "--recv", "300", "R", "2", "send", "300",
-	           "R", "1", "70000", NULL);
-	unsigned port = peer_port(&s);
-	peer_start(&c, tmp, "client", ws_client("client", port), "--recv", "300", "R", "1", "send",
-	           "300", "R", "2", "100", NULL);
-	peer_join_ok(&c);
-	peer_join_ok(&s);
-	assert_non_null(strstr(s.buf, "recv ok 300"));
-	assert_non_null(strstr(c.buf, "recv ok 300"));
 }
 
 /* shm: two processes on one private domain; echo R/0 -> R/1, pinged over R/0. */
@@ -479,20 +477,20 @@ static void test_shm(void **state)
 
 /* One server, three clients: every client gets all the server sends; the server gets all
  * three clients' PDUs. */
-static void test_tcp_fanout(void **state)
+static void test_fanout(void **state)
 {
 	(void)state;
 	peer_t s, c[3];
-	peer_start(&s, tmp, "server", tcp_server("server", "v2", 0), "--peers", "3", "--recv",
-	           "200", "R", "11", "--recv", "200", "R", "12", "--recv", "200", "R", "13", "send",
-	           "200", "R", "1", "1000", NULL);
+	peer_start(&s, tmp, "server", sc->server("server", sc->version, 0), "--peers", "3",
+	           "--recv", "200", "R", "11", "--recv", "200", "R", "12", "--recv", "200", "R",
+	           "13", "send", "200", "R", "1", "1000", NULL);
 	unsigned port = peer_port(&s);
 	for (int i = 0; i < 3; i++) {
 		char name[16], ch[8];
 		snprintf(name, sizeof(name), "client%d", i);
 		snprintf(ch, sizeof(ch), "%d", 11 + i);
-		peer_start(&c[i], tmp, name, tcp_client(name, "v2", port), "--recv", "200", "R",
-		           "1", "send", "200", "R", ch, "500", NULL);
+		peer_start(&c[i], tmp, name, sc->client(name, sc->version, port), "--recv", "200",
+		           "R", "1", "send", "200", "R", ch, "500", NULL);
 	}
 	for (int i = 0; i < 3; i++) {
 		peer_join_ok(&c[i]);
@@ -504,21 +502,21 @@ static void test_tcp_fanout(void **state)
 
 /* The server process is killed and started again on its port; the client process keeps
  * running and receives from the new one. */
-static void test_tcp_reconnect(void **state)
+static void test_reconnect(void **state)
 {
 	(void)state;
 	peer_t s1, s2, c;
-	peer_start(&s1, tmp, "server1", tcp_server("server1", "v2", 0), "--interval-ms", "20",
-	           "send", "0", "R", "1", "64", NULL);
+	peer_start(&s1, tmp, "server1", sc->server("server1", sc->version, 0), "--interval-ms",
+	           "20", "send", "0", "R", "1", "64", NULL);
 	unsigned port = peer_port(&s1);
-	peer_start(&c, tmp, "client", tcp_client("client", "v2", port), "--print", "recv", "0", "R",
-	           "1", NULL);
+	peer_start(&c, tmp, "client", sc->client("client", sc->version, port), "--print", "recv",
+	           "0", "R", "1", NULL);
 	size_t at = 0;
 	peer_expect(&c, "seq ", &at);
 	peer_kill(&s1);
 	/* Sequence numbers of the second server continue above the first's. */
-	peer_start(&s2, tmp, "server2", tcp_server("server2", "v2", port), "--interval-ms", "20",
-	           "--first-seq", "1000000", "send", "0", "R", "1", "64", NULL);
+	peer_start(&s2, tmp, "server2", sc->server("server2", sc->version, port), "--interval-ms",
+	           "20", "--first-seq", "1000000", "send", "0", "R", "1", "64", NULL);
 	assert_int_equal(peer_port(&s2), port);
 	peer_expect(&c, "seq 100000", &at);
 	assert_false(htu_child_exited(c.pid));
@@ -528,15 +526,15 @@ static void test_tcp_reconnect(void **state)
 
 /* 10,000 PDUs in a burst: none lost, order kept (the receiver checks every sequence number;
  * the sender waits until all were written). */
-static void test_tcp_burst(void **state)
+static void test_burst(void **state)
 {
 	(void)state;
 	peer_t s, c;
-	peer_start(&s, tmp, "server", tcp_server("server", "v2", 0), "recv", "10000", "R", "1",
-	           NULL);
+	peer_start(&s, tmp, "server", sc->server("server", sc->version, 0), "recv", "10000", "R",
+	           "1", NULL);
 	unsigned port = peer_port(&s);
-	peer_start(&c, tmp, "client", tcp_client("client", "v2", port), "send", "10000", "R", "1",
-	           "256", NULL);
+	peer_start(&c, tmp, "client", sc->client("client", sc->version, port), "send", "10000", "R",
+	           "1", "256", NULL);
 	peer_join_ok(&c);
 	peer_join_ok(&s);
 	assert_non_null(strstr(s.buf, "recv ok 10000"));
@@ -797,7 +795,7 @@ static int inject_ws(unsigned port, int kind)
 
 static const char *ws_good_client(unsigned port)
 {
-	return ws_client("client", port);
+	return ws_client("client", "v2", port);
 }
 
 static void test_websocket_hostile(void **state)
@@ -806,9 +804,11 @@ static void test_websocket_hostile(void **state)
 	static const char *const reasons[] = {"bad magic 0x023f2825", "truncated header",
 	                                      "body_len 2147483648 exceeds the limit",
 	                                      "bad magic 0x4b4f4a41"};
-	hostile("websocket", ws_server("server"), ws_good_client, inject_ws, reasons);
+	hostile("websocket", ws_server("server", "v2", 0), ws_good_client, inject_ws, reasons);
 }
 
+/* argv: EP_PEER [TEST], TEST one of the tests below or <stream comm>_<scenario> (tcp_v2_pair,
+ * websocket_v1_reconnect, ...). */
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -818,21 +818,57 @@ int main(int argc, char **argv)
 	ep_peer_path = argv[1];
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_shm, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_tcp_v2, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_tcp_v1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_udp_v2, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_websocket, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_tcp_fanout, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_tcp_reconnect, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_tcp_burst, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp_hostile, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_udp_hostile, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_websocket_hostile, setup, teardown),
 	};
+	const struct CMUnitTest suite[] = {
+	    cmocka_unit_test_setup_teardown(test_pair, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fanout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_burst, setup, teardown),
+	};
 	if (argc > 2) {
+		/* A name that matches no test would run none and pass: refuse it. */
+		char want[128];
+		snprintf(want, sizeof(want), "test_%s", argv[2]);
+		int known = 0;
+		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+			known |= strcmp(tests[i].name, want) == 0;
+		}
+		for (size_t i = 0; i < sizeof(stream_comms) / sizeof(stream_comms[0]); i++) {
+			size_t n = strlen(stream_comms[i].name);
+			for (size_t j = 0; j < sizeof(suite) / sizeof(suite[0]); j++) {
+				known |= strncmp(argv[2], stream_comms[i].name, n) == 0 &&
+				         argv[2][n] == '_' &&
+				         strcmp(suite[j].name + 5, argv[2] + n + 1) == 0;
+			}
+		}
+		if (!known) {
+			fprintf(stderr, "test_endpoint_pairs: no test '%s'\n", argv[2]);
+			return 2;
+		}
+		for (size_t i = 0; i < sizeof(stream_comms) / sizeof(stream_comms[0]); i++) {
+			size_t n = strlen(stream_comms[i].name);
+			if (strncmp(argv[2], stream_comms[i].name, n) == 0 && argv[2][n] == '_') {
+				char pattern[128];
+				snprintf(pattern, sizeof(pattern), "test_%s", argv[2] + n + 1);
+				cmocka_set_test_filter(pattern);
+				sc = &stream_comms[i];
+				return cmocka_run_group_tests_name(stream_comms[i].name, suite,
+				                                   NULL, NULL);
+			}
+		}
 		char pattern[128];
 		snprintf(pattern, sizeof(pattern), "test_%s", argv[2]);
 		cmocka_set_test_filter(pattern);
+		return cmocka_run_group_tests(tests, NULL, NULL);
 	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	for (size_t i = 0; i < sizeof(stream_comms) / sizeof(stream_comms[0]); i++) {
+		sc = &stream_comms[i];
+		failed += cmocka_run_group_tests_name(stream_comms[i].name, suite, NULL, NULL);
+	}
+	return failed;
 }
