@@ -569,7 +569,9 @@ static void test_send_from_subscriber(void **state)
 	hako_endpoint_t *srv = open_server(fx, 0, "srv", "v2", "");
 	uint16_t port = hako_endpoint_local_port(srv);
 	hako_endpoint_t *cli = open_client(fx, 1, "cli", "v2", port, "");
-	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
+	/* Both ends: the server may count the peer before the client's loop saw its connect
+	 * complete, and a send before that is HAKO_ENOTCONN. */
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1 && ept_stats(cli).peers == 1);
 	static atomic_int rc;
 	atomic_store(&rc, 1);
 	g_echo_ep = srv;
