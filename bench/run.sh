@@ -3,8 +3,8 @@
 #   bench/run.sh <build-dir>        (make bench)
 # Installs nothing: the baselines (libzmq, pipes) come with `make deps`. Extra arguments for
 # each program can be passed in SHM_LATENCY_ARGS / STEP_RATE_ARGS / PDU_CODEC_ARGS /
-# ENDPOINT_THROUGHPUT_ARGS / ENDPOINT_LATENCY_ARGS / CONDUCTOR_RATE_ARGS, e.g.
-# STEP_RATE_ARGS=--quick.
+# COMPAT_PDU_ARGS / RD_HANDOFF_ARGS / ENDPOINT_THROUGHPUT_ARGS / ENDPOINT_LATENCY_ARGS /
+# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS, e.g. STEP_RATE_ARGS=--quick.
 # Results: <build-dir>/bench-results/<bench>-<timestamp>.csv, plus <bench>.csv (the latest run)
 # and env-<timestamp>.txt describing the machine.
 set -eu
@@ -15,7 +15,8 @@ if [ $# -lt 1 ]; then
 fi
 build=$1
 out=$build/bench-results
-for b in shm_latency step_rate pdu_codec endpoint_throughput endpoint_latency conductor_rate; do
+for b in shm_latency step_rate pdu_codec compat_pdu rd_handoff endpoint_throughput endpoint_latency \
+	bridge_overhead conductor_rate; do
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "$0: $build/bench/$b is missing: build with HAKO_BUILD_BENCH=ON (make build)" >&2
 		exit 1
@@ -51,9 +52,15 @@ run step_rate ${STEP_RATE_ARGS:-}
 # shellcheck disable=SC2086
 run pdu_codec ${PDU_CODEC_ARGS:-}
 # shellcheck disable=SC2086
+run compat_pdu ${COMPAT_PDU_ARGS:-}
+# shellcheck disable=SC2086
+run rd_handoff ${RD_HANDOFF_ARGS:-}
+# shellcheck disable=SC2086
 run endpoint_throughput ${ENDPOINT_THROUGHPUT_ARGS:-}
 # shellcheck disable=SC2086
 run endpoint_latency ${ENDPOINT_LATENCY_ARGS:-}
+# shellcheck disable=SC2086
+run bridge_overhead ${BRIDGE_OVERHEAD_ARGS:-}
 # shellcheck disable=SC2086
 run conductor_rate ${CONDUCTOR_RATE_ARGS:-}
 
