@@ -381,7 +381,9 @@ static void test_standalone_own_loop(void **state)
 	    0, hako_endpoint_local_port(srv));
 	assert_int_equal(thread_count(), base + 2);
 	hako_pdu_key_t k = ept_key("Drone", 1);
-	EPT_WAIT_FOR(ept_stats(srv).peers == 1);
+	/* Both ends: the server may count the peer before the client's loop saw its connect
+	 * complete, and a send before that is HAKO_ENOTCONN. */
+	EPT_WAIT_FOR(ept_stats(srv).peers == 1 && ept_stats(cli).peers == 1);
 	assert_int_equal(hako_endpoint_send(cli, &k, "x", 1), 0);
 	expect(srv, &k, "x");
 	hako_endpoint_stop(cli);
