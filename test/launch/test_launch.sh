@@ -332,10 +332,12 @@ asset_timeout)
 	all_gone
 	;;
 restart)
-	# helper fails once, is restarted, and the run goes on.
+	# helper fails once, is restarted, and the run goes on. 2 s of wall time: the restarted
+	# helper (0.25 s later, slow to start under the sanitizers) must get to print its pid
+	# before the run ends and stops it.
 	cat >restart.json <<-EOF
 	{
-	  "conductor": {"stop_at_usec": 1000000, "real_time_factor": 2},
+	  "conductor": {"stop_at_usec": 4000000, "real_time_factor": 2},
 	  "log_dir": "logs/restart",
 	  "processes": [
 	    $(asset a),
@@ -349,9 +351,9 @@ restart)
 	has out-restart.txt '^hako-launch: restarted helper \(pid [0-9]+\)$'
 	has logs/restart/helper.log '^---- hako-launch: restart 1 of 2 ----$'
 	[ "$(grep -c '^pid=' logs/restart/helper.log)" -eq 2 ] || { fail "helper did not run twice"; show logs/restart/helper.log; }
-	has logs/restart/a.log '^done asset=a time=1000000 steps=1000$'
+	has logs/restart/a.log '^done asset=a time=4000000 steps=4000$'
 	# A helper that always fails: restarted max_restarts times, then the launch fails.
-	sed 's#"logs/restart"#"logs/always"#; s#, "--once", "[^"]*"##; s#"max_restarts": 2#"max_restarts": 1#; s#"stop_at_usec": 1000000#"stop_at_usec": 20000000#' restart.json >always.json
+	sed 's#"logs/restart"#"logs/always"#; s#, "--once", "[^"]*"##; s#"max_restarts": 2#"max_restarts": 1#; s#"stop_at_usec": 4000000#"stop_at_usec": 20000000#' restart.json >always.json
 	launch 1 always
 	last_line out-always.txt 'hako-launch: FAILED: process "helper" exited with code 4 (after 1 restart)'
 	all_gone
