@@ -132,19 +132,29 @@ static void send_one(xfer_t *x, const hako_pdu_key_t *key, const void *data, siz
 	}
 }
 
+/* s->data can hold len bytes (grown by doubling; kept for the next value). */
+static int slot_reserve(slot_t *s, size_t len)
+{
+	if (len <= s->cap) {
+		return 0;
+	}
+	size_t cap = s->cap == 0 ? 64 : s->cap;
+	while (cap < len) {
+		cap *= 2;
+	}
+	uint8_t *p = realloc(s->data, cap);
+	if (p == NULL) {
+		return HAKO_ENOMEM;
+	}
+	s->data = p;
+	s->cap = cap;
+	return 0;
+}
+
 static int slot_store(slot_t *s, const void *data, size_t len)
 {
-	if (len > s->cap) {
-		size_t cap = s->cap == 0 ? 64 : s->cap;
-		while (cap < len) {
-			cap *= 2;
-		}
-		uint8_t *p = realloc(s->data, cap);
-		if (p == NULL) {
-			return HAKO_ENOMEM;
-		}
-		s->data = p;
-		s->cap = cap;
+	if (slot_reserve(s, len) != 0) {
+		return HAKO_ENOMEM;
 	}
 	if (len > 0) {
 		memcpy(s->data, data, len);
@@ -631,16 +641,9 @@ static void poll_source(xfer_t *x, slot_t *s)
 	size_t len = 0;
 	int r = hako_endpoint_read_direct(x->conn->src, &s->key, s->data, s->cap, &len);
 	if (r == HAKO_ETOOBIG) {
-		size_t cap = s->cap == 0 ? 64 : s->cap;
-		while (cap < len) {
-			cap *= 2;
-		}
-		uint8_t *p = realloc(s->data, cap);
-		if (p == NULL) {
+		if (slot_reserve(s, len) != 0) {
 			return;
 		}
-		s->data = p;
-		s->cap = cap;
 		r = hako_endpoint_read_direct(x->conn->src, &s->key, s->data, s->cap, &len);
 	}
 	if (r == 0) {
