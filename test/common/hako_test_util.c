@@ -385,6 +385,20 @@ void htu_remove_tmpdirs(void)
 	}
 }
 
+int htu_thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (d == NULL) {
+		return -1;
+	}
+	int n = 0;
+	for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+		n += e->d_name[0] != '.';
+	}
+	closedir(d);
+	return n;
+}
+
 void htu_sleep_usec(hako_time_t usec)
 {
 	struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};

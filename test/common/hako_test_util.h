@@ -72,6 +72,9 @@ void htu_exec_main(void *arg);
 
 void htu_sleep_usec(hako_time_t usec);
 
+/* The threads of this process (entries of /proc/self/task), or -1 if it cannot be read. */
+int htu_thread_count(void);
+
 /* Poll `cond` every millisecond until it holds or timeout_usec passed; `ok` gets its value. */
 #define HTU_WAIT_UNTIL(ok, cond, timeout_usec)                                                     \
 	do {                                                                                       \

@@ -1027,16 +1027,8 @@ static void test_cache_fill(void **state)
 
 static int thread_count(void)
 {
-	FILE *fp = fopen("/proc/self/status", "r");
-	assert_non_null(fp);
-	char line[256];
-	int n = -1;
-	while (fgets(line, sizeof(line), fp) != NULL) {
-		if (sscanf(line, "Threads: %d", &n) == 1) {
-			break;
-		}
-	}
-	fclose(fp);
+	int n = htu_thread_count();
+	assert_true(n > 0);
 	return n;
 }
 
