@@ -8,8 +8,8 @@
  * The endpoint owns the config, the cache and the counters; a comm gets a context with them and
  * a deliver function. Threads: the network comms are served by the I/O loop their endpoint was
  * given (ep_loop.h; one per endpoint set, or the endpoint's own), websocket by its own service
- * thread, shm by its watcher threads; deliver may be called from any of them; send may be called
- * from any thread, the loop's included (from inside a subscriber).
+ * thread, shm by its watcher thread (or threads); deliver may be called from any of them; send may
+ * be called from any thread, the loop's included (from inside a subscriber).
  */
 #ifndef HAKOI_EP_COMM_H
 #define HAKOI_EP_COMM_H

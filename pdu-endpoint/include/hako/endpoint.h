@@ -5,7 +5,7 @@
  * Life cycle: open (files loaded, cache made, server sockets bound: a port in use is reported
  * here) -> start (the comm is served, clients connect) -> stop -> start again ... -> close. The
  * tcp and udp comms of an endpoint set are served by one I/O loop thread for the whole set (an
- * endpoint opened on its own has its own), websocket by its service thread, shm by its watchers.
+ * endpoint opened on its own has its own), websocket by its service thread, shm by its watcher.
  *
  * Sending never blocks the caller on a slow or dead peer: a PDU is framed and written at once
  * when the peer's socket takes it, else queued on that peer's bounded queue (options
