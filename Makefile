@@ -33,6 +33,7 @@ test: build
 # demo, 20 s simulated at 4x real time; the report ends with the path of the plot.
 # DEMO=federation: three nodes (a server and two clients, each its own domain) exchanging PDUs
 # through bridges for 5 s of world time; each node ends with its drift table.
+# DEMO=service: Hakoniwa's service API, one server and two clients checking 100 sums.
 DEMO ?= forklift
 run: build
 	@case "$(DEMO)" in \
@@ -40,7 +41,9 @@ run: build
 	  $(abspath $(BUILD))/launch/hako-launch --quiet launch.json ;; \
 	federation) cd $(BUILD)/samples/federation && \
 	  $(abspath $(BUILD))/launch/hako-launch config/federation.json ;; \
-	*) echo "DEMO=$(DEMO): the demos are forklift and federation"; exit 2 ;; \
+	service) cd $(BUILD)/samples/service && \
+	  $(abspath $(BUILD))/launch/hako-launch launch.json ;; \
+	*) echo "DEMO=$(DEMO): the demos are forklift, federation and service"; exit 2 ;; \
 	esac
 
 bench: build

@@ -33,16 +33,8 @@ static struct {
 static _Thread_local int last_error;
 static _Thread_local char last_message[600];
 
-/* Hakoniwa returns positive errno values; keep hako's code for hako_asset_last_error. */
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
+static int errno_of(int code)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(last_message, sizeof(last_message), fmt, ap);
-	va_end(ap);
-	last_error = code;
-	HAKO_ERROR("%s", last_message);
 	switch (code) {
 	case HAKO_ENOENT: return ENOENT;
 	case HAKO_EINTR: return EINTR;
@@ -56,6 +48,33 @@ static int fail(int code, const char *fmt, ...)
 	case HAKO_ECRASHED: return EIO;
 	default: return EINVAL;
 	}
+}
+
+static void set_last(int code, const char *fmt, va_list ap)
+{
+	vsnprintf(last_message, sizeof(last_message), fmt, ap);
+	last_error = code;
+	HAKO_ERROR("%s", last_message);
+}
+
+/* Hakoniwa returns positive errno values; keep hako's code for hako_asset_last_error. */
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_last(code, fmt, ap);
+	va_end(ap);
+	return errno_of(code);
+}
+
+int hakoi_compat_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_last(code, fmt, ap);
+	va_end(ap);
+	return errno_of(code);
 }
 
 int hako_asset_last_error(const char **message)
@@ -252,6 +271,7 @@ int hako_asset_attach_core_with_name(const char *asset_name, const char *config_
 
 int hako_asset_unregister(void)
 {
+	hakoi_service_forget(); /* its channel handles belong to the domain closed here */
 	pthread_mutex_lock(&g.lock);
 	hako_member_unregister(g.member);
 	g.member = NULL;

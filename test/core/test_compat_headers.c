@@ -1,6 +1,6 @@
 /* Hakoniwa's headers as its programs include them, compiled with -Wformat=2 -Werror (see
  * CMakeLists.txt): hako_time_t printed with %lld as Hakoniwa's examples do (a build failure if
- * hako_time_t is not Hakoniwa's long long), all four headers in one file (no conflicting
+ * hako_time_t is not Hakoniwa's long long), all five headers in one file (no conflicting
  * declarations), and the sim-event truth values read the way those programs read them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <hako_asset.h>
+#include <hako_asset_service.h>
 #include <hako_capi.h>
 #include <hako_conductor.h>
 #include <hako_simevent.h>

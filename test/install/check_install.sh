@@ -24,7 +24,7 @@ cmake --build "$tmp/cm/build" > "$tmp/cm-build.log"
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cm/build/consumer" | grep -qx "hako consumer ok"
 for f in bin/hako-cmd bin/hako-launch bin/hako-rd bin/hako-msggen bin/hako-bridge bin/hako-endpoint \
          include/hako_asset.h include/hako_conductor.h include/hako_simevent.h include/hako/hako_asset.h \
-         include/hako_capi.h include/hako/hako_capi.h \
+         include/hako_capi.h include/hako/hako_capi.h include/hako_asset_service.h include/hako/hako_asset_service.h \
          include/hako/domain.h include/hako/rd.h include/hako/endpoint.h include/hako/frame.h include/hako/pdu.h include/hako/msg.h \
          include/hako/msgs/geometry_msgs/Twist.h include/hako/msgs/hako_msgs/SimTime.h \
          include/hako/limits.h bin/hello-check share/hako/samples/hello/launch.json \

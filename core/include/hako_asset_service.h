@@ -1,0 +1,2 @@
+/* Hakoniwa programs include <hako_asset_service.h>; hako keeps its headers under hako/. */
+#include "hako/hako_asset_service.h"
