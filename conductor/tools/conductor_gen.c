@@ -75,7 +75,7 @@ int hakoi_gen_command(const hako_cli_command_t *cmd, int argc, char **argv)
 	struct stat st;
 	hakoi_gen_options_t opt = {.warn = print_warning};
 	int c, r, dry = 0, quiet = 0;
-	long long v;
+	long long v = 0;
 	while ((c = getopt_long(argc, argv, ":o:b:s:r:p:nqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': dir = optarg; break;

@@ -656,7 +656,7 @@ bool hako_asset_write_pdu(const char *asset_name, const char *robo_name,
 bool hako_asset_read_pdu(const char *asset_name, const char *robo_name,
                          HakoPduChannelIdType channel_id, char *pdu_data, size_t len)
 {
-	hako_channel_t *ch;
+	hako_channel_t *ch = NULL;
 	uint64_t seq = 0;
 	uint32_t resets = 0;
 	if (!attach("hako_asset_read_pdu") || !is_asset("hako_asset_read_pdu", asset_name) ||

@@ -115,7 +115,7 @@ int fed_start_node(fed_t *f, int i)
 		return -1;
 	}
 	/* Its first line comes once the domain, its master and the node run. */
-	char ready[96];
+	char ready[96 + sizeof(nd->id)];
 	snprintf(ready, sizeof(ready), "hako-conductor: %s %s on domain",
 	         i == 0 ? "server" : "client", nd->id);
 	int ok;
