@@ -1,6 +1,8 @@
 /* Endpoints between processes: each test starts ep_peer processes (ep_peer.c) on endpoint files
  * it writes into a temporary folder, and checks what they say and how they end. Servers (and
  * udp endpoints) bind 127.0.0.1 port 0 and print the port; the clients' files are written after.
+ * The cases that check a server's statistics (hostile, overflow, stop_drain) open both ends in
+ * this process the same way (hako_endpoint_local_port), with raw sockets for hostile peers.
  *
  *   test_endpoint_pairs EP_PEER [TEST]   (TEST: one of the names below; default: all)
  *
@@ -16,6 +18,7 @@
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,7 +32,9 @@
 #include <cmocka.h>
 
 #include "hako/domain.h"
+#include "hako/endpoint.h"
 #include "hako/frame.h"
+#include "ep_test_util.h"
 #include "hako_test_util.h"
 
 #define WAIT_USEC    60000000 /* generous: never a timing assertion */
@@ -270,70 +275,99 @@ static void write_file(const char *name, const char *fmt, ...)
 	assert_int_equal(htu_write_file(path, text), 0);
 }
 
-/* <tmp>/<name>.json naming <name>.comm.json (comm_fmt, printf-style) and the latest cache. */
-static const char *endpoint(const char *name, const char *comm_fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static const char *endpoint(const char *name, const char *comm_fmt, ...)
+/* <tmp>/<name>.json naming <name>.comm.json (comm_fmt, printf-style) and the cache file cache
+ * (in tmp). */
+static const char *vendpoint(const char *name, const char *cache, const char *comm_fmt, va_list ap)
 {
 	static char paths[8][700];
 	static int next;
 	char comm[4096], fname[300];
-	va_list ap;
-	va_start(ap, comm_fmt);
 	vsnprintf(comm, sizeof(comm), comm_fmt, ap);
-	va_end(ap);
 	snprintf(fname, sizeof(fname), "%s.comm.json", name);
 	write_file(fname, "%s", comm);
 	snprintf(fname, sizeof(fname), "%s.json", name);
 	write_file(fname,
-	           "{\"name\": \"%s\", \"cache\": \"cache.json\", \"comm\": \"%s.comm.json\", "
+	           "{\"name\": \"%s\", \"cache\": \"%s\", \"comm\": \"%s.comm.json\", "
 	           "\"pdu_def_path\": %s}",
-	           name, name, strstr(comm, "\"shm\"") != NULL ? "\"pdudef.json\"" : "null");
+	           name, cache, name, strstr(comm, "\"shm\"") != NULL ? "\"pdudef.json\"" : "null");
 	char *p = paths[next++ % 8];
 	snprintf(p, 700, "%s/%s.json", tmp, name);
 	return p;
 }
 
-static const char tcp_options[] =
-    "\"options\": {\"write_timeout_ms\": 10000, \"send_queue_depth\": "
-    "4096, \"connect_timeout_ms\": 1000}";
+/* The same with the latest cache (cache.json). */
+static const char *endpoint(const char *name, const char *comm_fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static const char *endpoint(const char *name, const char *comm_fmt, ...)
+{
+	va_list ap;
+	va_start(ap, comm_fmt);
+	const char *p = vendpoint(name, "cache.json", comm_fmt, ap);
+	va_end(ap);
+	return p;
+}
 
-/* port 0: any free one (the server prints which: peer_port). */
+static const char *endpoint_cached(const char *name, const char *cache, const char *comm_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static const char *endpoint_cached(const char *name, const char *cache, const char *comm_fmt, ...)
+{
+	va_list ap;
+	va_start(ap, comm_fmt);
+	const char *p = vendpoint(name, cache, comm_fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+enum { TCP, WS };
+
+/* A tcp or websocket endpoint: a server on 127.0.0.1 port (0: any free one, the server prints
+ * which: peer_port) or a client of that port, with the cache file cache and more comm options
+ * (more: "" or ", \"key\": value..."). */
+static const char *stream_endpoint(int proto, int server, const char *name, const char *version,
+                                   unsigned port, const char *cache, const char *more)
+{
+	char addr[200];
+	if (server) {
+		snprintf(addr, sizeof(addr),
+		         "\"local\": {\"address\": \"127.0.0.1\", \"port\": %u}", port);
+	} else if (proto == WS) {
+		snprintf(addr, sizeof(addr),
+		         "\"remote\": {\"host\": \"127.0.0.1\", \"port\": %u, \"path\": \"/\"}",
+		         port);
+	} else {
+		snprintf(addr, sizeof(addr),
+		         "\"remote\": {\"address\": \"127.0.0.1\", \"port\": %u}", port);
+	}
+	/* tcp: a generous write timeout, a deep queue, a quick first reconnect; websocket: its
+	 * defaults but the queue. */
+	const char *opts = proto == WS ? "\"send_queue_depth\": 4096"
+	                               : "\"write_timeout_ms\": 10000, \"send_queue_depth\": 4096, "
+	                                 "\"connect_timeout_ms\": 1000";
+	return endpoint_cached(name, cache,
+	                       "{\"protocol\": \"%s\", \"name\": \"%s\", \"role\": \"%s\", "
+	                       "\"comm_raw_version\": \"%s\", %s, \"options\": {%s%s}}",
+	                       proto == WS ? "websocket" : "tcp", name,
+	                       server ? "server" : "client", version, addr, opts, more);
+}
+
 static const char *tcp_server(const char *name, const char *version, unsigned port)
 {
-	return endpoint(name,
-	                "{\"protocol\": \"tcp\", \"name\": \"%s\", \"role\": \"server\", "
-	                "\"comm_raw_version\": \"%s\", \"local\": {\"address\": \"127.0.0.1\", "
-	                "\"port\": %u}, %s}",
-	                name, version, port, tcp_options);
+	return stream_endpoint(TCP, 1, name, version, port, "cache.json", "");
 }
 
 static const char *tcp_client(const char *name, const char *version, unsigned port)
 {
-	return endpoint(name,
-	                "{\"protocol\": \"tcp\", \"name\": \"%s\", \"role\": \"client\", "
-	                "\"comm_raw_version\": \"%s\", \"remote\": {\"address\": \"127.0.0.1\", "
-	                "\"port\": %u}, %s}",
-	                name, version, port, tcp_options);
+	return stream_endpoint(TCP, 0, name, version, port, "cache.json", "");
 }
 
 static const char *ws_server(const char *name, const char *version, unsigned port)
 {
-	return endpoint(name,
-	                "{\"protocol\": \"websocket\", \"name\": \"%s\", \"role\": \"server\", "
-	                "\"comm_raw_version\": \"%s\", \"local\": {\"address\": \"127.0.0.1\", "
-	                "\"port\": %u}, \"options\": {\"send_queue_depth\": 4096}}",
-	                name, version, port);
+	return stream_endpoint(WS, 1, name, version, port, "cache.json", "");
 }
 
 static const char *ws_client(const char *name, const char *version, unsigned port)
 {
-	return endpoint(name,
-	                "{\"protocol\": \"websocket\", \"name\": \"%s\", \"role\": \"client\", "
-	                "\"comm_raw_version\": \"%s\", \"remote\": {\"host\": \"127.0.0.1\", "
-	                "\"port\": %u, \"path\": \"/\"}, \"options\": {\"send_queue_depth\": "
-	                "4096}}",
-	                name, version, port);
+	return stream_endpoint(WS, 0, name, version, port, "cache.json", "");
 }
 
 /* ---- the conformance suite of the stream comms ----
@@ -342,20 +376,24 @@ static const char *ws_client(const char *name, const char *version, unsigned por
  * websocket, v1 and v2 frames): both ways at once with the last PDU out before close (pair),
  * one server and three clients (fanout), a client that outlives a killed server and receives
  * from its successor on the same port (reconnect), 10,000 PDUs with none lost and order kept
- * (burst). udp and shm have their own tests: neither has connections, udp may drop, shm keeps
- * only the latest write. */
+ * (burst); and, counted in the statistics, hostile raw peers dropped while a good client is
+ * served on (hostile), a queue cache that overflows (overflow), PDUs queued when the sender is
+ * stopped (stop_drain). udp and shm have their own tests: neither has connections, udp may drop,
+ * shm keeps only the latest write. */
 typedef struct stream_comm {
 	const char *name; /* the ctest names: endpoint.pairs.<name>_<scenario> */
 	const char *version;
 	const char *(*server)(const char *name, const char *version, unsigned port);
 	const char *(*client)(const char *name, const char *version, unsigned port);
+	int proto; /* TCP, WS */
+	hako_frame_version_t ver;
 } stream_comm_t;
 
 static const stream_comm_t stream_comms[] = {
-    {"tcp_v2", "v2", tcp_server, tcp_client},
-    {"tcp_v1", "v1", tcp_server, tcp_client},
-    {"websocket_v2", "v2", ws_server, ws_client},
-    {"websocket_v1", "v1", ws_server, ws_client},
+    {"tcp_v2", "v2", tcp_server, tcp_client, TCP, HAKO_FRAME_V2},
+    {"tcp_v1", "v1", tcp_server, tcp_client, TCP, HAKO_FRAME_V1},
+    {"websocket_v2", "v2", ws_server, ws_client, WS, HAKO_FRAME_V2},
+    {"websocket_v1", "v1", ws_server, ws_client, WS, HAKO_FRAME_V1},
 };
 static const stream_comm_t *sc; /* the one main() picked */
 
@@ -375,6 +413,134 @@ static const char *udp_endpoint(const char *name, unsigned local_port, unsigned 
 	                name, local_port, remote);
 }
 
+/* ---- endpoints and raw sockets in this process ----
+ *
+ * The cases that count what a server saw (hostile, overflow, stop_drain) open both ends here and
+ * read their statistics; raw sockets play the hostile peers. Teardown closes whatever a failed
+ * test left open. */
+
+#define MAX_RAW 8
+
+static int raw_fds[MAX_RAW];
+
+/* Open and start the endpoint of the file at path (closed at teardown: ept_close_all). */
+static hako_endpoint_t *ep_start(const char *path)
+{
+	hako_endpoint_t *ep = NULL;
+	hako_error_t err;
+	hako_error_clear(&err);
+	int r = hako_endpoint_open(path, &ep, &err);
+	if (r != 0) {
+		fail_msg("open %s: %s: %s", path, hako_strerror(r), err.message);
+	}
+	ept_track(ep);
+	r = hako_endpoint_start(ep, &err);
+	if (r != 0) {
+		fail_msg("start %s: %s: %s", path, hako_strerror(r), err.message);
+	}
+	return ep;
+}
+
+static int raw_track(int fd)
+{
+	for (int i = 0; i < MAX_RAW; i++) {
+		if (raw_fds[i] < 0) {
+			raw_fds[i] = fd;
+			return fd;
+		}
+	}
+	close(fd);
+	fail_msg("more than %d raw sockets", MAX_RAW);
+	return -1;
+}
+
+static void raw_close(int fd)
+{
+	for (int i = 0; i < MAX_RAW; i++) {
+		if (raw_fds[i] == fd) {
+			raw_fds[i] = -1;
+		}
+	}
+	close(fd);
+}
+
+static void raws_close_all(void)
+{
+	for (int i = 0; i < MAX_RAW; i++) {
+		if (raw_fds[i] >= 0) {
+			close(raw_fds[i]);
+		}
+		raw_fds[i] = -1;
+	}
+}
+
+/* Both ends connected: a client's PDU sent before the server took it would be dropped. */
+static void wait_connected(const hako_endpoint_t *srv, const hako_endpoint_t *cli)
+{
+	EPT_WAIT_UNTIL(ept_stats(srv).peers == 1 && ept_stats(cli).peers == 1);
+	assert_int_equal(ept_stats(srv).peers, 1);
+	assert_int_equal(ept_stats(cli).peers, 1);
+}
+
+/* A PDU body: its sequence number, then bytes that depend on it. */
+static void fill(uint8_t *b, size_t n, uint32_t seq)
+{
+	for (size_t i = 0; i < n; i++) {
+		b[i] = (uint8_t)(seq * 131u + i * 7u + 1u);
+	}
+	if (n >= 4) {
+		memcpy(b, &seq, 4);
+	}
+}
+
+static int body_ok(const uint8_t *b, size_t n, uint32_t seq)
+{
+	uint8_t want[256];
+	for (size_t off = 0; off < n; off += sizeof(want)) {
+		size_t k = n - off < sizeof(want) ? n - off : sizeof(want);
+		for (size_t i = 0; i < k; i++) {
+			want[i] = (uint8_t)(seq * 131u + (off + i) * 7u + 1u);
+		}
+		if (off == 0 && n >= 4) {
+			memcpy(want, &seq, 4);
+		}
+		if (memcmp(b + off, want, k) != 0) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static hako_pdu_key_t key(const char *robot, int32_t ch)
+{
+	hako_pdu_key_t k;
+	memset(&k, 0, sizeof(k));
+	snprintf(k.robot, sizeof(k.robot), "%s", robot);
+	k.channel_id = ch;
+	return k;
+}
+
+/* The next PDU of k on ep (waited for) is n bytes of fill(seq). */
+static void recv_expect(hako_endpoint_t *ep, const hako_pdu_key_t *k, size_t n, uint32_t seq)
+{
+	static uint8_t got[256u << 10];
+	size_t len = 0;
+	int r;
+	hako_time_t deadline = hako_now_usec() + WAIT_USEC;
+	while ((r = hako_endpoint_recv(ep, k, got, sizeof(got), &len)) == HAKO_EAGAIN &&
+	       hako_now_usec() < deadline) {
+		htu_sleep_usec(1000);
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(len, n);
+	if (!body_ok(got, len, seq)) {
+		uint32_t s = 0;
+		memcpy(&s, got, len >= 4 ? 4 : 0);
+		fail_msg("%s/%d: got PDU %u, want %u (or its bytes differ)", k->robot,
+		         (int)k->channel_id, (unsigned)s, (unsigned)seq);
+	}
+}
+
 /* ---- fixtures ---- */
 
 static int setup(void **state)
@@ -382,15 +548,23 @@ static int setup(void **state)
 	(void)state;
 	htu_init();
 	htu_tmpdir(tmp, sizeof(tmp));
+	for (int i = 0; i < MAX_RAW; i++) {
+		raw_fds[i] = -1;
+	}
 	/* Written once: a running peer may be reading it when the next endpoint is written. */
 	write_file("cache.json", "{\"type\": \"buffer\", \"name\": \"latest\", "
 	                         "\"store\": {\"mode\": \"latest\"}}");
 	return 0;
 }
 
+static void gates_release(void);
+
 static int teardown(void **state)
 {
 	(void)state;
+	gates_release();
+	ept_close_all(NULL);
+	raws_close_all();
 	htu_kill_children();
 	peers_release();
 	unsetenv("HAKO_DOMAIN");
@@ -581,7 +755,11 @@ static int tcp_connect(unsigned port)
 	                        .sin_port = htons((uint16_t)port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		int e = errno;
+		close(fd);
+		fail_msg("connect to 127.0.0.1:%u: %s", port, strerror(e));
+	}
 	return fd;
 }
 
@@ -717,10 +895,10 @@ static void test_udp_hostile(void **state)
 	hostile("udp", udp_endpoint("server", 0, 0), udp_good_client, inject_udp, reasons);
 }
 
-/* A websocket connection upgraded by hand; -1 if the server refused the upgrade. */
-static int ws_connect(unsigned port)
+/* Upgrade the connection fd to a websocket session by hand: 0, or -1 if the server refused.
+ * The response is read byte by byte: whatever follows its head stays in the socket. */
+static int ws_upgrade(int fd, unsigned port)
 {
-	int fd = tcp_connect(port);
 	char req[512];
 	int n = snprintf(req, sizeof(req),
 	                 "GET / HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nUpgrade: websocket\r\n"
@@ -730,52 +908,72 @@ static int ws_connect(unsigned port)
 	send_all(fd, (const uint8_t *)req, (size_t)n);
 	char resp[2048];
 	size_t used = 0;
+	resp[0] = '\0';
 	hako_time_t deadline = hako_now_usec() + WAIT_USEC;
-	while (strstr(resp, "\r\n\r\n") == NULL && used + 1 < sizeof(resp)) {
-		resp[used] = '\0';
-		if (strstr(resp, "\r\n\r\n") != NULL || hako_now_usec() >= deadline) {
-			break;
-		}
+	while (strstr(resp, "\r\n\r\n") == NULL && used + 1 < sizeof(resp) &&
+	       hako_now_usec() < deadline) {
 		struct pollfd pfd = {fd, POLLIN, 0};
 		if (poll(&pfd, 1, 100) <= 0) {
 			continue;
 		}
-		ssize_t r =
-		    recv(fd, resp + used, 1, 0); /* byte by byte: stop at the headers' end */
-		if (r <= 0) {
+		if (recv(fd, resp + used, 1, 0) <= 0) {
 			break;
 		}
-		used++;
-		resp[used] = '\0';
+		resp[++used] = '\0';
 	}
 	if (strncmp(resp, "HTTP/1.1 101", 12) != 0) {
 		fprintf(stderr, "websocket upgrade refused: %s\n", resp);
+		return -1;
+	}
+	return 0;
+}
+
+/* A websocket connection upgraded by hand; -1 if the server refused the upgrade. */
+static int ws_connect(unsigned port)
+{
+	int fd = tcp_connect(port);
+	if (ws_upgrade(fd, port) != 0) {
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-/* One masked binary websocket message. */
-static void ws_send_binary(int fd, const uint8_t *p, size_t len)
+/* One masked websocket frame (fin set) of opcode whose header announces `announced` payload
+ * bytes, followed by the first len of them (len < announced: a frame cut short). */
+static void ws_send_frame(int fd, int opcode, const uint8_t *p, size_t len, size_t announced)
 {
-	uint8_t hdr[14], mask[4] = {0x12, 0x34, 0x56, 0x78}, body[600];
+	uint8_t hdr[14], mask[4] = {0x12, 0x34, 0x56, 0x78}, chunk[4096];
 	size_t h = 0;
-	hdr[h++] = 0x82;
-	if (len < 126) {
-		hdr[h++] = (uint8_t)(0x80 | len);
-	} else {
+	hdr[h++] = (uint8_t)(0x80 | opcode);
+	if (announced < 126) {
+		hdr[h++] = (uint8_t)(0x80 | announced);
+	} else if (announced < 65536) {
 		hdr[h++] = 0x80 | 126;
-		hdr[h++] = (uint8_t)(len >> 8);
-		hdr[h++] = (uint8_t)len;
+		hdr[h++] = (uint8_t)(announced >> 8);
+		hdr[h++] = (uint8_t)announced;
+	} else {
+		hdr[h++] = 0x80 | 127;
+		for (int i = 7; i >= 0; i--) {
+			hdr[h++] = (uint8_t)((uint64_t)announced >> (8 * i));
+		}
 	}
 	memcpy(hdr + h, mask, 4);
 	h += 4;
-	for (size_t i = 0; i < len; i++) {
-		body[i] = p[i] ^ mask[i % 4];
-	}
 	send_all(fd, hdr, h);
-	send_all(fd, body, len);
+	for (size_t off = 0; off < len; off += sizeof(chunk)) {
+		size_t k = len - off < sizeof(chunk) ? len - off : sizeof(chunk);
+		for (size_t i = 0; i < k; i++) {
+			chunk[i] = p[off + i] ^ mask[(off + i) % 4];
+		}
+		send_all(fd, chunk, k);
+	}
+}
+
+/* One masked binary websocket message. */
+static void ws_send_binary(int fd, const uint8_t *p, size_t len)
+{
+	ws_send_frame(fd, 0x2, p, len, len);
 }
 
 static int inject_ws(unsigned port, int kind)
@@ -807,6 +1005,478 @@ static void test_websocket_hostile(void **state)
 	hostile("websocket", ws_server("server", "v2", 0), ws_good_client, inject_ws, reasons);
 }
 
+/* ---- the conformance suite, counted: hostile peers, queue overflow, stop ---- */
+
+/* hostile: one server (max_body_bytes HOSTILE_MAX_BODY) and a well-behaved client of it, both
+ * in this process; one raw socket after another connects (websocket: upgraded by hand, but for
+ * the garbage sent instead of the request) and does one thing. After each the server runs, has
+ * counted exactly what the table says (accepted, rejected, disconnects, recv_ignored, frames_in),
+ * has dropped the raw peer (peers back to 1) and exchanges PDUs both ways with the client, whose
+ * connection never broke. Which counter moves:
+ *  - rejected: a frame that does not decode (bad magic or version, v1 lengths that do not add up,
+ *    random bytes), a header declaring a body over max_body_bytes (refused from the header, the
+ *    body is never waited for), a websocket message holding part of a frame; tcp: a stream that
+ *    ends inside a frame;
+ *  - disconnects: a peer that closes (after a good frame, or websocket: inside a message, or after
+ *    bytes that are no websocket frame: the websocket layer, not the frame decoder, refuses them);
+ *  - recv_ignored: a well-formed frame that is not PDU data (v2), the peer is kept;
+ *  - nothing: garbage instead of the HTTP upgrade (websocket: no session was opened). */
+#define HOSTILE_MAX_BODY 65536u
+#define RAW_ROBOT        "raw"
+#define RAW_CH           3
+#define CUT_MISSING      10 /* bytes a cut frame lacks */
+
+enum fault {
+	F_BAD_MAGIC,      /* v1: name_len 200 (over 127) */
+	F_BAD_VERSION,    /* v1: header_len smaller than name_len + 8 */
+	F_OVER_LIMIT,     /* the header of a frame of max_body_bytes + 1 (no body) */
+	F_AT_LIMIT,       /* a whole frame of max_body_bytes: delivered */
+	F_NOT_DATA,       /* v2: a declare-read frame, then a PDU: one ignored, one delivered */
+	F_CUT,            /* a frame without its last bytes, then the peer's end of stream */
+	F_CUT_MESSAGE,    /* websocket: a whole message holding a frame without its last bytes */
+	F_RANDOM,         /* random bytes (tcp: then end of stream; websocket: one message) */
+	F_WS_GARBAGE,     /* websocket: random bytes after the upgrade, no websocket frame */
+	F_WS_PRE_UPGRADE, /* websocket: random bytes and a blank line instead of the request */
+	F_COUNT
+};
+
+/* What the server counts for one fault, on one transport; run 0: not for it. delivered: PDUs
+ * the server delivers (checked), after which the raw peer closes the connection itself; else
+ * the server must close it. */
+typedef struct outcome {
+	int run, accepted, rejected, disconnects, ignored, delivered;
+} outcome_t;
+
+static const struct {
+	const char *name;
+	int v2_only;
+	outcome_t o[2]; /* [TCP], [WS] */
+} faults[F_COUNT] = {
+    [F_BAD_MAGIC] = {"bad magic / v1 name_len", 0, {{1, 1, 1, 0, 0, 0}, {1, 1, 1, 0, 0, 0}}},
+    [F_BAD_VERSION] = {"bad version / v1 header_len", 0, {{1, 1, 1, 0, 0, 0}, {1, 1, 1, 0, 0, 0}}},
+    [F_OVER_LIMIT] = {"body over max_body_bytes", 0, {{1, 1, 1, 0, 0, 0}, {1, 1, 1, 0, 0, 0}}},
+    [F_AT_LIMIT] = {"body of max_body_bytes", 0, {{1, 1, 0, 1, 0, 1}, {1, 1, 0, 1, 0, 1}}},
+    [F_NOT_DATA] = {"not PDU data", 1, {{1, 1, 0, 1, 1, 1}, {1, 1, 0, 1, 1, 1}}},
+    [F_CUT] = {"frame cut, then close", 0, {{1, 1, 1, 0, 0, 0}, {1, 1, 0, 1, 0, 0}}},
+    [F_CUT_MESSAGE] = {"message of a cut frame", 0, {{0}, {1, 1, 1, 0, 0, 0}}},
+    [F_RANDOM] = {"random bytes", 0, {{1, 1, 1, 0, 0, 0}, {1, 1, 1, 0, 0, 0}}},
+    [F_WS_GARBAGE] = {"no websocket frame", 0, {{0}, {1, 1, 0, 1, 0, 0}}},
+    [F_WS_PRE_UPGRADE] = {"garbage for the upgrade", 0, {{0}, {1, 0, 0, 0, 0, 0}}},
+};
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	put_u16(p, (uint16_t)v);
+	put_u16(p + 2, (uint16_t)(v >> 16));
+}
+
+static size_t encode(hako_frame_version_t v, uint32_t type, const uint8_t *body, uint32_t n,
+                     uint8_t *buf, size_t cap)
+{
+	hako_frame_t f;
+	memset(&f, 0, sizeof(f));
+	strcpy(f.robot, RAW_ROBOT);
+	f.channel_id = RAW_CH;
+	f.request_type = type;
+	f.body = body;
+	f.body_len = n;
+	size_t len = 0;
+	assert_int_equal(hako_frame_encode(v, &f, buf, cap, &len), 0);
+	return len;
+}
+
+/* The same bytes on every run: a failure can be replayed. They begin 19 3e 3a b5: on a websocket
+ * an unmasked, fragmented ping with RSV3 set (three violations of RFC 6455); in a v2 header a bad
+ * magic, in v1 a name_len over 127. */
+static void random_bytes(uint8_t *b, size_t n)
+{
+	uint32_t x = 0x9E3779B9u;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		b[i] = (uint8_t)x;
+	}
+}
+
+/* The bytes of fault f in version v: one frame (websocket: message), or two (F_NOT_DATA, the
+ * second at buf + lens[0]). seq: the body of a PDU to be delivered. */
+static void fault_bytes(enum fault f, hako_frame_version_t v, uint32_t seq, uint8_t *buf,
+                        size_t cap, size_t lens[2])
+{
+	static uint8_t body[HOSTILE_MAX_BODY];
+	const uint32_t name_len = (uint32_t)strlen(RAW_ROBOT);
+	const int v2 = v == HAKO_FRAME_V2;
+	static const uint8_t data = 0x5A; /* the body of the frames never delivered */
+	lens[1] = 0;
+	switch (f) {
+	case F_BAD_MAGIC:
+		lens[0] = encode(v, HAKO_FRAME_PDU_DATA, &data, 1, buf, cap);
+		put_u32(buf + (v2 ? 128 : 4), v2 ? 0x4B4F4A41u : 200u);
+		return;
+	case F_BAD_VERSION:
+		lens[0] = encode(v, HAKO_FRAME_PDU_DATA, &data, 1, buf, cap);
+		if (v2) {
+			put_u16(buf + 132, 3);
+		} else {
+			put_u32(buf, name_len + 8 - 1);
+		}
+		return;
+	case F_OVER_LIMIT:
+		lens[0] = encode(v, HAKO_FRAME_PDU_DATA, NULL, 0, buf, cap);
+		if (v2) {
+			put_u32(buf + 144, 172u + HOSTILE_MAX_BODY + 1);
+			put_u32(buf + 148, HOSTILE_MAX_BODY + 1);
+		} else {
+			put_u32(buf, 8 + name_len + HOSTILE_MAX_BODY + 1);
+		}
+		return;
+	case F_AT_LIMIT:
+		fill(body, HOSTILE_MAX_BODY, seq);
+		lens[0] = encode(v, HAKO_FRAME_PDU_DATA, body, HOSTILE_MAX_BODY, buf, cap);
+		return;
+	case F_NOT_DATA:
+		lens[0] = encode(v, HAKO_FRAME_DECLARE_READ, &data, 1, buf, cap);
+		fill(body, 100, seq);
+		lens[1] = encode(v, HAKO_FRAME_PDU_DATA, body, 100, buf + lens[0], cap - lens[0]);
+		return;
+	case F_CUT:
+	case F_CUT_MESSAGE:
+		fill(body, 100, seq);
+		lens[0] = encode(v, HAKO_FRAME_PDU_DATA, body, 100, buf, cap) - CUT_MISSING;
+		return;
+	case F_RANDOM:
+	case F_WS_GARBAGE: lens[0] = 1000; break;
+	case F_WS_PRE_UPGRADE: lens[0] = 404; break;
+	case F_COUNT: fail();
+	}
+	assert_true(lens[0] <= cap);
+	random_bytes(buf, lens[0]);
+	if (f == F_WS_PRE_UPGRADE) {
+		memcpy(buf + 400, "\r\n\r\n", 4);
+	}
+}
+
+/* The server ends the connection within the wait: EOF or an error. A websocket close frame gets
+ * its reply, so the server need not wait for it. */
+static int wait_closed(int fd, int ws)
+{
+	hako_time_t deadline = hako_now_usec() + WAIT_USEC;
+	int replied = 0;
+	uint8_t b[4096];
+	while (hako_now_usec() < deadline) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		if (poll(&pfd, 1, 100) <= 0) {
+			continue;
+		}
+		ssize_t n = recv(fd, b, sizeof(b), 0);
+		if (n <= 0) {
+			return 1;
+		}
+		if (ws && !replied && b[0] == 0x88) {
+			static const uint8_t bye[6] = {0x88, 0x80, 0, 0, 0, 0};
+			send_all(fd, bye, sizeof(bye));
+			replied = 1;
+		}
+	}
+	return 0;
+}
+
+/* The server's counters are want (waited for: they move on its thread). */
+static void expect_counts(const hako_endpoint_t *srv, const outcome_t *want, uint64_t frames_in,
+                          const char *what)
+{
+	hako_endpoint_stats_t st;
+	int ok;
+	HTU_WAIT_UNTIL(ok,
+	               (st = ept_stats(srv), st.peers == 1 &&
+	                                         st.accepted == (uint64_t)want->accepted &&
+	                                         st.rejected == (uint64_t)want->rejected &&
+	                                         st.disconnects == (uint64_t)want->disconnects &&
+	                                         st.recv_ignored == (uint64_t)want->ignored &&
+	                                         st.frames_in == frames_in),
+	               WAIT_USEC);
+	if (!ok) {
+		fail_msg(
+		    "%s %s: after '%s': peers %u (want 1), accepted %llu (%d), rejected %llu "
+		    "(%d), disconnects %llu (%d), recv_ignored %llu (%d), frames_in %llu (%llu)",
+		    sc->name, hako_endpoint_name(srv), what, (unsigned)st.peers,
+		    (unsigned long long)st.accepted, want->accepted,
+		    (unsigned long long)st.rejected, want->rejected,
+		    (unsigned long long)st.disconnects, want->disconnects,
+		    (unsigned long long)st.recv_ignored, want->ignored,
+		    (unsigned long long)st.frames_in, (unsigned long long)frames_in);
+	}
+}
+
+/* The client sends seq to the server and the server seq back, both checked. */
+static void exchange(hako_endpoint_t *srv, hako_endpoint_t *cli, uint32_t seq)
+{
+	const hako_pdu_key_t up = key("good", 1), down = key("good", 2);
+	uint8_t b[300];
+	fill(b, sizeof(b), seq);
+	assert_int_equal(hako_endpoint_send(cli, &up, b, sizeof(b)), 0);
+	recv_expect(srv, &up, sizeof(b), seq);
+	assert_int_equal(hako_endpoint_send(srv, &down, b, sizeof(b)), 0);
+	recv_expect(cli, &down, sizeof(b), seq);
+}
+
+/* One raw peer does fault f: it connects (websocket: and upgrades, unless the fault replaces the
+ * request), sends the fault's bytes (websocket: as messages, unless the fault is about raw
+ * bytes) and, for a cut frame or tcp's random bytes, ends its stream. Then the server delivers
+ * what the fault's table row says, or must close the connection. */
+static void inject(hako_endpoint_t *srv, unsigned port, enum fault f, uint32_t seq)
+{
+	static uint8_t buf[HOSTILE_MAX_BODY + 2048];
+	const int ws = sc->proto == WS;
+	const outcome_t *o = &faults[f].o[sc->proto];
+	size_t lens[2];
+	fault_bytes(f, sc->ver, seq, buf, sizeof(buf), lens);
+	int fd = raw_track(tcp_connect(port));
+	if (ws && f != F_WS_PRE_UPGRADE) {
+		assert_int_equal(ws_upgrade(fd, port), 0);
+	}
+	if (!ws || f == F_WS_GARBAGE || f == F_WS_PRE_UPGRADE) {
+		send_all(fd, buf, lens[0] + lens[1]);
+	} else if (f == F_CUT) {
+		ws_send_frame(fd, 0x2, buf, lens[0], lens[0] + CUT_MISSING);
+	} else {
+		ws_send_binary(fd, buf, lens[0]);
+		if (lens[1] > 0) {
+			ws_send_binary(fd, buf + lens[0], lens[1]);
+		}
+	}
+	if (f == F_CUT || (f == F_RANDOM && !ws)) {
+		shutdown(fd, SHUT_WR); /* the end of the stream, the rest never comes */
+	}
+	if (o->delivered) {
+		hako_pdu_key_t k = key(RAW_ROBOT, RAW_CH);
+		recv_expect(srv, &k, f == F_AT_LIMIT ? HOSTILE_MAX_BODY : 100, seq);
+	} else if (!wait_closed(fd, ws)) {
+		fail_msg("%s: after '%s' the server did not close the connection", sc->name,
+		         faults[f].name);
+	}
+	raw_close(fd);
+}
+
+static void test_hostile(void **state)
+{
+	(void)state;
+	/* Queues: every PDU is read once, in order. */
+	write_file("queue.json", "{\"type\": \"buffer\", \"name\": \"queue\", \"store\": "
+	                         "{\"mode\": \"queue\", \"depth\": 16}}");
+	char more[100];
+	snprintf(more, sizeof(more), ", \"max_body_bytes\": %u", HOSTILE_MAX_BODY);
+	hako_endpoint_t *srv =
+	    ep_start(stream_endpoint(sc->proto, 1, "server", sc->version, 0, "queue.json", more));
+	unsigned port = hako_endpoint_local_port(srv);
+	hako_endpoint_t *cli =
+	    ep_start(stream_endpoint(sc->proto, 0, "client", sc->version, port, "queue.json", ""));
+	wait_connected(srv, cli);
+	uint32_t seq = 1;
+	exchange(srv, cli, seq++);
+	outcome_t want = {1, 1, 0, 0, 0, 0};
+	uint64_t frames_in = 1;
+	for (int f = 0; f < F_COUNT; f++) {
+		const outcome_t *o = &faults[f].o[sc->proto];
+		if (!o->run || (faults[f].v2_only && sc->ver != HAKO_FRAME_V2)) {
+			continue;
+		}
+		inject(srv, port, (enum fault)f, seq++);
+		want.accepted += o->accepted;
+		want.rejected += o->rejected;
+		want.disconnects += o->disconnects;
+		want.ignored += o->ignored;
+		frames_in += (uint64_t)o->delivered;
+		expect_counts(srv, &want, frames_in, faults[f].name);
+		assert_true(hako_endpoint_is_running(srv));
+		exchange(srv, cli, seq++);
+		expect_counts(srv, &want, ++frames_in, faults[f].name);
+	}
+	/* The client was served all along on its first connection; the server sent to it only. */
+	hako_endpoint_stats_t c = ept_stats(cli), s = ept_stats(srv);
+	assert_int_equal(c.connects, 1);
+	assert_int_equal(c.reconnects + c.disconnects + c.rejected + c.send_dropped, 0);
+	assert_int_equal(s.frames_out, c.frames_in);
+	assert_int_equal(s.send_dropped + s.recv_dropped + c.recv_dropped, 0);
+}
+
+/* overflow: the receiver's cache is a queue of OVF_DEPTH per key; OVF_SENT PDUs of one key and
+ * OVF_DEPTH - 1 of another arrive before it reads. Once all arrived (frames_in), the cache has
+ * counted exactly OVF_SENT - OVF_DEPTH drops (recv_dropped), keeps the latest OVF_DEPTH of the
+ * first key in order and all of the second; the sender dropped nothing (send_dropped). Client to
+ * server, then server to client. */
+#define OVF_DEPTH 4
+#define OVF_SENT  20
+#define OVF_SIZE  200
+
+static void overflow_one_way(hako_endpoint_t *from, hako_endpoint_t *to)
+{
+	const hako_endpoint_stats_t f0 = ept_stats(from), t0 = ept_stats(to);
+	const hako_pdu_key_t a = key("ovf", 1), b = key("ovf", 2);
+	uint8_t body[OVF_SIZE];
+	for (uint32_t i = 0; i < OVF_SENT; i++) {
+		fill(body, sizeof(body), i);
+		assert_int_equal(hako_endpoint_send(from, &a, body, sizeof(body)), 0);
+	}
+	for (uint32_t i = 0; i < OVF_DEPTH - 1; i++) {
+		fill(body, sizeof(body), 1000 + i);
+		assert_int_equal(hako_endpoint_send(from, &b, body, sizeof(body)), 0);
+	}
+	const uint64_t n = OVF_SENT + OVF_DEPTH - 1;
+	EPT_WAIT_UNTIL(ept_stats(to).frames_in - t0.frames_in == n &&
+	               ept_stats(to).recv_dropped - t0.recv_dropped == OVF_SENT - OVF_DEPTH);
+	hako_endpoint_stats_t f = ept_stats(from), t = ept_stats(to);
+	assert_int_equal(f.frames_out - f0.frames_out, n);
+	assert_int_equal(f.send_dropped - f0.send_dropped, 0);
+	assert_int_equal(t.frames_in - t0.frames_in, n);
+	assert_int_equal(t.recv_dropped - t0.recv_dropped, OVF_SENT - OVF_DEPTH);
+	assert_int_equal(t.recv_ignored + t.rejected, 0);
+	for (uint32_t i = 0; i < OVF_DEPTH; i++) {
+		recv_expect(to, &a, OVF_SIZE, OVF_SENT - OVF_DEPTH + i);
+	}
+	size_t len;
+	assert_int_equal(hako_endpoint_recv(to, &a, body, sizeof(body), &len), HAKO_EAGAIN);
+	for (uint32_t i = 0; i < OVF_DEPTH - 1; i++) {
+		recv_expect(to, &b, OVF_SIZE, 1000 + i);
+	}
+	assert_int_equal(hako_endpoint_recv(to, &b, body, sizeof(body), &len), HAKO_EAGAIN);
+	/* Reading drops nothing more. */
+	assert_int_equal(ept_stats(to).recv_dropped - t0.recv_dropped, OVF_SENT - OVF_DEPTH);
+}
+
+static void test_overflow(void **state)
+{
+	(void)state;
+	write_file("queue4.json",
+	           "{\"type\": \"buffer\", \"name\": \"queue\", \"store\": {\"mode\": \"queue\", "
+	           "\"depth\": %d}}",
+	           OVF_DEPTH);
+	hako_endpoint_t *srv =
+	    ep_start(stream_endpoint(sc->proto, 1, "server", sc->version, 0, "queue4.json", ""));
+	unsigned port = hako_endpoint_local_port(srv);
+	hako_endpoint_t *cli =
+	    ep_start(stream_endpoint(sc->proto, 0, "client", sc->version, port, "queue4.json", ""));
+	wait_connected(srv, cli);
+	overflow_one_way(cli, srv);
+	overflow_one_way(srv, cli);
+}
+
+/* stop_drain: DRAIN_PDUS PDUs of DRAIN_SIZE (16 MiB, more than loopback socket buffers hold)
+ * are sent and the sender is stopped at once. The receiver's subscriber holds up its thread on
+ * the first PDU until the sender is no longer running (stop has begun), so most of them are
+ * still queued on the sender when stop runs. Stop must write them out (write_timeout_ms 10 s)
+ * and then end the connection: the sender counts every PDU written or dropped
+ * (frames_out + send_dropped == sent; here none dropped), the receiver gets all that were
+ * written, intact and in order, and then sees the connection end (disconnects). Client to
+ * server, then (the client started again) server to client. */
+#define DRAIN_PDUS 256
+#define DRAIN_SIZE (64u << 10)
+
+typedef struct drain_rx {
+	const hako_endpoint_t *sender;
+	atomic_uint count;
+	atomic_int bad;
+	atomic_int gate_timeout;
+} drain_rx_t;
+
+static drain_rx_t drain_rx[2];
+/* teardown: gated subscribers return and none reads its sender any more (the sender may be
+ * closed next). in_gate: subscribers between their check of gate_open and the end of the gate. */
+static atomic_int gate_open;
+static atomic_int in_gate;
+
+static void gates_release(void)
+{
+	atomic_store(&gate_open, 1);
+	while (atomic_load(&in_gate) > 0) {
+		htu_sleep_usec(1000);
+	}
+}
+
+static void on_drain(void *user, const hako_pdu_key_t *k, const void *data, size_t len)
+{
+	(void)k;
+	drain_rx_t *r = user;
+	unsigned n = atomic_load(&r->count);
+	if (n == 0) {
+		atomic_fetch_add(&in_gate, 1);
+		hako_time_t deadline = hako_now_usec() + WAIT_USEC;
+		while (!atomic_load(&gate_open) && hako_endpoint_is_running(r->sender)) {
+			if (hako_now_usec() >= deadline) {
+				atomic_store(&r->gate_timeout, 1);
+				break;
+			}
+			htu_sleep_usec(1000);
+		}
+		atomic_fetch_sub(&in_gate, 1);
+	}
+	if (len != DRAIN_SIZE || !body_ok(data, len, n)) {
+		atomic_store(&r->bad, 1);
+	}
+	atomic_store(&r->count, n + 1);
+}
+
+static void drain_one_way(hako_endpoint_t *from, hako_endpoint_t *to, drain_rx_t *rx)
+{
+	const hako_endpoint_stats_t f0 = ept_stats(from), t0 = ept_stats(to);
+	const hako_pdu_key_t k = key("drain", 1);
+	rx->sender = from;
+	assert_int_equal(hako_endpoint_subscribe(to, &k, on_drain, rx, NULL), 0);
+	static uint8_t body[DRAIN_SIZE];
+	for (uint32_t i = 0; i < DRAIN_PDUS; i++) {
+		fill(body, sizeof(body), i);
+		assert_int_equal(hako_endpoint_send(from, &k, body, sizeof(body)), 0);
+	}
+	assert_int_equal(hako_endpoint_stop(from), 0);
+	hako_endpoint_stats_t f = ept_stats(from);
+	assert_int_equal(f.frames_out + f.send_dropped - f0.frames_out - f0.send_dropped,
+	                 DRAIN_PDUS);
+	assert_int_equal(f.send_dropped - f0.send_dropped, 0);
+	EPT_WAIT_UNTIL(ept_stats(to).frames_in - t0.frames_in == DRAIN_PDUS &&
+	               ept_stats(to).disconnects - t0.disconnects == 1 &&
+	               atomic_load(&rx->count) == DRAIN_PDUS);
+	hako_endpoint_stats_t t = ept_stats(to);
+	assert_int_equal(t.frames_in - t0.frames_in, f.frames_out - f0.frames_out);
+	assert_int_equal(atomic_load(&rx->count), DRAIN_PDUS);
+	assert_int_equal(atomic_load(&rx->bad), 0);
+	assert_int_equal(atomic_load(&rx->gate_timeout), 0);
+	assert_int_equal(t.disconnects - t0.disconnects, 1);
+	assert_int_equal(t.rejected - t0.rejected, 0);
+}
+
+static void test_stop_drain(void **state)
+{
+	(void)state;
+	atomic_store(&gate_open, 0);
+	for (int i = 0; i < 2; i++) {
+		drain_rx[i].sender = NULL;
+		atomic_store(&drain_rx[i].count, 0);
+		atomic_store(&drain_rx[i].bad, 0);
+		atomic_store(&drain_rx[i].gate_timeout, 0);
+	}
+	/* websocket: stop's drain waits write_timeout_ms (tcp's file says 10 s already). */
+	const char *more = sc->proto == WS ? ", \"write_timeout_ms\": 10000" : "";
+	hako_endpoint_t *srv =
+	    ep_start(stream_endpoint(sc->proto, 1, "server", sc->version, 0, "cache.json", more));
+	unsigned port = hako_endpoint_local_port(srv);
+	hako_endpoint_t *cli = ep_start(
+	    stream_endpoint(sc->proto, 0, "client", sc->version, port, "cache.json", more));
+	wait_connected(srv, cli);
+	drain_one_way(cli, srv, &drain_rx[0]);
+	hako_error_t err;
+	hako_error_clear(&err);
+	assert_int_equal(hako_endpoint_start(cli, &err), 0);
+	wait_connected(srv, cli);
+	drain_one_way(srv, cli, &drain_rx[1]);
+}
+
 /* argv: EP_PEER [TEST], TEST one of the tests below or <stream comm>_<scenario> (tcp_v2_pair,
  * websocket_v1_reconnect, ...). */
 int main(int argc, char **argv)
@@ -828,6 +1498,9 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_fanout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_burst, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_overflow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_drain, setup, teardown),
 	};
 	if (argc > 2) {
 		/* A name that matches no test would run none and pass: refuse it. */
