@@ -5,7 +5,11 @@
  * line, "<node> [<container file>]" (the container file, relative to the case folder, overrides
  * endpoints_config_path). expected.txt is "ok" followed by what each load gave, or the exact
  * error line of the first load that failed, with file paths written relative to the case
- * folder. */
+ * folder.
+ *
+ * fixtures/ holds the endpoint set most cases name (see hako_cases.h): endpoints.json and node1's
+ * endpoint files. node2's entries there name files that do not exist, on purpose: a load for node1
+ * must not open another node's endpoints. The cases that load node2 hold node2's files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

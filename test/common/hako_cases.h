@@ -2,6 +2,11 @@
  * expected.txt, which is either the exact error line, with file paths written relative to the
  * case folder ("." for the folder itself), or "ok" followed by a dump.
  *
+ * A file that many cases need lives once in a folder next to cases/ (fixtures/; rd's data/),
+ * not in cases/ where every folder is a case, and the cases name it by relative path
+ * ("../../fixtures/cache.json", which is also how messages print it). A case keeps its own copy
+ * of the file it is about: the one its error is in, or whose place it tests.
+ *
  * Each case is one cmocka test (named after its folder, run in sorted order), so the case
  * function may use cmocka's assertions. */
 #ifndef HAKO_CASES_H

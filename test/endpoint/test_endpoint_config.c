@@ -1,6 +1,7 @@
 /* Endpoint config loaders: data-driven cases (cases/<name>/endpoint.json, the cache, comm and
  * pdudef files it names, and expected.txt) and the API around them. A case folder holding
- * container.json loads that container for node "node1" instead.
+ * container.json loads that container for node "node1" instead. The caches, pdudef and shm comm
+ * that many cases use are in fixtures/ (see hako_cases.h); test_tool.sh copies them along.
  *
  * expected.txt is either "ok" followed by what was loaded, or the exact error line with file
  * paths written relative to the case folder. */

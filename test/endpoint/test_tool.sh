@@ -83,14 +83,18 @@ expect 0 "$TOOL" check "$CASES/ok_tcp_server/endpoint.json"
 same "check ok" "$out" "ok"
 expect 0 "$TOOL" check --container "$CASES/ok_container/container.json" --node node1
 same "check --container ok" "$out" "ok"
+# The cases name the shared files of fixtures/, next to cases/, by relative path: copied alike.
+mkdir "$tmp/cases"
+cp -r "$CASES/../fixtures" "$tmp/fixtures"
 for c in err_bad_port err_unknown_key err_shm_pdu_not_in_pdudef err_invalid_json; do
-	cp -r "$CASES/$c" "$tmp/$c"
-	expect 1 bash -c "cd '$tmp/$c' && '$TOOL' check endpoint.json"
-	same "check $c" "$err" "$(head -n 1 "$tmp/$c/expected.txt")"
+	cp -r "$CASES/$c" "$tmp/cases/$c"
+	expect 1 bash -c "cd '$tmp/cases/$c' && '$TOOL' check endpoint.json"
+	same "check $c" "$err" "$(head -n 1 "$tmp/cases/$c/expected.txt")"
 done
-cp -r "$CASES/err_container_duplicate_id" "$tmp/ct"
-expect 1 bash -c "cd '$tmp/ct' && '$TOOL' check --container container.json --node node1"
-same "check --container err_container_duplicate_id" "$err" "$(head -n 1 "$tmp/ct/expected.txt")"
+cp -r "$CASES/err_container_duplicate_id" "$tmp/cases/ct"
+expect 1 bash -c "cd '$tmp/cases/ct' && '$TOOL' check --container container.json --node node1"
+same "check --container err_container_duplicate_id" "$err" \
+	"$(head -n 1 "$tmp/cases/ct/expected.txt")"
 expect 1 "$TOOL" check "$tmp/missing.json"
 has "$err" "missing.json"
 

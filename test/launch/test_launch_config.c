@@ -5,8 +5,9 @@
  * absolute paths in a dump are written relative to the case folder ("." for the folder).
  *
  * The environment is fixed for every case: PATH=/nonexistent-launch-path (so that commands come
- * from the case's own folders), LAUNCH_TEST_VAR=value, LAUNCH_TEST_EMPTY="", LAUNCH_TEST_UNSET
- * and HAKO_DOMAIN unset; the default domain is "launch-test".
+ * from the folders the cases name: most run the stub ../../fixtures/tool, see hako_cases.h),
+ * LAUNCH_TEST_VAR=value, LAUNCH_TEST_EMPTY="", LAUNCH_TEST_UNSET and HAKO_DOMAIN unset; the
+ * default domain is "launch-test".
  */
 #include <setjmp.h>
 #include <stdarg.h>
