@@ -1,0 +1,110 @@
+/* RD-Full: the commit authority of runtime delegation across nodes.
+ *
+ * In a federation (docs/conductor.md) each node is its own domain, and the conductor's server
+ * node is the authority over every EU: it owns the EU's state (ExecutionUnitRuntimeStatus),
+ * accepts or refuses a hand-off request, and fixes epoch N+1 at a commit point, a world time
+ * every node will reach and none has reached when it learns it. This is that authority's
+ * logic, without I/O: the conductor feeds it requests, the nodes' world times, their
+ * acknowledgements, activations and losses, and sends what it decides (docs/rd.md, "RD-Full").
+ *
+ * Why a commit point is announced before any node reaches it: while a commit is not
+ * acknowledged by every node, the server's domain holds a barrier member at the world time b
+ * of the request (hako_rd_master_barrier), so its world stays below b + Dmax, and every client
+ * below that + Dmax (the conductor's proxies). The commit point is b + 2 Dmax, rounded up to
+ * the world step: no node gets there before the barrier is lifted, and the barrier is lifted
+ * once every live node acknowledged the announcement.
+ *
+ * Why there are never two owners: the old owner stops at the commit point C; the new owner
+ * activates only after C and not after C + timeout; the authority takes the EU back (or gives
+ * it elsewhere) only once the new owner's node reported a world time past C + timeout + Dmax,
+ * which it does only after its assets are all past C + timeout, and after relaying any
+ * activation they wrote before (the node sends its relays and its times in one ordered
+ * stream). So an activation and a reclaim of the same hand-off never both happen.
+ *
+ * Not thread-safe: one thread (the conductor's network thread) drives it.
+ */
+#ifndef HAKO_RD_MASTER_H
+#define HAKO_RD_MASTER_H
+
+#include "hako/api.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/rd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hako_rd_master hako_rd_master_t;
+
+/* What the authority says about one EU; every change gets a higher seq (per EU). */
+typedef struct hako_rd_commit {
+	uint32_t eu;
+	uint32_t seq;
+	hako_rd_status_t status; /* STABLE or RELEASING (ACTIVATING is a node's own step) */
+	uint8_t epoch;
+	uint8_t curr;            /* the owner; RELEASING: the node handing over (0: none alive) */
+	uint8_t next;            /* RELEASING: the node taking over; STABLE: = curr */
+	hako_time_t commit_usec; /* RELEASING: the commit point; -1 otherwise */
+	/* RELEASING from the last committed context (the owner was lost): the context to restore
+	 * comes from the authority, not from the owner. */
+	int from_stored;
+} hako_rd_commit_t;
+
+/* The authority over cfg's EUs for a federation with world step delta and Dmax (the
+ * conductor's delta_time_usec and max_delay_time_usec). Every node of cfg starts alive; the
+ * initial owners own their EUs at epoch 0. */
+HAKO_API int hako_rd_master_create(const hako_rd_config_t *cfg, hako_time_t delta_usec,
+                                   hako_time_t dmax_usec, hako_rd_master_t **out);
+HAKO_API void hako_rd_master_destroy(hako_rd_master_t *m);
+
+/* The EU's state now. HAKO_EINVAL for an unknown EU. */
+HAKO_API int hako_rd_master_get(const hako_rd_master_t *m, uint32_t eu, hako_rd_commit_t *out);
+
+/* Ask for EU to move to node `to` at the server's world time now (an ExMonitor, hako-rd move,
+ * an owner's trigger). 0: committed (hako_rd_master_get has the announcement); otherwise
+ * refused, why says the reason: HAKO_EINVAL (unknown EU or node, not a candidate), HAKO_EEXIST
+ * (it is there already), HAKO_EBUSY (a hand-off of this EU is in progress), HAKO_ECRASHED
+ * (node `to` or the owner is lost). */
+HAKO_API int hako_rd_master_request(hako_rd_master_t *m, uint32_t eu, uint8_t to, hako_time_t now,
+                                    char *why, size_t why_len);
+
+/* Node `node` has the announcement seq of EU in its domain. */
+HAKO_API void hako_rd_master_ack(hako_rd_master_t *m, uint8_t node, uint32_t eu, uint32_t seq);
+
+/* The world time the server's barrier member must hold (the lowest b of the commits not yet
+ * acknowledged by every live node), or -1 when nothing holds the world. */
+HAKO_API hako_time_t hako_rd_master_barrier(const hako_rd_master_t *m);
+
+/* Node `node` activated EU at epoch (its executor wrote Activating). 0 (the EU is Stable at
+ * the node now), or HAKO_ESTATE if that is not the hand-off in progress (a late or duplicate
+ * report: ignored). */
+HAKO_API int hako_rd_master_activated(hako_rd_master_t *m, uint8_t node, uint32_t eu,
+                                      uint8_t epoch);
+
+/* The owner released: its context of the hand-off (epoch) is stored as the EU's last committed
+ * context (a node that restores after the owner is lost gets it). HAKO_ESTATE if epoch is not
+ * the hand-off in progress; HAKO_ENOMEM. */
+HAKO_API int hako_rd_master_store_context(hako_rd_master_t *m, uint32_t eu, uint8_t epoch,
+                                          const void *pdu, size_t len);
+/* The last committed context PDU of EU (NULL, 0 if none: the initial owner's start). */
+HAKO_API const void *hako_rd_master_context(const hako_rd_master_t *m, uint32_t eu, size_t *len);
+
+/* A node's world time, as its conductor reported it (after everything it relayed before). */
+HAKO_API void hako_rd_master_node_time(hako_rd_master_t *m, uint8_t node, hako_time_t world);
+/* A node is lost (its conductor stopped answering) or back. */
+HAKO_API void hako_rd_master_node_lost(hako_rd_master_t *m, uint8_t node, hako_time_t now);
+HAKO_API void hako_rd_master_node_back(hako_rd_master_t *m, uint8_t node);
+
+/* Take the decisions due at the server's world time now: hand-offs whose new owner did not
+ * activate in time go back to the old owner (or, if it is lost, to another live candidate from
+ * the last committed context); EUs whose owner was lost go to a live candidate. Puts the ids of
+ * the EUs that changed in changed (up to max; the count is returned). */
+HAKO_API int hako_rd_master_tick(hako_rd_master_t *m, hako_time_t now, uint32_t *changed, int max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
