@@ -454,6 +454,10 @@ static const hakoi_field_t eu_fields[] = {
 
 static const hakoi_field_t eu_elem = {.kind = HAKOI_K_OBJECT, .fields = eu_fields};
 
+/* "light": the nodes of one domain hand EUs over themselves; "full": the conductor's server
+ * node commits every hand-off (hako/rd_master.h). */
+static const char *const mode_names[] = {"light", "full", NULL};
+
 /* In the order the checks need: nodes before what names them, the pdudef before the EUs. */
 static const hakoi_field_t root_fields[] = {
     HAKOI_IGNORE("$schema"),
@@ -464,6 +468,7 @@ static const hakoi_field_t root_fields[] = {
      .max = HAKO_RD_MAX_NODES,
      .count = HAKOI_COUNT(hako_rd_config_t, node_count),
      .parse = node_entry},
+    HAKOI_ENUM("mode", 0, hako_rd_config_t, mode, mode_names, NULL),
     HAKOI_INT("handoff_timeout_usec", 0, hako_rd_config_t, handoff_timeout_usec, 1,
               MAX_TIMEOUT_USEC),
     HAKOI_CUSTOM("trigger", 0, trigger, "an object"),

@@ -17,6 +17,9 @@
 #define HAKOI_RD_CTX_MAGIC    0x58434452u
 #define HAKOI_RD_CTX_VERSION  1u
 #define HAKOI_RD_CTX_HDR_SIZE 24u
+/* RD-Full: a context whose model step is this is the conductor's announcement of a commit
+ * point (the release time), not an owner's context. */
+#define HAKOI_RD_CTX_ANNOUNCE UINT64_MAX
 
 /* The largest max_context_bytes a config may ask for. */
 #define HAKOI_RD_MAX_CONTEXT (16u << 20)

@@ -49,6 +49,12 @@ struct eu_rt {
 	/* the hand-off whose context problem was logged, so it is logged once */
 	int wait_logged;
 	uint8_t wait_epoch;
+
+	/* RD-Full, OWNER: the commit point announced for this EU (-1: none), its epoch and the
+	 * node taking over. The owner stops at it. */
+	hako_time_t commit_at;
+	uint8_t commit_epoch;
+	uint8_t commit_next;
 };
 
 struct hako_rd_node {
@@ -101,6 +107,11 @@ static int is_candidate(const hako_rd_eu_config_t *eu, uint8_t id)
 		}
 	}
 	return 0;
+}
+
+static int full(const hako_rd_node_t *node)
+{
+	return node->cfg->mode == HAKO_RD_MODE_FULL;
 }
 
 static hakoi_rd_status_t initial_status(const hako_rd_node_t *node, const struct eu_rt *e)
@@ -214,8 +225,17 @@ static void start_run(hako_rd_node_t *node, struct eu_rt *e, int at_open)
 	e->now = -1;
 	e->view = initial_status(node, e); /* the last known state until a good status is read */
 	e->view_seq = SEQ_UNKNOWN;
+	e->commit_at = -1;
 	refresh(node, e);
-	if (node->id != 0 && node->id == e->cfg->initial_owner) {
+	if (full(node)) {
+		/* The conductor writes every status; the initial owner owns the EU until the
+		 * conductor's status says otherwise. */
+		if (node->id != 0 && node->id == e->cfg->initial_owner &&
+		    (e->view_seq == 0 || (e->view.curr == node->id && e->view.epoch == 0 &&
+		                          e->view.status == HAKO_RD_OWNER_STABLE && world == 0))) {
+			e->local = HAKO_RD_LOCAL_OWNER;
+		}
+	} else if (node->id != 0 && node->id == e->cfg->initial_owner) {
 		if (e->view_seq == 0) {
 			if (write_status(node, e, HAKO_RD_OWNER_STABLE, 0, node->id, node->id) ==
 			    0) {
@@ -407,6 +427,54 @@ int hako_rd_is_owner(hako_rd_node_t *node, uint32_t eu)
 	return e->local == HAKO_RD_LOCAL_OWNER;
 }
 
+/* RD-Full: the owner hands over at the commit point the conductor announced. */
+static int release_committed(hako_rd_node_t *node, struct eu_rt *e, uint8_t next, const void *ctx,
+                             size_t ctx_len, uint64_t model_step, hako_time_t now)
+{
+	if (e->commit_at < 0) {
+		HAKO_WARN("rd: node %u (%s): EU %s: no hand-off was committed; in RD-Full the "
+		          "conductor commits them (hako-rd move, an ExMonitor)",
+		          node->id, node->name, e->cfg->name);
+		return HAKO_ESTATE;
+	}
+	if (next != 0 && next != e->commit_next) {
+		return HAKO_EINVAL;
+	}
+	if (now < e->commit_at) {
+		return HAKO_ESTATE; /* the owner runs until the commit point */
+	}
+	uint8_t epoch = e->commit_epoch;
+	hakoi_rd_context_t cx = {
+	    node->cfg->config_hash, epoch, node->id, e->commit_at, model_step, ctx, ctx_len};
+	size_t len = 0;
+	int r = hakoi_rd_context_encode(&node->types, &cx, e->buf, e->cap, &len);
+	if (r == 0) {
+		r = hako_channel_write(e->context_ch, e->buf, len);
+	}
+	if (r != 0) {
+		HAKO_ERROR("rd: node %u (%s): cannot write the context of EU %s: %s", node->id,
+		           node->name, e->cfg->name, hako_strerror(r));
+		return r;
+	}
+	hako_domain_watch_wake(node->dom); /* the conductor relays it */
+	e->local = HAKO_RD_LOCAL_RELEASING;
+	e->now = e->commit_at;
+	e->rel_epoch = epoch;
+	e->rel_next = e->commit_next;
+	e->rel_time = e->commit_at;
+	e->rel_step = model_step;
+	e->reclaim_at = -1;
+	e->commit_at = -1;
+	char extra[96];
+	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, e->rel_next, model_step);
+	trace(node, e, e->rel_time, epoch, "release", extra);
+	HAKO_INFO("rd: node %u (%s): EU %s released to node %u at the commit point %.6f s (epoch "
+	          "%u, step %" PRIu64 ", %zu context bytes)",
+	          node->id, node->name, e->cfg->name, e->rel_next, sec(e->rel_time), epoch,
+	          model_step, ctx_len);
+	return 0;
+}
+
 int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void *ctx,
                     size_t ctx_len, uint64_t model_step, hako_time_t now)
 {
@@ -423,6 +491,9 @@ int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void 
 		          "%" PRIu32 ": release refused",
 		          node->id, node->name, e->cfg->name, ctx_len, e->cfg->max_context_bytes);
 		return HAKO_ETOOBIG;
+	}
+	if (full(node)) {
+		return release_committed(node, e, next, ctx, ctx_len, model_step, now);
 	}
 	if (next == node->id || !is_candidate(e->cfg, next)) {
 		return HAKO_EINVAL;
@@ -489,6 +560,8 @@ static int poll_standby(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now, 
 		         cx.config_hash);
 	} else if (cx.epoch != v.epoch) {
 		snprintf(why, sizeof(why), "its epoch is %u", cx.epoch);
+	} else if (cx.model_step == HAKOI_RD_CTX_ANNOUNCE) {
+		return 0; /* RD-Full: the commit is announced, the owner's context not yet here */
 	} else if (cx.len > e->cfg->max_context_bytes) {
 		snprintf(why, sizeof(why), "%zu bytes, more than max_context_bytes %" PRIu32,
 		         cx.len, e->cfg->max_context_bytes);
@@ -546,6 +619,20 @@ static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 {
 	const hakoi_rd_status_t v = e->view;
 	char extra[64];
+	if (full(node) && v.curr == node->id && v.status == HAKO_RD_OWNER_STABLE &&
+	    v.epoch != e->rel_epoch) {
+		/* The conductor gave the EU back: the next owner did not activate in time. */
+		e->local = HAKO_RD_LOCAL_OWNER;
+		e->epoch = v.epoch;
+		snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, e->rel_step);
+		trace(node, e, now, v.epoch, "reclaim", extra);
+		HAKO_WARN(
+		    "rd: node %u (%s): the conductor gave EU %s back to this node at epoch %u "
+		    "(node %u did not take it over)",
+		    node->id, node->name, e->cfg->name, v.epoch, e->rel_next);
+		*ev = HAKO_RD_EV_RECLAIMED;
+		return 0;
+	}
 	if (v.epoch != e->rel_epoch || v.curr == e->rel_next) {
 		/* The next owner activated (and maybe moved on already). */
 		e->local = HAKO_RD_LOCAL_STANDBY;
@@ -560,8 +647,8 @@ static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 		}
 		return r;
 	}
-	if (now < e->rel_time + node->cfg->handoff_timeout_usec) {
-		return 0;
+	if (full(node) || now < e->rel_time + node->cfg->handoff_timeout_usec) {
+		return 0; /* RD-Full: only the conductor takes an EU back */
 	}
 	if (e->reclaim_at < 0) {
 		/* Read now, when the clock parameters and the assets are those of this run. */
@@ -587,6 +674,36 @@ static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 	return 0;
 }
 
+/* RD-Full, OWNER: a hand-off is committed; COMMIT once the clock reached the commit point
+ * (whose time the conductor wrote into the context channel before the status). */
+static int poll_committed(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now,
+                          hako_rd_event_t *ev, hako_rd_activation_t *act)
+{
+	const hakoi_rd_status_t v = e->view;
+	size_t len = 0;
+	hakoi_rd_context_t cx;
+	char why[256];
+	if (hako_channel_read(e->context_ch, e->buf, e->cap, &len, NULL) != 0 ||
+	    hakoi_rd_context_decode(&node->types, e->buf, len, &cx, why, sizeof(why)) != 0 ||
+	    cx.config_hash != node->cfg->config_hash || cx.epoch != v.epoch ||
+	    cx.model_step != HAKOI_RD_CTX_ANNOUNCE) {
+		return 0; /* the announcement is not there (yet): keep the EU */
+	}
+	e->commit_at = cx.release_time;
+	e->commit_epoch = v.epoch;
+	e->commit_next = v.next;
+	if (now >= e->commit_at) {
+		/* The owner's last world time with the EU: what it records from now on (the model
+		 * steps up to the commit point, the release) is at the commit point. */
+		e->now = e->commit_at;
+		*ev = HAKO_RD_EV_COMMIT;
+		if (act != NULL) {
+			*act = (hako_rd_activation_t){v.epoch, v.next, e->commit_at, 0, 0};
+		}
+	}
+	return 0;
+}
+
 int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_event_t *ev, void *ctx,
                  size_t cap, hako_rd_activation_t *act)
 {
@@ -600,6 +717,10 @@ int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_eve
 	refresh(node, e);
 	switch (e->local) {
 	case HAKO_RD_LOCAL_OWNER:
+		if (full(node) && e->view.status == HAKO_RD_OWNER_RELEASING &&
+		    e->view.curr == node->id && e->view.epoch == (uint8_t)(e->epoch + 1)) {
+			return poll_committed(node, e, now, ev, act);
+		}
 		if (e->view.epoch != e->epoch || e->view.curr != node->id) {
 			/* Fencing: the status decides. Only an outside writer gets here. */
 			HAKO_ERROR("rd: node %u (%s): the status says EU %s belongs to node %u at "
@@ -661,6 +782,10 @@ int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now)
 	e->local = HAKO_RD_LOCAL_OWNER;
 	e->epoch = e->pend_epoch;
 	e->now = now;
+	e->commit_at = -1;
+	if (full(node)) {
+		hako_domain_watch_wake(node->dom); /* the conductor relays the activation */
+	}
 	char extra[96];
 	snprintf(extra, sizeof(extra), ",\"from\":%u,\"step\":%" PRIu64, e->pend_from,
 	         e->pend_step);
@@ -685,6 +810,10 @@ int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, siz
 	}
 	if (len > e->cfg->writes[pdu].pdu_size) {
 		return HAKO_ETOOBIG;
+	}
+	if (e->commit_at >= 0 && model_time > e->commit_at) {
+		return HAKO_ENOTOWNER; /* RD-Full: the EU is the next owner's after the commit point
+		                        */
 	}
 	int r;
 	if (e->data_type[pdu] != NULL &&

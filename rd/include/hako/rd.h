@@ -84,7 +84,13 @@ typedef struct hako_rd_config {
 	hako_rd_eu_config_t eus[HAKO_RD_MAX_EUS];
 	hako_rd_trigger_t trigger;
 	hako_time_t handoff_timeout_usec; /* world time a standby has to activate */
+	int mode;                         /* HAKO_RD_MODE_* */
 } hako_rd_config_t;
+
+enum {
+	HAKO_RD_MODE_LIGHT = 0, /* one domain: the owners hand over themselves (RD-Light) */
+	HAKO_RD_MODE_FULL = 1,  /* a federation: the conductor's server commits (RD-Full) */
+};
 
 /* Load and validate an RD config JSON (format: docs/rd.md, schema configs/schema/rd.schema.json).
  * Errors: HAKO_ENOENT, HAKO_ECONFIG with err = file:line:column: path: what. */
@@ -168,6 +174,10 @@ typedef enum hako_rd_event {
 	                             RELEASED is implied) */
 	HAKO_RD_EV_RELEASED = 2,  /* old owner: the next owner took over; this node is standby */
 	HAKO_RD_EV_RECLAIMED = 3, /* old owner: nobody took over in time; this node owns it again */
+	HAKO_RD_EV_COMMIT = 4,    /* RD-Full owner: the clock reached the commit point of a hand-off
+	                             the conductor committed (act->release_time_usec, act->epoch,
+	                             act->from = the node taking over): run the model up to that
+	                             time, not beyond, and hako_rd_release there */
 } hako_rd_event_t;
 
 typedef struct hako_rd_activation {

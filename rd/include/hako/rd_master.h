@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hako/domain.h"
 #include "hako/rd.h"
 
 #ifdef __cplusplus
@@ -103,6 +104,51 @@ HAKO_API void hako_rd_master_node_back(hako_rd_master_t *m, uint8_t node);
  * the last committed context); EUs whose owner was lost go to a live candidate. Puts the ids of
  * the EUs that changed in changed (up to max; the count is returned). */
 HAKO_API int hako_rd_master_tick(hako_rd_master_t *m, hako_time_t now, uint32_t *changed, int max);
+
+/* ---- The conductor's hands in a node's domain ----
+ *
+ * Every node's conductor writes the authority's announcements into its own domain's status and
+ * context channels of each EU (the executors, hako_rd_node_t in full mode, read them there),
+ * and relays what its executors write: an owner's context at its release, a new owner's
+ * activation. */
+
+typedef struct hako_rd_mirror hako_rd_mirror_t;
+
+/* Open (creating them if needed) the status and context channels of cfg's EUs in dom, for
+ * node node_id (the conductor's node; 0 for a node that hosts no EU and only shows the state). */
+HAKO_API int hako_rd_mirror_open(hako_domain_t *dom, const hako_rd_config_t *cfg, uint8_t node_id,
+                                 hako_rd_mirror_t **out);
+HAKO_API void hako_rd_mirror_close(hako_rd_mirror_t *mr);
+
+/* Write an announcement: for RELEASING, first a context that announces the commit point (no
+ * owner's bytes yet), then the status; for STABLE, the status. */
+HAKO_API int hako_rd_mirror_apply(hako_rd_mirror_t *mr, const hako_rd_commit_t *c);
+
+/* Write a context PDU received from the authority (an owner's, relayed to the new owner's
+ * node; or the last committed one for a restart), after checking it: HAKO_EPROTO if it is not
+ * a context PDU of this config. With epoch >= 0 and release_usec >= 0 they replace the PDU's
+ * (a restart from the last committed context happens at a new epoch and commit point);
+ * pdu == NULL writes an empty context (the initial state, model step 0). */
+HAKO_API int hako_rd_mirror_put_context(hako_rd_mirror_t *mr, uint32_t eu, const void *pdu,
+                                        size_t len, int epoch, hako_time_t release_usec);
+
+/* What this node's executors wrote since the last scan. */
+typedef struct hako_rd_relay {
+	uint32_t eu;
+	int kind; /* HAKO_RD_RELAY_* */
+	uint8_t epoch;
+	const void *pdu; /* CONTEXT: the context PDU (valid until the next call on mr) */
+	size_t len;
+} hako_rd_relay_t;
+
+enum {
+	HAKO_RD_RELAY_CONTEXT = 1,   /* the owner released: its context of the hand-off */
+	HAKO_RD_RELAY_ACTIVATED = 2, /* this node activated the EU at epoch */
+};
+
+/* Look for new writes of this node's executors; calls fn for each (in EU order). */
+HAKO_API int hako_rd_mirror_scan(hako_rd_mirror_t *mr,
+                                 void (*fn)(void *arg, const hako_rd_relay_t *r), void *arg);
 
 #ifdef __cplusplus
 }
