@@ -224,6 +224,7 @@ static const hakoi_field_t fields[] = {
     HAKOI_INT("heartbeat_ms", HAKOI_F_UNSIGNED, CFG, heartbeat_ms, 1, 60000),
     HAKOI_INT("peer_timeout_ms", HAKOI_F_UNSIGNED, CFG, peer_timeout_ms, 2, MAX_MS),
     HAKOI_ENUM("on_client_loss", 0, CFG, on_client_loss, loss_names, NULL),
+    HAKOI_PATH("rd_config_path", 0, CFG, rd_config_path),
     HAKOI_CHECK(check_all),
     HAKOI_END,
 };

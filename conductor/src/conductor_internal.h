@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "hako/conductor.h"
+#include "hako/rd_master.h"
 #include "wire.h"
 
 /* The status a node writes into its own domain, read by hako-conductor status and hako-cmd
@@ -62,6 +63,8 @@ struct hakoi_peer {
 	uint32_t requested_op;
 	/* Client: the server's last refusal to let us join (logged once). */
 	char refusal[HAKOI_WIRE_REASON];
+	/* RD-Full: the peer's node id in the RD config (0: it hosts no EU). */
+	uint8_t rd_id;
 	/* Statistics (under node->stats_lock). */
 	hakoi_ring_t drift;
 	hakoi_ring_t age;
@@ -102,6 +105,39 @@ struct hako_conductor_node {
 	uint32_t last_state; /* main thread: the domain state it last acted on */
 	FILE *trace;
 	uint64_t garbage_unknown; /* frames from nobody we know */
+	/* RD-Full (cfg.rd_config_path; rd_link.c). */
+	hako_rd_config_t *rd;
+	uint8_t rd_self;             /* this node's id in the RD config, 0 if none */
+	hako_rd_master_t *rd_auth;   /* server: the commit authority (main thread) */
+	hako_rd_mirror_t *rd_mirror; /* this domain's EU channels (under send_lock) */
+	hako_member_t *rd_barrier;   /* server: holds the world while a commit is unacknowledged */
+	hako_time_t rd_barrier_at;
+	const void *rd_payload; /* the second part of the RD_CONTEXT being dispatched */
+	size_t rd_payload_len;
 };
+
+/* node.c, for rd_link.c */
+struct hakoi_peer *hakoi_peer_by_id(hako_conductor_node_t *n, const char *id);
+int hakoi_send_msg(void *s, const char *to, hakoi_msg_t *m);
+void hakoi_base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type);
+void hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m);
+
+/* rd_link.c: RD-Full in the conductor. All no-ops without cfg.rd_config_path. */
+int hakoi_rd_link_open(hako_conductor_node_t *n, hako_error_t *err);
+void hakoi_rd_link_close(hako_conductor_node_t *n);
+/* Server, main thread: a client joined (it gets every EU's state); a message of RD_*; the
+ * decisions due; a client lost or back. */
+void hakoi_rd_joined(hako_conductor_node_t *n, struct hakoi_peer *p);
+void hakoi_rd_server_msg(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
+                         const hakoi_msg_t *m);
+void hakoi_rd_tick(hako_conductor_node_t *n);
+void hakoi_rd_peer_time(hako_conductor_node_t *n, struct hakoi_peer *p, hako_time_t world);
+void hakoi_rd_peer_lost(hako_conductor_node_t *n, struct hakoi_peer *p);
+void hakoi_rd_peer_back(hako_conductor_node_t *n, struct hakoi_peer *p);
+/* Client, main thread: a message of RD_* from the server. */
+void hakoi_rd_client_msg(hako_conductor_node_t *n, const hakoi_msg_t *m);
+/* Client, under send_lock, before a TIME is sent on the time socket: relay what the node's
+ * executors wrote (so the server has it before any later time). */
+void hakoi_rd_relay(hako_conductor_node_t *n);
 
 #endif

@@ -179,7 +179,7 @@ void hakoi_ring_free(hakoi_ring_t *r)
 
 /* ---- sending ---- */
 
-static struct hakoi_peer *peer_by_id(hako_conductor_node_t *n, const char *id)
+struct hakoi_peer *hakoi_peer_by_id(hako_conductor_node_t *n, const char *id)
 {
 	for (size_t i = 0; i < n->npeers; i++) {
 		if (strcmp(n->peers[i].id, id) == 0) {
@@ -191,7 +191,7 @@ static struct hakoi_peer *peer_by_id(hako_conductor_node_t *n, const char *id)
 
 /* Send m on socket s (to `to` through a ROUTER when not NULL). Never blocks: a peer that cannot
  * take it misses it (times are sent again, requests are retried). 0 or -1. */
-static int send_msg(void *s, const char *to, hakoi_msg_t *m)
+int hakoi_send_msg(void *s, const char *to, hakoi_msg_t *m)
 {
 	uint8_t buf[512];
 	size_t len = hakoi_wire_encode(m, buf);
@@ -201,7 +201,7 @@ static int send_msg(void *s, const char *to, hakoi_msg_t *m)
 	return zmq_send(s, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
 }
 
-static void base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type)
+void hakoi_base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type)
 {
 	memset(m, 0, sizeof(*m));
 	m->type = type;
@@ -211,9 +211,9 @@ static void base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type)
 }
 
 /* Main thread: a control message to a peer (server: through the ROUTER to the client). */
-static void send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m)
+void hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m)
 {
-	int r = send_msg(n->ctl, n->cfg.role == HAKO_CONDUCTOR_SERVER ? p->id : NULL, m);
+	int r = hakoi_send_msg(n->ctl, n->cfg.role == HAKO_CONDUCTOR_SERVER ? p->id : NULL, m);
 	pthread_mutex_lock(&n->stats_lock);
 	p->messages_out += r == 0;
 	pthread_mutex_unlock(&n->stats_lock);
@@ -223,12 +223,12 @@ static void send_op(hako_conductor_node_t *n, struct hakoi_peer *p, uint16_t typ
                     uint32_t request, int32_t result, const char *reason)
 {
 	hakoi_msg_t m;
-	base_msg(n, &m, type);
+	hakoi_base_msg(n, &m, type);
 	m.op = op;
 	m.request = request;
 	m.result = result;
 	snprintf(m.reason, sizeof(m.reason), "%s", reason != NULL ? reason : "");
-	send_ctl(n, p, &m);
+	hakoi_send_ctl(n, p, &m);
 }
 
 /* ---- the watcher thread: this node's world time out ---- */
@@ -292,6 +292,9 @@ static int needs_main(hako_conductor_node_t *n, uint32_t *last_state, uint32_t *
 		struct hakoi_peer *p = &n->peers[i];
 		work = p->proxy != NULL && hako_member_event(p->proxy) > HAKO_EVENT_NONE;
 	}
+	if (!work && n->rd_barrier != NULL) {
+		work = hako_member_event(n->rd_barrier) > HAKO_EVENT_NONE;
+	}
 	return work;
 }
 
@@ -305,17 +308,20 @@ static void publish_time(hako_conductor_node_t *n)
 	const hako_time_t beat = (hako_time_t)n->cfg.heartbeat_ms * 1000;
 	pthread_mutex_lock(&n->send_lock);
 	hako_time_t world = hako_domain_world_time(n->dom);
+	/* Read after the world time: what the executors wrote before the world got there is
+	 * relayed before that time is sent (rd_link.c). */
+	hakoi_rd_relay(n);
 	uint32_t st = (uint32_t)hako_domain_state(n->dom);
 	hako_time_t now = hako_now_usec();
 	if (publish_due(n, n->last_sent, world) || st != n->last_sent_state ||
 	    now - n->last_send_at >= beat) {
 		hakoi_msg_t m;
-		base_msg(n, &m, HAKOI_MSG_TIME);
+		hakoi_base_msg(n, &m, HAKOI_MSG_TIME);
 		m.world_time = world;
 		m.state = st;
 		m.seq = ++n->time_seq;
 		m.sent_real_ns = now_real_ns();
-		send_msg(n->tout, NULL, &m);
+		hakoi_send_msg(n->tout, NULL, &m);
 		n->last_sent = world;
 		n->last_sent_state = st;
 		n->last_send_at = now;
@@ -411,6 +417,7 @@ static void on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_
 		note_peer(p, "%s", "");
 	}
 	p->last_seq = m->seq;
+	hakoi_rd_peer_time(n, p, m->world_time);
 	if (m->world_time != p->known_time && p->proxy != NULL) {
 		p->known_time = m->world_time;
 		update_need(n);
@@ -455,9 +462,9 @@ static void on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_
 /* Server: a JOIN from a client. */
 static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_t *m)
 {
-	struct hakoi_peer *p = peer_by_id(n, m->node);
+	struct hakoi_peer *p = hakoi_peer_by_id(n, m->node);
 	hakoi_msg_t r;
-	base_msg(n, &r, HAKOI_MSG_JOIN_REPLY);
+	hakoi_base_msg(n, &r, HAKOI_MSG_JOIN_REPLY);
 	if (p == NULL) {
 		r.result = HAKO_EPERM;
 		snprintf(r.reason, sizeof(r.reason), "node '%s' is not a client of server '%s'",
@@ -503,7 +510,10 @@ static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_
 	} else {
 		HAKO_WARN("conductor %s: refused %s: %s", n->cfg.node_id, m->node, r.reason);
 	}
-	send_msg(n->ctl, from, &r);
+	hakoi_send_msg(n->ctl, from, &r);
+	if (r.result == 0) {
+		hakoi_rd_joined(n, p); /* after the reply: the client takes the states joined */
+	}
 }
 
 /* Client: the server answered our JOIN. */
@@ -615,14 +625,14 @@ static void on_failed(hako_conductor_node_t *n, const hakoi_msg_t *m)
 static void on_get_sim_state(hako_conductor_node_t *n, const char *from)
 {
 	hakoi_msg_t r;
-	base_msg(n, &r, HAKOI_MSG_SIM_STATE);
+	hakoi_base_msg(n, &r, HAKOI_MSG_SIM_STATE);
 	r.state = (uint32_t)hako_domain_state(n->dom);
 	r.world_time = hako_domain_world_time(n->dom);
 	r.clients = (uint32_t)n->npeers;
 	for (size_t i = 0; i < n->npeers; i++) {
 		r.joined += n->peers[i].joined;
 	}
-	send_msg(n->ctl, from, &r);
+	hakoi_send_msg(n->ctl, from, &r);
 }
 
 /* One frame from `from` (a ROUTER identity, or the server for a client). */
@@ -640,7 +650,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const uint8_t *
 	if (hash != NULL) {
 		*hash = '\0';
 	}
-	struct hakoi_peer *p = peer_by_id(n, who);
+	struct hakoi_peer *p = hakoi_peer_by_id(n, who);
 	if (hakoi_wire_decode(buf, len, &m, why, sizeof(why)) != 0) {
 		count_garbage(n, p, who[0] != '\0' ? who : "an unnamed peer", why);
 		return;
@@ -648,6 +658,10 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const uint8_t *
 	int server = n->cfg.role == HAKO_CONDUCTOR_SERVER;
 	if (server && m.type == HAKOI_MSG_GET_SIM_STATE) {
 		on_get_sim_state(n, from);
+		return;
+	}
+	if (server && m.type == HAKOI_MSG_RD_REQUEST) { /* from a client or a tool */
+		hakoi_rd_server_msg(n, p, from, &m);
 		return;
 	}
 	if (server && m.type == HAKOI_MSG_JOIN) {
@@ -695,6 +709,30 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const uint8_t *
 			return;
 		}
 		break;
+	case HAKOI_MSG_RD_ACK:
+	case HAKOI_MSG_RD_ACTIVATED:
+		if (server && p->joined) {
+			hakoi_rd_server_msg(n, p, from, &m);
+			return;
+		}
+		break;
+	case HAKOI_MSG_RD_CONTEXT:
+		if (server && p->joined) {
+			hakoi_rd_server_msg(n, p, from, &m);
+			return;
+		}
+		if (!server && p->joined) {
+			hakoi_rd_client_msg(n, &m);
+			return;
+		}
+		break;
+	case HAKOI_MSG_RD_STATE:
+	case HAKOI_MSG_RD_REPLY:
+		if (!server && p->joined) {
+			hakoi_rd_client_msg(n, &m);
+			return;
+		}
+		break;
 	case HAKOI_MSG_LEAVE:
 		HAKO_INFO("conductor %s: %s left", n->cfg.node_id, p->id);
 		p->joined = 0;
@@ -731,7 +769,25 @@ static void drain(hako_conductor_node_t *n, void *s, int routed)
 			return;
 		}
 		int more = zmq_msg_more(&part);
+		/* An RD_CONTEXT carries its PDU in a second part (bounded before it is used). */
+		const uint8_t *head = zmq_msg_data(&part);
+		zmq_msg_t payload;
+		zmq_msg_init(&payload);
+		n->rd_payload = NULL;
+		n->rd_payload_len = 0;
+		if (more && zmq_msg_size(&part) > 7 &&
+		    (head[6] | head[7] << 8) == HAKOI_MSG_RD_CONTEXT) {
+			if (zmq_msg_recv(&payload, s, 0) >= 0 &&
+			    zmq_msg_size(&payload) <= HAKOI_WIRE_RD_PAYLOAD_MAX) {
+				n->rd_payload = zmq_msg_data(&payload);
+				n->rd_payload_len = zmq_msg_size(&payload);
+			}
+			more = zmq_msg_more(&payload);
+		}
 		dispatch(n, routed ? from : NULL, zmq_msg_data(&part), zmq_msg_size(&part));
+		n->rd_payload = NULL;
+		n->rd_payload_len = 0;
+		zmq_msg_close(&payload);
 		zmq_msg_close(&part);
 		while (more) { /* a peer that sent more parts than a message has: drop the rest */
 			zmq_msg_init(&part);
@@ -835,9 +891,9 @@ static void client_progress(hako_conductor_node_t *n)
 			copy_reason(reason, info.error_reason);
 		}
 		hakoi_msg_t m;
-		base_msg(n, &m, HAKOI_MSG_FAILED);
+		hakoi_base_msg(n, &m, HAKOI_MSG_FAILED);
 		snprintf(m.reason, sizeof(m.reason), "%s", reason);
-		send_ctl(n, p, &m);
+		hakoi_send_ctl(n, p, &m);
 	}
 	n->last_state = (uint32_t)st;
 	/* An event of our proxy that the server did not send: a user started (stopped, reset)
@@ -883,8 +939,8 @@ static void check_peers(hako_conductor_node_t *n, hako_time_t now)
 		}
 		if (!p->joined && now >= n->next_join) {
 			hakoi_msg_t m;
-			base_msg(n, &m, HAKOI_MSG_JOIN);
-			send_ctl(n, p, &m);
+			hakoi_base_msg(n, &m, HAKOI_MSG_JOIN);
+			hakoi_send_ctl(n, p, &m);
 			n->next_join = now + HAKOI_JOIN_RETRY_USEC;
 		}
 		return;
@@ -904,6 +960,7 @@ static void check_peers(hako_conductor_node_t *n, hako_time_t now)
 		HAKO_WARN("conductor %s: client %s lost (no message for %lld ms)", n->cfg.node_id,
 		          p->id, (long long)((now - p->last_heard) / 1000));
 		p->joined = 0;
+		hakoi_rd_peer_lost(n, p);
 		p->pending_op = 0;
 		if (st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR) {
 			note_peer(p, "lost");
@@ -994,6 +1051,7 @@ static void *net_main(void *arg)
 		}
 		if (server) {
 			server_progress(n);
+			hakoi_rd_tick(n);
 		} else {
 			client_progress(n);
 		}
@@ -1091,6 +1149,7 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 
 static void free_node(hako_conductor_node_t *n)
 {
+	hakoi_rd_link_close(n);
 	for (size_t i = 0; i < n->npeers; i++) {
 		hako_member_unregister(n->peers[i].proxy);
 		hakoi_ring_free(&n->peers[i].drift);
@@ -1180,7 +1239,7 @@ int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t 
 	if (hako_channel_create(dom, HAKOI_STATUS_ROBOT, 0, HAKOI_STATUS_BYTES, &n->status) != 0) {
 		n->status = NULL; /* a status nobody can see; the node still works */
 	}
-	if ((r = open_sockets(n, err)) != 0) {
+	if ((r = open_sockets(n, err)) != 0 || (r = hakoi_rd_link_open(n, err)) != 0) {
 		free_node(n);
 		return r;
 	}
@@ -1217,8 +1276,8 @@ void hako_conductor_node_stop(hako_conductor_node_t *n)
 	for (size_t i = 0; i < n->npeers; i++) {
 		if (n->peers[i].joined) {
 			hakoi_msg_t m;
-			base_msg(n, &m, HAKOI_MSG_LEAVE);
-			send_ctl(n, &n->peers[i], &m);
+			hakoi_base_msg(n, &m, HAKOI_MSG_LEAVE);
+			hakoi_send_ctl(n, &n->peers[i], &m);
 		}
 	}
 	free_node(n);

@@ -17,6 +17,9 @@ enum {
 	LEN_NODE = HAKOI_WIRE_ID,                        /* LEAVE, GET_SIM_STATE */
 	LEN_SIM_STATE = HAKOI_WIRE_ID + 24, /* state, joined, clients, pad, world time */
 	LEN_FAILED = HAKOI_WIRE_ID + HAKOI_WIRE_REASON,
+	/* eu, seq, status, epoch, curr, next, to, from_stored, result, pad, commit, release,
+	 * reason */
+	LEN_RD = HAKOI_WIRE_ID + 56 + HAKOI_WIRE_REASON,
 };
 
 static size_t body_len(uint16_t type)
@@ -32,13 +35,19 @@ static size_t body_len(uint16_t type)
 	case HAKOI_MSG_GET_SIM_STATE: return LEN_NODE;
 	case HAKOI_MSG_SIM_STATE: return LEN_SIM_STATE;
 	case HAKOI_MSG_FAILED: return LEN_FAILED;
+	case HAKOI_MSG_RD_REQUEST:
+	case HAKOI_MSG_RD_REPLY:
+	case HAKOI_MSG_RD_STATE:
+	case HAKOI_MSG_RD_ACK:
+	case HAKOI_MSG_RD_CONTEXT:
+	case HAKOI_MSG_RD_ACTIVATED: return LEN_RD;
 	default: return 0;
 	}
 }
 
 size_t hakoi_wire_max(void)
 {
-	return HAKOI_WIRE_HEADER + LEN_JOIN_REPLY;
+	return HAKOI_WIRE_HEADER + LEN_RD;
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -139,6 +148,25 @@ size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf)
 		put64(r + 16, (uint64_t)m->world_time);
 		break;
 	case HAKOI_MSG_FAILED: put_str(r, m->reason, HAKOI_WIRE_REASON); break;
+	case HAKOI_MSG_RD_REQUEST:
+	case HAKOI_MSG_RD_REPLY:
+	case HAKOI_MSG_RD_STATE:
+	case HAKOI_MSG_RD_ACK:
+	case HAKOI_MSG_RD_CONTEXT:
+	case HAKOI_MSG_RD_ACTIVATED:
+		put32(r, m->rd_eu);
+		put32(r + 4, m->rd_seq);
+		put32(r + 8, m->rd_status);
+		put32(r + 12, (uint32_t)m->rd_epoch);
+		put32(r + 16, m->rd_curr);
+		put32(r + 20, m->rd_next);
+		put32(r + 24, m->rd_to);
+		put32(r + 28, m->rd_from_stored);
+		put32(r + 32, (uint32_t)m->result);
+		put64(r + 40, (uint64_t)m->rd_commit);
+		put64(r + 48, (uint64_t)m->rd_release);
+		put_str(r + 56, m->reason, HAKOI_WIRE_REASON);
+		break;
 	default: break;
 	}
 	return HAKOI_WIRE_HEADER + len;
@@ -227,6 +255,34 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		break;
 	case HAKOI_MSG_FAILED:
 		if (get_str(r, m->reason, HAKOI_WIRE_REASON) != 0) {
+			return bad(why, why_len, "a reason that is not terminated");
+		}
+		break;
+	case HAKOI_MSG_RD_REQUEST:
+	case HAKOI_MSG_RD_REPLY:
+	case HAKOI_MSG_RD_STATE:
+	case HAKOI_MSG_RD_ACK:
+	case HAKOI_MSG_RD_CONTEXT:
+	case HAKOI_MSG_RD_ACTIVATED:
+		m->rd_eu = get32(r);
+		m->rd_seq = get32(r + 4);
+		m->rd_status = get32(r + 8);
+		m->rd_epoch = (int32_t)get32(r + 12);
+		m->rd_curr = get32(r + 16);
+		m->rd_next = get32(r + 20);
+		m->rd_to = get32(r + 24);
+		m->rd_from_stored = get32(r + 28);
+		m->result = (int32_t)get32(r + 32);
+		m->rd_commit = (int64_t)get64(r + 40);
+		m->rd_release = (int64_t)get64(r + 48);
+		/* Node ids are uint8, epochs uint8 (or -1), statuses 0..2, times in range. */
+		if (m->rd_curr > 255 || m->rd_next > 255 || m->rd_to > 255 || m->rd_status > 2 ||
+		    m->rd_epoch < -1 || m->rd_epoch > 255 || m->rd_from_stored > 1 ||
+		    m->rd_commit < -1 || m->rd_commit > (1ll << 60) || m->rd_release < -1 ||
+		    m->rd_release > (1ll << 60)) {
+			return bad(why, why_len, "an RD field out of range");
+		}
+		if (get_str(r + 56, m->reason, HAKOI_WIRE_REASON) != 0) {
 			return bad(why, why_len, "a reason that is not terminated");
 		}
 		break;

@@ -30,6 +30,13 @@ typedef enum hakoi_msg_type {
 	HAKOI_MSG_GET_SIM_STATE = 8, /* any -> server: what is the federation doing */
 	HAKOI_MSG_SIM_STATE = 9,     /* server -> asker */
 	HAKOI_MSG_FAILED = 10,       /* client -> server: this node went to Error (reason) */
+	/* RD-Full (hako/rd_master.h): the server is the authority over the EUs. */
+	HAKOI_MSG_RD_REQUEST = 11,   /* any -> server: move rd_eu to node rd_to */
+	HAKOI_MSG_RD_REPLY = 12,     /* server -> asker: result, reason */
+	HAKOI_MSG_RD_STATE = 13,     /* server -> client: the authority's state of an EU */
+	HAKOI_MSG_RD_ACK = 14,       /* client -> server: state rd_seq is in its domain */
+	HAKOI_MSG_RD_CONTEXT = 15,   /* both ways, + a second part: a context PDU */
+	HAKOI_MSG_RD_ACTIVATED = 16, /* client -> server: it activated rd_eu at rd_epoch */
 	HAKOI_MSG_TYPES
 } hakoi_msg_type_t;
 
@@ -61,7 +68,21 @@ typedef struct hakoi_msg {
 	/* SIM_STATE */
 	uint32_t joined;  /* clients joined */
 	uint32_t clients; /* clients configured */
+	/* RD_*: one layout (result and reason above for RD_REPLY) */
+	uint32_t rd_eu;
+	uint32_t rd_seq;
+	uint32_t rd_status;
+	int32_t rd_epoch; /* -1: none (RD_CONTEXT: keep the PDU's) */
+	uint32_t rd_curr;
+	uint32_t rd_next;
+	uint32_t rd_to;
+	uint32_t rd_from_stored;
+	int64_t rd_commit;  /* RD_STATE: the commit point, -1 none */
+	int64_t rd_release; /* RD_CONTEXT: the release time to write, -1: keep the PDU's */
 } hakoi_msg_t;
+
+/* The largest context PDU an RD_CONTEXT carries (its second part). */
+#define HAKOI_WIRE_RD_PAYLOAD_MAX (16u << 20)
 
 /* Encode m into buf (at least hakoi_wire_max() bytes): the frame's length. */
 size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf);

@@ -16,6 +16,7 @@
 
 #include "hako/api.h"
 #include "hako/domain.h"
+#include "hako/rd_master.h"
 #include "hako/error.h"
 
 #ifdef __cplusplus
@@ -64,6 +65,11 @@ typedef struct hako_conductor_config {
 	                                                  often */
 	uint32_t peer_timeout_ms;                      /* 1000: no message for so long = lost */
 	hako_conductor_client_loss_t on_client_loss;
+	/* RD-Full: an RD config of mode "full" whose nodes are named by the conductor's node ids
+	 * ("" = none); resolved against the conductor file's folder. The server is the authority
+	 * over its EUs (hako/rd_master.h); every node writes the EUs' state into its domain and
+	 * relays what its executors write. */
+	char rd_config_path[HAKO_CONDUCTOR_PATH_MAX];
 	uint32_t config_hash; /* of what all nodes must agree on (docs/conductor.md) */
 } hako_conductor_config_t;
 
@@ -89,6 +95,15 @@ HAKO_API int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_
                                        hako_conductor_node_t **out, hako_error_t *err);
 /* Leave the federation (peers are told), unregister the proxies, free. Accepts NULL. */
 HAKO_API void hako_conductor_node_stop(hako_conductor_node_t *node);
+
+/* RD-Full: ask the server of cfg's federation (any node's conductor file names it) to move
+ * EU `eu` to the RD node `to` (hako-rd move, an ExMonitor). 0: committed (*out, if not NULL,
+ * has the epoch and the commit point); a HAKO_E* code and why otherwise (the server's
+ * refusal: a hand-off in progress, not a candidate, a lost node...; HAKO_ETIMEDOUT: no answer
+ * within timeout_ms). */
+HAKO_API int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
+                                       int timeout_ms, hako_rd_commit_t *out, char *why,
+                                       size_t why_len);
 
 typedef struct hako_conductor_peer_stats {
 	char node_id[HAKO_CONDUCTOR_ID_MAX];

@@ -1,0 +1,513 @@
+/* RD-Full in the conductor (docs/rd.md, "RD-Full"): the server node runs the commit authority
+ * (hako/rd_master.h) and holds its domain's world with a barrier member while a commit is not
+ * acknowledged; every node writes the authority's state of each EU into its own domain
+ * (hako_rd_mirror) and relays what its executors write there: an owner's context, an
+ * activation. A client relays on its time socket, before the time it sends next, so that the
+ * server has every activation of a node before any world time of that node that could let it
+ * take the EU back. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "conductor_internal.h"
+#include "hako/log.h"
+
+#define BARRIER_FREE (1ll << 60) /* the barrier member's time when it holds nothing */
+
+static uint8_t rd_id_of(const hako_rd_config_t *rd, const char *name)
+{
+	for (size_t i = 0; i < rd->node_count; i++) {
+		if (strcmp(rd->node_names[i], name) == 0) {
+			return rd->node_ids[i];
+		}
+	}
+	return 0;
+}
+
+static struct hakoi_peer *peer_of_rd(hako_conductor_node_t *n, uint8_t id)
+{
+	for (size_t i = 0; i < n->npeers; i++) {
+		if (n->peers[i].rd_id == id && id != 0) {
+			return &n->peers[i];
+		}
+	}
+	return NULL;
+}
+
+int hakoi_rd_link_open(hako_conductor_node_t *n, hako_error_t *err)
+{
+	const hako_conductor_config_t *c = &n->cfg;
+	if (c->rd_config_path[0] == '\0') {
+		return 0;
+	}
+	int r = hako_rd_config_load(c->rd_config_path, &n->rd, err);
+	if (r != 0) {
+		return r;
+	}
+	if (n->rd->mode != HAKO_RD_MODE_FULL) {
+		return hako_error_set(err, HAKO_ECONFIG, c->path, 0, 0,
+		                      "rd_config_path: %s is an RD-Light config; a federation's "
+		                      "needs \"mode\": \"full\"",
+		                      c->rd_config_path);
+	}
+	n->rd_self = rd_id_of(n->rd, c->node_id);
+	for (size_t i = 0; i < n->npeers; i++) {
+		n->peers[i].rd_id = rd_id_of(n->rd, n->peers[i].id);
+	}
+	if (c->role == HAKO_CONDUCTOR_SERVER) {
+		/* Every candidate must be a client: the server's own executors would need the
+		 * relay's ordering inside this process, which it does not have yet. */
+		for (size_t e = 0; e < n->rd->eu_count; e++) {
+			const hako_rd_eu_config_t *eu = &n->rd->eus[e];
+			for (size_t k = 0; k < eu->candidate_count; k++) {
+				if (peer_of_rd(n, eu->candidates[k]) == NULL) {
+					return hako_error_set(
+					    err, HAKO_ECONFIG, c->rd_config_path, 0, 0,
+					    "EU %s: candidate node %u is not a client of server %s "
+					    "(an EU runs on the client nodes; the node names of "
+					    "the RD "
+					    "config are the conductor node ids)",
+					    eu->name, eu->candidates[k], c->node_id);
+				}
+			}
+		}
+		if ((r = hako_rd_master_create(n->rd, c->delta_usec, c->max_delay_usec,
+		                               &n->rd_auth)) != 0 ||
+		    (r = hako_member_register_proxy(n->dom, "rd:barrier", &n->rd_barrier)) != 0) {
+			return hako_error_set(err, r, c->path, 0, 0,
+			                      "RD-Full: cannot set up the commit authority: %s",
+			                      hako_strerror(r));
+		}
+		hako_member_set_time(n->rd_barrier, BARRIER_FREE);
+		n->rd_barrier_at = BARRIER_FREE;
+	}
+	r = hako_rd_mirror_open(n->dom, n->rd, n->rd_self, &n->rd_mirror);
+	if (r != 0) {
+		return hako_error_set(err, r, c->rd_config_path, 0, 0,
+		                      "RD-Full: cannot open the EUs' channels: %s",
+		                      hako_strerror(r));
+	}
+	for (size_t e = 0; n->rd_auth != NULL && e < n->rd->eu_count; e++) {
+		hako_rd_commit_t st;
+		hako_rd_master_get(n->rd_auth, n->rd->eus[e].id, &st);
+		hako_rd_mirror_apply(n->rd_mirror, &st);
+	}
+	HAKO_INFO("conductor %s: RD-Full over %zu EUs (%s, node %u)", c->node_id, n->rd->eu_count,
+	          c->rd_config_path, n->rd_self);
+	return 0;
+}
+
+void hakoi_rd_link_close(hako_conductor_node_t *n)
+{
+	hako_rd_mirror_close(n->rd_mirror);
+	hako_member_unregister(n->rd_barrier);
+	hako_rd_master_destroy(n->rd_auth);
+	hako_rd_config_free(n->rd);
+	n->rd_mirror = NULL;
+	n->rd_barrier = NULL;
+	n->rd_auth = NULL;
+	n->rd = NULL;
+}
+
+/* [to][frame][payload] on s (a DEALER: to NULL). */
+static int send_with_payload(void *s, const char *to, hakoi_msg_t *m, const void *payload,
+                             size_t len)
+{
+	uint8_t buf[512];
+	size_t flen = hakoi_wire_encode(m, buf);
+	if (to != NULL && zmq_send(s, to, strlen(to), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+		return -1;
+	}
+	if (zmq_send(s, buf, flen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+		return -1;
+	}
+	return zmq_send(s, payload != NULL ? payload : "", len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+}
+
+static void state_msg(hako_conductor_node_t *n, hakoi_msg_t *m, const hako_rd_commit_t *c)
+{
+	hakoi_base_msg(n, m, HAKOI_MSG_RD_STATE);
+	m->rd_eu = c->eu;
+	m->rd_seq = c->seq;
+	m->rd_status = (uint32_t)c->status;
+	m->rd_epoch = c->epoch;
+	m->rd_curr = c->curr;
+	m->rd_next = c->next;
+	m->rd_from_stored = (uint32_t)c->from_stored;
+	m->rd_commit = c->commit_usec;
+}
+
+/* The barrier member at the lowest unacknowledged commit's request time, or free. */
+static void update_barrier(hako_conductor_node_t *n)
+{
+	hako_time_t b = hako_rd_master_barrier(n->rd_auth);
+	hako_time_t t = b < 0 ? BARRIER_FREE : b;
+	if (t != n->rd_barrier_at) {
+		hako_member_set_time(n->rd_barrier, t);
+		n->rd_barrier_at = t;
+	}
+}
+
+/* Server: the authority's state of eu into this domain and to every joined client. */
+static void broadcast(hako_conductor_node_t *n, uint32_t eu)
+{
+	hako_rd_commit_t c;
+	if (hako_rd_master_get(n->rd_auth, eu, &c) != 0) {
+		return;
+	}
+	pthread_mutex_lock(&n->send_lock);
+	hako_rd_mirror_apply(n->rd_mirror, &c);
+	pthread_mutex_unlock(&n->send_lock);
+	if (n->rd_self != 0) {
+		hako_rd_master_ack(n->rd_auth, n->rd_self, eu, c.seq);
+	}
+	for (size_t i = 0; i < n->npeers; i++) {
+		struct hakoi_peer *p = &n->peers[i];
+		if (p->joined) {
+			hakoi_msg_t m;
+			state_msg(n, &m, &c);
+			hakoi_send_ctl(n, p, &m);
+		}
+	}
+	update_barrier(n);
+}
+
+/* Server: a context for the new owner's node. */
+static void send_context(hako_conductor_node_t *n, uint32_t eu, uint8_t to, const void *pdu,
+                         size_t len, int epoch, hako_time_t release)
+{
+	struct hakoi_peer *p = peer_of_rd(n, to);
+	if (p == NULL || !p->joined) {
+		HAKO_WARN("conductor %s: EU %" PRIu32
+		          ": node %u is not joined; its context waits for "
+		          "the authority's timeout",
+		          n->cfg.node_id, eu, to);
+		return;
+	}
+	hakoi_msg_t m;
+	hakoi_base_msg(n, &m, HAKOI_MSG_RD_CONTEXT);
+	m.rd_eu = eu;
+	m.rd_epoch = epoch;
+	m.rd_release = release;
+	m.rd_commit = -1;
+	if (send_with_payload(n->ctl, p->id, &m, pdu, len) != 0) {
+		HAKO_WARN("conductor %s: EU %" PRIu32 ": cannot send the context to %s: %s",
+		          n->cfg.node_id, eu, p->id, zmq_strerror(errno));
+	}
+}
+
+void hakoi_rd_joined(hako_conductor_node_t *n, struct hakoi_peer *p)
+{
+	if (n->rd_auth == NULL) {
+		return;
+	}
+	if (p->rd_id != 0) {
+		hako_rd_master_node_back(n->rd_auth, p->rd_id);
+	}
+	for (size_t e = 0; e < n->rd->eu_count; e++) {
+		hako_rd_commit_t c;
+		hako_rd_master_get(n->rd_auth, n->rd->eus[e].id, &c);
+		hakoi_msg_t m;
+		state_msg(n, &m, &c);
+		hakoi_send_ctl(n, p, &m);
+	}
+}
+
+static void reply(hako_conductor_node_t *n, const char *to, const hakoi_msg_t *req, int r,
+                  const char *why)
+{
+	hakoi_msg_t m;
+	hakoi_base_msg(n, &m, HAKOI_MSG_RD_REPLY);
+	m.rd_eu = req->rd_eu;
+	m.rd_to = req->rd_to;
+	m.result = r;
+	m.rd_commit = -1;
+	m.rd_release = -1;
+	m.rd_epoch = -1;
+	if (r == 0) {
+		hako_rd_commit_t c;
+		hako_rd_master_get(n->rd_auth, req->rd_eu, &c);
+		m.rd_seq = c.seq;
+		m.rd_epoch = c.epoch;
+		m.rd_commit = c.commit_usec;
+	}
+	snprintf(m.reason, sizeof(m.reason), "%s", why);
+	hakoi_send_msg(n->ctl, to, &m);
+}
+
+void hakoi_rd_server_msg(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
+                         const hakoi_msg_t *m)
+{
+	if (n->rd_auth == NULL) {
+		if (m->type == HAKOI_MSG_RD_REQUEST && from != NULL) {
+			reply(n, from, m, HAKO_ESTATE, "this federation has no rd_config_path");
+		}
+		return;
+	}
+	char why[HAKOI_WIRE_REASON] = "";
+	int r;
+	switch (m->type) {
+	case HAKOI_MSG_RD_REQUEST:
+		r = hako_rd_master_request(n->rd_auth, m->rd_eu, (uint8_t)m->rd_to,
+		                           hako_domain_world_time(n->dom), why, sizeof(why));
+		if (r == 0) {
+			broadcast(n, m->rd_eu);
+		} else {
+			HAKO_INFO("conductor %s: RD request of EU %" PRIu32
+			          " to node %u refused: %s",
+			          n->cfg.node_id, m->rd_eu, m->rd_to, why);
+		}
+		if (from != NULL) {
+			reply(n, from, m, r, why);
+		}
+		return;
+	case HAKOI_MSG_RD_ACK:
+		hako_rd_master_ack(n->rd_auth, p->rd_id, m->rd_eu, m->rd_seq);
+		update_barrier(n);
+		return;
+	case HAKOI_MSG_RD_CONTEXT: {
+		if (m->rd_epoch < 0 ||
+		    hako_rd_master_store_context(n->rd_auth, m->rd_eu, (uint8_t)m->rd_epoch,
+		                                 n->rd_payload, n->rd_payload_len) != 0) {
+			HAKO_WARN("conductor %s: a context of EU %" PRIu32
+			          " (epoch %d) from %s is not "
+			          "for the hand-off in progress: dropped",
+			          n->cfg.node_id, m->rd_eu, m->rd_epoch, p->id);
+			return;
+		}
+		hako_rd_commit_t c;
+		hako_rd_master_get(n->rd_auth, m->rd_eu, &c);
+		send_context(n, m->rd_eu, c.next, n->rd_payload, n->rd_payload_len, -1, -1);
+		return;
+	}
+	case HAKOI_MSG_RD_ACTIVATED:
+		if (m->rd_epoch >= 0 && hako_rd_master_activated(n->rd_auth, p->rd_id, m->rd_eu,
+		                                                 (uint8_t)m->rd_epoch) == 0) {
+			broadcast(n, m->rd_eu);
+		}
+		return;
+	default: return;
+	}
+}
+
+void hakoi_rd_tick(hako_conductor_node_t *n)
+{
+	if (n->rd_auth == NULL) {
+		return;
+	}
+	/* The barrier stands for no peer: it acknowledges every event at once. */
+	int ev = hako_member_event(n->rd_barrier);
+	if (ev > HAKO_EVENT_NONE) {
+		hako_member_ack(n->rd_barrier, ev);
+	}
+	hako_member_heartbeat(n->rd_barrier);
+	uint32_t changed[HAKO_RD_MAX_EUS];
+	int k = hako_rd_master_tick(n->rd_auth, hako_domain_world_time(n->dom), changed,
+	                            HAKO_RD_MAX_EUS);
+	for (int i = 0; i < k; i++) {
+		broadcast(n, changed[i]);
+		hako_rd_commit_t c;
+		hako_rd_master_get(n->rd_auth, changed[i], &c);
+		if (c.status == HAKO_RD_OWNER_RELEASING && c.from_stored) {
+			size_t len = 0;
+			const void *pdu = hako_rd_master_context(n->rd_auth, changed[i], &len);
+			send_context(n, changed[i], c.next, pdu, len, c.epoch, c.commit_usec);
+		}
+	}
+	update_barrier(n);
+}
+
+void hakoi_rd_peer_time(hako_conductor_node_t *n, struct hakoi_peer *p, hako_time_t world)
+{
+	if (n->rd_auth != NULL && p->rd_id != 0) {
+		hako_rd_master_node_time(n->rd_auth, p->rd_id, world);
+	}
+}
+
+void hakoi_rd_peer_lost(hako_conductor_node_t *n, struct hakoi_peer *p)
+{
+	if (n->rd_auth != NULL && p->rd_id != 0) {
+		hako_rd_master_node_lost(n->rd_auth, p->rd_id, hako_domain_world_time(n->dom));
+		update_barrier(n);
+	}
+}
+
+void hakoi_rd_peer_back(hako_conductor_node_t *n, struct hakoi_peer *p)
+{
+	if (n->rd_auth != NULL && p->rd_id != 0) {
+		hako_rd_master_node_back(n->rd_auth, p->rd_id);
+	}
+}
+
+void hakoi_rd_client_msg(hako_conductor_node_t *n, const hakoi_msg_t *m)
+{
+	if (n->rd_mirror == NULL) {
+		return;
+	}
+	switch (m->type) {
+	case HAKOI_MSG_RD_STATE: {
+		hako_rd_commit_t c = {m->rd_eu,
+		                      m->rd_seq,
+		                      (hako_rd_status_t)m->rd_status,
+		                      (uint8_t)(m->rd_epoch < 0 ? 0 : m->rd_epoch),
+		                      (uint8_t)m->rd_curr,
+		                      (uint8_t)m->rd_next,
+		                      m->rd_commit,
+		                      (int)m->rd_from_stored};
+		pthread_mutex_lock(&n->send_lock);
+		int r = hako_rd_mirror_apply(n->rd_mirror, &c);
+		pthread_mutex_unlock(&n->send_lock);
+		if (r != 0) {
+			HAKO_WARN("conductor %s: cannot write the state of EU %" PRIu32 ": %s",
+			          n->cfg.node_id, m->rd_eu, hako_strerror(r));
+			return;
+		}
+		hakoi_msg_t a;
+		hakoi_base_msg(n, &a, HAKOI_MSG_RD_ACK);
+		a.rd_eu = m->rd_eu;
+		a.rd_seq = m->rd_seq;
+		a.rd_epoch = -1;
+		a.rd_commit = -1;
+		a.rd_release = -1;
+		hakoi_send_ctl(n, &n->peers[0], &a);
+		return;
+	}
+	case HAKOI_MSG_RD_CONTEXT:
+		pthread_mutex_lock(&n->send_lock);
+		hako_rd_mirror_put_context(n->rd_mirror, m->rd_eu,
+		                           n->rd_payload_len > 0 ? n->rd_payload : NULL,
+		                           n->rd_payload_len, m->rd_epoch, m->rd_release);
+		pthread_mutex_unlock(&n->send_lock);
+		return;
+	case HAKOI_MSG_RD_REPLY:
+		HAKO_INFO("conductor %s: RD request of EU %" PRIu32 ": %s", n->cfg.node_id,
+		          m->rd_eu, m->result == 0 ? "committed" : m->reason);
+		return;
+	default: return;
+	}
+}
+
+static void relay_one(void *arg, const hako_rd_relay_t *rl)
+{
+	hako_conductor_node_t *n = arg;
+	hakoi_msg_t m;
+	hakoi_base_msg(n, &m,
+	               rl->kind == HAKO_RD_RELAY_CONTEXT ? HAKOI_MSG_RD_CONTEXT
+	                                                 : HAKOI_MSG_RD_ACTIVATED);
+	m.rd_eu = rl->eu;
+	m.rd_epoch = rl->epoch;
+	m.rd_commit = -1;
+	m.rd_release = -1;
+	int r = rl->kind == HAKO_RD_RELAY_CONTEXT
+	            ? send_with_payload(n->tout, NULL, &m, rl->pdu, rl->len)
+	            : hakoi_send_msg(n->tout, NULL, &m);
+	if (r != 0) {
+		HAKO_WARN("conductor %s: cannot relay EU %" PRIu32 "'s %s: %s", n->cfg.node_id,
+		          rl->eu, rl->kind == HAKO_RD_RELAY_CONTEXT ? "context" : "activation",
+		          zmq_strerror(errno));
+	}
+}
+
+void hakoi_rd_relay(hako_conductor_node_t *n)
+{
+	if (n->rd_mirror != NULL && n->cfg.role == HAKO_CONDUCTOR_CLIENT) {
+		hako_rd_mirror_scan(n->rd_mirror, relay_one, n);
+	}
+}
+
+int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
+                              int timeout_ms, hako_rd_commit_t *out, char *why, size_t why_len)
+{
+	if (why != NULL && why_len > 0) {
+		why[0] = '\0';
+	}
+	if (cfg == NULL) {
+		return HAKO_EINVAL;
+	}
+	void *ctx = zmq_ctx_new();
+	void *s = ctx != NULL ? zmq_socket(ctx, ZMQ_DEALER) : NULL;
+	if (s == NULL) {
+		if (ctx != NULL) {
+			zmq_ctx_term(ctx);
+		}
+		return HAKO_ENOMEM;
+	}
+	/* "#rd..." is nobody's node id: the server answers it like a tool. */
+	static _Atomic unsigned next;
+	char id[64];
+	snprintf(id, sizeof(id), "#rd-%d-%u", (int)getpid(), atomic_fetch_add(&next, 1));
+	int linger = 0;
+	zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
+	zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger));
+	int r = HAKO_ETIMEDOUT;
+	if (zmq_connect(s, cfg->control_address) != 0) {
+		r = HAKO_EIO;
+		if (why != NULL) {
+			snprintf(why, why_len, "cannot connect to %s: %s", cfg->control_address,
+			         zmq_strerror(errno));
+		}
+		goto done;
+	}
+	hakoi_msg_t m;
+	memset(&m, 0, sizeof(m));
+	m.type = HAKOI_MSG_RD_REQUEST;
+	snprintf(m.node, sizeof(m.node), "%s", id);
+	m.rd_eu = eu;
+	m.rd_to = to;
+	m.rd_epoch = -1;
+	m.rd_commit = -1;
+	m.rd_release = -1;
+	uint8_t buf[512];
+	size_t len = hakoi_wire_encode(&m, buf);
+	if (zmq_send(s, buf, len, 0) < 0) {
+		r = HAKO_EIO;
+		goto done;
+	}
+	hako_time_t until = hako_now_usec() + (hako_time_t)timeout_ms * 1000;
+	for (;;) {
+		hako_time_t left = until - hako_now_usec();
+		if (left <= 0) {
+			if (why != NULL) {
+				snprintf(why, why_len,
+				         "no answer from the server at %s within %d ms",
+				         cfg->control_address, timeout_ms);
+			}
+			break;
+		}
+		zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+		if (zmq_poll(&it, 1, (long)(left / 1000) + 1) <= 0) {
+			continue;
+		}
+		uint8_t in[1024];
+		int n = zmq_recv(s, in, sizeof(in), ZMQ_DONTWAIT);
+		hakoi_msg_t rep;
+		char bad[160];
+		if (n < 0 || (size_t)n > sizeof(in) ||
+		    hakoi_wire_decode(in, (size_t)n, &rep, bad, sizeof(bad)) != 0 ||
+		    rep.type != HAKOI_MSG_RD_REPLY || rep.rd_eu != eu) {
+			continue; /* not the answer */
+		}
+		r = rep.result;
+		if (why != NULL) {
+			snprintf(why, why_len, "%s", rep.reason);
+		}
+		if (r == 0 && out != NULL) {
+			*out = (hako_rd_commit_t){
+			    .eu = eu,
+			    .seq = rep.rd_seq,
+			    .status = HAKO_RD_OWNER_RELEASING,
+			    .epoch = (uint8_t)(rep.rd_epoch < 0 ? 0 : rep.rd_epoch),
+			    .next = to,
+			    .commit_usec = rep.rd_commit};
+		}
+		break;
+	}
+done:
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	return r;
+}
