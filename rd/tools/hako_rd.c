@@ -19,6 +19,7 @@
 #include "hako/msg.h"
 #include "hako/pdu.h"
 #include "hako/rd.h"
+#include "hako/conductor.h"
 #include "hako_cli.h"
 #include "rd_internal.h"
 
@@ -362,6 +363,111 @@ static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 	return status(domain, config, watch, interval);
 }
 
+/* An EU or a node of cfg by name or number: its id, or -1. */
+static long lookup(const hako_rd_config_t *cfg, const char *what, int node)
+{
+	char *end;
+	long v = strtol(what, &end, 10);
+	int number = what[0] != '\0' && *end == '\0';
+	if (node) {
+		for (size_t i = 0; i < cfg->node_count; i++) {
+			if ((number && cfg->node_ids[i] == v) ||
+			    strcmp(cfg->node_names[i], what) == 0) {
+				return cfg->node_ids[i];
+			}
+		}
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->eu_count; i++) {
+		if ((number && cfg->eus[i].id == (uint32_t)v) ||
+		    strcmp(cfg->eus[i].name, what) == 0) {
+			return (long)cfg->eus[i].id;
+		}
+	}
+	return -1;
+}
+
+/* RD-Full: ask the federation's server to move an EU. */
+static int move(const char *conductor, const char *eu_arg, const char *node_arg, int timeout_ms)
+{
+	hako_conductor_config_t *cc = NULL;
+	hako_rd_config_t *rd = NULL;
+	hako_error_t err;
+	char msg[1200];
+	if (hako_conductor_config_load(conductor, &cc, &err) != 0) {
+		fprintf(stderr, "hako-rd move: %s\n", hako_error_format(&err, msg, sizeof(msg)));
+		return 2;
+	}
+	int rc = 2;
+	if (cc->rd_config_path[0] == '\0') {
+		fprintf(stderr,
+		        "hako-rd move: %s has no rd_config_path: its federation has no RD\n",
+		        conductor);
+		goto done;
+	}
+	if (hako_rd_config_load(cc->rd_config_path, &rd, &err) != 0) {
+		fprintf(stderr, "hako-rd move: %s\n", hako_error_format(&err, msg, sizeof(msg)));
+		goto done;
+	}
+	long eu = lookup(rd, eu_arg, 0), to = lookup(rd, node_arg, 1);
+	if (eu < 0 || to < 0) {
+		fprintf(stderr, "hako-rd move: %s: no %s \"%s\"\n", cc->rd_config_path,
+		        eu < 0 ? "execution unit" : "node", eu < 0 ? eu_arg : node_arg);
+		goto done;
+	}
+	hako_rd_commit_t c;
+	char why[256];
+	int r = hako_conductor_rd_request(cc, (uint32_t)eu, (uint8_t)to, timeout_ms, &c, why,
+	                                  sizeof(why));
+	char label[160];
+	if (r == 0) {
+		printf("committed: EU %s to node %s at epoch %u, commit point %.6f s\n", eu_arg,
+		       node_label(rd, (uint8_t)to, label, sizeof(label)), c.epoch,
+		       (double)c.commit_usec / 1e6);
+		rc = 0;
+	} else {
+		fprintf(stderr, "hako-rd move: refused (%s): %s\n", hako_strerror(r), why);
+		rc = 1;
+	}
+done:
+	hako_rd_config_free(rd);
+	hako_conductor_config_free(cc);
+	return rc;
+}
+
+static int cmd_move(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"conductor", required_argument, NULL, 'c'},
+	                                         {"timeout", required_argument, NULL, 't'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	const char *conductor = NULL;
+	long timeout = 5000;
+	char *end;
+	int c;
+	while ((c = getopt_long(argc, argv, ":c:t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': conductor = optarg; break;
+		case 't':
+			timeout = strtol(optarg, &end, 10);
+			if (*end != '\0' || timeout < 1 || timeout > 3600000) {
+				return hako_cli_usage_error(
+				    cmd, "--timeout: '%s' is not a number of ms", optarg);
+			}
+			break;
+		default: return hako_cli_common_option(cmd, c, argv);
+		}
+	}
+	if (conductor == NULL) {
+		return hako_cli_usage_error(cmd,
+		                            "needs --conductor FILE (a node's conductor file)");
+	}
+	if (argc - optind != 2) {
+		return hako_cli_usage_error(cmd, "needs an EU and a node");
+	}
+	return move(conductor, argv[optind], argv[optind + 1], (int)timeout);
+}
+
 static const hako_cli_command_t commands[] = {
     {"validate", "[-v] FILE", "load and check an RD config; print what it declares",
      "Load and check an RD config and print what it declares: nodes, execution units, trigger, "
@@ -382,6 +488,14 @@ static const hako_cli_command_t commands[] = {
      "  -w, --watch           redraw until Ctrl-C\n"
      "  -i, --interval MS     redraw period with --watch (default 500)\n",
      cmd_status},
+    {"move", "--conductor FILE [--timeout MS] EU NODE",
+     "ask the federation's server to move an execution unit (RD-Full)",
+     "Ask the server of a running federation (RD-Full) to hand an execution unit over to a "
+     "node: EU and NODE by name or id in the RD config the conductor file names. Prints the "
+     "epoch and commit point, or the reason of a refusal (exit 1).",
+     "  -c, --conductor FILE  a conductor file of the federation (any node's)\n"
+     "  -t, --timeout MS      how long to wait for the server's answer (default 5000)\n",
+     cmd_move},
     {"help", "[command]", "help of hako-rd or of a command",
      "Show the help of hako-rd or of one command.", "", hako_cli_help},
 };

@@ -159,7 +159,12 @@ HAKO_API int hako_rd_get_state(hako_rd_node_t *node, uint32_t eu, hako_rd_eu_sta
 /* 1 if this node owns the EU (may step it and write its PDUs), else 0. */
 HAKO_API int hako_rd_is_owner(hako_rd_node_t *node, uint32_t eu);
 
-/* Owner only: hand the EU to node `next`. ctx = the application's state after its last model
+/* RD-Full (mode "full"): the owner releases only after HAKO_RD_EV_COMMIT, at the commit point
+ * the conductor committed (next: that node, or 0); HAKO_ESTATE without a commit or before it.
+ * The context is written with the commit point as its release time; the status is the
+ * conductor's to write.
+ *
+ * Owner only: hand the EU to node `next`. ctx = the application's state after its last model
  * step; model_step = how many model steps it has run; now = world time of that step. From now
  * on this node is RELEASING: it neither steps the EU nor writes its PDUs.
  * HAKO_ENOTOWNER, HAKO_ETOOBIG (ctx larger than max_context_bytes), HAKO_EINVAL (next is not a
