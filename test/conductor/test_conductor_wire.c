@@ -31,6 +31,16 @@ static hakoi_msg_t sample(uint16_t type)
 	m.request = 9;
 	m.joined = 2;
 	m.clients = 3;
+	m.rd_eu = 7;
+	m.rd_seq = 41;
+	m.rd_status = 1;
+	m.rd_epoch = 254;
+	m.rd_curr = 1;
+	m.rd_next = 2;
+	m.rd_to = 3;
+	m.rd_from_stored = 1;
+	m.rd_commit = 2520000;
+	m.rd_release = -1;
 	return m;
 }
 
@@ -70,6 +80,25 @@ static void test_round_trip(void **state)
 		case HAKOI_MSG_SIM_STATE:
 			assert_int_equal(d.joined, 2);
 			assert_int_equal(d.clients, 3);
+			break;
+		case HAKOI_MSG_RD_REQUEST:
+		case HAKOI_MSG_RD_REPLY:
+		case HAKOI_MSG_RD_STATE:
+		case HAKOI_MSG_RD_ACK:
+		case HAKOI_MSG_RD_CONTEXT:
+		case HAKOI_MSG_RD_ACTIVATED:
+			assert_int_equal(d.rd_eu, 7);
+			assert_int_equal(d.rd_seq, 41);
+			assert_int_equal(d.rd_status, 1);
+			assert_int_equal(d.rd_epoch, 254);
+			assert_int_equal(d.rd_curr, 1);
+			assert_int_equal(d.rd_next, 2);
+			assert_int_equal(d.rd_to, 3);
+			assert_int_equal(d.rd_from_stored, 1);
+			assert_int_equal(d.rd_commit, 2520000);
+			assert_int_equal(d.rd_release, -1);
+			assert_int_equal(d.result, HAKO_ECONFIG);
+			assert_string_equal(d.reason, "because");
 			break;
 		default: break;
 		}
@@ -133,6 +162,24 @@ static void test_hostile(void **state)
 	expect_bad(longer, len, "unknown operation");
 	memcpy(longer, buf, len);
 	memset(longer + HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16, 'r', HAKOI_WIRE_REASON);
+	expect_bad(longer, len, "reason");
+
+	/* RD fields out of range: a node id, a status, an epoch, a time; a reason without NUL. */
+	hakoi_msg_t rd = sample(HAKOI_MSG_RD_STATE);
+	len = hakoi_wire_encode(&rd, buf);
+	const size_t body = HAKOI_WIRE_HEADER + HAKOI_WIRE_ID;
+	const size_t offs[] = {16, 20, 24, 8, 12, 28};
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		memcpy(longer, buf, len);
+		longer[body + offs[i] + 1] = 0x7f; /* 0x7fxx: no node id, status or epoch is */
+		expect_bad(longer, len, "RD field out of range");
+	}
+	memcpy(longer, buf, len);
+	memset(longer + body + 40, 0xff, 7); /* a commit point of about -2^56 */
+	longer[body + 47] = 0x80;
+	expect_bad(longer, len, "RD field out of range");
+	memcpy(longer, buf, len);
+	memset(longer + body + 56, 'r', HAKOI_WIRE_REASON);
 	expect_bad(longer, len, "reason");
 }
 
