@@ -5,6 +5,8 @@
 #
 # usage: test_launch.sh SCENARIO HAKO_LAUNCH TEST_ASSET HAKO_CMD
 set -u
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 SCENARIO=$1
 LAUNCH=$2
@@ -14,7 +16,6 @@ HAKO_CMD=$4
 unset HAKO_DOMAIN HAKO_CORE_CONFIG HAKO_LOG NO_COLOR
 tmp=$(mktemp -d) || exit 1
 cd "$tmp" || exit 1
-fails=0
 bg_pids=()
 
 # Every pid the test processes printed ("pid=N" first thing in their logs), and the pids of a
@@ -24,40 +25,22 @@ logged_pids() {
 	cat out*.txt 2>/dev/null | sed -n 's/^hako-launch: started node [^ ]* (pid \([0-9]*\),.*/\1/p'
 }
 
-# alive PID: the process exists and is not a zombie (an orphan's zombie waits for init, which
-# in a container may never reap it).
-alive() {
-	local state
-	state=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
-
-# The domains hako-launch created (from its first line; a federation's node says it in its own).
+# The domains hako-launch created.
 domains() {
-	cat out*.txt 2>/dev/null | sed -n "s/^\(\[[^]]*\] \)\{0,1\}hako-launch: domain '\([^']*\)'.*/\2/p"
+	launch_domains out*.txt
 }
 
 cleanup() {
+	local ds
 	for p in "${bg_pids[@]}" $(logged_pids); do
 		kill -KILL "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
-	for d in $(domains); do
-		"$HAKO_CMD" -d "$d" clean --force >/dev/null 2>&1
-	done
+	mapfile -t ds < <(domains)
+	clean_domains "$HAKO_CMD" "${ds[@]}"
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-
-show() {
-	echo "---- $1"
-	sed 's/^/    /' "$1"
-}
 
 # launch RC NAME [OPTIONS...]: run hako-launch on NAME.json; its output goes to out-NAME.txt.
 launch() {
@@ -68,21 +51,6 @@ launch() {
 	if [ "$rc" -ne "$want" ]; then
 		fail "hako-launch $name.json exited $rc, expected $want"
 		show "out-$name.txt"
-	fi
-}
-
-# has FILE REGEX: a line of FILE matches REGEX (extended).
-has() {
-	if ! grep -qE -- "$2" "$1"; then
-		fail "$1 lacks /$2/"
-		show "$1"
-	fi
-}
-
-lacks() {
-	if grep -qE -- "$2" "$1"; then
-		fail "$1 has /$2/"
-		show "$1"
 	fi
 }
 
@@ -98,46 +66,27 @@ last_line() {
 
 # Nothing left: no logged pid alive, no segment of the domains.
 all_gone() {
-	local p d
+	local p ds
 	for p in $(logged_pids); do
 		if alive "$p"; then
 			fail "process $p is still alive"
 			ps -o pid,pgid,stat,args -p "$p"
 		fi
 	done
-	for d in $(domains); do
-		if [ -e "/dev/shm/hako.$d" ]; then
-			fail "the segment of domain '$d' is left"
-		fi
-	done
+	mapfile -t ds < <(domains)
+	segments_gone "${ds[@]}"
 	if [ -z "$(logged_pids)" ]; then
 		fail "no pid in the logs: nothing was checked"
 	fi
-}
-
-# wait_for_line FILE REGEX SECONDS
-wait_for_line() {
-	local i
-	for ((i = 0; i < $3 * 20; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	fail "$1 never showed /$2/"
-	show "$1"
-	return 1
 }
 
 # fed_files STOP_USEC CLIENT_ASSET_ARGS...: a federation of two nodes, srv (stops at STOP_USEC,
 # 0 = none) and cli, each its own domain and an asset (sa, ca), on two free ports below the
 # ephemeral range (spread by our pid: parallel scenarios differ), in fed.json.
 fed_files() {
-	local stop=$1 port p
+	local stop=$1 port
 	shift
-	for ((port = 20000 + ($$ % 2000) * 2; ; port += 4002)); do
-		[ "$port" -lt 32000 ] || port=$((port - 12000))
-		p=$(printf ':%04X |:%04X ' "$port" "$((port + 1))")
-		grep -qE "$p" /proc/net/tcp /proc/net/tcp6 2>/dev/null || break
-	done
+	port=$(free_ports 2) || die "no two free ports"
 	local addrs="\"control_address\": \"tcp://127.0.0.1:$port\", \"time_address\": \"tcp://127.0.0.1:$((port + 1))\""
 	local timing="\"delta_time_usec\": 1000, \"max_delay_time_usec\": 5000, \"peer_timeout_ms\": 3000"
 	mkdir -p srv cli
@@ -176,41 +125,40 @@ run_ok)
 	  ]
 	}
 	EOF
-	"$LAUNCH" --path "$ASSET_DIR" --check run.json >out-check.txt 2>&1 || fail "--check failed"
-	has out-check.txt "^process a phase=run echo=true$"
-	has out-check.txt "^  exe $ASSET_DIR/launch-test-asset$"
-	has out-check.txt '^  wait_for asset "b" timeout_ms=10000$'
+	expect 0 "$LAUNCH" --path "$ASSET_DIR" --check run.json
+	has "^process a phase=run echo=true$"
+	has "^  exe $ASSET_DIR/launch-test-asset$"
+	has '^  wait_for asset "b" timeout_ms=10000$'
 	[ -e logs/run ] && fail "--check created the log folder"
 	# The command line (tools/common/hako_cli): usage errors exit 2 with a hint, -V the version.
-	"$LAUNCH" --bogus run.json >out-usage.txt 2>&1
-	[ $? -eq 2 ] || fail "--bogus did not exit 2"
-	has out-usage.txt "^hako-launch: unknown option '--bogus'$"
-	has out-usage.txt "^Try 'hako-launch --help'\.$"
-	"$LAUNCH" -V >out-version.txt 2>&1 || fail "-V failed"
-	has out-version.txt '^hako-launch [0-9]'
-	"$LAUNCH" --help >out-help.txt 2>&1 || fail "--help failed"
-	has out-help.txt '^usage: hako-launch \[--path DIR\]'
-	has out-help.txt '^exit status: 0 all went well'
+	expect 2 "$LAUNCH" --bogus run.json
+	has "^hako-launch: unknown option '--bogus'$"
+	has "^Try 'hako-launch --help'\.$"
+	expect 0 "$LAUNCH" -V
+	has '^hako-launch [0-9]'
+	expect 0 "$LAUNCH" --help
+	has '^usage: hako-launch \[--path DIR\]'
+	has '^exit status: 0 all went well'
 	launch 0 run
 	for f in a b hako-launch; do
 		[ -s "logs/run/$f.log" ] || fail "logs/run/$f.log is missing or empty"
 	done
-	has logs/run/a.log '^done asset=a time=500000 steps=500$'
-	has logs/run/b.log '^done asset=b time=500000 steps=500$'
-	has logs/run/a.log '^t=500000$'
-	has out-run.txt '^\[a\] t=300000$'
-	has out-run.txt '^hako-launch: stop time reached: the simulation stopped at world time 0\.500 s$'
-	has out-run.txt "^hako-launch: a \(pid [0-9]+\) exited with code 0$"
-	has logs/run/hako-launch.log '^hako-launch: stop time reached'
+	file_has logs/run/a.log '^done asset=a time=500000 steps=500$'
+	file_has logs/run/b.log '^done asset=b time=500000 steps=500$'
+	file_has logs/run/a.log '^t=500000$'
+	file_has out-run.txt '^\[a\] t=300000$'
+	file_has out-run.txt '^hako-launch: stop time reached: the simulation stopped at world time 0\.500 s$'
+	file_has out-run.txt "^hako-launch: a \(pid [0-9]+\) exited with code 0$"
+	file_has logs/run/hako-launch.log '^hako-launch: stop time reached'
 	last_line out-run.txt "$(grep '^hako-launch: done: world time 0.500 s in ' out-run.txt)"
-	has out-run.txt '; logs in logs/run$'
+	file_has out-run.txt '; logs in logs/run$'
 	# --no-echo and --quiet: the logs keep everything, the terminal only the last line.
 	sed 's#"logs/run"#"logs/quiet"#' run.json >quiet.json
 	launch 0 quiet --no-echo --quiet
-	has logs/quiet/a.log '^done asset=a time=500000 steps=500$'
-	lacks out-quiet.txt '^\[a\]'
+	file_has logs/quiet/a.log '^done asset=a time=500000 steps=500$'
+	file_lacks out-quiet.txt '^\[a\]'
 	[ "$(wc -l <out-quiet.txt)" -eq 1 ] || { fail "--quiet printed more than one line"; show out-quiet.txt; }
-	has out-quiet.txt '^hako-launch: done: world time 0\.500 s'
+	file_has out-quiet.txt '^hako-launch: done: world time 0\.500 s'
 	all_gone
 	;;
 hakoniwa)
@@ -230,18 +178,18 @@ hakoniwa)
 	  "notify": {"type": "exec", "command": "scripts/notify.sh", "args": ["\${asset}"]}
 	}
 	EOF
-	"$LAUNCH" --path "$ASSET_DIR" --check hk.json >out-check.txt 2>&1 || fail "--check failed"
-	has out-check.txt "^hako-launch: hk.json is in Hakoniwa's launcher format"
-	has out-check.txt '^  env HK_TEST="1"$'
-	has out-check.txt '^  delay_ms 200$'
-	grep '^process ' out-check.txt | head -1 | grep -q '^process a ' ||
+	expect 0 "$LAUNCH" --path "$ASSET_DIR" --check hk.json
+	has "^hako-launch: hk.json is in Hakoniwa's launcher format"
+	has '^  env HK_TEST="1"$'
+	has '^  delay_ms 200$'
+	grep '^process ' <<<"$out" | head -1 | grep -q '^process a ' ||
 		fail "a (which b depends on) is not first"
 	launch 1 hk
-	has out-hk.txt '"notify" is not run'
+	file_has out-hk.txt '"notify" is not run'
 	started=$(grep -E '^hako-launch: started (a|b) ' out-hk.txt | sed 's/^hako-launch: started \(.\).*/\1/' | tr -d '\n')
 	[ "$started" = ab ] || { fail "started in the order '$started', not ab"; show out-hk.txt; }
-	has logs/hk/b.log '^exiting with code 0 at t=300000$'
-	has out-hk.txt '^hako-launch: FAILED: process "b" '
+	file_has logs/hk/b.log '^exiting with code 0 at t=300000$'
+	file_has out-hk.txt '^hako-launch: FAILED: process "b" '
 	all_gone
 	;;
 early_exit)
@@ -261,8 +209,8 @@ early_exit)
 	EOF
 	launch 1 early
 	last_line out-early.txt 'hako-launch: FAILED: process "b" exited with code 3'
-	has logs/early/b.log '^exiting with code 3 at t=200000$'
-	has out-early.txt '^hako-launch: the "after" processes were not run$'
+	file_has logs/early/b.log '^exiting with code 3 at t=200000$'
+	file_has out-early.txt '^hako-launch: the "after" processes were not run$'
 	[ -e logs/early/report.log ] && fail "the after process ran"
 	all_gone
 	;;
@@ -286,7 +234,7 @@ crash)
 	}
 	EOF
 	launch 1 zero
-	has out-zero.txt "^hako-launch: FAILED: process \"z\" \(asset 'z'\) exited with code 0: domain error: asset 'z' is dead"
+	file_has out-zero.txt "^hako-launch: FAILED: process \"z\" \(asset 'z'\) exited with code 0: domain error: asset 'z' is dead"
 	all_gone
 	;;
 wait_log)
@@ -303,18 +251,18 @@ wait_log)
 	}
 	EOF
 	launch 0 log
-	has out-log.txt '^\[srv\] listening on 42$'
-	has out-log.txt '^hako-launch: srv is ready \(did print "listening on" (0\.[4-9][0-9]|[1-9][0-9]*\.[0-9]+) s after it started\)$'
+	file_has out-log.txt '^\[srv\] listening on 42$'
+	file_has out-log.txt '^hako-launch: srv is ready \(did print "listening on" (0\.[4-9][0-9]|[1-9][0-9]*\.[0-9]+) s after it started\)$'
 	ready=$(grep -n '^hako-launch: srv is ready' out-log.txt | cut -d: -f1)
 	started=$(grep -n '^hako-launch: started a ' out-log.txt | cut -d: -f1)
 	[ -n "$ready" ] && [ -n "$started" ] && [ "$ready" -lt "$started" ] ||
 		{ fail "a started before srv was ready"; show out-log.txt; }
-	has out-log.txt '^hako-launch: stopping srv \(pid [0-9]+, not an asset\): SIGTERM$'
+	file_has out-log.txt '^hako-launch: stopping srv \(pid [0-9]+, not an asset\): SIGTERM$'
 	# A line that never comes.
 	sed 's#"logs/log"#"logs/never"#; s#"timeout_ms": 5000#"timeout_ms": 600#; s#"listening on",#"never printed",#' log.json >never.json
 	launch 1 never
 	last_line out-never.txt 'hako-launch: FAILED: process "srv" did not print "never printed" within 600 ms'
-	lacks out-never.txt 'started a '
+	file_lacks out-never.txt 'started a '
 	all_gone
 	;;
 asset_timeout)
@@ -347,11 +295,11 @@ restart)
 	}
 	EOF
 	launch 0 restart
-	has out-restart.txt '^hako-launch: helper \(pid [0-9]+\) exited with code 4; restarting it in 0\.25 s \(restart 1 of 2\)$'
-	has out-restart.txt '^hako-launch: restarted helper \(pid [0-9]+\)$'
-	has logs/restart/helper.log '^---- hako-launch: restart 1 of 2 ----$'
+	file_has out-restart.txt '^hako-launch: helper \(pid [0-9]+\) exited with code 4; restarting it in 0\.25 s \(restart 1 of 2\)$'
+	file_has out-restart.txt '^hako-launch: restarted helper \(pid [0-9]+\)$'
+	file_has logs/restart/helper.log '^---- hako-launch: restart 1 of 2 ----$'
 	[ "$(grep -c '^pid=' logs/restart/helper.log)" -eq 2 ] || { fail "helper did not run twice"; show logs/restart/helper.log; }
-	has logs/restart/a.log '^done asset=a time=4000000 steps=4000$'
+	file_has logs/restart/a.log '^done asset=a time=4000000 steps=4000$'
 	# A helper that always fails: restarted max_restarts times, then the launch fails.
 	sed 's#"logs/restart"#"logs/always"#; s#, "--once", "[^"]*"##; s#"max_restarts": 2#"max_restarts": 1#; s#"stop_at_usec": 4000000#"stop_at_usec": 20000000#' restart.json >always.json
 	launch 1 always
@@ -373,11 +321,11 @@ restart_asset)
 	}
 	EOF
 	launch 0 again
-	has out-again.txt '^hako-launch: b \(pid [0-9]+\) was killed by signal 9 \(Killed\); restarting it \(restart 1 of 3\) and the simulation from world time 0$'
-	has out-again.txt '^hako-launch: simulation restarted from world time 0 \(b restarted 1 of 3 times\)$'
-	has logs/again/a.log '^done asset=a time=300000 steps=300$'
-	has logs/again/b.log '^done asset=b time=300000 steps=300$'
-	has out-again.txt '^hako-launch: done: world time 0\.300 s'
+	file_has out-again.txt '^hako-launch: b \(pid [0-9]+\) was killed by signal 9 \(Killed\); restarting it \(restart 1 of 3\) and the simulation from world time 0$'
+	file_has out-again.txt '^hako-launch: simulation restarted from world time 0 \(b restarted 1 of 3 times\)$'
+	file_has logs/again/a.log '^done asset=a time=300000 steps=300$'
+	file_has logs/again/b.log '^done asset=b time=300000 steps=300$'
+	file_has out-again.txt '^hako-launch: done: world time 0\.300 s'
 	all_gone
 	;;
 sigint)
@@ -406,8 +354,8 @@ sigint)
 	rc=$?
 	[ "$rc" -eq 130 ] || { fail "hako-launch exited $rc after SIGINT, expected 130"; show out-int.txt; }
 	last_line out-int.txt 'hako-launch: stopped by SIGINT; every process has ended'
-	has out-int.txt '^hako-launch: stubborn \(pid [0-9]+\) ignored SIGTERM: SIGKILL$'
-	has logs/int/a.log '^done asset=a time=[0-9]+ steps=[0-9]+$'
+	file_has out-int.txt '^hako-launch: stubborn \(pid [0-9]+\) ignored SIGTERM: SIGKILL$'
+	file_has logs/int/a.log '^done asset=a time=[0-9]+ steps=[0-9]+$'
 	[ -e logs/int/report.log ] && fail "the after process ran after Ctrl-C"
 	all_gone
 	;;
@@ -452,13 +400,13 @@ after)
 	}
 	EOF
 	launch 0 after
-	has out-after.txt '^\[report\] report: all fine$'
+	file_has out-after.txt '^\[report\] report: all fine$'
 	stop=$(grep -n '^hako-launch: stop time reached' out-after.txt | cut -d: -f1)
 	report=$(grep -n '^\[report\] report: all fine' out-after.txt | cut -d: -f1)
 	adone=$(grep -n '^\[a\] done asset=a' out-after.txt | cut -d: -f1)
 	[ -n "$stop" ] && [ -n "$report" ] && [ -n "$adone" ] && [ "$adone" -lt "$report" ] &&
 		[ "$stop" -lt "$report" ] || { fail "report did not run after the simulation"; show out-after.txt; }
-	has out-after.txt '^hako-launch: report \(pid [0-9]+\) exited with code 0$'
+	file_has out-after.txt '^hako-launch: report \(pid [0-9]+\) exited with code 0$'
 	sed 's#"logs/after"#"logs/after5"#; s#"--say", "report: all fine"#"--exit-now", "--exit-code", "5"#' after.json >after5.json
 	launch 1 after5
 	last_line out-after5.txt 'hako-launch: FAILED: process "report" exited with code 5'
@@ -483,23 +431,23 @@ busy_domain)
 	# A broken launch file: exit 2 with file:line:column.
 	printf '{\n  "processes": [{"name": "x", "command": "no-such-program-here"}]\n}\n' >bad.json
 	launch 2 bad
-	has out-bad.txt '^hako-launch: bad\.json:2:42: processes\[0\]\.command: process "x": "no-such-program-here" not found \(looked in '
+	file_has out-bad.txt '^hako-launch: bad\.json:2:42: processes\[0\]\.command: process "x": "no-such-program-here" not found \(looked in '
 	;;
 fed_ok)
 	# A federation file: two nodes, each its own hako-launch and domain; the server starts the
 	# federation once the client joined and stops it at 0.3 s; every node ends with its drift
 	# table, within Dmax.
 	fed_files 300000
-	"$LAUNCH" --path "$ASSET_DIR" --check fed.json >out-check.txt 2>&1 || fail "--check failed"
-	has out-check.txt '^node srv server file .*/srv/launch\.json domain launch-[0-9]+-srv log_dir logs/srv$'
+	expect 0 "$LAUNCH" --path "$ASSET_DIR" --check fed.json
+	has '^node srv server file .*/srv/launch\.json domain launch-[0-9]+-srv log_dir logs/srv$'
 	launch 0 fed
 	last_line out-fed.txt 'hako-launch: done: every node of the federation ended well; logs in logs/fed'
-	has out-fed.txt '^\[srv\] hako-launch: client cli joined$'
-	has out-fed.txt '^\[cli\] hako-launch: server srv started the federation$'
-	has out-fed.txt '^\[srv\] hako-launch: stop time reached: the simulation stopped at world time 0\.300 s$'
-	has out-fed.txt '^\[cli\] hako-launch: the federation stopped at world time 0\.[23][0-9]* s$'
-	has out-fed.txt '^hako-launch: node srv: done: world time 0\.300 s in '
-	has logs/srv/sa.log '^done asset=sa time=300000 steps=300$'
+	file_has out-fed.txt '^\[srv\] hako-launch: client cli joined$'
+	file_has out-fed.txt '^\[cli\] hako-launch: server srv started the federation$'
+	file_has out-fed.txt '^\[srv\] hako-launch: stop time reached: the simulation stopped at world time 0\.300 s$'
+	file_has out-fed.txt '^\[cli\] hako-launch: the federation stopped at world time 0\.[23][0-9]* s$'
+	file_has out-fed.txt '^hako-launch: node srv: done: world time 0\.300 s in '
+	file_has logs/srv/sa.log '^done asset=sa time=300000 steps=300$'
 	for row in "srv cli" "cli srv"; do
 		set -- $row
 		line=$(grep -E "^\[$1\] hako-launch:   $2 " out-fed.txt)
@@ -516,8 +464,8 @@ fed_fail)
 	# a node and says why.
 	fed_files 0 --exit-at-usec 200000 --exit-code 3
 	launch 1 fed
-	has out-fed.txt '^\[cli\] hako-launch: FAILED: process "ca" exited with code 3$'
-	has out-fed.txt '^hako-launch: FAILED: node "(cli|srv)" exited with code 1 \('
+	file_has out-fed.txt '^\[cli\] hako-launch: FAILED: process "ca" exited with code 3$'
+	file_has out-fed.txt '^hako-launch: FAILED: node "(cli|srv)" exited with code 1 \('
 	all_gone
 	;;
 fed_sigint)
@@ -532,7 +480,7 @@ fed_sigint)
 	rc=$?
 	[ "$rc" -eq 130 ] || { fail "hako-launch exited $rc after SIGINT, expected 130"; show out-fed.txt; }
 	last_line out-fed.txt 'hako-launch: stopped by SIGINT; every node has ended'
-	has out-fed.txt '^hako-launch: stopping node srv \(pid [0-9]+\): SIGINT$'
+	file_has out-fed.txt '^hako-launch: stopping node srv \(pid [0-9]+\): SIGINT$'
 	all_gone
 	;;
 fed_join_timeout)
@@ -542,7 +490,7 @@ fed_join_timeout)
 	"$LAUNCH" --path "$ASSET_DIR" srv/launch.json >out-alone.txt 2>&1
 	rc=$?
 	[ "$rc" -eq 1 ] || { fail "hako-launch exited $rc, expected 1"; show out-alone.txt; }
-	has out-alone.txt '^hako-launch: FAILED: client cli did not join within 500 ms \(the server listens on tcp://127\.0\.0\.1:[0-9]+\)$'
+	file_has out-alone.txt '^hako-launch: FAILED: client cli did not join within 500 ms \(the server listens on tcp://127\.0\.0\.1:[0-9]+\)$'
 	all_gone
 	;;
 *)
@@ -551,8 +499,4 @@ fed_join_timeout)
 	;;
 esac
 
-if [ "$fails" -ne 0 ]; then
-	echo "launch.$SCENARIO: $fails failure(s)"
-	exit 1
-fi
-echo "launch.$SCENARIO: ok"
+finish "launch.$SCENARIO"

@@ -4,6 +4,7 @@
 #
 # usage: test_msggen.sh HAKO_MSGGEN CC REGISTRY_INCLUDE_DIR BASE_INCLUDE_DIR
 set -u
+# shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 GEN=$1
@@ -15,20 +16,6 @@ unset HAKO_MSG_PATH HAKO_LOG
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-
-# file_has FILE REGEX / file_lacks FILE REGEX
-file_has() {
-	if ! grep -qE -- "$2" "$1" 2>/dev/null; then
-		echo "FAIL: $1 lacks /$2/"
-		fails=$((fails + 1))
-	fi
-}
-file_lacks() {
-	if grep -qE -- "$2" "$1" 2>/dev/null; then
-		echo "FAIL: $1 has /$2/"
-		fails=$((fails + 1))
-	fi
-}
 
 m=$tmp/msg
 mkdir -p "$m/my_msgs" "$m/bad_msgs"

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # The whole forklift demo as a test: hako-launch runs the two hosts, the controller and the
 # report (4 processes) as fast as possible for 56 s of simulated time (5 mission loops, at least
 # 10 hand-offs), in a domain of its own (launch-<pid>) and a temporary folder. Passes only if
@@ -7,6 +7,8 @@
 #
 # usage: test_forklift_run.sh BUILD_DIR
 set -u
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
 build=$(cd "$1" && pwd)
 launch=$build/launch/hako-launch
@@ -15,14 +17,13 @@ stop_usec=56000000
 steps=$((stop_usec / 1000))
 
 dir=$(mktemp -d /tmp/test-forklift-run-XXXXXX) || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
 
-fail() {
-	echo "FAIL: $*"
-	echo "--- output of hako-launch (last 40 lines):"
-	tail -n 40 "$dir/out.txt"
-	exit 1
+# On any failure, the end of what hako-launch printed.
+cleanup() {
+	[ "$fails" -eq 0 ] || show "$dir/out.txt" 40
+	rm -rf "$dir"
 }
+trap cleanup EXIT
 
 cat >"$dir/launch.json" <<EOF
 {
@@ -48,10 +49,10 @@ EOF
 unset HAKO_DOMAIN
 "$launch" "$dir/launch.json" >"$dir/out.txt" 2>&1
 rc=$?
-[ "$rc" -eq 0 ] || fail "hako-launch exited with $rc"
+[ "$rc" -eq 0 ] || die "hako-launch exited with $rc"
 
 summary=$dir/logs/forklift-summary.json
-[ -f "$summary" ] || fail "no $summary"
+[ -f "$summary" ] || die "no $summary"
 # The top-level keys come first (the report writes them in this order).
 value() {
 	sed -n "s/^  \"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$summary" | head -n 1
@@ -79,4 +80,5 @@ grep -q '</svg>' "$svg" || fail "$svg is not a whole SVG"
 lines=$(wc -l <"$dir/logs/forklift-trace.csv")
 [ "$lines" -eq $((steps + 1)) ] || fail "forklift-trace.csv has $lines lines"
 
-echo "ok: $handoffs hand-offs, continuity exact over $steps steps, hako-rd check ok"
+[ "$fails" -ne 0 ] || echo "ok: $handoffs hand-offs, continuity exact over $steps steps, hako-rd check ok"
+finish samples.forklift.run
