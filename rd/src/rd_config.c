@@ -125,27 +125,36 @@ static const hakoi_field_t boundary_fields[] = {
     HAKOI_END,
 };
 
+static const hakoi_field_t timetable_fields[] = {
+    HAKOI_IGNORE("type"),
+    HAKOI_INT("period_usec", HAKOI_F_REQUIRED, hako_rd_trigger_t, period_usec, 1000,
+              MAX_TIMEOUT_USEC),
+    HAKOI_END,
+};
+
 /* The type selects the table of the other members. */
 static int trigger(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const char *const names[] = {"manual", "boundary", NULL};
+	static const char *const names[] = {"manual", "boundary", "timetable", NULL};
+	static const hakoi_field_t *const tables[] = {manual_fields, boundary_fields,
+	                                              timetable_fields};
 	static const hakoi_field_t type = {.key = "type",
 	                                   .kind = HAKOI_K_ENUM,
 	                                   .flags = HAKOI_F_REQUIRED,
 	                                   .size = sizeof(int),
 	                                   .names = names};
 	hako_rd_trigger_t *tr = &((hako_rd_config_t *)base)->trigger;
-	int boundary = 0;
+	int kind = 0;
 	(void)f;
 	if (!json_is_object(v)) {
 		return hakoi_walk_fail_must(w, "an object");
 	}
-	int r = hakoi_walk_member(w, v, &type, &boundary);
+	int r = hakoi_walk_member(w, v, &type, &kind);
 	if (r != 0) {
 		return r;
 	}
-	snprintf(tr->type, sizeof(tr->type), "%s", names[boundary]);
-	return hakoi_walk_object(w, v, boundary ? boundary_fields : manual_fields, tr);
+	snprintf(tr->type, sizeof(tr->type), "%s", names[kind]);
+	return hakoi_walk_object(w, v, tables[kind], tr);
 }
 
 /* ---- pdudef and the control-plane types ---- */

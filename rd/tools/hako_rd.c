@@ -435,6 +435,127 @@ done:
 	return rc;
 }
 
+/* RD-Full's ExMonitor with a timetable trigger: every period of world time, ask the server to
+ * move each EU to its next candidate (in the config's order, after the current owner). */
+static int monitor(const char *conductor, const char *domain)
+{
+	hako_conductor_config_t *cc = NULL;
+	hako_rd_config_t *rd = NULL;
+	hako_domain_t *dom = NULL;
+	hako_rd_node_t *obs = NULL;
+	hako_error_t err;
+	char msg[1200];
+	int rc = 1;
+	if (hako_conductor_config_load(conductor, &cc, &err) != 0 ||
+	    (cc->rd_config_path[0] != '\0' &&
+	     hako_rd_config_load(cc->rd_config_path, &rd, &err) != 0)) {
+		fprintf(stderr, "hako-rd monitor: %s\n", hako_error_format(&err, msg, sizeof(msg)));
+		goto done;
+	}
+	if (rd == NULL || rd->mode != HAKO_RD_MODE_FULL ||
+	    strcmp(rd->trigger.type, "timetable") != 0) {
+		fprintf(
+		    stderr,
+		    "hako-rd monitor: %s: needs an rd_config_path whose RD config has \"mode\": "
+		    "\"full\" and a trigger of type \"timetable\"\n",
+		    conductor);
+		goto done;
+	}
+	int r = hako_domain_open(domain, &dom);
+	if (r == 0) {
+		r = hako_rd_node_open(dom, rd, 0, NULL, &obs);
+	}
+	if (r != 0) {
+		fprintf(stderr, "hako-rd monitor: domain '%s': %s\n", domain, hako_strerror(r));
+		goto done;
+	}
+	printf("monitor: every %.3f s of world time, each EU to its next candidate\n",
+	       (double)rd->trigger.period_usec / 1e6);
+	fflush(stdout);
+	while (!g_stop && hako_domain_wait_state(dom, HAKO_STATE_RUNNING, 200000) != 0) {
+	}
+	hako_time_t next =
+	    (hako_domain_world_time(dom) / rd->trigger.period_usec + 1) * rd->trigger.period_usec;
+	int moves = 0, refused = 0;
+	while (!g_stop) {
+		r = hako_domain_wait_world_time(dom, next, 200000);
+		if (r == HAKO_ETIMEDOUT) {
+			continue;
+		}
+		if (r != 0) {
+			break; /* the run ended */
+		}
+		hako_time_t stop_at = hako_domain_stop_time(dom);
+		if (stop_at > 0 && next + 2 * cc->max_delay_usec >= stop_at) {
+			break; /* the run ends before a hand-off could complete */
+		}
+		for (size_t i = 0; i < rd->eu_count; i++) {
+			const hako_rd_eu_config_t *eu = &rd->eus[i];
+			hako_rd_eu_state_t st;
+			if (hako_rd_get_state(obs, eu->id, &st) != 0) {
+				continue;
+			}
+			size_t k = 0;
+			while (k < eu->candidate_count && eu->candidates[k] != st.curr_owner) {
+				k++;
+			}
+			uint8_t to = eu->candidates[(k + 1) % eu->candidate_count];
+			hako_rd_commit_t c;
+			char why[256], a[160], b[160];
+			r = hako_conductor_rd_request(cc, eu->id, to, 5000, &c, why, sizeof(why));
+			if (r == 0) {
+				moves++;
+				printf("t=%.3f s  EU %s: node %s -> node %s, epoch %u, commit "
+				       "point %.6f "
+				       "s\n",
+				       (double)next / 1e6, eu->name,
+				       node_label(rd, st.curr_owner, a, sizeof(a)),
+				       node_label(rd, to, b, sizeof(b)), c.epoch,
+				       (double)c.commit_usec / 1e6);
+			} else {
+				refused++;
+				printf("t=%.3f s  EU %s: move to node %s refused: %s\n",
+				       (double)next / 1e6, eu->name,
+				       node_label(rd, to, b, sizeof(b)), why);
+			}
+			fflush(stdout);
+		}
+		next += rd->trigger.period_usec;
+	}
+	printf("monitor: %d moves committed, %d refused\n", moves, refused);
+	rc = 0;
+done:
+	hako_rd_node_close(obs);
+	hako_domain_close(dom);
+	hako_rd_config_free(rd);
+	hako_conductor_config_free(cc);
+	return rc;
+}
+
+static int cmd_monitor(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"conductor", required_argument, NULL, 'c'},
+	                                         {"domain", required_argument, NULL, 'd'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	const char *conductor = NULL;
+	const char *domain = opt_domain != NULL ? opt_domain : hako_domain_default_name();
+	int c;
+	while ((c = getopt_long(argc, argv, ":c:d:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': conductor = optarg; break;
+		case 'd': domain = optarg; break;
+		default: return hako_cli_common_option(cmd, c, argv);
+		}
+	}
+	if (conductor == NULL || optind < argc) {
+		return hako_cli_usage_error(cmd, "needs --conductor FILE and nothing else");
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	return monitor(conductor, domain);
+}
+
 static int cmd_move(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"conductor", required_argument, NULL, 'c'},
@@ -496,6 +617,15 @@ static const hako_cli_command_t commands[] = {
      "  -c, --conductor FILE  a conductor file of the federation (any node's)\n"
      "  -t, --timeout MS      how long to wait for the server's answer (default 5000)\n",
      cmd_move},
+    {"monitor", "--conductor FILE [-d DOMAIN]",
+     "the ExMonitor of a timetable trigger: moves each EU every period (RD-Full)",
+     "Run the ExMonitor of an RD-Full federation whose RD config has a timetable trigger: "
+     "every period_usec of world time (of the domain -d, a node of the federation), ask the "
+     "server to move each execution unit to its next candidate. Prints each move; ends with "
+     "the run.",
+     "  -c, --conductor FILE  a conductor file of the federation (any node's)\n"
+     "  -d, --domain NAME     the node's domain (default: $HAKO_DOMAIN, else \"default\")\n",
+     cmd_monitor},
     {"help", "[command]", "help of hako-rd or of a command",
      "Show the help of hako-rd or of one command.", "", hako_cli_help},
 };

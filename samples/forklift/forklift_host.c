@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "forklift.h"
@@ -62,6 +63,8 @@ static struct {
 	int have_model; /* the model was started here or restored from a context */
 	uint8_t epoch;
 	hako_rd_trigger_state_t trigger;
+	/* RD-Full: the commit point this owner stops at (-1: none), from HAKO_RD_EV_COMMIT. */
+	hako_time_t commit_at;
 	int failed;
 	char failure[512];
 } H;
@@ -201,6 +204,9 @@ static void poll_rd(hako_time_t now)
 		       t_sec(act.release_time_usec), act.from, H.node_id, act.epoch, H.model.x);
 		break;
 	}
+	case HAKO_RD_EV_COMMIT: /* RD-Full: stop at the commit point and hand over there */
+		H.commit_at = act.release_time_usec;
+		break;
 	case HAKO_RD_EV_RELEASED: break; /* a standby now: the model waits */
 	case HAKO_RD_EV_RECLAIMED: {
 		hako_rd_eu_state_t st;
@@ -234,8 +240,10 @@ static void run_model(hako_time_t now)
 		H.have_model = 1;
 		became_owner(now);
 	}
-	/* Catch up to this asset step; a new owner that is behind the old one waits. */
-	uint64_t target = (uint64_t)(now / H.delta);
+	/* Catch up to this asset step; a new owner that is behind the old one waits. An owner
+	 * whose hand-off is committed runs to the commit point and no further. */
+	hako_time_t upto = H.commit_at >= 0 && H.commit_at < now ? H.commit_at : now;
+	uint64_t target = (uint64_t)(upto / H.delta);
 	hako_time_t world = hako_asset_simulation_time();
 	int ran = 0;
 	while (H.model.step < target) {
@@ -250,6 +258,19 @@ static void run_model(hako_time_t now)
 	}
 	hako_time_t mt = (hako_time_t)H.model.step * H.delta;
 	write_pdus(mt);
+	if (H.cfg->mode == HAKO_RD_MODE_FULL) {
+		if (H.commit_at >= 0 && mt >= H.commit_at) {
+			uint8_t ctx[FORKLIFT_CONTEXT_SIZE];
+			size_t n = forklift_context_pack(&H.model, ctx, sizeof(ctx));
+			int r = hako_rd_release(H.node, H.eu->id, 0, ctx, n, H.model.step, now);
+			if (r != 0) {
+				fail("hako_rd_release at the commit point %.6f s: %s",
+				     t_sec(H.commit_at), hako_strerror(r));
+			}
+			H.commit_at = -1;
+		}
+		return; /* the conductor's ExMonitor decides the hand-offs */
+	}
 	uint8_t next = hako_rd_trigger_boundary(&H.cfg->trigger, &H.trigger, H.node_id, H.model.x,
 	                                        H.model.v, mt, H.dmax);
 	if (next == 0) {
@@ -262,6 +283,26 @@ static void run_model(hako_time_t now)
 		fail("hako_rd_release to node %u: %s", next, hako_strerror(r));
 		return;
 	}
+}
+
+/* mkdir -p: 0, or -1 with errno. */
+static int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *p = buf + 1; *p != '\0'; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+				return -1;
+			}
+			*p = '/';
+		}
+	}
+	return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int on_initialize(hako_asset_context_t *c)
@@ -383,6 +424,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	H.node_id = (uint8_t)node;
+	H.commit_at = -1;
 	snprintf(H.name, sizeof(H.name), "forklift-%u", H.node_id);
 	if (rd_path == NULL) {
 		rd_path = forklift_config_path(FORKLIFT_RD_CONFIG, rd_default, sizeof(rd_default));
@@ -415,6 +457,11 @@ int main(int argc, char **argv)
 	}
 
 	/* Fresh files: the RD trace is appended to, and the report must not read an old run. */
+	/* The folder the hosts share (a federation's nodes write into one): made if missing. */
+	if (make_dirs(H.out_dir) != 0) {
+		fprintf(stderr, "forklift-host: cannot make %s: %s\n", H.out_dir, strerror(errno));
+		return 1;
+	}
 	snprintf(H.trace_path, sizeof(H.trace_path), "%s/" FORKLIFT_TRACE_FMT, H.out_dir,
 	         H.node_id);
 	snprintf(H.steps_path, sizeof(H.steps_path), "%s/" FORKLIFT_STEPS_FMT, H.out_dir,

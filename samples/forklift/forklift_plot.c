@@ -208,6 +208,10 @@ static void legend(FILE *f, const forklift_plot_t *p)
 	        "last step; e<tspan font-style=\"italic\">n</tspan> = the new epoch</text>\n",
 	        lx + 13, ly - 4, lx + 32, ly);
 	lx += 410;
+	if (p->no_boundary) {
+		fputs("</g>\n", f);
+		return;
+	}
 	fprintf(f,
 	        "<rect x=\"%.1f\" y=\"%.1f\" width=\"26\" height=\"12\" fill=\"%s\" "
 	        "fill-opacity=\"0.35\"/>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -248,6 +252,9 @@ int forklift_plot_svg(const char *path, const forklift_plot_t *p)
 	if (run->steps > 0) {
 		s.t1 = run->rec[run->steps - 1].model_usec / 1e6;
 		double lo = p->boundary - p->margin, hi = p->boundary + p->margin;
+		if (p->no_boundary) {
+			lo = hi = run->rec[0].x;
+		}
 		for (size_t k = 0; k < run->steps; k++) {
 			lo = fmin(lo, run->rec[k].x);
 			hi = fmax(hi, run->rec[k].x);
@@ -282,7 +289,9 @@ int forklift_plot_svg(const char *path, const forklift_plot_t *p)
 	        PLOT_L, FONT, C_MUTED);
 	xml_text(f, p->figures);
 	fputs("</text>\n", f);
-	band(f, &s, p);
+	if (!p->no_boundary) {
+		band(f, &s, p);
+	}
 	axes(f, &s);
 	lift(f, &s, p);
 	trajectory(f, &s, p);

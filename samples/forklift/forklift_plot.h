@@ -12,6 +12,7 @@ typedef struct forklift_plot {
 	const char *title;   /* top line */
 	const char *figures; /* second line: the key figures */
 	uint8_t nodes[2];    /* the two candidate nodes, in legend order */
+	int no_boundary;     /* RD-Full's timetable: no boundary band, no margin */
 } forklift_plot_t;
 
 /* Write the plot to path. 0, or -1 with errno set. */

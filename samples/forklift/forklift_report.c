@@ -72,7 +72,10 @@ static int load_records(struct report *R)
 			snprintf(R->domain, sizeof(R->domain), "%s", f->info.domain);
 			R->delta = f->info.delta_usec;
 			R->dmax = f->info.dmax_usec;
-		} else if (strcmp(f->info.domain, R->domain) != 0 || f->info.dmax_usec != R->dmax) {
+		} else if ((R->cfg->mode != HAKO_RD_MODE_FULL &&
+		            strcmp(f->info.domain, R->domain) != 0) ||
+		           f->info.dmax_usec != R->dmax) {
+			/* RD-Full: each host is on its own node, in its own domain. */
 			fprintf(
 			    stderr,
 			    "forklift-report: %s is from another run (domain %s, the others: %s)\n",
@@ -177,8 +180,15 @@ static void figures(struct report *R, char *buf, size_t len)
 	              R->exact ? "exact" : "BROKEN", R->identical, R->run.steps);
 	n += snprintf(buf + n, len - (size_t)n, " \xc2\xb7 hako-rd check %s",
 	              R->check_read && R->check.violations == 0 ? "ok" : "FAILED");
-	snprintf(buf + n, len - (size_t)n, " \xc2\xb7 Dmax %.0f ms \xe2\x86\x92 margin %.1f cm",
-	         R->dmax / 1e3, R->margin * 100);
+	if (R->cfg->mode == HAKO_RD_MODE_FULL) {
+		snprintf(buf + n, len - (size_t)n,
+		         " \xc2\xb7 Dmax %.0f ms \xc2\xb7 a move every %.0f s", R->dmax / 1e3,
+		         (double)R->cfg->trigger.period_usec / 1e6);
+	} else {
+		snprintf(buf + n, len - (size_t)n,
+		         " \xc2\xb7 Dmax %.0f ms \xe2\x86\x92 margin %.1f cm", R->dmax / 1e3,
+		         R->margin * 100);
+	}
 }
 
 static void print_summary(struct report *R)
@@ -191,8 +201,19 @@ static void print_summary(struct report *R)
 			to[h->to == R->eu->candidates[0] ? 0 : 1]++;
 		}
 	}
-	printf("forklift RD-Light: %.3f s simulated in domain %s, Dmax %.0f ms, margin %.1f cm\n",
-	       R->run.steps * (double)R->delta / 1e6, R->domain, R->dmax / 1e3, R->margin * 100);
+	if (R->cfg->mode == HAKO_RD_MODE_FULL) {
+		printf(
+		    "forklift RD-Full: %.3f s simulated across nodes, Dmax %.0f ms, the conductor "
+		    "committing a move every %.3f s\n",
+		    R->run.steps * (double)R->delta / 1e6, R->dmax / 1e3,
+		    (double)R->cfg->trigger.period_usec / 1e6);
+	} else {
+		printf(
+		    "forklift RD-Light: %.3f s simulated in domain %s, Dmax %.0f ms, margin %.1f "
+		    "cm\n",
+		    R->run.steps * (double)R->delta / 1e6, R->domain, R->dmax / 1e3,
+		    R->margin * 100);
+	}
 	printf("  hand-offs      %zu (%u -> %u: %zu, %u -> %u: %zu), %zu reclaim%s\n", handoffs,
 	       R->eu->candidates[0], R->eu->candidates[1], to[1], R->eu->candidates[1],
 	       R->eu->candidates[0], to[0], R->run.reclaims, R->run.reclaims == 1 ? "" : "s");
@@ -333,9 +354,15 @@ int main(int argc, char **argv)
 	}
 	char fig[512];
 	figures(&R, fig, sizeof(fig));
-	forklift_plot_t plot = {&R.run,   R.cfg->trigger.boundary,
-	                        R.margin, "Forklift RD-Light: x over world time, coloured by owner",
-	                        fig,      {R.eu->candidates[0], R.eu->candidates[1]}};
+	forklift_plot_t plot = {&R.run,
+	                        R.cfg->trigger.boundary,
+	                        R.margin,
+	                        R.cfg->mode == HAKO_RD_MODE_FULL
+	                            ? "Forklift RD-Full: x over world time, coloured by owner node"
+	                            : "Forklift RD-Light: x over world time, coloured by owner",
+	                        fig,
+	                        {R.eu->candidates[0], R.eu->candidates[1]},
+	                        R.cfg->mode == HAKO_RD_MODE_FULL};
 	if (write_csv(&R) != 0 || forklift_plot_svg(R.svg, &plot) != 0) {
 		fprintf(stderr, "forklift-report: cannot write into %s: %s\n", R.dir,
 		        strerror(errno));

@@ -63,7 +63,7 @@ typedef struct hako_rd_eu_config {
 /* The trigger policy (ExMonitor of RD-Light), interpreted by the application; the RD library
  * only validates it and offers hako_rd_trigger_boundary(). */
 typedef struct hako_rd_trigger {
-	char type[32];     /* "manual" or "boundary" */
+	char type[32];     /* "manual", "boundary" or "timetable" */
 	char axis[8];      /* boundary: the state variable compared, e.g. "x" */
 	double boundary;   /* boundary: where ownership changes (1.0 m in the forklift demo) */
 	double v_max;      /* boundary: maximum speed along axis (m/s) */
@@ -71,6 +71,8 @@ typedef struct hako_rd_trigger {
 	hako_time_t cooldown_usec; /* minimum world time between two releases of one EU */
 	uint8_t low_owner;         /* boundary: node owning the EU while axis < boundary */
 	uint8_t high_owner;        /* boundary: node owning the EU while axis >= boundary */
+	hako_time_t period_usec;   /* timetable: the EU moves to its next candidate every period
+	                              of world time (RD-Full: hako-rd monitor asks for it) */
 } hako_rd_trigger_t;
 
 typedef struct hako_rd_config {
