@@ -5,6 +5,7 @@
 #
 # usage: test_hako_cmd_compat.sh HAKO_CMD HELLO_WRITER HELLO_READER HELLO_PDUDEF
 set -u
+# shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 HAKO_CMD=$1

@@ -1,6 +1,6 @@
 # The shell test kit, sourced by the tests written in bash (test_hako_cmd*.sh, test_hako_rd.sh,
-# test_msggen.sh, test_launch.sh, the samples' test_*.sh): checks that count failures in $fails
-# and show what failed, waits, the domains and ports of a test.
+# test_msggen.sh, test_launch.sh, the endpoint's test_tool.sh, the samples' test_*.sh): checks
+# that count failures in $fails and show what failed, waits, the domains and ports of a test.
 # shellcheck shell=bash
 
 fails=0
@@ -57,6 +57,16 @@ has() {
 		echo "FAIL: the output of the last command lacks /$1/:"
 		echo "$out" | sed 's/^/    /'
 		fails=$((fails + 1))
+	fi
+}
+
+# same LABEL GOT WANT: GOT is exactly WANT; else fail on LABEL and show both.
+same() {
+	[ $# -eq 3 ] || die "same takes LABEL GOT WANT: same $*"
+	if [ "$2" != "$3" ]; then
+		fail "$1:"
+		echo "    got:  $2"
+		echo "    want: $3"
 	fi
 }
 

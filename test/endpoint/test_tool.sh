@@ -5,6 +5,8 @@
 #
 # usage: test_tool.sh HAKO_ENDPOINT HAKO_CMD CASES_DIR
 set -u
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 TOOL=$1
 HAKO_CMD=$2
@@ -12,8 +14,7 @@ CASES=$3
 
 export HAKO_DOMAIN="ep-tool-test-$$"
 unset HAKO_LOG HAKO_MSG_PATH
-tmp=$(mktemp -d)
-fails=0
+tmp=$(mktemp -d) || exit 1
 pids=()
 
 cleanup() {
@@ -21,82 +22,61 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
-	"$HAKO_CMD" clean --force >/dev/null 2>&1
+	clean_domains "$HAKO_CMD" "$HAKO_DOMAIN"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-# expect RC CMD...: run CMD, keep its stdout in $out and stderr in $err, check its exit status.
-expect() {
-	local want=$1
-	shift
-	out=$("$@" 2>"$tmp/stderr")
-	local rc=$?
-	err=$(cat "$tmp/stderr")
-	if [ "$rc" -ne "$want" ]; then
-		echo "FAIL: '$*' exited $rc, expected $want; stdout and stderr:"
-		echo "$out" | sed 's/^/    /'
-		echo "$err" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
+# The tool prints results on stdout and errors and statistics on stderr; the kit's expect keeps
+# both in $out, so a check that is about one of them runs the command through one of these.
+# stdout_of CMD...: CMD with its stderr dropped: expect's $out is its stdout alone.
+stdout_of() {
+	"$@" 2>/dev/null
 }
-
-# same WHAT GOT WANT
-same() {
-	if [ "$2" != "$3" ]; then
-		echo "FAIL: $1:"
-		echo "    got:  $2"
-		echo "    want: $3"
-		fails=$((fails + 1))
-	fi
-}
-
-# has TEXT REGEX
-has() {
-	if ! grep -qE -- "$2" <<<"$1"; then
-		echo "FAIL: /$2/ not in:"
-		echo "$1" | sed 's/^/    /'
-		fails=$((fails + 1))
-	fi
+# stderr_of CMD...: CMD with its stdout dropped: expect's $out is its stderr alone.
+stderr_of() {
+	{ "$@" >/dev/null; } 2>&1
 }
 
 # ---- usage ----
-expect 2 "$TOOL"
-has "$err" 'usage: hako-endpoint'
-expect 0 "$TOOL" --help
-has "$out" 'probe +print every PDU'
-expect 0 "$TOOL" send --help
-has "$out" 'usage: hako-endpoint send'
-expect 2 "$TOOL" bogus
-has "$err" "unknown command 'bogus'"
-expect 2 "$TOOL" probe
-has "$err" 'need one <endpoint.json>'
-expect 2 "$TOOL" probe x.json --count 0
-has "$err" "--count: '0' is not an integer >= 1"
-expect 2 "$TOOL" send x.json R p
-has "$err" 'give exactly one of --json, --json-file and --hex'
-expect 2 "$TOOL" check --node n1
-has "$err" '--container and --node go together'
+expect 2 stderr_of "$TOOL"
+has 'usage: hako-endpoint'
+expect 0 stdout_of "$TOOL" --help
+has 'probe +print every PDU'
+expect 0 stdout_of "$TOOL" send --help
+has 'usage: hako-endpoint send'
+expect 2 stderr_of "$TOOL" bogus
+has "unknown command 'bogus'"
+expect 2 stderr_of "$TOOL" probe
+has 'need one <endpoint.json>'
+expect 2 stderr_of "$TOOL" probe x.json --count 0
+has "--count: '0' is not an integer >= 1"
+expect 2 stderr_of "$TOOL" send x.json R p
+has 'give exactly one of --json, --json-file and --hex'
+expect 2 stderr_of "$TOOL" check --node n1
+has '--container and --node go together'
 
 # ---- check: ok, and the exact error line of the loader's cases ----
-expect 0 "$TOOL" check "$CASES/ok_tcp_server/endpoint.json"
+expect 0 stdout_of "$TOOL" check "$CASES/ok_tcp_server/endpoint.json"
 same "check ok" "$out" "ok"
-expect 0 "$TOOL" check --container "$CASES/ok_container/container.json" --node node1
+expect 0 stdout_of "$TOOL" check --container "$CASES/ok_container/container.json" \
+	--node node1
 same "check --container ok" "$out" "ok"
 # The cases name the shared files of fixtures/, next to cases/, by relative path: copied alike.
 mkdir "$tmp/cases"
 cp -r "$CASES/../fixtures" "$tmp/fixtures"
 for c in err_bad_port err_unknown_key err_shm_pdu_not_in_pdudef err_invalid_json; do
 	cp -r "$CASES/$c" "$tmp/cases/$c"
-	expect 1 bash -c "cd '$tmp/cases/$c' && '$TOOL' check endpoint.json"
-	same "check $c" "$err" "$(head -n 1 "$tmp/cases/$c/expected.txt")"
+	expect 1 stderr_of bash -c "cd '$tmp/cases/$c' && '$TOOL' check endpoint.json"
+	same "check $c" "$out" "$(head -n 1 "$tmp/cases/$c/expected.txt")"
 done
 cp -r "$CASES/err_container_duplicate_id" "$tmp/cases/ct"
-expect 1 bash -c "cd '$tmp/cases/ct' && '$TOOL' check --container container.json --node node1"
-same "check --container err_container_duplicate_id" "$err" \
+expect 1 stderr_of \
+	bash -c "cd '$tmp/cases/ct' && '$TOOL' check --container container.json --node node1"
+same "check --container err_container_duplicate_id" "$out" \
 	"$(head -n 1 "$tmp/cases/ct/expected.txt")"
-expect 1 "$TOOL" check "$tmp/missing.json"
-has "$err" "missing.json"
+expect 1 stderr_of "$TOOL" check "$tmp/missing.json"
+has "missing.json"
 
 # ---- files for the pairs ----
 cat >"$tmp/pdudef.json" <<'EOF'
@@ -123,7 +103,7 @@ start_probe() {
 		if grep -q 'listens on port\|ready' "$tmp/probe.err" 2>/dev/null; then
 			return 0
 		fi
-		if ! kill -0 "$probe" 2>/dev/null; then
+		if ! alive "$probe"; then
 			return 1
 		fi
 		sleep 0.05
@@ -143,21 +123,21 @@ server_comm() { # PORT
 }
 server_comm 0
 if ! start_probe "$tmp/server.json" --count 3 --timeout 30; then
-	echo "FAIL: the probe did not listen"
-	cat "$tmp/probe.err"
+	fail "the probe did not listen"
+	show "$tmp/probe.err"
 	exit 1
 fi
-has "$(cat "$tmp/probe.err")" "endpoint 'server' listens on port [1-9][0-9]*$"
+file_has "$tmp/probe.err" "endpoint 'server' listens on port [1-9][0-9]*$"
 port=$(sed -n "s/^.*endpoint 'server' listens on port \([0-9][0-9]*\)$/\1/p" "$tmp/probe.err")
 if [ -z "$port" ] || [ "$port" -gt 65535 ]; then
-	echo "FAIL: no port in the probe's output"
-	exit 1
+	die "no port in the probe's output"
 fi
 server_comm "$port"
 endpoint client "{\"protocol\": \"tcp\", \"role\": \"client\",
                   \"remote\": {\"address\": \"127.0.0.1\", \"port\": $port}}"
-expect 0 "$TOOL" send "$tmp/client.json" Robot pos --json "$twist" --count 2 --wait-peer 20
-has "$err" 'client: .*frames_out=2 '
+expect 0 stderr_of "$TOOL" send "$tmp/client.json" Robot pos --json "$twist" --count 2 \
+	--wait-peer 20
+has 'client: .*frames_out=2 '
 echo '{"linear": {"y": 3}}' >"$tmp/twist.json"
 expect 0 "$TOOL" send "$tmp/client.json" Robot pos --json-file "$tmp/twist.json" --wait-peer 20
 wait "$probe"
@@ -165,9 +145,10 @@ same "probe exit status" "$?" 0
 lines=$(cat "$tmp/probe.out")
 same "probe line 1" "$(sed -n 1p <<<"$lines")" "$twist_out"
 same "probe line 2" "$(sed -n 2p <<<"$lines")" "$twist_out"
-has "$(sed -n 3p <<<"$lines")" '"linear":\{"x":0.0,"y":3.0,"z":0.0\}'
+expect 0 sed -n 3p "$tmp/probe.out"
+has '"linear":\{"x":0.0,"y":3.0,"z":0.0\}'
 same "probe line count" "$(wc -l <<<"$lines")" 3
-has "$(cat "$tmp/probe.err")" 'server: frames_in=3 '
+file_has "$tmp/probe.err" 'server: frames_in=3 '
 
 # --hex and --raw: bytes the type does not decode print as hex
 start_probe "$tmp/server.json" --count 1 --timeout 30 --raw
@@ -186,49 +167,43 @@ same "probe note" "$(cat "$tmp/probe.out")" \
 start_probe "$tmp/server.json" --count 1 --timeout 0.5
 wait "$probe"
 same "probe timeout exit status" "$?" 1
-has "$(cat "$tmp/probe.err")" 'got 0 of 1 PDUs within 0.5 s'
+file_has "$tmp/probe.err" 'got 0 of 1 PDUs within 0.5 s'
 
 # SIGUSR1 makes a probe print its statistics
 start_probe "$tmp/server.json" --timeout 30
 kill -USR1 "$probe"
-for ((i = 0; i < 200; i++)); do
-	grep -q 'server: frames_in=' "$tmp/probe.err" && break
-	sleep 0.05
-done
+wait_for_line "$tmp/probe.err" 'server: frames_in=' 10
 kill -INT "$probe"
 wait "$probe"
 same "probe after SIGINT exit status" "$?" 0
 same "probe statistics lines (SIGUSR1 + exit)" "$(grep -c 'server: frames_in=' "$tmp/probe.err")" 2
 
 # stats: one line per interval, then the final one
-expect 0 "$TOOL" stats "$tmp/server.json" --interval 0.1 --count 2
-has "$out" "^port $port"
+expect 0 stdout_of "$TOOL" stats "$tmp/server.json" --interval 0.1 --count 2
+has "^port $port"
 same "stats lines" "$(grep -c '^t=[0-9.]* frames_in=0 ' <<<"$out")" 2
-has "$out" '^final frames_in=0 .* peers=0$'
+has '^final frames_in=0 .* peers=0$'
 
 # ---- send errors ----
-expect 1 "$TOOL" send "$tmp/client.json" Robot pos --json "$twist" --wait-peer 0.3
-has "$err" "client.json: no peer connected to endpoint 'client' within 0.3 s"
-expect 1 "$TOOL" send "$tmp/client.json" Robot pos --json '{"linear": {"q": 1}}'
-has "$err" 'JSON for geometry_msgs/Twist \(Robot/pos\): .*linear.q: unknown field'
-expect 1 "$TOOL" send "$tmp/client.json" Robot nope --json '{}'
-has "$err" "pdudef.json: no PDU 'nope' for robot 'Robot'"
-expect 2 "$TOOL" send "$tmp/client.json" Robot pos --hex 'zz'
-has "$err" 'not a hex digit pair'
+expect 1 stderr_of "$TOOL" send "$tmp/client.json" Robot pos --json "$twist" --wait-peer 0.3
+has "client.json: no peer connected to endpoint 'client' within 0.3 s"
+expect 1 stderr_of "$TOOL" send "$tmp/client.json" Robot pos --json '{"linear": {"q": 1}}'
+has 'JSON for geometry_msgs/Twist \(Robot/pos\): .*linear.q: unknown field'
+expect 1 stderr_of "$TOOL" send "$tmp/client.json" Robot nope --json '{}'
+has "pdudef.json: no PDU 'nope' for robot 'Robot'"
+expect 2 stderr_of "$TOOL" send "$tmp/client.json" Robot pos --hex 'zz'
+has 'not a hex digit pair'
 
 # ---- comm-less: send goes into its own cache ----
 echo '{"name": "local", "cache": "queue.json", "comm": null, "pdu_def_path": "pdudef.json"}' \
 	>"$tmp/local.json"
-expect 0 "$TOOL" send "$tmp/local.json" Robot pos --json "$twist"
-has "$err" 'local: frames_in=1 '
+expect 0 stderr_of "$TOOL" send "$tmp/local.json" Robot pos --json "$twist"
+has 'local: frames_in=1 '
 
 # ---- shm: probe and send on a private domain ----
 "$HAKO_CMD" conductor >"$tmp/conductor.log" 2>&1 &
 pids+=("$!")
-for ((i = 0; i < 200; i++)); do
-	"$HAKO_CMD" status >/dev/null 2>&1 && break
-	sleep 0.05
-done
+until_ok 10 "$HAKO_CMD" status
 endpoint shm_rx '{"protocol": "shm", "impl_type": "callback", "asset_name": "Rx",
   "io": {"robots": [{"name": "Robot", "pdu": [{"name": "pos", "notify_on_recv": true}]}]}}'
 endpoint shm_tx '{"protocol": "shm", "impl_type": "callback", "asset_name": "Tx",
@@ -241,15 +216,11 @@ pids+=("$probe")
 for ((i = 0; i < 300; i++)); do
 	"$TOOL" send "$tmp/shm_tx.json" Robot pos --json "$twist" --domain "$HAKO_DOMAIN" \
 		>/dev/null 2>"$tmp/send.err" || cat "$tmp/send.err"
-	kill -0 "$probe" 2>/dev/null || break
+	alive "$probe" || break
 	sleep 0.1
 done
 wait "$probe"
 same "shm probe exit status" "$?" 0
 same "shm probe" "$(cat "$tmp/probe.out")" "$twist_out"
 
-if [ "$fails" -ne 0 ]; then
-	echo "$fails check(s) failed"
-	exit 1
-fi
-echo "all checks passed"
+finish endpoint.tool

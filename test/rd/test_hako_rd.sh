@@ -4,6 +4,7 @@
 #
 # usage: test_hako_rd.sh HAKO_RD HAKO_CMD DATA_DIR
 set -u
+# shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../test/common/hako_test.sh"
 
 HAKO_RD=$1
