@@ -1091,7 +1091,11 @@ static void *socket_or(hako_conductor_node_t *n, int type, hako_error_t *err, in
 	/* Our frames are a few hundred bytes. Without a bound libzmq allocates whatever length a
 	 * peer announces before a byte of it arrived (garbage on the port: gigabytes, or an
 	 * abort); with one it drops that peer. */
+	/* RD-Full carries context PDUs up to the RD config's max_context_bytes (+ its headers). */
 	int64_t max = 4096;
+	if (n->cfg.rd_config_path[0] != '\0') {
+		max += (int64_t)HAKOI_WIRE_RD_PAYLOAD_MAX;
+	}
 	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
 	return s;
 }

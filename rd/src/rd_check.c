@@ -32,10 +32,11 @@ enum ev {
 	EV_ACTIVATE,
 	EV_RELEASED,
 	EV_RECLAIM,
+	EV_RESTART, /* RD-Full: a node restarts the EU from the authority's committed context */
 };
 
-static const char *const ev_names[] = {"init",     "write",    "step",   "release",
-                                       "activate", "released", "reclaim"};
+static const char *const ev_names[] = {"init",     "write",    "step",    "release",
+                                       "activate", "released", "reclaim", "restart"};
 
 struct rec {
 	int64_t t;
@@ -51,8 +52,9 @@ struct rec {
 	uint8_t node;
 	uint8_t epoch;
 	uint8_t ev;
-	uint8_t other; /* release: next; activate: from; released: next */
+	uint8_t other; /* release: next; activate: from; released: next; restart: the lost owner */
 	uint8_t owner; /* init: role owner */
+	uint8_t lost;  /* a step the lost owner ran after the context a restart started from */
 };
 
 struct check {
@@ -258,6 +260,15 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 			r->step = (uint64_t)x;
 		}
 		break;
+	case EV_RESTART:
+		if ((*why = get_int(o, key = "lost", 0, 255, &x)) != NULL) {
+			break;
+		}
+		r->other = (uint8_t)x;
+		if ((*why = get_int(o, key = "step", 0, INT64_MAX, &x)) == NULL) {
+			r->step = (uint64_t)x;
+		}
+		break;
 	case EV_RELEASED:
 		if ((*why = get_int(o, key = "next", 0, 255, &x)) == NULL) {
 			r->other = (uint8_t)x;
@@ -323,6 +334,7 @@ static int read_trace(struct check *ck, uint32_t file, hako_error_t *err)
 			    len == SIZE_MAX ? "a NUL byte" : "a record longer than 64 KiB");
 			break;
 		}
+		int complete = line[len - 1] == '\n';
 		while (len > 0 &&
 		       (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ')) {
 			len--;
@@ -332,6 +344,14 @@ static int read_trace(struct check *ck, uint32_t file, hako_error_t *err)
 		}
 		json_error_t jerr;
 		json_t *o = json_loadb(line, len, 0, &jerr);
+		if (o == NULL && !complete) {
+			/* The last record, cut short: its writer was killed while writing it. */
+			HAKO_INFO(
+			    "rd: %s:%u: the last record is cut short (its node died while writing "
+			    "it): ignored",
+			    path, lineno);
+			break;
+		}
 		if (o == NULL || !json_is_object(o)) {
 			rc = hako_error_set(
 			    err, HAKO_EPROTO, path, (int)lineno, o == NULL ? jerr.column : 1, "%s",
@@ -564,6 +584,21 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			take(&o, r);
 			break;
 		}
+		case EV_RESTART:
+			/* The owner was lost: its ownership ended with its last record (any later
+			 * one is a step or write without owning, found below). */
+			if (o.valid && o.node != r->other) {
+				violation(
+				    ck, r,
+				    "eu %" PRIu32 ": two owners: node %u restarted the EU at world "
+				    "time %" PRId64 " us while node %u (not the lost node %u) owns "
+				    "it",
+				    r->eu, r->node, r->t, o.node, r->other);
+			}
+			ck->res->restarts++;
+			take(&o, r);
+			rel.valid = 0;
+			break;
 		case EV_WRITE:
 			ck->res->writes++;
 			check_writer(ck, &ws, r);
@@ -577,6 +612,23 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 		}
 	}
 	free(ws.w);
+}
+
+/* RD-Full: a restart runs again, from the authority's committed context (model step k), the
+ * steps the lost owner ran after k; those of the lost owner are not counted. */
+static void mark_lost(struct rec *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (g[i].ev != EV_RESTART) {
+			continue;
+		}
+		for (size_t j = 0; j < n; j++) {
+			if (g[j].ev == EV_STEP && g[j].node == g[i].other &&
+			    g[j].step > g[i].step && g[j].t < g[i].t) {
+				g[j].lost = 1;
+			}
+		}
+	}
 }
 
 /* Model steps of one (run, eu) group: each number once, model time one delta apart. */
@@ -595,10 +647,11 @@ static void check_steps(struct check *ck, const struct rec *g, size_t n)
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (g[i].ev == EV_STEP) {
+		if (g[i].ev == EV_STEP && !g[i].lost) {
 			s[k++] = &g[i];
 		}
 	}
+	count = k;
 	qsort(s, count, sizeof(*s), by_step);
 	int have_delta = 0;
 	int64_t delta = 0;
@@ -688,6 +741,7 @@ int hako_rd_check(const char *const *paths, size_t count, hako_rd_check_result_t
 			       ck.recs[j].eu == ck.recs[i].eu) {
 				j++;
 			}
+			mark_lost(&ck.recs[i], j - i);
 			check_ownership(&ck, &ck.recs[i], j - i);
 			check_steps(&ck, &ck.recs[i], j - i);
 			i = j;

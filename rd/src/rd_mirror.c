@@ -165,7 +165,10 @@ int hako_rd_mirror_put_context(hako_rd_mirror_t *mr, uint32_t eu, const void *pd
 		return HAKO_EPROTO;
 	}
 	if (epoch >= 0) {
+		/* A restart from the authority's committed context: its owner is the authority
+		 * (0), so the new owner traces a restart, not a hand-off. */
 		cx.epoch = (uint8_t)epoch;
+		cx.owner = 0;
 	}
 	if (release_usec >= 0) {
 		cx.release_time = release_usec;

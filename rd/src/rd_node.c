@@ -38,6 +38,7 @@ struct eu_rt {
 
 	/* STANDBY: an activation handed to the application */
 	int pending;
+	int pend_restart;
 	uint8_t pend_epoch;
 	uint8_t pend_from;
 	hako_time_t pend_time;
@@ -444,6 +445,12 @@ static int release_committed(hako_rd_node_t *node, struct eu_rt *e, uint8_t next
 		return HAKO_ESTATE; /* the owner runs until the commit point */
 	}
 	uint8_t epoch = e->commit_epoch;
+	/* Traced before the context leaves: a node killed in between has a release on record and
+	 * no context out (a restart follows), never a context out and no release. */
+	char extra[96];
+	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, e->commit_next,
+	         model_step);
+	trace(node, e, e->commit_at, epoch, "release", extra);
 	hakoi_rd_context_t cx = {
 	    node->cfg->config_hash, epoch, node->id, e->commit_at, model_step, ctx, ctx_len};
 	size_t len = 0;
@@ -465,9 +472,6 @@ static int release_committed(hako_rd_node_t *node, struct eu_rt *e, uint8_t next
 	e->rel_step = model_step;
 	e->reclaim_at = -1;
 	e->commit_at = -1;
-	char extra[96];
-	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, e->rel_next, model_step);
-	trace(node, e, e->rel_time, epoch, "release", extra);
 	HAKO_INFO("rd: node %u (%s): EU %s released to node %u at the commit point %.6f s (epoch "
 	          "%u, step %" PRIu64 ", %zu context bytes)",
 	          node->id, node->name, e->cfg->name, e->rel_next, sec(e->rel_time), epoch,
@@ -604,11 +608,12 @@ static int poll_standby(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now, 
 	e->pending = 1;
 	e->pend_epoch = v.epoch;
 	e->pend_from = v.curr;
+	e->pend_restart = cx.owner == 0; /* RD-Full: from the authority's committed context */
 	e->pend_time = cx.release_time;
 	e->pend_step = cx.model_step;
 	if (act != NULL) {
-		*act =
-		    (hako_rd_activation_t){v.epoch, v.curr, cx.release_time, cx.model_step, cx.len};
+		*act = (hako_rd_activation_t){v.epoch, cx.owner == 0 ? 0 : v.curr, cx.release_time,
+		                              cx.model_step, cx.len};
 	}
 	*ev = HAKO_RD_EV_ACTIVATE;
 	return 0;
@@ -787,9 +792,15 @@ int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now)
 		hako_domain_watch_wake(node->dom); /* the conductor relays the activation */
 	}
 	char extra[96];
-	snprintf(extra, sizeof(extra), ",\"from\":%u,\"step\":%" PRIu64, e->pend_from,
-	         e->pend_step);
-	trace(node, e, now, e->epoch, "activate", extra);
+	if (e->pend_restart) {
+		snprintf(extra, sizeof(extra), ",\"lost\":%u,\"step\":%" PRIu64, e->pend_from,
+		         e->pend_step);
+		trace(node, e, now, e->epoch, "restart", extra);
+	} else {
+		snprintf(extra, sizeof(extra), ",\"from\":%u,\"step\":%" PRIu64, e->pend_from,
+		         e->pend_step);
+		trace(node, e, now, e->epoch, "activate", extra);
+	}
 	HAKO_INFO("rd: node %u (%s): EU %s activated at %.6f s (epoch %u, from node %u released "
 	          "at %.6f s, step %" PRIu64 ")",
 	          node->id, node->name, e->cfg->name, sec(now), e->epoch, e->pend_from,

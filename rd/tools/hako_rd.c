@@ -129,6 +129,9 @@ static int check(char **paths, int count)
 	printf("  model steps %" PRIu64 "\n", res.steps);
 	printf("  hand-offs   %" PRIu64 "\n", res.handoffs);
 	printf("  reclaims    %" PRIu64 "\n", res.reclaims);
+	if (res.restarts > 0) {
+		printf("  restarts    %" PRIu64 "\n", res.restarts);
+	}
 	printf("  violations  %" PRIu64 "\n", res.violations);
 	if (res.violations > 0) {
 		printf("FAIL: first violation: %s\n", res.first_violation);

@@ -79,13 +79,14 @@ static void model_step(struct model *m)
 	" \"name\": \"eu_context\", \"channel_id\": 2, \"pdu_size\": 256, \"write_cycle\": 1,"     \
 	" \"method_type\": \"SHM\"}]}]}\n"
 
-#define RDCFG                                                                                      \
+#define RDCFG_T(timeout)                                                                           \
 	"{\"mode\": \"full\", \"pdudef\": \"pdudef.json\",\n"                                      \
 	" \"nodes\": [{\"id\": 1, \"name\": \"cli-01\"}, {\"id\": 2, \"name\": \"cli-02\"}],\n"    \
-	" \"handoff_timeout_usec\": 500000,\n"                                                     \
+	" \"handoff_timeout_usec\": " #timeout ",\n"                                               \
 	" \"execution_units\": [{\"id\": 0, \"name\": \"eu\", \"robot\": \"eu\","                  \
 	" \"writes\": [\"pos\"], \"candidates\": [1, 2], \"initial_owner\": 1,"                    \
 	" \"max_context_bytes\": 64, \"status\": \"status\", \"context\": \"context\"}]}\n"
+#define RDCFG RDCFG_T(500000)
 
 static int teardown(void **state)
 {
@@ -149,7 +150,10 @@ static void executor_main(void *arg)
 			HTU_CHECK_RC(hako_rd_poll(node, EU, now, &rev, &got, sizeof(got), &act), 0);
 			hako_time_t upto = now;
 			if (rev == HAKO_RD_EV_ACTIVATE) {
-				HTU_CHECK_RC(act.ctx_len, sizeof(got));
+				if (act.ctx_len == 0) { /* a restart with no committed context */
+					HTU_CHECK_RC(act.from, 0);
+					got = (struct model){0, 0};
+				}
 				HTU_CHECK_RC(got.step, act.model_step);
 				md = got;
 				HTU_CHECK_RC(hako_rd_activate(node, EU, 1, now), 0);
@@ -345,11 +349,143 @@ static void test_handoffs(void **state)
 	F.passed = 1;
 }
 
-int main(void)
+/* ---- the owner's node killed ---- */
+
+#define TRIALS 20
+
+/* One trial: a federation whose owner node (cli-01: its conductor, its executor, its asset)
+ * is killed with SIGKILL at a moment that depends on `trial`: while it owns the EU; right
+ * after a hand-off to cli-02 was requested; during a hand-off whose owner cannot release (its
+ * executor held with SIGSTOP); or a few ms after the request. The EU must run again on cli-02
+ * (a hand-off that completed, or a restart from the last committed context) within bounded
+ * time, and the traces must show one writer at a time. */
+static void kill_trial(int trial, int *restarts, int *handoffs)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "rdkill%d", trial);
+	assert_int_equal(fed_init(&F, name, 2, DELTA, DMAX), 0);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/pdudef.json", F.dir);
+	assert_int_equal(htu_write_file(path, PDUDEF), 0);
+	snprintf(rd_path, sizeof(rd_path), "%s/rd.json", F.dir);
+	assert_int_equal(htu_write_file(rd_path, RDCFG_T(100000)), 0);
+	/* A lost node is found after peer_timeout_ms of silence: long enough that a loaded
+	 * machine (CI runs tests side by side) does not take a slow live node for a dead one; with
+	 * on_client_loss "drop" that node could not come back, and the EU would have no live
+	 * candidate left. */
+	for (int i = 0; i < F.n; i++) {
+		snprintf(F.node[i].extra, sizeof(F.node[i].extra),
+		         "\"rd_config_path\": \"rd.json\", \"heartbeat_ms\": 50, "
+		         "\"peer_timeout_ms\": 1500%s",
+		         i == 0 ? ", \"on_client_loss\": \"drop\"" : "");
+	}
+	assert_int_equal(fed_start(&F, -1, 0), 0);
+	for (int i = 0; i < F.n; i++) {
+		assert_int_equal(fed_start_asset(&F, i), 0);
+	}
+	for (int i = 1; i < 3; i++) {
+		xs[i] = htu_shared_alloc(sizeof(*xs[i]));
+		assert_non_null(xs[i]);
+		xpid[i] = htu_fork(executor_main, (void *)(intptr_t)i);
+		assert_true(xpid[i] > 0);
+		int ok;
+		HTU_WAIT_UNTIL(ok, atomic_load(&xs[i]->ready), FED_WAIT_USEC);
+		assert_true(ok);
+	}
+	hako_conductor_config_t *srv = NULL;
+	hako_error_t err;
+	assert_int_equal(hako_conductor_config_load(F.node[0].config, &srv, &err), 0);
+	cmd_ok(0, "start");
+	int ok;
+	HTU_WAIT_UNTIL(ok, owner_node() == 1 && atomic_load(&xs[1]->last_step) > 50, FED_WAIT_USEC);
+	assert_true(ok);
+	int mode = trial % 4;
+	if (mode == 2) {
+		/* The owner cannot release: killed during the hand-off, before its context. */
+		assert_int_equal(kill(xpid[1], SIGSTOP), 0);
+	}
+	if (mode >= 1) {
+		char why[256];
+		int r = hako_conductor_rd_request(srv, EU, 2, 5000, NULL, why, sizeof(why));
+		if (r != 0) {
+			fail_msg("trial %d: request: %s", trial, why);
+		}
+		if (mode == 3) {
+			htu_sleep_usec((hako_time_t)(trial % 7) * 700);
+		}
+	}
+	hako_time_t killed_at = fed_world(&F, 0);
+	kill(xpid[1], SIGKILL);
+	fed_kill_asset(&F, 1);
+	fed_kill_node(&F, 1);
+	/* The EU runs again on cli-02: it owns it and steps on. */
+	HTU_WAIT_UNTIL(ok, atomic_load(&xs[2]->owner) && atomic_load(&xs[2]->last_step) > 0,
+	               FED_WAIT_USEC);
+	if (!ok) {
+		fail_msg(
+		    "trial %d (mode %d): the EU did not run again on cli-02 (server world %lld, "
+		    "killed at %lld)",
+		    trial, mode, (long long)fed_world(&F, 0), (long long)killed_at);
+	}
+	long long from = atomic_load(&xs[2]->last_step);
+	HTU_WAIT_UNTIL(ok, atomic_load(&xs[2]->last_step) > from + 100, FED_WAIT_USEC);
+	assert_true(ok);
+	cmd_ok(0, "stop");
+	HTU_WAIT_UNTIL(ok, fed_state(&F, 0) == HAKO_STATE_STOPPED, FED_WAIT_USEC);
+	atomic_store(&xs[2]->quit, 1);
+	char t1[700], t2[700];
+	snprintf(t1, sizeof(t1), "%s/trace-1.jsonl", F.dir);
+	snprintf(t2, sizeof(t2), "%s/trace-2.jsonl", F.dir);
+	const char *paths[2] = {t1, t2};
+	hako_rd_check_result_t res;
+	assert_int_equal(hako_rd_check(paths, 2, &res, &err), 0);
+	if (res.violations != 0) {
+		fail_msg("trial %d (mode %d): hako-rd check: %llu violations, first: %s", trial,
+		         mode, (unsigned long long)res.violations, res.first_violation);
+	}
+	assert_true(res.restarts + res.handoffs == 1);
+	*restarts += (int)res.restarts;
+	*handoffs += (int)res.handoffs;
+	hako_conductor_config_free(srv);
+	F.passed = 1;
+	fed_teardown(&F);
+	for (int i = 1; i < 3; i++) {
+		htu_shared_free(xs[i], sizeof(*xs[i]));
+		xs[i] = NULL;
+	}
+}
+
+static void test_kill_trials(void **state)
+{
+	(void)state;
+	int restarts = 0, handoffs = 0;
+	for (int t = 0; t < TRIALS; t++) {
+		kill_trial(t, &restarts, &handoffs);
+	}
+	printf("%d trials: the EU ran again every time, one writer at a time; %d restarts from "
+	       "the last committed context, %d hand-offs that completed before the kill\n",
+	       TRIALS, restarts, handoffs);
+	assert_true(restarts > 0);
+}
+
+int main(int argc, char **argv)
 {
 	htu_init();
-	const struct CMUnitTest tests[] = {
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* One scenario by name (ctest runs each on its own), else all. */
+	if (argc == 2 && strcmp(argv[1], "handoffs") == 0) {
+		const struct CMUnitTest t[] = {cmocka_unit_test_teardown(test_handoffs, teardown)};
+		return cmocka_run_group_tests_name("handoffs", t, NULL, NULL);
+	}
+	if (argc == 2 && strcmp(argv[1], "kill_trials") == 0) {
+		const struct CMUnitTest t[] = {
+		    cmocka_unit_test_teardown(test_kill_trials, teardown)};
+		return cmocka_run_group_tests_name("kill_trials", t, NULL, NULL);
+	}
+	const struct CMUnitTest all[] = {
 	    cmocka_unit_test_teardown(test_handoffs, teardown),
+	    cmocka_unit_test_teardown(test_kill_trials, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(all, NULL, NULL);
 }

@@ -232,6 +232,34 @@ static void test_reclaim(void **state)
 	                 "at epoch 1");
 }
 
+/* RD-Full: node 1 is lost after step 2 (its last context the authority holds is at step 1);
+ * node 2 restarts from step 1 and runs step 2 again: the lost node's step 2 is not counted.
+ * A record of the lost node after the restart is a step without owning. */
+static void test_restart(void **state)
+{
+	(void)state;
+	const char *restart = INIT_1 INIT_2 A_STEPS
+	    "{\"t\":9000,\"node\":2,\"eu\":0,\"epoch\":2,\"ev\":\"restart\",\"lost\":1,"
+	    "\"step\":1}\n"
+	    "{\"t\":9000,\"node\":2,\"eu\":0,\"epoch\":2,\"ev\":\"step\",\"step\":2,\"mt\":2000}\n"
+	    "{\"t\":9000,\"node\":2,\"eu\":0,\"epoch\":2,\"ev\":\"step\",\"step\":3,\"mt\":3000}\n";
+	hako_rd_check_result_t res = check(restart);
+	assert_int_equal(res.violations, 0);
+	assert_int_equal(res.restarts, 1);
+	assert_int_equal(res.handoffs, 0);
+	expect_violation(
+	    INIT_1 INIT_2 A_STEPS "{\"t\":9000,\"node\":2,\"eu\":0,\"epoch\":2,\"ev\":\"restart\","
+	                          "\"lost\":1,\"step\":1}\n"
+	                          "{\"t\":9500,\"node\":1,\"eu\":0,\"epoch\":0,\"ev\":\"step\","
+	                          "\"step\":3,\"mt\":3000}\n",
+	    2, "node 1 ran model step 3 at world time 9500 us, but node 2 owns the EU");
+	/* A restart naming another node than the owner: two owners. */
+	expect_violation(INIT_1 INIT_2 A_STEPS
+	                 "{\"t\":9000,\"node\":2,\"eu\":0,\"epoch\":2,\"ev\":\"restart\","
+	                 "\"lost\":3,\"step\":1}\n",
+	                 1, "two owners: node 2 restarted the EU");
+}
+
 static void test_config_hash(void **state)
 {
 	(void)state;
@@ -317,6 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_steps),
 	    cmocka_unit_test(test_release_rules),
 	    cmocka_unit_test(test_reclaim),
+	    cmocka_unit_test(test_restart),
 	    cmocka_unit_test(test_config_hash),
 	    cmocka_unit_test(test_runs),
 	    cmocka_unit_test(test_first_is_earliest),

@@ -234,6 +234,7 @@ typedef struct hako_rd_check_result {
 	uint64_t steps;
 	uint64_t handoffs;
 	uint64_t reclaims;
+	uint64_t restarts; /* RD-Full: restarts from the authority's context after a lost owner */
 	uint64_t violations;
 	char first_violation[512];
 } hako_rd_check_result_t;

@@ -127,7 +127,8 @@ HAKO_API int hako_rd_mirror_apply(hako_rd_mirror_t *mr, const hako_rd_commit_t *
 /* Write a context PDU received from the authority (an owner's, relayed to the new owner's
  * node; or the last committed one for a restart), after checking it: HAKO_EPROTO if it is not
  * a context PDU of this config. With epoch >= 0 and release_usec >= 0 they replace the PDU's
- * (a restart from the last committed context happens at a new epoch and commit point);
+ * (a restart from the last committed context happens at a new epoch and commit point, and its
+ * context then names no owner: node 0, the authority);
  * pdu == NULL writes an empty context (the initial state, model step 0). */
 HAKO_API int hako_rd_mirror_put_context(hako_rd_mirror_t *mr, uint32_t eu, const void *pdu,
                                         size_t len, int epoch, hako_time_t release_usec);
