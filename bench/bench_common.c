@@ -3,9 +3,13 @@
 #endif
 #include "bench_common.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -388,4 +394,129 @@ long bench_default_round_trips(size_t payload)
 		return 5000;
 	}
 	return 1000;
+}
+
+int bench_free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		bench_die("socket: %s", strerror(errno));
+	}
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(a);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+		close(fd);
+		bench_die("bind 127.0.0.1:0: %s", strerror(errno));
+	}
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+bench_cpu_t bench_proc_cpu(pid_t pid)
+{
+	bench_cpu_t c = {0, 0};
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		return c;
+	}
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* after the command name, which may hold spaces */
+	unsigned long long ut = 0, st = 0;
+	if (p != NULL &&
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2) {
+		double tick = (double)sysconf(_SC_CLK_TCK);
+		c.user = (double)ut / tick;
+		c.sys = (double)st / tick;
+	}
+	return c;
+}
+
+void bench_relay_stop(bench_relay_t *r)
+{
+	if (r->pid > 0) {
+		kill(r->pid, SIGTERM);
+		for (int i = 0; i < 200 && waitpid(r->pid, NULL, WNOHANG) == 0; i++) {
+			usleep(10000);
+		}
+		kill(r->pid, SIGKILL); /* if it did not end */
+		waitpid(r->pid, NULL, WNOHANG);
+		r->pid = 0;
+	}
+	if (r->out >= 0) {
+		close(r->out);
+		r->out = -1;
+	}
+}
+
+void bench_relay_start(bench_relay_t *r, const char *exe, double delay_ms, const int to[2],
+                       int listen[2])
+{
+	char to0[48], to1[48], delay[32];
+	snprintf(to0, sizeof(to0), "127.0.0.1:%d", to[0]);
+	snprintf(to1, sizeof(to1), "127.0.0.1:%d", to[1]);
+	snprintf(delay, sizeof(delay), "%g", delay_ms);
+	char *argv[] = {(char *)exe,  "--tcp",    "--listen",    "127.0.0.1:0", "--to",
+	                to0,          "--listen", "127.0.0.1:0", "--to",        to1,
+	                "--delay-ms", delay,      "--jitter-ms", "0",           NULL};
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		bench_die("pipe: %s", strerror(errno));
+	}
+	pid_t parent = getpid();
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		bench_die("fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		bench_child_init(parent);
+		dup2(p[1], 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	r->pid = pid;
+	r->out = p[0];
+	/* "hako-relay: tcp 127.0.0.1:PORT -> ..." for each route, then "hako-relay: ready" */
+	char buf[2048] = "";
+	size_t len = 0;
+	int64_t deadline = bench_now_ns() + 10000000000ll;
+	while (strstr(buf, "hako-relay: ready\n") == NULL || len == 0) {
+		struct pollfd pfd = {p[0], POLLIN, 0};
+		if (bench_now_ns() > deadline || len >= sizeof(buf) - 1) {
+			bench_die("hako-relay did not start: %s", buf);
+		}
+		if (poll(&pfd, 1, 100) > 0) {
+			ssize_t k = read(p[0], buf + len, sizeof(buf) - 1 - len);
+			if (k <= 0) {
+				bench_die("hako-relay ended at start: %.*s", (int)len, buf);
+			}
+			len += (size_t)k;
+		}
+		buf[len] = '\0';
+	}
+	int n = 0;
+	for (const char *s = buf; (s = strstr(s, "hako-relay: tcp ")) != NULL && n < 2; s++) {
+		const char *arrow = strstr(s, " -> ");
+		const char *colon = arrow;
+		while (colon != NULL && colon > s && *colon != ':') {
+			colon--;
+		}
+		if (colon == NULL || colon == s) {
+			break;
+		}
+		listen[n++] = atoi(colon + 1);
+	}
+	if (n != 2 || listen[0] <= 0 || listen[1] <= 0) {
+		bench_die("hako-relay: cannot read its ports from: %s", buf);
+	}
 }

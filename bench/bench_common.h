@@ -78,6 +78,34 @@ const char *bench_size_str(size_t b, char *out, size_t cap);
  * bench_stats; s is left as it is. */
 bench_stats_t bench_stats_since(const bench_samples_t *s, size_t first, double scale);
 
+/* ---- processes and ports of the federation benchmarks ---- */
+
+/* A tcp port of 127.0.0.1 the kernel just gave out (bound, then released for a server to
+ * take: another process may take it meanwhile, so a server that cannot listen tries again). */
+int bench_free_port(void);
+
+/* utime + stime of a process (all its threads) from /proc/<pid>/stat; 10 ms resolution. Zero
+ * if the process is gone. */
+bench_cpu_t bench_proc_cpu(pid_t pid);
+
+/* A hako-relay (test/relay) child: two tcp routes, each delayed by delay_ms one way. */
+typedef struct bench_relay {
+	pid_t pid; /* 0: not running */
+	int out;   /* its stdout, -1: none */
+} bench_relay_t;
+#define BENCH_RELAY_INIT                                                                           \
+	{                                                                                          \
+		0, -1                                                                              \
+	}
+
+/* Start exe forwarding 127.0.0.1:listen[i] (ports of its own, port 0) to 127.0.0.1:to[i] for
+ * i = 0, 1; returns once it printed ready, with its ports in listen. bench_die on failure (r is
+ * set before it waits, so the cleanup can stop it). */
+void bench_relay_start(bench_relay_t *r, const char *exe, double delay_ms, const int to[2],
+                       int listen[2]);
+/* SIGTERM, then SIGKILL after 2 s; accepts a relay that is not running. */
+void bench_relay_stop(bench_relay_t *r);
+
 /* ---- the command line of the payload x variant benchmarks ---- */
 
 #define BENCH_MAX_PAYLOADS 16

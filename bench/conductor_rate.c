@@ -16,13 +16,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,29 +109,11 @@ struct cell {
 static char g_domain[MAX_NODES][64];
 static pid_t g_nodes[MAX_NODES];
 static int g_cmd[MAX_NODES] = {-1, -1, -1, -1}; /* write ends: 'i', then EOF = quit */
-static pid_t g_relay;
-static int g_relay_out = -1;
+static bench_relay_t g_relay = BENCH_RELAY_INIT;
 static struct shared *g_sh;
 static int g_verbose;
 static double g_relay_ms = 5.0;
 static const char *g_relay_exe;
-
-static void stop_relay(void)
-{
-	if (g_relay > 0) {
-		kill(g_relay, SIGTERM);
-		for (int i = 0; i < 200 && waitpid(g_relay, NULL, WNOHANG) == 0; i++) {
-			usleep(10000);
-		}
-		kill(g_relay, SIGKILL); /* if it did not end */
-		waitpid(g_relay, NULL, WNOHANG);
-		g_relay = 0;
-	}
-	if (g_relay_out >= 0) {
-		close(g_relay_out);
-		g_relay_out = -1;
-	}
-}
 
 static void cleanup(void)
 {
@@ -146,7 +124,7 @@ static void cleanup(void)
 			g_nodes[i] = 0;
 		}
 	}
-	stop_relay();
+	bench_relay_stop(&g_relay);
 	for (int i = 0; i < MAX_NODES; i++) {
 		if (g_domain[i][0] != '\0') {
 			hako_domain_remove(g_domain[i]);
@@ -431,26 +409,6 @@ static void node_main(int idx, const struct variant *v, const char *ctl, const c
 
 /* ---- the bench process: processes, ports, /proc ---- */
 
-/* A port the kernel just gave out (bound, then released for the server to take). */
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		bench_die("socket: %s", strerror(errno));
-	}
-	struct sockaddr_in a;
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(a);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-		bench_die("bind 127.0.0.1:0: %s", strerror(errno));
-	}
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 /* Die if a child failed or ended before its time. */
 static void check_children(const char *what)
 {
@@ -464,8 +422,8 @@ static void check_children(const char *what)
 			bench_die("%s: node %d ended early (status 0x%x)", what, i, status);
 		}
 	}
-	if (g_relay > 0 && waitpid(g_relay, NULL, WNOHANG) == g_relay) {
-		g_relay = 0;
+	if (g_relay.pid > 0 && waitpid(g_relay.pid, NULL, WNOHANG) == g_relay.pid) {
+		g_relay.pid = 0;
 		bench_die("%s: hako-relay ended early", what);
 	}
 }
@@ -520,97 +478,6 @@ static int wait_ready(int idx, const char *what)
 		usleep(500);
 	}
 	return 1;
-}
-
-/* Start hako-relay: the first route (to ctl_port) and the second (to tim_port) on ports of
- * its own, delayed by g_relay_ms each way; their ports in out. */
-static void start_relay(int ctl_port, int tim_port, int out[2])
-{
-	char ctl[48], tim[48], delay[32];
-	snprintf(ctl, sizeof(ctl), "127.0.0.1:%d", ctl_port);
-	snprintf(tim, sizeof(tim), "127.0.0.1:%d", tim_port);
-	snprintf(delay, sizeof(delay), "%g", g_relay_ms);
-	char *argv[] = {
-	    (char *)g_relay_exe, "--tcp",       "--listen", "127.0.0.1:0", "--to",       ctl,
-	    "--listen",          "127.0.0.1:0", "--to",     tim,           "--delay-ms", delay,
-	    "--jitter-ms",       "0",           NULL};
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) != 0) {
-		bench_die("pipe: %s", strerror(errno));
-	}
-	pid_t parent = getpid();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		bench_child_init(parent);
-		dup2(p[1], 1);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	g_relay = pid;
-	g_relay_out = p[0];
-	/* "hako-relay: tcp 127.0.0.1:PORT -> ..." for each route, then "hako-relay: ready" */
-	char buf[2048] = "";
-	size_t len = 0;
-	int64_t deadline = bench_now_ns() + 10000000000ll;
-	while (strstr(buf, "hako-relay: ready\n") == NULL || len == 0) {
-		struct pollfd pfd = {p[0], POLLIN, 0};
-		if (bench_now_ns() > deadline || len >= sizeof(buf) - 1) {
-			bench_die("hako-relay did not start: %s", buf);
-		}
-		if (poll(&pfd, 1, 100) > 0) {
-			ssize_t k = read(p[0], buf + len, sizeof(buf) - 1 - len);
-			if (k <= 0) {
-				bench_die("hako-relay ended at start: %.*s", (int)len, buf);
-			}
-			len += (size_t)k;
-		}
-		buf[len] = '\0';
-	}
-	int n = 0;
-	for (const char *s = buf; (s = strstr(s, "hako-relay: tcp ")) != NULL && n < 2; s++) {
-		const char *arrow = strstr(s, " -> ");
-		const char *colon = arrow;
-		while (colon != NULL && colon > s && *colon != ':') {
-			colon--;
-		}
-		if (colon == NULL || colon == s) {
-			break;
-		}
-		out[n++] = atoi(colon + 1);
-	}
-	if (n != 2 || out[0] <= 0 || out[1] <= 0) {
-		bench_die("hako-relay: cannot read its ports from: %s", buf);
-	}
-}
-
-/* utime + stime of a process (all its threads), from /proc/<pid>/stat; 10 ms resolution. */
-static bench_cpu_t proc_cpu(pid_t pid)
-{
-	bench_cpu_t c = {0, 0};
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (f == NULL) {
-		return c;
-	}
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')'); /* after the command name, which may hold spaces */
-	unsigned long long ut = 0, st = 0;
-	if (p != NULL &&
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2) {
-		double tick = (double)sysconf(_SC_CLK_TCK);
-		c.user = (double)ut / tick;
-		c.sys = (double)st / tick;
-	}
-	return c;
 }
 
 /* Voluntary + involuntary context switches of every thread of a process. */
@@ -692,7 +559,7 @@ static void start_nodes(const struct variant *v)
 {
 	char ctl[64] = "", tim[64] = "", cctl[64] = "", ctim[64] = "";
 	for (int attempt = 0;; attempt++) {
-		int cp = free_port(), tp = free_port();
+		int cp = bench_free_port(), tp = bench_free_port();
 		if (cp == tp) {
 			continue;
 		}
@@ -701,8 +568,8 @@ static void start_nodes(const struct variant *v)
 		snprintf(cctl, sizeof(cctl), "%s", ctl);
 		snprintf(ctim, sizeof(ctim), "%s", tim);
 		if (v->relay) {
-			int rp[2];
-			start_relay(cp, tp, rp);
+			int to[2] = {cp, tp}, rp[2];
+			bench_relay_start(&g_relay, g_relay_exe, g_relay_ms, to, rp);
 			snprintf(cctl, sizeof(cctl), "tcp://127.0.0.1:%d", rp[0]);
 			snprintf(ctim, sizeof(ctim), "tcp://127.0.0.1:%d", rp[1]);
 		}
@@ -712,7 +579,7 @@ static void start_nodes(const struct variant *v)
 		}
 		close(g_cmd[0]);
 		g_cmd[0] = -1;
-		stop_relay();
+		bench_relay_stop(&g_relay);
 		if (attempt == 4) {
 			bench_die("%s: no free ports for the server after 5 tries", v->name);
 		}
@@ -825,7 +692,7 @@ static void run_variant(const struct variant *v, int64_t warm_ns, int64_t window
 	bench_cpu_t c0[MAX_NODES];
 	uint64_t x0 = 0, x1 = 0;
 	for (int i = 0; i < n; i++) {
-		c0[i] = proc_cpu(g_nodes[i]);
+		c0[i] = bench_proc_cpu(g_nodes[i]);
 		x0 += proc_ctx(g_nodes[i]);
 	}
 	atomic_store(&g_sh->measuring, 1);
@@ -855,7 +722,7 @@ static void run_variant(const struct variant *v, int64_t warm_ns, int64_t window
 	t1 = bench_now_ns();
 	atomic_store(&g_sh->measuring, 0);
 	for (int i = 0; i < n; i++) {
-		bench_cpu_t c = bench_cpu_sub(proc_cpu(g_nodes[i]), c0[i]);
+		bench_cpu_t c = bench_cpu_sub(bench_proc_cpu(g_nodes[i]), c0[i]);
 		cell->cpu.user += c.user;
 		cell->cpu.sys += c.sys;
 		x1 += proc_ctx(g_nodes[i]);
@@ -890,7 +757,7 @@ static void run_variant(const struct variant *v, int64_t warm_ns, int64_t window
 			if (bench_write_full(g_cmd[i], "i", 1) != 0) {
 				bench_die("idle: node %d: %s", i, strerror(errno));
 			}
-			i0[i] = proc_cpu(g_nodes[i]);
+			i0[i] = bench_proc_cpu(g_nodes[i]);
 		}
 		int64_t s0 = bench_now_ns();
 		sleep_ns(idle_ns);
@@ -898,7 +765,7 @@ static void run_variant(const struct variant *v, int64_t warm_ns, int64_t window
 		idle->nodes = n;
 		idle->seconds = (double)wall / 1e9;
 		for (int i = 0; i < n; i++) {
-			bench_cpu_t c = bench_cpu_sub(proc_cpu(g_nodes[i]), i0[i]);
+			bench_cpu_t c = bench_cpu_sub(bench_proc_cpu(g_nodes[i]), i0[i]);
 			idle->pct_proc[i] = (c.user + c.sys) * 1e9 / (double)wall * 100.0;
 		}
 	}
@@ -921,7 +788,7 @@ static void run_variant(const struct variant *v, int64_t warm_ns, int64_t window
 			bench_die("%s: node %d failed (status 0x%x)", v->name, i, status);
 		}
 	}
-	stop_relay();
+	bench_relay_stop(&g_relay);
 	for (int i = 0; i < ndom; i++) {
 		hako_domain_close(dom[i]);
 		hako_domain_remove(g_domain[i]); /* gone already, unless a node could not */
