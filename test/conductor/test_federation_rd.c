@@ -217,19 +217,21 @@ static void cmd_ok(int i, const char *verb)
 	}
 }
 
-static void test_handoffs(void **state)
+/* F (fed_init done): the pdudef and RD config rdcfg next to the conductor files, which name it
+ * (plus `more` fields in every node's; a server that drops a lost client when `more` is not
+ * empty), every node started with an asset, and an executor on each client. */
+static void start_federation(const char *rdcfg, const char *more)
 {
-	(void)state;
-	assert_int_equal(fed_init(&F, "rdfull", 2, DELTA, DMAX), 0);
 	char path[600];
 	snprintf(path, sizeof(path), "%s/pdudef.json", F.dir);
 	assert_int_equal(htu_write_file(path, PDUDEF), 0);
 	snprintf(rd_path, sizeof(rd_path), "%s/rd.json", F.dir);
-	assert_int_equal(htu_write_file(rd_path, RDCFG), 0);
+	assert_int_equal(htu_write_file(rd_path, rdcfg), 0);
 	for (int i = 0; i < F.n; i++) {
 		/* Next to the conductor files: resolved against their folder. */
 		snprintf(F.node[i].extra, sizeof(F.node[i].extra),
-		         "\"rd_config_path\": \"rd.json\"");
+		         "\"rd_config_path\": \"rd.json\"%s%s", more,
+		         i == 0 && more[0] != '\0' ? ", \"on_client_loss\": \"drop\"" : "");
 	}
 	assert_int_equal(fed_start(&F, -1, 0), 0);
 	for (int i = 0; i < F.n; i++) {
@@ -244,6 +246,13 @@ static void test_handoffs(void **state)
 		HTU_WAIT_UNTIL(ok, atomic_load(&xs[i]->ready), FED_WAIT_USEC);
 		assert_true(ok);
 	}
+}
+
+static void test_handoffs(void **state)
+{
+	(void)state;
+	assert_int_equal(fed_init(&F, "rdfull", 2, DELTA, DMAX), 0);
+	start_federation(RDCFG, "");
 	hako_conductor_config_t *srv = NULL;
 	hako_error_t err;
 	assert_int_equal(hako_conductor_config_load(F.node[0].config, &srv, &err), 0);
@@ -364,34 +373,11 @@ static void kill_trial(int trial, int *restarts, int *handoffs)
 	char name[32];
 	snprintf(name, sizeof(name), "rdkill%d", trial);
 	assert_int_equal(fed_init(&F, name, 2, DELTA, DMAX), 0);
-	char path[600];
-	snprintf(path, sizeof(path), "%s/pdudef.json", F.dir);
-	assert_int_equal(htu_write_file(path, PDUDEF), 0);
-	snprintf(rd_path, sizeof(rd_path), "%s/rd.json", F.dir);
-	assert_int_equal(htu_write_file(rd_path, RDCFG_T(100000)), 0);
 	/* A lost node is found after peer_timeout_ms of silence: long enough that a loaded
 	 * machine (CI runs tests side by side) does not take a slow live node for a dead one; with
 	 * on_client_loss "drop" that node could not come back, and the EU would have no live
 	 * candidate left. */
-	for (int i = 0; i < F.n; i++) {
-		snprintf(F.node[i].extra, sizeof(F.node[i].extra),
-		         "\"rd_config_path\": \"rd.json\", \"heartbeat_ms\": 50, "
-		         "\"peer_timeout_ms\": 1500%s",
-		         i == 0 ? ", \"on_client_loss\": \"drop\"" : "");
-	}
-	assert_int_equal(fed_start(&F, -1, 0), 0);
-	for (int i = 0; i < F.n; i++) {
-		assert_int_equal(fed_start_asset(&F, i), 0);
-	}
-	for (int i = 1; i < 3; i++) {
-		xs[i] = htu_shared_alloc(sizeof(*xs[i]));
-		assert_non_null(xs[i]);
-		xpid[i] = htu_fork(executor_main, (void *)(intptr_t)i);
-		assert_true(xpid[i] > 0);
-		int ok;
-		HTU_WAIT_UNTIL(ok, atomic_load(&xs[i]->ready), FED_WAIT_USEC);
-		assert_true(ok);
-	}
+	start_federation(RDCFG_T(100000), ", \"heartbeat_ms\": 50, \"peer_timeout_ms\": 1500");
 	hako_conductor_config_t *srv = NULL;
 	hako_error_t err;
 	assert_int_equal(hako_conductor_config_load(F.node[0].config, &srv, &err), 0);
