@@ -1033,8 +1033,8 @@ static void *echo_dealer(void *ctx, const char *addr)
 	return s;
 }
 
-/* What hako_conductor_rd_request does around its message: a context, a socket and a
- * connection of its own, closed after the answer. */
+/* What hako_conductor_rd_request does around its message (a requester that is not kept): a
+ * context, a socket and a connection of its own, closed after the answer. */
 static int64_t echo_fresh(const char *addr)
 {
 	int64_t t0 = bench_now_ns();
@@ -1079,6 +1079,12 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 	rdf_start(v, ctl, ctl_relay, sizeof(ctl));
 	snprintf(req[0].control_address, sizeof(req[0].control_address), "%s", ctl);
 	snprintf(req[1].control_address, sizeof(req[1].control_address), "%s", ctl_relay);
+	/* The hand-offs are asked on a kept connection (hako_conductor_rd_requester), as an
+	 * ExMonitor does; the refused-reply baseline opens one per call. */
+	hako_conductor_rd_requester_t *rq = NULL;
+	if (hako_conductor_rd_requester_open(&req[0], &rq) != 0) {
+		bench_die("%s: cannot open a requester to %s", v->name, ctl);
+	}
 	hako_domain_t *dom[RDF_NODES];
 	int r;
 	for (int i = 0; i < RDF_NODES; i++) {
@@ -1160,7 +1166,7 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 		atomic_store(&g_fx->watch, 1);
 		hako_time_t before = hako_domain_world_time(dom[0]);
 		int64_t t0 = bench_now_ns();
-		r = hako_conductor_rd_request(&req[0], EU, to, RDF_REQ_MS, &c, why, sizeof(why));
+		r = hako_conductor_rd_requester_ask(rq, EU, to, RDF_REQ_MS, &c, why, sizeof(why));
 		int64_t t1 = bench_now_ns();
 		hako_time_t after = hako_domain_world_time(dom[0]);
 		if (r != 0) {
@@ -1269,6 +1275,7 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 		hako_domain_remove(g_fdom[i]); /* gone already, unless a node could not */
 		g_fdom[i][0] = '\0';
 	}
+	hako_conductor_rd_requester_close(rq);
 	free(req);
 }
 

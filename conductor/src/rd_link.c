@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -419,21 +420,44 @@ void hakoi_rd_relay(hako_conductor_node_t *n)
 	}
 }
 
-int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
-                              int timeout_ms, hako_rd_commit_t *out, char *why, size_t why_len)
+struct hako_conductor_rd_requester {
+	void *ctx;
+	void *s;
+	char address[HAKO_CONDUCTOR_ADDR_MAX];
+};
+
+void hako_conductor_rd_requester_close(hako_conductor_rd_requester_t *rq)
 {
-	if (why != NULL && why_len > 0) {
-		why[0] = '\0';
+	if (rq == NULL) {
+		return;
 	}
-	if (cfg == NULL) {
+	if (rq->s != NULL) {
+		zmq_close(rq->s);
+	}
+	if (rq->ctx != NULL) {
+		zmq_ctx_term(rq->ctx);
+	}
+	free(rq);
+}
+
+int hako_conductor_rd_requester_open(const hako_conductor_config_t *cfg,
+                                     hako_conductor_rd_requester_t **out)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (cfg == NULL || out == NULL) {
 		return HAKO_EINVAL;
 	}
-	void *ctx = zmq_ctx_new();
-	void *s = ctx != NULL ? zmq_socket(ctx, ZMQ_DEALER) : NULL;
-	if (s == NULL) {
-		if (ctx != NULL) {
-			zmq_ctx_term(ctx);
-		}
+	hako_conductor_rd_requester_t *rq = calloc(1, sizeof(*rq));
+	if (rq == NULL) {
+		return HAKO_ENOMEM;
+	}
+	snprintf(rq->address, sizeof(rq->address), "%s", cfg->control_address);
+	rq->ctx = zmq_ctx_new();
+	rq->s = rq->ctx != NULL ? zmq_socket(rq->ctx, ZMQ_DEALER) : NULL;
+	if (rq->s == NULL) {
+		hako_conductor_rd_requester_close(rq);
 		return HAKO_ENOMEM;
 	}
 	/* "#rd..." is nobody's node id: the server answers it like a tool. */
@@ -441,21 +465,34 @@ int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, u
 	char id[64];
 	snprintf(id, sizeof(id), "#rd-%d-%u", (int)getpid(), atomic_fetch_add(&next, 1));
 	int linger = 0;
-	zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
-	zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger));
-	int r = HAKO_ETIMEDOUT;
-	if (zmq_connect(s, cfg->control_address) != 0) {
-		r = HAKO_EIO;
-		if (why != NULL) {
-			snprintf(why, why_len, "cannot connect to %s: %s", cfg->control_address,
-			         zmq_strerror(errno));
-		}
-		goto done;
+	zmq_setsockopt(rq->s, ZMQ_ROUTING_ID, id, strlen(id));
+	zmq_setsockopt(rq->s, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_connect(rq->s, cfg->control_address) != 0) {
+		hako_conductor_rd_requester_close(rq);
+		return HAKO_EIO;
+	}
+	*out = rq;
+	return 0;
+}
+
+int hako_conductor_rd_requester_ask(hako_conductor_rd_requester_t *rq, uint32_t eu, uint8_t to,
+                                    int timeout_ms, hako_rd_commit_t *out, char *why,
+                                    size_t why_len)
+{
+	if (why != NULL && why_len > 0) {
+		why[0] = '\0';
+	}
+	if (rq == NULL) {
+		return HAKO_EINVAL;
+	}
+	/* Answers to an earlier request that timed out may still come: dropped. */
+	uint8_t in[1024];
+	while (zmq_recv(rq->s, in, sizeof(in), ZMQ_DONTWAIT) >= 0) {
 	}
 	hakoi_msg_t m;
 	memset(&m, 0, sizeof(m));
 	m.type = HAKOI_MSG_RD_REQUEST;
-	snprintf(m.node, sizeof(m.node), "%s", id);
+	snprintf(m.node, sizeof(m.node), "#rd");
 	m.rd_eu = eu;
 	m.rd_to = to;
 	m.rd_epoch = -1;
@@ -463,9 +500,8 @@ int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, u
 	m.rd_release = -1;
 	uint8_t buf[512];
 	size_t len = hakoi_wire_encode(&m, buf);
-	if (zmq_send(s, buf, len, 0) < 0) {
-		r = HAKO_EIO;
-		goto done;
+	if (zmq_send(rq->s, buf, len, 0) < 0) {
+		return HAKO_EIO;
 	}
 	hako_time_t until = hako_now_usec() + (hako_time_t)timeout_ms * 1000;
 	for (;;) {
@@ -474,28 +510,26 @@ int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, u
 			if (why != NULL) {
 				snprintf(why, why_len,
 				         "no answer from the server at %s within %d ms",
-				         cfg->control_address, timeout_ms);
+				         rq->address, timeout_ms);
 			}
-			break;
+			return HAKO_ETIMEDOUT;
 		}
-		zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+		zmq_pollitem_t it = {rq->s, 0, ZMQ_POLLIN, 0};
 		if (zmq_poll(&it, 1, (long)(left / 1000) + 1) <= 0) {
 			continue;
 		}
-		uint8_t in[1024];
-		int n = zmq_recv(s, in, sizeof(in), ZMQ_DONTWAIT);
+		int n = zmq_recv(rq->s, in, sizeof(in), ZMQ_DONTWAIT);
 		hakoi_msg_t rep;
 		char bad[160];
 		if (n < 0 || (size_t)n > sizeof(in) ||
 		    hakoi_wire_decode(in, (size_t)n, &rep, bad, sizeof(bad)) != 0 ||
-		    rep.type != HAKOI_MSG_RD_REPLY || rep.rd_eu != eu) {
+		    rep.type != HAKOI_MSG_RD_REPLY || rep.rd_eu != eu || rep.rd_to != to) {
 			continue; /* not the answer */
 		}
-		r = rep.result;
 		if (why != NULL) {
 			snprintf(why, why_len, "%s", rep.reason);
 		}
-		if (r == 0 && out != NULL) {
+		if (rep.result == 0 && out != NULL) {
 			*out = (hako_rd_commit_t){
 			    .eu = eu,
 			    .seq = rep.rd_seq,
@@ -504,10 +538,23 @@ int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, u
 			    .next = to,
 			    .commit_usec = rep.rd_commit};
 		}
-		break;
+		return rep.result;
 	}
-done:
-	zmq_close(s);
-	zmq_ctx_term(ctx);
+}
+
+int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
+                              int timeout_ms, hako_rd_commit_t *out, char *why, size_t why_len)
+{
+	hako_conductor_rd_requester_t *rq = NULL;
+	int r = hako_conductor_rd_requester_open(cfg, &rq);
+	if (r != 0) {
+		if (why != NULL && why_len > 0) {
+			snprintf(why, why_len, "cannot connect to %s: %s",
+			         cfg != NULL ? cfg->control_address : "?", hako_strerror(r));
+		}
+		return r;
+	}
+	r = hako_conductor_rd_requester_ask(rq, eu, to, timeout_ms, out, why, why_len);
+	hako_conductor_rd_requester_close(rq);
 	return r;
 }

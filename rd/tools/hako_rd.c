@@ -472,6 +472,12 @@ static int monitor(const char *conductor, const char *domain)
 		fprintf(stderr, "hako-rd monitor: domain '%s': %s\n", domain, hako_strerror(r));
 		goto done;
 	}
+	hako_conductor_rd_requester_t *rq = NULL;
+	if ((r = hako_conductor_rd_requester_open(cc, &rq)) != 0) {
+		fprintf(stderr, "hako-rd monitor: cannot reach %s: %s\n", cc->control_address,
+		        hako_strerror(r));
+		goto done;
+	}
 	printf("monitor: every %.3f s of world time, each EU to its next candidate\n",
 	       (double)rd->trigger.period_usec / 1e6);
 	fflush(stdout);
@@ -505,7 +511,8 @@ static int monitor(const char *conductor, const char *domain)
 			uint8_t to = eu->candidates[(k + 1) % eu->candidate_count];
 			hako_rd_commit_t c;
 			char why[256], a[160], b[160];
-			r = hako_conductor_rd_request(cc, eu->id, to, 5000, &c, why, sizeof(why));
+			r = hako_conductor_rd_requester_ask(rq, eu->id, to, 5000, &c, why,
+			                                    sizeof(why));
 			if (r == 0) {
 				moves++;
 				printf("t=%.3f s  EU %s: node %s -> node %s, epoch %u, commit "
@@ -527,6 +534,7 @@ static int monitor(const char *conductor, const char *domain)
 	}
 	printf("monitor: %d moves committed, %d refused\n", moves, refused);
 	rc = 0;
+	hako_conductor_rd_requester_close(rq);
 done:
 	hako_rd_node_close(obs);
 	hako_domain_close(dom);

@@ -105,6 +105,17 @@ HAKO_API int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint3
                                        int timeout_ms, hako_rd_commit_t *out, char *why,
                                        size_t why_len);
 
+/* The same on a kept connection, for a requester that asks more than once (an ExMonitor):
+ * hako_conductor_rd_request opens a ZeroMQ connection per call, which costs more than the
+ * request itself (a few round trips: bench/README.md). One thread at a time per requester. */
+typedef struct hako_conductor_rd_requester hako_conductor_rd_requester_t;
+HAKO_API int hako_conductor_rd_requester_open(const hako_conductor_config_t *cfg,
+                                              hako_conductor_rd_requester_t **out);
+HAKO_API int hako_conductor_rd_requester_ask(hako_conductor_rd_requester_t *rq, uint32_t eu,
+                                             uint8_t to, int timeout_ms, hako_rd_commit_t *out,
+                                             char *why, size_t why_len);
+HAKO_API void hako_conductor_rd_requester_close(hako_conductor_rd_requester_t *rq);
+
 typedef struct hako_conductor_peer_stats {
 	char node_id[HAKO_CONDUCTOR_ID_MAX];
 	int joined;
