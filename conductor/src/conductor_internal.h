@@ -114,6 +114,15 @@ struct hako_conductor_node {
 	hako_time_t rd_barrier_at;
 	const void *rd_payload; /* the second part of the RD_CONTEXT being dispatched */
 	size_t rd_payload_len;
+	/* Client: holds this node's world at a commit point whose new owner is here until the
+	 * owner's context arrived (per EU, by index in the RD config: the commit point and epoch
+	 * waited for, -1 if none; and when the wait began, wall time). */
+	hako_member_t *rd_hold;
+	hako_time_t rd_hold_at;
+	hako_time_t rd_wait_commit[HAKO_RD_MAX_EUS];
+	uint8_t rd_wait_epoch[HAKO_RD_MAX_EUS];
+	hako_time_t rd_wait_since[HAKO_RD_MAX_EUS];
+	uint32_t rd_resets; /* a reset ends every wait */
 };
 
 /* node.c, for rd_link.c */
@@ -134,8 +143,9 @@ void hakoi_rd_tick(hako_conductor_node_t *n);
 void hakoi_rd_peer_time(hako_conductor_node_t *n, struct hakoi_peer *p, hako_time_t world);
 void hakoi_rd_peer_lost(hako_conductor_node_t *n, struct hakoi_peer *p);
 void hakoi_rd_peer_back(hako_conductor_node_t *n, struct hakoi_peer *p);
-/* Client, main thread: a message of RD_* from the server. */
+/* Client, main thread: a message of RD_* from the server; the hold's upkeep. */
 void hakoi_rd_client_msg(hako_conductor_node_t *n, const hakoi_msg_t *m);
+void hakoi_rd_client_tick(hako_conductor_node_t *n);
 /* Client, under send_lock, before a TIME is sent on the time socket: relay what the node's
  * executors wrote (so the server has it before any later time). */
 void hakoi_rd_relay(hako_conductor_node_t *n);

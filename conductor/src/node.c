@@ -295,6 +295,9 @@ static int needs_main(hako_conductor_node_t *n, uint32_t *last_state, uint32_t *
 	if (!work && n->rd_barrier != NULL) {
 		work = hako_member_event(n->rd_barrier) > HAKO_EVENT_NONE;
 	}
+	if (!work && n->rd_hold != NULL) {
+		work = hako_member_event(n->rd_hold) > HAKO_EVENT_NONE;
+	}
 	return work;
 }
 
@@ -1054,6 +1057,7 @@ static void *net_main(void *arg)
 			hakoi_rd_tick(n);
 		} else {
 			client_progress(n);
+			hakoi_rd_client_tick(n);
 		}
 		hako_time_t now = hako_now_usec();
 		check_peers(n, now);

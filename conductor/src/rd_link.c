@@ -86,6 +86,18 @@ int hakoi_rd_link_open(hako_conductor_node_t *n, hako_error_t *err)
 		hako_member_set_time(n->rd_barrier, BARRIER_FREE);
 		n->rd_barrier_at = BARRIER_FREE;
 	}
+	if (c->role == HAKO_CONDUCTOR_CLIENT && n->rd_self != 0) {
+		if ((r = hako_member_register_proxy(n->dom, "rd:hold", &n->rd_hold)) != 0) {
+			return hako_error_set(err, r, c->path, 0, 0,
+			                      "RD-Full: cannot register the hold member: %s",
+			                      hako_strerror(r));
+		}
+		hako_member_set_time(n->rd_hold, BARRIER_FREE);
+		n->rd_hold_at = BARRIER_FREE;
+	}
+	for (size_t e = 0; e < HAKO_RD_MAX_EUS; e++) {
+		n->rd_wait_commit[e] = -1;
+	}
 	r = hako_rd_mirror_open(n->dom, n->rd, n->rd_self, &n->rd_mirror);
 	if (r != 0) {
 		return hako_error_set(err, r, c->rd_config_path, 0, 0,
@@ -106,6 +118,8 @@ void hakoi_rd_link_close(hako_conductor_node_t *n)
 {
 	hako_rd_mirror_close(n->rd_mirror);
 	hako_member_unregister(n->rd_barrier);
+	hako_member_unregister(n->rd_hold);
+	n->rd_hold = NULL;
 	hako_rd_master_destroy(n->rd_auth);
 	hako_rd_config_free(n->rd);
 	n->rd_mirror = NULL;
@@ -344,6 +358,77 @@ void hakoi_rd_peer_back(hako_conductor_node_t *n, struct hakoi_peer *p)
 	}
 }
 
+/* Client: the hold member at the lowest commit point waited for, or free. A new owner's
+ * world may reach its commit point C and one step beyond, not further, until the context
+ * arrived (h = C + 2 delta - Dmax: T + delta - h <= Dmax stops T at C + delta): a context that
+ * comes in time is there at its first poll after C (its first model step is the one after C),
+ * a later one at the poll after that. */
+static void update_hold(hako_conductor_node_t *n)
+{
+	if (n->rd_hold == NULL) {
+		return;
+	}
+	hako_time_t h = BARRIER_FREE;
+	for (size_t e = 0; e < n->rd->eu_count; e++) {
+		if (n->rd_wait_commit[e] >= 0) {
+			hako_time_t t =
+			    n->rd_wait_commit[e] + 2 * n->cfg.delta_usec - n->cfg.max_delay_usec;
+			if (t < h) {
+				h = t < 0 ? 0 : t;
+			}
+		}
+	}
+	if (h != n->rd_hold_at) {
+		hako_member_set_time(n->rd_hold, h);
+		n->rd_hold_at = h;
+	}
+}
+
+static int eu_index(const hako_rd_config_t *rd, uint32_t eu)
+{
+	for (size_t e = 0; e < rd->eu_count; e++) {
+		if (rd->eus[e].id == eu) {
+			return (int)e;
+		}
+	}
+	return -1;
+}
+
+/* A context is only waited for so long (a lost owner, a lost message): then the node goes
+ * on, and the authority's rules, in world time, decide. */
+#define HOLD_MAX_USEC 2000000
+
+void hakoi_rd_client_tick(hako_conductor_node_t *n)
+{
+	if (n->rd_hold == NULL) {
+		return;
+	}
+	int ev = hako_member_event(n->rd_hold);
+	if (ev > HAKO_EVENT_NONE) {
+		hako_member_ack(n->rd_hold, ev);
+	}
+	hako_member_heartbeat(n->rd_hold);
+	uint32_t resets = hako_domain_reset_count(n->dom);
+	if (resets != n->rd_resets) {
+		n->rd_resets = resets;
+		for (size_t e = 0; e < n->rd->eu_count; e++) {
+			n->rd_wait_commit[e] = -1;
+		}
+	}
+	hako_time_t now = hako_now_usec();
+	for (size_t e = 0; e < n->rd->eu_count; e++) {
+		if (n->rd_wait_commit[e] >= 0 && now - n->rd_wait_since[e] > HOLD_MAX_USEC) {
+			HAKO_WARN(
+			    "conductor %s: EU %s: no context for the hand-off at %.6f s after %.1f "
+			    "s: the node goes on without it",
+			    n->cfg.node_id, n->rd->eus[e].name, (double)n->rd_wait_commit[e] / 1e6,
+			    (double)HOLD_MAX_USEC / 1e6);
+			n->rd_wait_commit[e] = -1;
+		}
+	}
+	update_hold(n);
+}
+
 void hakoi_rd_client_msg(hako_conductor_node_t *n, const hakoi_msg_t *m)
 {
 	if (n->rd_mirror == NULL) {
@@ -359,6 +444,21 @@ void hakoi_rd_client_msg(hako_conductor_node_t *n, const hakoi_msg_t *m)
 		                      (uint8_t)m->rd_next,
 		                      m->rd_commit,
 		                      (int)m->rd_from_stored};
+		/* The new owner's node waits at the commit point for the context (HOLD). */
+		int k = eu_index(n->rd, m->rd_eu);
+		if (k >= 0 && n->rd_hold != NULL) {
+			if (c.status == HAKO_RD_OWNER_RELEASING && c.next == n->rd_self &&
+			    c.commit_usec >= 0) {
+				if (n->rd_wait_commit[k] < 0 || n->rd_wait_epoch[k] != c.epoch) {
+					n->rd_wait_commit[k] = c.commit_usec;
+					n->rd_wait_epoch[k] = c.epoch;
+					n->rd_wait_since[k] = hako_now_usec();
+				}
+			} else {
+				n->rd_wait_commit[k] = -1;
+			}
+			update_hold(n);
+		}
 		pthread_mutex_lock(&n->send_lock);
 		int r = hako_rd_mirror_apply(n->rd_mirror, &c);
 		pthread_mutex_unlock(&n->send_lock);
@@ -377,13 +477,19 @@ void hakoi_rd_client_msg(hako_conductor_node_t *n, const hakoi_msg_t *m)
 		hakoi_send_ctl(n, &n->peers[0], &a);
 		return;
 	}
-	case HAKOI_MSG_RD_CONTEXT:
+	case HAKOI_MSG_RD_CONTEXT: {
 		pthread_mutex_lock(&n->send_lock);
-		hako_rd_mirror_put_context(n->rd_mirror, m->rd_eu,
-		                           n->rd_payload_len > 0 ? n->rd_payload : NULL,
-		                           n->rd_payload_len, m->rd_epoch, m->rd_release);
+		int r = hako_rd_mirror_put_context(n->rd_mirror, m->rd_eu,
+		                                   n->rd_payload_len > 0 ? n->rd_payload : NULL,
+		                                   n->rd_payload_len, m->rd_epoch, m->rd_release);
 		pthread_mutex_unlock(&n->send_lock);
+		int k = eu_index(n->rd, m->rd_eu);
+		if (r == 0 && k >= 0) { /* it is here: the world may go on */
+			n->rd_wait_commit[k] = -1;
+			update_hold(n);
+		}
 		return;
+	}
 	case HAKOI_MSG_RD_REPLY:
 		HAKO_INFO("conductor %s: RD request of EU %" PRIu32 ": %s", n->cfg.node_id,
 		          m->rd_eu, m->result == 0 ? "committed" : m->reason);
