@@ -415,6 +415,19 @@ int hako_rd_get_state(hako_rd_node_t *node, uint32_t eu, hako_rd_eu_state_t *st)
 	st->release_time_usec = e->local == HAKO_RD_LOCAL_RELEASING ? e->rel_time
 	                        : e->pending                        ? e->pend_time
 	                                                            : -1;
+	if (st->release_time_usec < 0 && full(node) && e->view.status == HAKO_RD_OWNER_RELEASING) {
+		/* RD-Full: the commit point, as the conductor announced it (or the context says).
+		 */
+		size_t len = 0;
+		hakoi_rd_context_t cx;
+		char why[200];
+		if (hako_channel_read(e->context_ch, e->buf, e->cap, &len, NULL) == 0 &&
+		    hakoi_rd_context_decode(&node->types, e->buf, len, &cx, why, sizeof(why)) ==
+		        0 &&
+		    cx.config_hash == node->cfg->config_hash && cx.epoch == e->view.epoch) {
+			st->release_time_usec = cx.release_time;
+		}
+	}
 	return 0;
 }
 

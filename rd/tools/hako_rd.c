@@ -165,12 +165,17 @@ static int show_config(hako_domain_t *dom, const hako_rd_config_t *cfg, hako_rd_
 		if (hako_rd_get_state(obs, eu->id, &st) != 0) {
 			return 1;
 		}
-		printf("%-4" PRIu32 " %-20s %-11s %-5u %-24s %s\n", eu->id, eu->name,
+		printf("%-4" PRIu32 " %-20s %-11s %-5u %-24s %s", eu->id, eu->name,
 		       status_name(st.status), st.epoch,
 		       node_label(cfg, st.curr_owner, owner, sizeof(owner)),
 		       st.status == HAKO_RD_OWNER_STABLE
 		           ? "-"
 		           : node_label(cfg, st.next_owner, next, sizeof(next)));
+		if (cfg->mode == HAKO_RD_MODE_FULL && st.status == HAKO_RD_OWNER_RELEASING &&
+		    st.release_time_usec >= 0) {
+			printf("  (commit point %.6f s)", (double)st.release_time_usec / 1e6);
+		}
+		printf("\n");
 	}
 	return 0;
 }

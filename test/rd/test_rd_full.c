@@ -251,6 +251,11 @@ static void test_handoff(void **state)
 	hako_rd_commit_t c;
 	assert_int_equal(hako_rd_master_get(f->auth, EU, &c), 0);
 	assert_int_equal(c.commit_usec, 16000);
+	/* Every node sees the commit point, standbys too (hako-rd status shows it). */
+	hako_rd_eu_state_t st;
+	assert_int_equal(hako_rd_get_state(f->s[1].node, EU, &st), 0);
+	assert_int_equal(st.status, HAKO_RD_OWNER_RELEASING);
+	assert_int_equal(st.release_time_usec, 16000);
 	/* Before the commit point the owner runs on and writes. */
 	hako_rd_activation_t act;
 	assert_int_equal(poll_at(f, 0, 12000, &act), HAKO_RD_EV_NONE);

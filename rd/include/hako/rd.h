@@ -147,7 +147,8 @@ typedef struct hako_rd_eu_state {
 	uint8_t curr_owner;
 	uint8_t next_owner;
 	int local;                     /* this node: HAKO_RD_LOCAL_* */
-	hako_time_t release_time_usec; /* of the hand-off in progress, -1 if none */
+	hako_time_t release_time_usec; /* of the hand-off in progress, -1 if none (RD-Full: the
+	                                  commit point, for any node and observer) */
 } hako_rd_eu_state_t;
 
 enum {
