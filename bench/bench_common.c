@@ -150,6 +150,37 @@ void bench_child_init(pid_t parent)
 	signal(SIGINT, SIG_IGN); /* the parent cleans up and kills us */
 }
 
+pid_t bench_fork_commanded(const int *siblings, int nsib, void (*fn)(void *arg, int cmd_fd),
+                           void *arg, int *cmd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		bench_die("pipe: %s", strerror(errno));
+	}
+	pid_t parent = getpid();
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		bench_die("fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		bench_child_init(parent);
+		signal(SIGTERM, SIG_DFL);
+		for (int i = 0; i < nsib; i++) {
+			if (siblings[i] >= 0) {
+				close(siblings[i]);
+			}
+		}
+		close(p[1]);
+		fn(arg, p[0]);
+		_exit(1); /* fn must not return */
+	}
+	close(p[0]);
+	*cmd = p[1];
+	return pid;
+}
+
 int bench_write_full(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

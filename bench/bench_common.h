@@ -56,6 +56,13 @@ int bench_ncpus(void);
  * never leaves busy-spinning children behind. */
 void bench_child_init(pid_t parent);
 
+/* Fork a child that is told what to do over a pipe. The child (bench_child_init, SIGTERM back to
+ * its default: the cleanup is the parent's) closes the nsib write ends in siblings (-1: none; a
+ * sibling's EOF must not wait for this child), then runs fn(arg, its read end), which must not
+ * return. The parent gets the write end in *cmd. The pid (bench_die on failure). */
+pid_t bench_fork_commanded(const int *siblings, int nsib, void (*fn)(void *arg, int cmd_fd),
+                           void *arg, int *cmd);
+
 /* Write / read exactly n bytes (loops on partial transfers and EINTR). 0, or -1 on error/EOF. */
 int bench_write_full(int fd, const void *buf, size_t n);
 int bench_read_full(int fd, void *buf, size_t n);

@@ -428,34 +428,23 @@ static void check_children(const char *what)
 	}
 }
 
+struct node_args {
+	int idx;
+	const struct variant *v;
+	const char *ctl, *tim;
+};
+
+static void node_entry(void *arg, int cmd_fd)
+{
+	const struct node_args *a = arg;
+	node_main(a->idx, a->v, a->ctl, a->tim, cmd_fd);
+}
+
 static pid_t fork_node(int idx, const struct variant *v, const char *ctl, const char *tim)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) != 0) {
-		bench_die("pipe: %s", strerror(errno));
-	}
-	pid_t parent = getpid();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		bench_child_init(parent);
-		signal(SIGTERM, SIG_DFL); /* the bench's cleanup is the bench's */
-		for (int i = 0; i < MAX_NODES; i++) {
-			if (g_cmd[i] >= 0) {
-				close(g_cmd[i]); /* a sibling's: its EOF must not wait for us */
-			}
-		}
-		close(p[1]);
-		node_main(idx, v, ctl, tim, p[0]);
-	}
-	close(p[0]);
-	g_cmd[idx] = p[1];
-	g_nodes[idx] = pid;
-	return pid;
+	struct node_args a = {idx, v, ctl, tim};
+	g_nodes[idx] = bench_fork_commanded(g_cmd, MAX_NODES, node_entry, &a, &g_cmd[idx]);
+	return g_nodes[idx];
 }
 
 /* Wait until node idx reported ready: 1, or 0 if it ended for want of its ports. */

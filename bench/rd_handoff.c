@@ -845,33 +845,22 @@ static void rdf_check_children(const char *what)
 	}
 }
 
+struct rdf_node_args {
+	int idx;
+	const struct rdf_variant *v;
+	const char *ctl, *tim;
+};
+
+static void rdf_node_entry(void *arg, int cmd_fd)
+{
+	const struct rdf_node_args *a = arg;
+	rdf_node_main(a->idx, a->v, a->ctl, a->tim, cmd_fd);
+}
+
 static void rdf_fork_node(int idx, const struct rdf_variant *v, const char *ctl, const char *tim)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) != 0) {
-		bench_die("pipe: %s", strerror(errno));
-	}
-	pid_t parent = getpid();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		bench_child_init(parent);
-		signal(SIGTERM, SIG_DFL); /* the bench's cleanup is the bench's */
-		for (int i = 0; i < RDF_NODES; i++) {
-			if (g_fcmd[i] >= 0) {
-				close(g_fcmd[i]); /* a sibling's: its EOF must not wait for us */
-			}
-		}
-		close(p[1]);
-		rdf_node_main(idx, v, ctl, tim, p[0]);
-	}
-	close(p[0]);
-	g_fcmd[idx] = p[1];
-	g_fnodes[idx] = pid;
+	struct rdf_node_args a = {idx, v, ctl, tim};
+	g_fnodes[idx] = bench_fork_commanded(g_fcmd, RDF_NODES, rdf_node_entry, &a, &g_fcmd[idx]);
 }
 
 /* Wait until node idx is ready: 1, or 0 if the server ended for want of its ports. */
