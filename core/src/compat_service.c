@@ -88,6 +88,7 @@ struct server {
 	uint8_t *tmp; /* a request just read */
 	uint8_t *request;
 	uint8_t *response;
+	uint8_t *answer; /* a header-only answer (refusal, busy, progress, cancel) */
 	int percentage;
 	hako_time_t progress_at; /* world time of the last progress report, -1: none yet */
 	char asset[HAKO_NAME_MAX];
@@ -431,25 +432,35 @@ static uint8_t *table_copy(struct svc *s)
 
 /* ---- initialize ---- */
 
+static void server_free(struct server *sv)
+{
+	if (sv != NULL) {
+		free(sv->state);
+		free(sv->seen);
+		free(sv->holder);
+		free(sv->tmp);
+		free(sv->request);
+		free(sv->response);
+		free(sv->answer);
+		free(sv);
+	}
+}
+
+static void client_free(struct client *c)
+{
+	if (c != NULL) {
+		free(c->tmp);
+		free(c->request);
+		free(c->response);
+		free(c);
+	}
+}
+
 static void svc_free(struct svc *s)
 {
-	if (s->server != NULL) {
-		free(s->server->state);
-		free(s->server->seen);
-		free(s->server->holder);
-		free(s->server->tmp);
-		free(s->server->request);
-		free(s->server->response);
-		free(s->server);
-	}
+	server_free(s->server);
 	for (int i = 0; s->clients != NULL && i < s->max_clients; i++) {
-		struct client *c = s->clients[i];
-		if (c != NULL) {
-			free(c->tmp);
-			free(c->request);
-			free(c->response);
-			free(c);
-		}
+		client_free(s->clients[i]);
 	}
 	free(s->clients);
 	free(s->req);
@@ -631,18 +642,11 @@ int hako_asset_service_server_create(const char *assetName, const char *serviceN
 		sv->tmp = malloc(s->req_size);
 		sv->request = calloc(1, s->req_size);
 		sv->response = calloc(1, s->res_size);
+		sv->answer = malloc(s->res_size);
 	}
 	if (sv == NULL || sv->state == NULL || sv->seen == NULL || sv->holder == NULL ||
-	    sv->tmp == NULL || sv->request == NULL || sv->response == NULL) {
-		if (sv != NULL) {
-			free(sv->state);
-			free(sv->seen);
-			free(sv->holder);
-			free(sv->tmp);
-			free(sv->request);
-			free(sv->response);
-			free(sv);
-		}
+	    sv->tmp == NULL || sv->request == NULL || sv->response == NULL || sv->answer == NULL) {
+		server_free(sv);
 		pthread_mutex_unlock(&S.lock);
 		return failf("%s: out of memory", who);
 	}
@@ -677,12 +681,13 @@ static struct server *server_of(const char *who, int service_id, struct svc **ou
 	return s->server;
 }
 
-/* Fill the server's response buffer's meta and header for the current request. */
-static void response_header(struct svc *s, struct server *sv, uint8_t *buf, int status, int result)
+/* Fill buf's meta and header as the answer to the request packet req. */
+static void response_header(struct svc *s, const struct server *sv, const uint8_t *req,
+                            uint8_t *buf, int status, int result)
 {
 	packet_init(buf, s->res_size, s->res_fixed);
 	uint8_t *b = buf + HAKO_PDU_META_SIZE;
-	const uint8_t *q = sv->request + HAKO_PDU_META_SIZE;
+	const uint8_t *q = req + HAKO_PDU_META_SIZE;
 	put_u32(b + HDR_REQUEST_ID, get_u32(q + HDR_REQUEST_ID));
 	put_name(b, HDR_SERVICE_NAME, s->name);
 	memcpy(b + HDR_CLIENT_NAME, q + HDR_CLIENT_NAME, HDR_NAME_LEN);
@@ -697,17 +702,11 @@ static void response_header(struct svc *s, struct server *sv, uint8_t *buf, int 
 static void answer(struct svc *s, struct server *sv, int i, const uint8_t *req, int status,
                    int result)
 {
-	uint8_t *saved = sv->request;
-	sv->request = (uint8_t *)req;
-	uint8_t *buf = malloc(s->res_size);
-	if (buf != NULL) {
-		response_header(s, sv, buf, status, result);
-		if (hako_channel_write(s->res[i], buf, s->res_size) != 0) {
-			HAKO_WARN("service %s: cannot answer client slot %d", s->name, i);
-		}
-		free(buf);
+	/* Not sv->response: the application may be filling that one meanwhile. */
+	response_header(s, sv, req, sv->answer, status, result);
+	if (hako_channel_write(s->res[i], sv->answer, s->res_size) != 0) {
+		HAKO_WARN("service %s: cannot answer client slot %d", s->name, i);
 	}
-	sv->request = saved;
 }
 
 /* Check a request read from slot i: 0, or why it is refused (logged by the caller). */
@@ -941,7 +940,7 @@ int hako_asset_service_server_get_response_buffer(int service_id, char **packet,
 	if (sv != NULL && sv->state[sv->current] == ST_IDLE) {
 		failf("%s: %s has no request in progress", who, s->name);
 	} else if (sv != NULL) {
-		response_header(s, sv, sv->response, status, result_code);
+		response_header(s, sv, sv->request, sv->response, status, result_code);
 		*packet = (char *)sv->response;
 		*packet_len = s->res_size;
 		r = 0;
@@ -1098,12 +1097,7 @@ int hako_asset_service_client_create(const char *assetName, const char *serviceN
 		c->response = calloc(1, s->res_size);
 	}
 	if (c == NULL || c->tmp == NULL || c->request == NULL || c->response == NULL) {
-		if (c != NULL) {
-			free(c->tmp);
-			free(c->request);
-			free(c->response);
-			free(c);
-		}
+		client_free(c);
 		pthread_mutex_unlock(&S.lock);
 		return failf("%s: out of memory", who);
 	}
