@@ -56,6 +56,7 @@ struct eu_rt {
 	hako_time_t commit_at;
 	uint8_t commit_epoch;
 	uint8_t commit_next;
+	uint64_t last_step; /* the last model step traced (hako_rd_trace_step) */
 };
 
 struct hako_rd_node {
@@ -722,6 +723,32 @@ static int poll_committed(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 	return 0;
 }
 
+/* RD-Full, OWNER: the conductor gave up a hand-off this owner had not released yet (it
+ * never reached the commit point, or never saw the announcement) and settled the EU on this
+ * node again at a later epoch. The owner never stopped being the only writer: it keeps the
+ * EU, at the new epoch. Traced as a release of the abandoned epoch and a reclaim, as when
+ * the release had gone out. */
+static int owner_settled_back(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now,
+                              hako_rd_event_t *ev)
+{
+	const hakoi_rd_status_t v = e->view;
+	uint8_t abandoned = (uint8_t)(v.epoch - 1);
+	uint8_t next = e->commit_epoch == abandoned ? e->commit_next : 0;
+	char extra[96];
+	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, next, e->last_step);
+	trace(node, e, now, abandoned, "release", extra);
+	snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, e->last_step);
+	trace(node, e, now, v.epoch, "reclaim", extra);
+	HAKO_WARN("rd: node %u (%s): the conductor abandoned the hand-off of EU %s at epoch %u "
+	          "before this node released it; this node keeps the EU at epoch %u",
+	          node->id, node->name, e->cfg->name, abandoned, v.epoch);
+	e->epoch = v.epoch;
+	e->commit_at = -1;
+	e->now = now;
+	*ev = HAKO_RD_EV_RECLAIMED;
+	return 0;
+}
+
 int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_event_t *ev, void *ctx,
                  size_t cap, hako_rd_activation_t *act)
 {
@@ -738,6 +765,10 @@ int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_eve
 		if (full(node) && e->view.status == HAKO_RD_OWNER_RELEASING &&
 		    e->view.curr == node->id && e->view.epoch == (uint8_t)(e->epoch + 1)) {
 			return poll_committed(node, e, now, ev, act);
+		}
+		if (full(node) && e->view.status == HAKO_RD_OWNER_STABLE &&
+		    e->view.curr == node->id && e->view.epoch != e->epoch) {
+			return owner_settled_back(node, e, now, ev);
 		}
 		if (e->view.epoch != e->epoch || e->view.curr != node->id) {
 			/* Fencing: the status decides. Only an outside writer gets here. */
@@ -897,7 +928,11 @@ uint64_t hako_rd_stale_drops(const hako_rd_node_t *node)
 void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step, hako_time_t model_time)
 {
 	struct eu_rt *e = find_eu(node, eu);
-	if (e == NULL || node->trace == NULL) {
+	if (e == NULL) {
+		return;
+	}
+	e->last_step = step;
+	if (node->trace == NULL) {
 		return;
 	}
 	char extra[96];

@@ -209,6 +209,7 @@ static void poll_rd(hako_time_t now)
 		break;
 	case HAKO_RD_EV_RELEASED: break; /* a standby now: the model waits */
 	case HAKO_RD_EV_RECLAIMED: {
+		H.commit_at = -1; /* an abandoned commit point is not stopped at */
 		hako_rd_eu_state_t st;
 		if (hako_rd_get_state(H.node, H.eu->id, &st) == 0) {
 			H.epoch = st.epoch;
@@ -253,12 +254,13 @@ static void run_model(hako_time_t now)
 		forklift_steps_write(H.steps, &H.model, world, H.node_id, H.epoch);
 		ran = 1;
 	}
-	if (!ran) {
-		return;
-	}
 	hako_time_t mt = (hako_time_t)H.model.step * H.delta;
-	write_pdus(mt);
+	if (ran) {
+		write_pdus(mt);
+	}
 	if (H.cfg->mode == HAKO_RD_MODE_FULL) {
+		/* Released even when no step ran now: the announcement may come in the asset step
+		 * after the one that ran the model to the commit point. */
 		if (H.commit_at >= 0 && mt >= H.commit_at) {
 			uint8_t ctx[FORKLIFT_CONTEXT_SIZE];
 			size_t n = forklift_context_pack(&H.model, ctx, sizeof(ctx));
@@ -270,6 +272,9 @@ static void run_model(hako_time_t now)
 			H.commit_at = -1;
 		}
 		return; /* the conductor's ExMonitor decides the hand-offs */
+	}
+	if (!ran) {
+		return;
 	}
 	uint8_t next = hako_rd_trigger_boundary(&H.cfg->trigger, &H.trigger, H.node_id, H.model.x,
 	                                        H.model.v, mt, H.dmax);

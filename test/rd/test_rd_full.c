@@ -19,6 +19,8 @@
 #include <cmocka.h>
 
 #include "hako/domain.h"
+#include "hako/msg.h"
+#include "hako/pdu.h"
 #include "hako/rd.h"
 #include "hako/rd_master.h"
 #include "hako_test_util.h"
@@ -336,6 +338,48 @@ static void test_taken_back(void **state)
 	expect_trace_ok(f, 0, 1);
 }
 
+/* The owner ran to its commit point but never released (its application did not, or it
+ * never saw the announcement): the candidate never gets a context, and once the window closed
+ * the authority settles the EU on the owner again. The owner keeps it at the new epoch, writes
+ * past the abandoned commit point again, and the traces pass with one reclaim. */
+static void test_owner_settled_back(void **state)
+{
+	struct fx *f = *state;
+	uint64_t step = 0;
+	announce(f);
+	assert_int_equal(hako_rd_master_request(f->auth, EU, 2, 4000, NULL, 0), 0);
+	announce(f);
+	hako_rd_activation_t act;
+	assert_int_equal(poll_at(f, 0, 11000, &act), HAKO_RD_EV_COMMIT);
+	run_steps(f, 0, &step, act.release_time_usec);
+	assert_int_equal(relay(f), 0); /* no context goes out */
+	assert_int_equal(poll_at(f, 1, 12000, NULL), HAKO_RD_EV_NONE);
+	uint32_t changed[2];
+	hako_rd_master_node_time(f->auth, 2, act.release_time_usec + TIMEOUT + DMAX + DELTA);
+	assert_int_equal(hako_rd_master_tick(f->auth, 400000, changed, 2), 1);
+	announce(f);
+	assert_int_equal(poll_at(f, 0, 215000, NULL), HAKO_RD_EV_RECLAIMED);
+	expect_local(f, 0, HAKO_RD_LOCAL_OWNER, 2, 1);
+	assert_int_equal(poll_at(f, 0, 216000, NULL), HAKO_RD_EV_NONE); /* once */
+	assert_int_equal(poll_at(f, 1, 216000, NULL), HAKO_RD_EV_NONE);
+	expect_local(f, 1, HAKO_RD_LOCAL_STANDBY, 2, 1);
+	/* A Twist (the EU's first PDU) of a model time past the abandoned commit point. */
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *twist = NULL;
+	hako_error_t err;
+	assert_int_equal(hako_msg_registry_create(&reg), 0);
+	assert_int_equal(hako_msg_registry_get(reg, "geometry_msgs/Twist", &twist, &err), 0);
+	uint8_t pdu[128];
+	hako_pdu_writer_t w;
+	size_t len = 0;
+	assert_int_equal(hako_pdu_writer_init(&w, twist, pdu, sizeof(pdu)), 0);
+	assert_int_equal(hako_pdu_writer_finish(&w, &len), 0);
+	assert_int_equal(hako_rd_write(f->s[0].node, EU, 0, pdu, len, 216000), 0);
+	hako_msg_registry_destroy(reg);
+	run_steps(f, 0, &step, 216000);
+	expect_trace_ok(f, 0, 1);
+}
+
 /* An owner that learned its commit point cannot write data of a later model time. */
 static void test_no_write_past_commit(void **state)
 {
@@ -356,6 +400,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_handoff, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_taken_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_owner_settled_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_write_past_commit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
