@@ -26,6 +26,9 @@ typedef struct conn {
 	const hako_bridge_connection_cfg_t *cfg;
 	hako_endpoint_t *src;
 	int src_direct; /* its PDUs can be read where they live (shm): tickers poll it */
+	/* The epoch (bits 0-7) and, in bit 8, whether a PDU of the next epoch is accepted too
+	 * (and moves the connection there): hako_bridge_follow_epoch. One word, so an arrival
+	 * and a control call never see half of a change. */
 	atomic_uint epoch;
 	atomic_int active;
 	_Atomic uint64_t forwarded;
@@ -163,6 +166,8 @@ static int slot_store(slot_t *s, const void *data, size_t len)
 	return 0;
 }
 
+#define EPOCH_NEXT_OK 0x100u
+
 /* Epoch check of a PDU against its connection; counts a drop. */
 static int epoch_ok(conn_t *c, const void *data, size_t len)
 {
@@ -170,9 +175,22 @@ static int epoch_ok(conn_t *c, const void *data, size_t len)
 		return 1;
 	}
 	uint8_t e = 0;
-	if (hako_pdu_get_epoch(data, len, &e) == 0 &&
-	    e == (uint8_t)atomic_load_explicit(&c->epoch, memory_order_acquire)) {
-		return 1;
+	if (hako_pdu_get_epoch(data, len, &e) == 0) {
+		unsigned st = atomic_load_explicit(&c->epoch, memory_order_acquire);
+		for (;;) {
+			if (e == (uint8_t)st) {
+				return 1;
+			}
+			if (!(st & EPOCH_NEXT_OK) || e != (uint8_t)(st + 1)) {
+				break;
+			}
+			/* The first PDU of the next epoch: the connection is there from now on. */
+			if (atomic_compare_exchange_weak_explicit(&c->epoch, &st, (unsigned)e,
+			                                          memory_order_acq_rel,
+			                                          memory_order_acquire)) {
+				return 1;
+			}
+		}
 	}
 	count(&c->dropped_epoch, 1);
 	return 0;
@@ -760,6 +778,29 @@ int hako_bridge_bump_epoch(hako_bridge_t *b, const char *connection, uint8_t *ne
 	} while (!atomic_compare_exchange_weak(&c->epoch, &old, next));
 	if (new_epoch != NULL) {
 		*new_epoch = (uint8_t)next;
+	}
+	return 0;
+}
+
+int hako_bridge_follow_epoch(hako_bridge_t *b, const char *connection, uint8_t epoch, int next_ok,
+                             uint8_t *now)
+{
+	conn_t *c = find_conn(b, connection);
+	if (c == NULL) {
+		return b == NULL || connection == NULL ? HAKO_EINVAL : HAKO_ENOENT;
+	}
+	unsigned old = atomic_load(&c->epoch);
+	unsigned want;
+	do {
+		uint8_t ahead = (uint8_t)((uint8_t)old - epoch);
+		if (ahead >= 1 && ahead < 128) {
+			want = old; /* already past it (a PDU of the next epoch came): stays */
+		} else {
+			want = epoch | (next_ok ? EPOCH_NEXT_OK : 0u);
+		}
+	} while (want != old && !atomic_compare_exchange_weak(&c->epoch, &old, want));
+	if (now != NULL) {
+		*now = (uint8_t)want;
 	}
 	return 0;
 }

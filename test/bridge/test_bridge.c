@@ -530,6 +530,58 @@ static void test_epoch_validation(void **state)
 	fx_close(&f);
 }
 
+/* An RD follower: the old owner's epoch passes until the new owner's first PDU, then never;
+ * the connection never goes back. */
+static void test_epoch_follow(void **state)
+{
+	(void)state;
+	fx_t f;
+	fx_open(&f);
+	size_t p = policy(&f.t, "imm", HAKO_BRIDGE_IMMEDIATE, 0, 0);
+	size_t g = group(&f.t, "g", (const char *const[]){"a", NULL});
+	transfer(&f.t, connection(&f.t, "c1", "src", ONLY_D1, 1), g, p);
+	fx_create(&f);
+	uint8_t e = 99;
+	assert_int_equal(hako_bridge_follow_epoch(f.b, "c1", 4, 1, &e), 0);
+	assert_int_equal(e, 4);
+	arrive_e(&f, 0, "a", 1, 4); /* the old owner, before its commit point */
+	arrive_e(&f, 0, "a", 2, 6); /* two ahead: never */
+	arrive_e(&f, 0, "a", 3, 5); /* the new owner: moves the connection */
+	arrive_e(&f, 0, "a", 4, 4); /* the old owner after that: dropped */
+	arrive_e(&f, 0, "a", 5, 5);
+	expect_seq(&f.d1, "a1 a3 a5");
+	hako_bridge_conn_stats_t st = stats(&f, 0);
+	assert_int_equal(st.epoch, 5);
+	assert_int_equal(st.dropped_epoch, 2);
+	/* A follower that still computes 4 (its world is before the commit point) does not move
+	 * the connection back. */
+	assert_int_equal(hako_bridge_follow_epoch(f.b, "c1", 4, 1, &e), 0);
+	assert_int_equal(e, 5);
+	arrive_e(&f, 0, "a", 6, 4);
+	expect_seq(&f.d1, "a1 a3 a5");
+	/* 255 is behind 5 (mod 256): only set_epoch goes there. Without next_ok only the epoch
+	 * itself passes; forward across the wrap. */
+	assert_int_equal(hako_bridge_follow_epoch(f.b, "c1", 255, 0, &e), 0);
+	assert_int_equal(e, 5);
+	assert_int_equal(hako_bridge_set_epoch(f.b, "c1", 254), 0);
+	assert_int_equal(hako_bridge_follow_epoch(f.b, "c1", 255, 0, &e), 0);
+	assert_int_equal(e, 255);
+	arrive_e(&f, 0, "a", 7, 0);
+	arrive_e(&f, 0, "a", 8, 255);
+	expect_seq(&f.d1, "a1 a3 a5 a8");
+	assert_int_equal(hako_bridge_follow_epoch(f.b, "c1", 255, 1, &e), 0);
+	arrive_e(&f, 0, "a", 9, 0);
+	expect_seq(&f.d1, "a1 a3 a5 a8 a9");
+	assert_int_equal(stats(&f, 0).epoch, 0);
+	/* set_epoch goes anywhere (a reset) and clears next_ok. */
+	assert_int_equal(hako_bridge_set_epoch(f.b, "c1", 3), 0);
+	arrive_e(&f, 0, "a", 10, 4);
+	arrive_e(&f, 0, "a", 11, 3);
+	expect_seq(&f.d1, "a1 a3 a5 a8 a9 a11");
+	assert_int_equal(hako_bridge_follow_epoch(f.b, "nope", 1, 1, &e), HAKO_ENOENT);
+	fx_close(&f);
+}
+
 static void test_epoch_not_validated(void **state)
 {
 	(void)state;
@@ -997,6 +1049,7 @@ int main(void)
 	    cmocka_unit_test(test_instances_independent),
 	    cmocka_unit_test(test_two_connections_same_source),
 	    cmocka_unit_test(test_epoch_validation),
+	    cmocka_unit_test(test_epoch_follow),
 	    cmocka_unit_test(test_epoch_not_validated),
 	    cmocka_unit_test(test_epoch_atomic_and_stored),
 	    cmocka_unit_test(test_pause_resume),

@@ -69,6 +69,14 @@ HAKO_API hako_time_t hako_bridge_next_due(hako_bridge_t *b);
 HAKO_API int hako_bridge_set_epoch(hako_bridge_t *b, const char *connection, uint8_t epoch);
 HAKO_API int hako_bridge_bump_epoch(hako_bridge_t *b, const char *connection, uint8_t *new_epoch);
 HAKO_API int hako_bridge_get_epoch(hako_bridge_t *b, const char *connection, uint8_t *epoch);
+/* For a follower of an EU's ownership (hako/rd_route.h): move the connection forward to
+ * `epoch`, never back (a connection up to 127 epochs ahead, mod 256, stays where it is). With
+ * next_ok, a PDU of epoch + 1 is accepted too, and the first one moves the connection to
+ * epoch + 1 (then only that epoch passes): during a hand-off the old owner's PDUs pass until
+ * the new owner's first one, never after it. *now (may be NULL) gets the connection's epoch
+ * after the call. set_epoch and bump_epoch clear next_ok. */
+HAKO_API int hako_bridge_follow_epoch(hako_bridge_t *b, const char *connection, uint8_t epoch,
+                                      int next_ok, uint8_t *now);
 HAKO_API int hako_bridge_set_active(hako_bridge_t *b, const char *connection, int active);
 
 typedef struct hako_bridge_conn_stats {
