@@ -28,12 +28,29 @@
 
 #include "hako/bridge.h"
 #include "hako/log.h"
+#include "hako/rd.h"
+#include "hako/rd_route.h"
 #include "hako_cli.h"
 
 #define PROG "hako-bridge"
 
 static volatile sig_atomic_t quit_signal;
 static volatile sig_atomic_t dump_requested;
+/* --rd: the connections that follow the EUs' ownership (NULL without). */
+static hako_rd_router_t *router;
+
+/* Before each tick: the EUs' state at the world time now. A failure is logged, not fatal:
+ * the connections keep their epochs, and the next tick tries again. */
+static void follow_rd(void)
+{
+	if (router == NULL) {
+		return;
+	}
+	int r = hako_rd_router_update(router);
+	if (r < 0) {
+		HAKO_WARN("--rd: cannot follow the EUs' state: %s", hako_strerror(r));
+	}
+}
 
 static void on_quit(int sig)
 {
@@ -416,6 +433,7 @@ static void maybe_dump(hako_bridge_t *b)
 static void run_wall(hako_bridge_t *b, hako_time_t delta)
 {
 	while (!quit_signal) {
+		follow_rd();
 		hako_bridge_tick(b);
 		maybe_dump(b);
 		hako_time_t now = hako_now_usec();
@@ -483,6 +501,7 @@ static int run_asset(hako_bridge_t *b, hako_domain_t *dom, hako_member_t *m, hak
 		}
 		int r = hako_member_step_poll(m);
 		if (r == 0) {
+			follow_rd();
 			hako_bridge_tick(b);
 			hako_member_step_done(m);
 		} else if (r == HAKO_EAGAIN) {
@@ -517,6 +536,8 @@ typedef struct options {
 	const char *asset;
 	const char *domain;
 	const char *control;
+	const char *rd;
+	const char *rd_node;
 	hako_time_t delta;
 	int quiet;
 	int strict;
@@ -524,7 +545,7 @@ typedef struct options {
 
 static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t *o)
 {
-	enum { OPT_STRICT = 256 };
+	enum { OPT_STRICT = 256, OPT_RD, OPT_RD_NODE };
 	static const struct option longopts[] = {
 	    {"node", required_argument, NULL, 'n'},
 	    {"container", required_argument, NULL, 'c'},
@@ -535,6 +556,8 @@ static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"strict", no_argument, NULL, OPT_STRICT},
+	    {"rd", required_argument, NULL, OPT_RD},
+	    {"rd-node", required_argument, NULL, OPT_RD_NODE},
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0},
 	};
@@ -566,6 +589,8 @@ static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t
 			o->quiet = 1;
 			break;
 		case OPT_STRICT: o->strict = 1; break;
+		case OPT_RD: o->rd = optarg; break;
+		case OPT_RD_NODE: o->rd_node = optarg; break;
 		default: {
 			int r = hako_cli_common_option(cmd, ch, argv);
 			return r == 0 ? -1 : r; /* -h, -V: done */
@@ -581,6 +606,73 @@ static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t
 	o->bridge = argv[optind];
 	if (o->node == NULL) {
 		return hako_cli_usage_error(cmd, "--node NAME is required");
+	}
+	if (o->rd_node != NULL && o->rd == NULL) {
+		return hako_cli_usage_error(cmd, "--rd-node needs --rd FILE");
+	}
+	return 0;
+}
+
+static void print_routes(void)
+{
+	hako_rd_route_t rt;
+	for (size_t i = 0; hako_rd_router_get(router, i, &rt) == 0; i++) {
+		fprintf(stderr,
+		        PROG ": connection %s follows EU %s: epoch=%u active=%d changes=%" PRIu64
+		             "%s\n",
+		        rt.connection, rt.eu, rt.epoch, rt.active, rt.changes,
+		        rt.gated ? " (active while this node owns it)" : "");
+	}
+	fflush(stderr);
+}
+
+/* The RD node id of --rd-node (a number or a name of the RD file's nodes), or of the bridge
+ * node's name; 0 (a relay, no EU's candidate) when the bridge node is not an RD node. */
+static int rd_node_id(const options_t *o, const hako_rd_config_t *rd, uint8_t *id)
+{
+	const char *want = o->rd_node != NULL ? o->rd_node : o->node;
+	for (size_t i = 0; i < rd->node_count; i++) {
+		char num[8];
+		snprintf(num, sizeof(num), "%u", rd->node_ids[i]);
+		if (strcmp(rd->node_names[i], want) == 0 || strcmp(num, want) == 0) {
+			*id = rd->node_ids[i];
+			return 0;
+		}
+	}
+	if (o->rd_node != NULL && strcmp(o->rd_node, "0") != 0) {
+		return fail("--rd-node %s: not a node of %s (give a node id or name from its "
+		            "\"nodes\", or 0 for a node that owns no EU)",
+		            o->rd_node, rd->path);
+	}
+	*id = 0;
+	return 0;
+}
+
+static int open_router(const options_t *o, const hako_bridge_config_t *cfg,
+                       hako_endpoint_set_t *eps, hako_domain_t *dom, hako_bridge_t *b,
+                       hako_rd_config_t **rd)
+{
+	hako_error_t err;
+	if (hako_rd_config_load(o->rd, rd, &err) != 0) {
+		return fail_err(&err);
+	}
+	uint8_t id = 0;
+	if (rd_node_id(o, *rd, &id) != 0) {
+		return 1;
+	}
+	int r = hako_rd_router_create(dom, *rd, id, cfg, b, eps, &router, &err);
+	if (r != 0) {
+		return err.message[0] != '\0' ? fail_err(&err) : fail("--rd: %s", hako_strerror(r));
+	}
+	if (hako_rd_router_count(router) == 0) {
+		HAKO_WARN("--rd %s: no connection of node '%s' carries an EU's PDUs", o->rd,
+		          o->node);
+	}
+	hako_rd_router_update(router);
+	if (!o->quiet) {
+		fprintf(stderr, PROG ": following the EUs of %s as RD node %u%s\n", o->rd, id,
+		        id == 0 ? " (a relay: no EU's candidate)" : "");
+		print_routes();
 	}
 	return 0;
 }
@@ -608,6 +700,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	hako_member_t *member = NULL;
 	hako_bridge_t *b = NULL;
 	hako_bridge_world_clock_t *wclock = NULL;
+	hako_rd_config_t *rd = NULL;
 	control_t ctl;
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.listen_fd = ctl.wake[0] = ctl.wake[1] = -1;
@@ -633,7 +726,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	for (size_t i = 0; i < hako_endpoint_set_count(eps); i++) {
 		hako_endpoint_set_store(hako_endpoint_set_at(eps, i), HAKO_CACHE_STORE_READ);
 	}
-	if (o.asset != NULL || o.domain != NULL || needs_domain(eps)) {
+	if (o.asset != NULL || o.domain != NULL || o.rd != NULL || needs_domain(eps)) {
 		const char *name = o.domain != NULL ? o.domain : hako_domain_default_name();
 		r = hako_domain_open(name, &dom);
 		if (r != 0) {
@@ -666,6 +759,9 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	if (o.control != NULL && control_open(&ctl, b, o.control) != 0) {
 		goto out;
 	}
+	if (o.rd != NULL && open_router(&o, cfg, eps, dom, b, &rd) != 0) {
+		goto out;
+	}
 	if (o.asset != NULL) {
 		r = hako_member_register(dom, o.asset, o.delta, &member);
 		if (r != 0) {
@@ -696,6 +792,12 @@ out:
 	if (b != NULL && !o.quiet) {
 		print_stats(b);
 	}
+	if (router != NULL && !o.quiet) {
+		print_routes();
+	}
+	hako_rd_router_destroy(router);
+	router = NULL;
+	hako_rd_config_free(rd);
 	hako_bridge_destroy(b);
 	hako_bridge_world_clock_destroy(wclock);
 	hako_endpoint_set_close(eps);
@@ -734,6 +836,10 @@ int main(int argc, char **argv)
 	    "  --domain D         domain of shm endpoints and of --asset (default $HAKO_DOMAIN\n"
 	    "                     or \"default\")\n"
 	    "  --control PATH     control socket (Unix stream) at PATH (above)\n"
+	    "  --rd FILE          RD-Full: connections carrying an EU's PDUs follow its\n"
+	    "                     ownership (epoch at each commit point; a local source\n"
+	    "                     forwards only while this node owns the EU); docs/rd.md\n"
+	    "  --rd-node ID|NAME  this node in the RD file (default: the one named NAME)\n"
 	    "  --strict           refuse what Hakoniwa's bridge loads with a warning (an\n"
 	    "                     unknown key, a group member the source's pdudef lacks)\n"
 	    "  -v, --verbose      log more (HAKO_LOG=info)\n"

@@ -3,7 +3,8 @@
 # free ports and its programs found in the build tree, run by hako-launch from its federation
 # file. Checks: every node ended well; the ExMonitor committed three moves (5, 10, 15 s); the
 # report found three hand-offs, exact continuity against the single-process run and a clean
-# hako-rd check; no process or domain segment is left.
+# hako-rd check; the bridges followed the EU, so the controller on cli-01 saw the forklift
+# while cli-02 ran it; no process or domain segment is left.
 #
 # usage: test_rd_full_sample.sh SAMPLE_BUILD_DIR HAKO_LAUNCH HAKO_CMD
 set -u
@@ -15,6 +16,7 @@ LAUNCH=$2
 HAKO_CMD=$3
 FORKLIFT_DIR=$(cd "$SAMPLE/../forklift" && pwd)
 RD_DIR=$(cd "$SAMPLE/../../rd/tools" && pwd)
+BRIDGE_DIR=$(cd "$SAMPLE/../../pdu-bridge" && pwd)
 
 unset HAKO_DOMAIN HAKO_LOG NO_COLOR
 tmp=$(mktemp -d) || exit 1
@@ -30,13 +32,15 @@ trap cleanup EXIT
 
 rc=1
 for attempt in 1 2 3; do
-	base=$(free_ports 2) || die "no free ports"
+	base=$(free_ports 3) || die "no free ports"
 	rm -rf run
 	cp -r "$SAMPLE" run || die "cannot copy $SAMPLE"
 	rm -rf run/logs
 	for f in run/*/*.json; do
 		sed -i -e "s/127.0.0.1:54113/127.0.0.1:$base/; s/127.0.0.1:54114/127.0.0.1:$((base + 1))/" \
-			-e "s|\"../../../rd/tools\"|\"$RD_DIR\"|; s|\"../../forklift\"|\"$FORKLIFT_DIR\"|" "$f"
+			-e "s/\"port\": 54115/\"port\": $((base + 2))/" \
+			-e "s|\"../../../rd/tools\"|\"$RD_DIR\"|; s|\"../../forklift\"|\"$FORKLIFT_DIR\"|" \
+			-e "s|\"../../../pdu-bridge\"|\"$BRIDGE_DIR\"|" "$f"
 	done
 	sed -i "s/\"name\": \"rdfull\"/\"name\": \"rdfull$$\"/" run/federation.json
 	timeout -s KILL 150 "$LAUNCH" run/federation.json >"out-$attempt.txt" 2>&1
@@ -65,6 +69,17 @@ grep -qE "\[report\]   continuity     exact: ([0-9]+) of \1 steps identical" "$l
 grep -qE "\[report\]   hako-rd check  ok: .* 3 hand-offs, 0 violations" "$log" ||
 	fail "hako-rd check did not pass"
 [ -s run/logs/rd-full/forklift-x.svg ] || fail "no plot"
+# The bridges follow the EU: the controller on cli-01 sees the forklift while cli-02 runs it.
+for t in 7 8 9 17 18 19; do
+	grep -qE "^\[cli-01\] \[controller\] t= *$t\.000 s  owner forklift-2   epoch $(((t - 2) / 5))   x= " "$log" ||
+		fail "the controller did not see the forklift on cli-02 at t=$t s"
+done
+grep -qE "^\[cli-02\] \[bridge\] hako-bridge: connection forklift_to_cli01: forwarded=[1-9]" "$log" ||
+	fail "cli-02's bridge forwarded nothing"
+grep -qE "^\[cli-02\] \[bridge\] hako-bridge: connection forklift_to_cli01 follows EU forklift: epoch=3 active=1 changes=[0-9]+ " "$log" ||
+	fail "cli-02's bridge did not follow the three hand-offs"
+grep -qE "^\[cli-01\] \[bridge\] hako-bridge: connection forklift_from_cli02 follows EU forklift: epoch=3 active=1" "$log" ||
+	fail "cli-01's bridge did not follow the EU to epoch 3"
 
 mapfile -t doms < <(launch_domains "$log")
 segments_gone "${doms[@]}"
