@@ -412,9 +412,11 @@ static void kill_trial(int trial, int *restarts, int *handoffs)
 		}
 	}
 	hako_time_t killed_at = fed_world(&F, 0);
+	/* The node's conductor first: killed after its assets, it could see one dead and report
+	 * an asset death, which stops the whole federation (a node that dies at once cannot). */
+	fed_kill_node(&F, 1);
 	kill(xpid[1], SIGKILL);
 	fed_kill_asset(&F, 1);
-	fed_kill_node(&F, 1);
 	/* The EU runs again on cli-02: it owns it and steps on. */
 	HTU_WAIT_UNTIL(ok, atomic_load(&xs[2]->owner) && atomic_load(&xs[2]->last_step) > 0,
 	               FED_WAIT_USEC);
