@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "hako/bridge.h"
 #include "hako/log.h"
 #include "hako/rd.h"
@@ -104,6 +106,44 @@ static void print_stats(hako_bridge_t *b)
 		fprintf(stderr, PROG ": %s\n", line);
 	}
 	fflush(stderr);
+}
+
+/* --stats-json: the statistics (and the routes of --rd) as one JSON object, written to a
+ * temporary file and renamed, so a reader never sees half of it. */
+static int write_stats_json(hako_bridge_t *b, const char *node, const char *path)
+{
+	json_t *conns = json_array();
+	hako_bridge_conn_stats_t st;
+	for (size_t i = 0; conns != NULL && hako_bridge_get_stats(b, i, &st) == 0; i++) {
+		json_t *c = json_pack(
+		    "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:b}", "id", st.id, "forwarded",
+		    (json_int_t)st.forwarded, "bytes", (json_int_t)st.bytes, "dropped_policy",
+		    (json_int_t)st.dropped_policy, "dropped_epoch", (json_int_t)st.dropped_epoch,
+		    "dropped_paused", (json_int_t)st.dropped_paused, "send_failed",
+		    (json_int_t)st.send_failed, "epoch", (int)st.epoch, "active", st.active);
+		hako_rd_route_t rt;
+		for (size_t k = 0; c != NULL && hako_rd_router_get(router, k, &rt) == 0; k++) {
+			if (strcmp(rt.connection, st.id) == 0) {
+				json_object_set_new(c, "eu", json_string(rt.eu));
+				json_object_set_new(c, "route_changes",
+				                    json_integer((json_int_t)rt.changes));
+				json_object_set_new(c, "gated", json_boolean(rt.gated));
+			}
+		}
+		json_array_append_new(conns, c);
+	}
+	json_t *root = json_pack("{s:s, s:o}", "node", node, "connections", conns);
+	char tmp[4200];
+	int rc = -1;
+	if (root != NULL && snprintf(tmp, sizeof(tmp), "%s.tmp", path) < (int)sizeof(tmp) &&
+	    json_dump_file(root, tmp, JSON_INDENT(2)) == 0 && rename(tmp, path) == 0) {
+		rc = 0;
+	}
+	json_decref(root);
+	if (rc != 0) {
+		fail("--stats-json %s: cannot write it: %s", path, strerror(errno));
+	}
+	return rc;
 }
 
 /* ---- control socket ---- */
@@ -538,6 +578,7 @@ typedef struct options {
 	const char *control;
 	const char *rd;
 	const char *rd_node;
+	const char *stats_json;
 	hako_time_t delta;
 	int quiet;
 	int strict;
@@ -545,7 +586,7 @@ typedef struct options {
 
 static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t *o)
 {
-	enum { OPT_STRICT = 256, OPT_RD, OPT_RD_NODE };
+	enum { OPT_STRICT = 256, OPT_RD, OPT_RD_NODE, OPT_STATS_JSON };
 	static const struct option longopts[] = {
 	    {"node", required_argument, NULL, 'n'},
 	    {"container", required_argument, NULL, 'c'},
@@ -558,6 +599,7 @@ static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t
 	    {"strict", no_argument, NULL, OPT_STRICT},
 	    {"rd", required_argument, NULL, OPT_RD},
 	    {"rd-node", required_argument, NULL, OPT_RD_NODE},
+	    {"stats-json", required_argument, NULL, OPT_STATS_JSON},
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0},
 	};
@@ -591,6 +633,7 @@ static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_RD: o->rd = optarg; break;
 		case OPT_RD_NODE: o->rd_node = optarg; break;
+		case OPT_STATS_JSON: o->stats_json = optarg; break;
 		default: {
 			int r = hako_cli_common_option(cmd, ch, argv);
 			return r == 0 ? -1 : r; /* -h, -V: done */
@@ -795,6 +838,9 @@ out:
 	if (router != NULL && !o.quiet) {
 		print_routes();
 	}
+	if (b != NULL && o.stats_json != NULL && write_stats_json(b, o.node, o.stats_json) != 0) {
+		rc = 1;
+	}
 	hako_rd_router_destroy(router);
 	router = NULL;
 	hako_rd_config_free(rd);
@@ -840,6 +886,7 @@ int main(int argc, char **argv)
 	    "                     ownership (epoch at each commit point; a local source\n"
 	    "                     forwards only while this node owns the EU); docs/rd.md\n"
 	    "  --rd-node ID|NAME  this node in the RD file (default: the one named NAME)\n"
+	    "  --stats-json FILE  on exit, write the statistics (and routes) to FILE as JSON\n"
 	    "  --strict           refuse what Hakoniwa's bridge loads with a warning (an\n"
 	    "                     unknown key, a group member the source's pdudef lacks)\n"
 	    "  -v, --verbose      log more (HAKO_LOG=info)\n"

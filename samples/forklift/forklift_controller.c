@@ -118,11 +118,13 @@ static void describe_handoffs(void)
 	    hako_domain_get_info(hako_asset_domain(), &info) != 0) {
 		return;
 	}
+	/* RD-Full: two client nodes, and the ExMonitor on the server decides: 2 Dmax. */
+	int k = C.cfg->mode == HAKO_RD_MODE_FULL ? 2 : 1;
 	printf("forklift-%u drives below x = %.2f m, forklift-%u above; hand-off margin %.1f cm "
-	       "= v_max %.2f m/s x Dmax %.0f ms\n",
+	       "= v_max %.2f m/s x %sDmax %.0f ms\n",
 	       tr->low_owner, tr->boundary, tr->high_owner,
-	       hako_rd_trigger_margin(tr, info.max_delay_usec) * 100, tr->v_max,
-	       info.max_delay_usec / 1e3);
+	       hako_rd_trigger_margin(tr, k * info.max_delay_usec) * 100, tr->v_max,
+	       k == 2 ? "2 " : "", info.max_delay_usec / 1e3);
 }
 
 static size_t write_index(const char *name)

@@ -204,9 +204,11 @@ static void legend(FILE *f, const forklift_plot_t *p)
 	ly = H - 16;
 	fprintf(f,
 	        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#fff\" stroke=\"#555\" "
-	        "stroke-width=\"2\"/>\n<text x=\"%.1f\" y=\"%.1f\">hand-off: the old owner's "
-	        "last step; e<tspan font-style=\"italic\">n</tspan> = the new epoch</text>\n",
-	        lx + 13, ly - 4, lx + 32, ly);
+	        "stroke-width=\"2\"/>\n<text x=\"%.1f\" y=\"%.1f\">hand-off: %s; "
+	        "e<tspan font-style=\"italic\">n</tspan> = the new epoch</text>\n",
+	        lx + 13, ly - 4, lx + 32, ly,
+	        p->commit_points ? "the commit point, the old owner's last step"
+	                         : "the old owner's last step");
 	lx += 410;
 	if (p->no_boundary) {
 		fputs("</g>\n", f);

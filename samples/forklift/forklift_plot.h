@@ -13,6 +13,7 @@ typedef struct forklift_plot {
 	const char *figures; /* second line: the key figures */
 	uint8_t nodes[2];    /* the two candidate nodes, in legend order */
 	int no_boundary;     /* RD-Full's timetable: no boundary band, no margin */
+	int commit_points;   /* RD-Full: a hand-off is at the conductor's commit point */
 } forklift_plot_t;
 
 /* Write the plot to path. 0, or -1 with errno set. */

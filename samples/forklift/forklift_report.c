@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <glob.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -51,6 +52,15 @@ struct report {
 	char check_error[1200];
 	hako_time_t longest_gap;
 	size_t longest_at; /* index in run.handoffs */
+	/* --bridges N: the statistics the bridges of the nodes wrote (hako-bridge --stats-json,
+	 * bridge-<node>.json in dir) */
+	int bridges_wanted;
+	size_t bridge_count;
+	struct bridge_node {
+		char node[64];
+		uint64_t forwarded, stale, paused;
+	} bridge[HAKO_RD_MAX_NODES + 1];
+	char bridge_error[512];
 	char csv[PATH_MAX], svg[PATH_MAX], summary[PATH_MAX];
 };
 
@@ -121,6 +131,89 @@ static void check_traces(struct report *R)
 	}
 }
 
+/* One node's bridge statistics; -1 (and R->bridge_error) if the file is not usable. */
+static int load_bridge(struct report *R, const char *path)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	json_t *conns = root != NULL ? json_object_get(root, "connections") : NULL;
+	const char *node = root != NULL ? json_string_value(json_object_get(root, "node")) : NULL;
+	if (node == NULL || !json_is_array(conns) || R->bridge_count >= HAKO_RD_MAX_NODES + 1) {
+		snprintf(R->bridge_error, sizeof(R->bridge_error), "%.300s: %.150s", path,
+		         root == NULL ? je.text : "not the statistics of hako-bridge --stats-json");
+		json_decref(root);
+		return -1;
+	}
+	struct bridge_node *b = &R->bridge[R->bridge_count++];
+	memset(b, 0, sizeof(*b));
+	snprintf(b->node, sizeof(b->node), "%s", node);
+	size_t i;
+	json_t *c;
+	json_array_foreach(conns, i, c)
+	{
+		b->forwarded += (uint64_t)json_integer_value(json_object_get(c, "forwarded"));
+		b->stale += (uint64_t)json_integer_value(json_object_get(c, "dropped_epoch"));
+		b->paused += (uint64_t)json_integer_value(json_object_get(c, "dropped_paused"));
+	}
+	json_decref(root);
+	return 0;
+}
+
+/* The nodes' bridges write their statistics when their node stops, about when this report
+ * starts: wait up to 5 s for the N files. */
+static void load_bridges(struct report *R)
+{
+	if (R->bridges_wanted <= 0) {
+		return;
+	}
+	char pattern[PATH_MAX + 32];
+	snprintf(pattern, sizeof(pattern), "%s/bridge-*.json", R->dir);
+	for (int tries = 0; tries < 50; tries++) {
+		glob_t g;
+		size_t n = glob(pattern, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
+		if ((int)n >= R->bridges_wanted || tries == 49) {
+			R->bridge_count = 0;
+			for (size_t i = 0; i < n; i++) {
+				load_bridge(R, g.gl_pathv[i]);
+			}
+			globfree(&g);
+			if ((int)n < R->bridges_wanted) {
+				snprintf(R->bridge_error, sizeof(R->bridge_error),
+				         "%zu of %d bridge statistics files (%.300s) after 5 s", n,
+				         R->bridges_wanted, pattern);
+			}
+			return;
+		}
+		globfree(&g);
+		usleep(100000);
+	}
+}
+
+static void print_bridges(const struct report *R)
+{
+	if (R->bridges_wanted <= 0) {
+		return;
+	}
+	if (R->bridge_error[0] != '\0') {
+		printf("  bridges        %s\n", R->bridge_error);
+		return;
+	}
+	uint64_t fwd = 0;
+	char stale[256] = "", paused[256] = "";
+	size_t ns = 0, np = 0;
+	for (size_t i = 0; i < R->bridge_count; i++) {
+		const struct bridge_node *b = &R->bridge[i];
+		fwd += b->forwarded;
+		ns += (size_t)snprintf(stale + ns, ns < sizeof(stale) ? sizeof(stale) - ns : 0,
+		                       "%s%s %" PRIu64, i > 0 ? ", " : "", b->node, b->stale);
+		np += (size_t)snprintf(paused + np, np < sizeof(paused) ? sizeof(paused) - np : 0,
+		                       "%s%s %" PRIu64, i > 0 ? ", " : "", b->node, b->paused);
+	}
+	printf("  bridges        %" PRIu64 " PDUs forwarded; dropped as of an older epoch: %s\n",
+	       fwd, stale);
+	printf("                 not sent from a node that did not own the EU: %s\n", paused);
+}
+
 static int write_csv(struct report *R)
 {
 	FILE *f = fopen(R->csv, "w");
@@ -159,6 +252,18 @@ static int write_summary(struct report *R)
 	if (root == NULL) {
 		return -1;
 	}
+	if (R->bridges_wanted > 0) {
+		json_t *bs = json_array();
+		for (size_t i = 0; i < R->bridge_count; i++) {
+			const struct bridge_node *b = &R->bridge[i];
+			json_array_append_new(bs,
+			                      json_pack("{s:s, s:I, s:I, s:I}", "node", b->node,
+			                                "forwarded", (json_int_t)b->forwarded,
+			                                "dropped_epoch", (json_int_t)b->stale,
+			                                "dropped_paused", (json_int_t)b->paused));
+		}
+		json_object_set_new(root, "bridges", bs);
+	}
 	int r = json_dump_file(root, R->summary, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);
 	return r;
@@ -180,7 +285,7 @@ static void figures(struct report *R, char *buf, size_t len)
 	              R->exact ? "exact" : "BROKEN", R->identical, R->run.steps);
 	n += snprintf(buf + n, len - (size_t)n, " \xc2\xb7 hako-rd check %s",
 	              R->check_read && R->check.violations == 0 ? "ok" : "FAILED");
-	if (R->cfg->mode == HAKO_RD_MODE_FULL) {
+	if (R->cfg->mode == HAKO_RD_MODE_FULL && strcmp(R->cfg->trigger.type, "boundary") != 0) {
 		snprintf(buf + n, len - (size_t)n,
 		         " \xc2\xb7 Dmax %.0f ms \xc2\xb7 a move every %.0f s", R->dmax / 1e3,
 		         (double)R->cfg->trigger.period_usec / 1e6);
@@ -201,7 +306,12 @@ static void print_summary(struct report *R)
 			to[h->to == R->eu->candidates[0] ? 0 : 1]++;
 		}
 	}
-	if (R->cfg->mode == HAKO_RD_MODE_FULL) {
+	if (R->cfg->mode == HAKO_RD_MODE_FULL && strcmp(R->cfg->trigger.type, "boundary") == 0) {
+		printf(
+		    "forklift RD-Full: %.3f s simulated across nodes, Dmax %.0f ms, the conductor "
+		    "committing a move at the x = %.3f m boundary\n",
+		    R->run.steps * (double)R->delta / 1e6, R->dmax / 1e3, R->cfg->trigger.boundary);
+	} else if (R->cfg->mode == HAKO_RD_MODE_FULL) {
 		printf(
 		    "forklift RD-Full: %.3f s simulated across nodes, Dmax %.0f ms, the conductor "
 		    "committing a move every %.3f s\n",
@@ -247,6 +357,7 @@ static void print_summary(struct report *R)
 		printf("  hako-rd check  FAILED: %" PRIu64 " violations, the first: %s\n",
 		       R->check.violations, R->check.first_violation);
 	}
+	print_bridges(R);
 	printf("  files          %s, %s in %s\n", FORKLIFT_OUT_CSV, FORKLIFT_OUT_SUMMARY,
 	       R->dir_abs);
 }
@@ -254,13 +365,15 @@ static void print_summary(struct report *R)
 static void usage(FILE *out)
 {
 	fprintf(out,
-	        "usage: forklift-report [--dir DIR] [--rd FILE]\n\n"
+	        "usage: forklift-report [--dir DIR] [--rd FILE] [--bridges N]\n\n"
 	        "Check and plot a forklift RD-Light run: reads the hosts' records and RD traces\n"
 	        "in DIR, replays the model in one process and compares every step, runs the RD\n"
 	        "trace check, writes %s, %s and %s into DIR.\n\n"
 	        "options:\n"
 	        "  --dir DIR   folder of the run (default: the current folder)\n"
 	        "  --rd FILE   RD config (default: %s next to this program)\n"
+	        "  --bridges N RD-Full: wait (up to 5 s) for the statistics of N bridges,\n"
+	        "              DIR/bridge-*.json (hako-bridge --stats-json), and report them\n"
 	        "  -h, --help  show this help\n\n"
 	        "exit status: 0 continuity exact and trace check ok, 1 otherwise.\n",
 	        FORKLIFT_OUT_CSV, FORKLIFT_OUT_SVG, FORKLIFT_OUT_SUMMARY, FORKLIFT_RD_CONFIG);
@@ -270,6 +383,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"dir", required_argument, NULL, 'd'},
 	                                         {"rd", required_argument, NULL, 'r'},
+	                                         {"bridges", required_argument, NULL, 'b'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	static struct report R;
@@ -282,6 +396,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'd': R.dir = optarg; break;
 		case 'r': rd_path = optarg; break;
+		case 'b': R.bridges_wanted = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "forklift-report: %s '%s'\n",
@@ -320,7 +435,9 @@ int main(int argc, char **argv)
 	if (load_records(&R) != 0) {
 		goto out;
 	}
-	R.margin = hako_rd_trigger_margin(&R.cfg->trigger, R.dmax);
+	/* RD-Full: the ExMonitor's margin between two client nodes, v_max * 2 Dmax. */
+	R.margin = hako_rd_trigger_margin(&R.cfg->trigger,
+	                                  (R.cfg->mode == HAKO_RD_MODE_FULL ? 2 : 1) * R.dmax);
 
 	R.merged = forklift_run_merge(R.files, R.nfiles, &R.run, R.merge_error,
 	                              sizeof(R.merge_error)) == 0;
@@ -340,6 +457,7 @@ int main(int argc, char **argv)
 		}
 	}
 	check_traces(&R);
+	load_bridges(&R);
 
 	snprintf(R.csv, sizeof(R.csv), "%s/%s", R.dir, FORKLIFT_OUT_CSV);
 	snprintf(R.svg, sizeof(R.svg), "%s/%s", R.dir, FORKLIFT_OUT_SVG);
@@ -362,6 +480,7 @@ int main(int argc, char **argv)
 	                            : "Forklift RD-Light: x over world time, coloured by owner",
 	                        fig,
 	                        {R.eu->candidates[0], R.eu->candidates[1]},
+	                        strcmp(R.cfg->trigger.type, "boundary") != 0,
 	                        R.cfg->mode == HAKO_RD_MODE_FULL};
 	if (write_csv(&R) != 0 || forklift_plot_svg(R.svg, &plot) != 0) {
 		fprintf(stderr, "forklift-report: cannot write into %s: %s\n", R.dir,

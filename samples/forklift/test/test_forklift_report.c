@@ -139,7 +139,7 @@ static void test_exact_run(void **state)
 	assert_string_equal(why, "");
 
 	forklift_plot_t p = {&run,           BOUNDARY, MARGIN, "Forklift RD-Light (synthetic)",
-	                     "test figures", {1, 2},   0};
+	                     "test figures", {1, 2},   0,      0};
 	char svg[300];
 	snprintf(svg, sizeof(svg), "%s/forklift-x.svg", dir);
 	assert_int_equal(forklift_plot_svg(svg, &p), 0);
