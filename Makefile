@@ -34,7 +34,8 @@ test: build
 # DEMO=federation: three nodes (a server and two clients, each its own domain) exchanging PDUs
 # through bridges for 5 s of world time; each node ends with its drift table.
 # DEMO=service: Hakoniwa's service API, one server and two clients checking 100 sums.
-# DEMO=rd-full: the forklift handed between two nodes of a federation every 5 s of world time.
+# DEMO=rd-full: the forklift handed between two nodes of a federation every 5 s of world time;
+# DEMO=rd-full-boundary: the same, handed over where it crosses x = 1 m.
 DEMO ?= forklift
 run: build
 	@case "$(DEMO)" in \
@@ -44,9 +45,10 @@ run: build
 	  $(abspath $(BUILD))/launch/hako-launch config/federation.json ;; \
 	service) cd $(BUILD)/samples/service && \
 	  $(abspath $(BUILD))/launch/hako-launch launch.json ;; \
-	rd-full) cd $(BUILD)/samples/rd-full && rm -rf logs && \
-	  $(abspath $(BUILD))/launch/hako-launch federation.json ;; \
-	*) echo "DEMO=$(DEMO): the demos are forklift, federation, service and rd-full"; exit 2 ;; \
+	rd-full) cd $(BUILD)/samples/rd-full && ./run.sh --out run ;; \
+	rd-full-boundary) cd $(BUILD)/samples/rd-full && ./run.sh --boundary --out run ;; \
+	*) echo "DEMO=$(DEMO): the demos are forklift, federation, service, rd-full and" \
+	     "rd-full-boundary"; exit 2 ;; \
 	esac
 
 bench: build

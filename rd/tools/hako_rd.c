@@ -443,9 +443,196 @@ done:
 	return rc;
 }
 
-/* RD-Full's ExMonitor with a timetable trigger: every period of world time, ask the server to
- * move each EU to its next candidate (in the config's order, after the current owner). */
-static int monitor(const char *conductor, const char *domain)
+/* What a monitor asks for: prints the decision, counts it. */
+struct monitor {
+	const hako_rd_config_t *rd;
+	hako_conductor_rd_requester_t *rq;
+	hako_member_t *member; /* the ExMonitor is an asset of the server's domain */
+	int moves;
+	int refused;
+};
+
+/* The next step of the ExMonitor's asset: 0 with *t = the world time it decides at (the end of
+ * the step, which the world cannot pass by more than Dmax while it decides), or -1 when the
+ * run ended (stop, reset, error, a signal). */
+static int monitor_step(struct monitor *m, hako_time_t *t)
+{
+	for (;;) {
+		if (g_stop) {
+			return -1;
+		}
+		int ev = hako_member_event(m->member);
+		if (ev < 0) {
+			return -1; /* removed from the domain */
+		}
+		if (ev != HAKO_EVENT_NONE) {
+			hako_member_ack(m->member, ev);
+			if (ev != HAKO_EVENT_START) {
+				return -1;
+			}
+		}
+		int r = hako_member_step_poll(m->member);
+		if (r == 0) {
+			*t = hako_member_time(m->member) + hako_member_delta(m->member);
+			return 0;
+		}
+		if (r != HAKO_EAGAIN && r != HAKO_EINTR) {
+			return -1;
+		}
+		if (hako_member_wait_event(m->member, 1000, &ev) == 0 && ev != HAKO_EVENT_NONE) {
+			continue; /* served at the top */
+		}
+	}
+}
+
+static void ask_move(struct monitor *m, const hako_rd_eu_config_t *eu, uint8_t from, uint8_t to,
+                     hako_time_t t, const char *why_now)
+{
+	hako_rd_commit_t c;
+	char why[256], a[160], b[160];
+	int r = hako_conductor_rd_requester_ask(m->rq, eu->id, to, 5000, &c, why, sizeof(why));
+	if (r == 0) {
+		m->moves++;
+		printf("t=%.3f s  EU %s%s: node %s -> node %s, epoch %u, commit point %.6f s\n",
+		       (double)t / 1e6, eu->name, why_now, node_label(m->rd, from, a, sizeof(a)),
+		       node_label(m->rd, to, b, sizeof(b)), c.epoch, (double)c.commit_usec / 1e6);
+	} else {
+		m->refused++;
+		printf("t=%.3f s  EU %s%s: move to node %s refused: %s\n", (double)t / 1e6,
+		       eu->name, why_now, node_label(m->rd, to, b, sizeof(b)), why);
+	}
+	fflush(stdout);
+}
+
+/* 1 while world time t leaves room for a hand-off before the run's stop time. */
+static int room_before_stop(hako_domain_t *dom, hako_time_t t, hako_time_t dmax)
+{
+	hako_time_t stop_at = hako_domain_stop_time(dom);
+	return stop_at <= 0 || t + 2 * dmax < stop_at;
+}
+
+/* Timetable: every period of world time, each EU to its next candidate (in the config's order,
+ * after the current owner). */
+static void monitor_timetable(struct monitor *m, hako_domain_t *dom, hako_rd_node_t *obs,
+                              hako_time_t dmax)
+{
+	const hako_rd_config_t *rd = m->rd;
+	hako_time_t period = rd->trigger.period_usec, t = 0, next = -1;
+	while (monitor_step(m, &t) == 0) {
+		if (next < 0) {
+			next = (t / period + 1) * period;
+		}
+		if (t >= next) {
+			if (!room_before_stop(dom, next, dmax)) {
+				break; /* the run ends before a hand-off could complete */
+			}
+			for (size_t i = 0; i < rd->eu_count; i++) {
+				const hako_rd_eu_config_t *eu = &rd->eus[i];
+				hako_rd_eu_state_t st;
+				if (hako_rd_get_state(obs, eu->id, &st) != 0) {
+					continue;
+				}
+				size_t k = 0;
+				while (k < eu->candidate_count &&
+				       eu->candidates[k] != st.curr_owner) {
+					k++;
+				}
+				ask_move(m, eu, st.curr_owner,
+				         eu->candidates[(k + 1) % eu->candidate_count], next, "");
+			}
+			next += period;
+		}
+		hako_member_step_done(m->member);
+	}
+}
+
+/* Boundary: the EU's position (linear.<axis> of its first write, a geometry_msgs/Twist, as it
+ * reaches this node through the bridges) against the boundary, with the margin of a hand-off
+ * between two client nodes, v_max * 2 Dmax: the commit point is 2 Dmax of world time after the
+ * request, and the position read here is up to Dmax old. The velocity is the position's change
+ * over at least 200 ms of world time. Hysteresis and cooldown as in RD-Light. */
+struct boundary_eu {
+	uint8_t owner; /* the owner the trigger state belongs to, 0: none yet */
+	int have;
+	double x, prev_x, vel;
+	hako_time_t prev_t;
+	hako_rd_trigger_state_t tst;
+};
+
+static int axis_offset(const char *axis)
+{
+	return strcmp(axis, "x") == 0   ? 0
+	       : strcmp(axis, "y") == 0 ? 8
+	       : strcmp(axis, "z") == 0 ? 16
+	                                : -1;
+}
+
+static void monitor_boundary(struct monitor *m, hako_domain_t *dom, hako_rd_node_t *obs,
+                             hako_time_t dmax)
+{
+	const hako_rd_config_t *rd = m->rd;
+	const hako_rd_trigger_t *tr = &rd->trigger;
+	struct boundary_eu be[HAKO_RD_MAX_EUS];
+	memset(be, 0, sizeof(be));
+	int off = axis_offset(tr->axis);
+	uint8_t buf[4096];
+	hako_time_t t = 0;
+	while (monitor_step(m, &t) == 0) {
+		if (!room_before_stop(dom, t, dmax)) {
+			break;
+		}
+		for (size_t i = 0; i < rd->eu_count; i++) {
+			const hako_rd_eu_config_t *eu = &rd->eus[i];
+			struct boundary_eu *b = &be[i];
+			hako_rd_eu_state_t st;
+			size_t len = 0;
+			if (hako_rd_get_state(obs, eu->id, &st) != 0 ||
+			    st.status != HAKO_RD_OWNER_STABLE) {
+				continue; /* a hand-off in progress: nothing to ask */
+			}
+			if (st.curr_owner != b->owner) {
+				b->owner = st.curr_owner;
+				b->have = 0;
+			}
+			if (hako_rd_read(obs, eu->id, 0, buf, sizeof(buf), &len) != 0 ||
+			    len < HAKO_PDU_META_SIZE + (size_t)off + 8) {
+				continue; /* no PDU of this epoch here yet */
+			}
+			double x;
+			memcpy(&x, (const uint8_t *)hako_pdu_base(buf) + off, sizeof(x));
+			if (!b->have) {
+				b->have = 1;
+				b->x = b->prev_x = x;
+				b->prev_t = t;
+				b->vel = 0;
+				hako_rd_trigger_reset(&b->tst, x, t);
+				continue;
+			}
+			b->x = x;
+			if (t - b->prev_t >= 200000) {
+				b->vel = (x - b->prev_x) / ((double)(t - b->prev_t) / 1e6);
+				b->prev_x = x;
+				b->prev_t = t;
+			}
+			uint8_t to = hako_rd_trigger_boundary(tr, &b->tst, st.curr_owner, x, b->vel,
+			                                      t, 2 * dmax);
+			if (to != 0 && to != st.curr_owner) {
+				char why_now[160];
+				snprintf(why_now, sizeof(why_now),
+				         " at %s=%.3f (%.3f m/s), boundary %.3f, margin %.3f",
+				         tr->axis, x, b->vel, tr->boundary,
+				         hako_rd_trigger_margin(tr, 2 * dmax));
+				ask_move(m, eu, st.curr_owner, to, t, why_now);
+				b->owner = 0; /* tracked again once the move settled */
+			}
+		}
+		hako_member_step_done(m->member);
+	}
+}
+
+/* RD-Full's ExMonitor: the RD config's trigger ("timetable" or "boundary") decides when each EU
+ * moves and where; the conductor's server commits. */
+static int monitor(const char *conductor, const char *domain, const char *asset)
 {
 	hako_conductor_config_t *cc = NULL;
 	hako_rd_config_t *rd = NULL;
@@ -454,20 +641,41 @@ static int monitor(const char *conductor, const char *domain)
 	hako_error_t err;
 	char msg[1200];
 	int rc = 1;
+	struct monitor m = {NULL, NULL, NULL, 0, 0};
 	if (hako_conductor_config_load(conductor, &cc, &err) != 0 ||
 	    (cc->rd_config_path[0] != '\0' &&
 	     hako_rd_config_load(cc->rd_config_path, &rd, &err) != 0)) {
 		fprintf(stderr, "hako-rd monitor: %s\n", hako_error_format(&err, msg, sizeof(msg)));
 		goto done;
 	}
-	if (rd == NULL || rd->mode != HAKO_RD_MODE_FULL ||
-	    strcmp(rd->trigger.type, "timetable") != 0) {
+	int timetable = rd != NULL && strcmp(rd->trigger.type, "timetable") == 0;
+	int boundary = rd != NULL && strcmp(rd->trigger.type, "boundary") == 0;
+	if (rd == NULL || rd->mode != HAKO_RD_MODE_FULL || (!timetable && !boundary)) {
 		fprintf(
 		    stderr,
 		    "hako-rd monitor: %s: needs an rd_config_path whose RD config has \"mode\": "
-		    "\"full\" and a trigger of type \"timetable\"\n",
+		    "\"full\" and a trigger of type \"timetable\" or \"boundary\"\n",
 		    conductor);
 		goto done;
+	}
+	if (boundary) {
+		for (size_t i = 0; i < rd->eu_count; i++) {
+			const hako_rd_pdu_ref_t *w = &rd->eus[i].writes[0];
+			if (rd->eus[i].write_count == 0 ||
+			    strcmp(w->type, "geometry_msgs/Twist") != 0 ||
+			    axis_offset(rd->trigger.axis) < 0) {
+				fprintf(stderr,
+				        "hako-rd monitor: %s: the boundary trigger reads linear.x, "
+				        ".y or "
+				        ".z (\"axis\") of each EU's first write, a "
+				        "geometry_msgs/Twist; "
+				        "EU %s writes %s first, axis \"%s\"\n",
+				        rd->path, rd->eus[i].name,
+				        rd->eus[i].write_count > 0 ? w->type : "nothing",
+				        rd->trigger.axis);
+				goto done;
+			}
+		}
 	}
 	int r = hako_domain_open(domain, &dom);
 	if (r == 0) {
@@ -477,70 +685,40 @@ static int monitor(const char *conductor, const char *domain)
 		fprintf(stderr, "hako-rd monitor: domain '%s': %s\n", domain, hako_strerror(r));
 		goto done;
 	}
-	hako_conductor_rd_requester_t *rq = NULL;
-	if ((r = hako_conductor_rd_requester_open(cc, &rq)) != 0) {
+	m.rd = rd;
+	if ((r = hako_member_register(dom, asset, cc->delta_usec, &m.member)) != 0) {
+		fprintf(stderr, "hako-rd monitor: asset '%s' in domain '%s': %s\n", asset, domain,
+		        hako_strerror(r));
+		goto done;
+	}
+	if ((r = hako_conductor_rd_requester_open(cc, &m.rq)) != 0) {
 		fprintf(stderr, "hako-rd monitor: cannot reach %s: %s\n", cc->control_address,
 		        hako_strerror(r));
 		goto done;
 	}
-	printf("monitor: every %.3f s of world time, each EU to its next candidate\n",
-	       (double)rd->trigger.period_usec / 1e6);
+	if (timetable) {
+		printf("monitor: every %.3f s of world time, each EU to its next candidate\n",
+		       (double)rd->trigger.period_usec / 1e6);
+	} else {
+		printf("monitor: every EU at the %s = %.3f boundary, margin v_max * 2 Dmax = %.3f "
+		       "(%.3f below: node %u, above: node %u)\n",
+		       rd->trigger.axis, rd->trigger.boundary,
+		       hako_rd_trigger_margin(&rd->trigger, 2 * cc->max_delay_usec),
+		       rd->trigger.boundary, rd->trigger.low_owner, rd->trigger.high_owner);
+	}
 	fflush(stdout);
-	while (!g_stop && hako_domain_wait_state(dom, HAKO_STATE_RUNNING, 200000) != 0) {
+	if (timetable) {
+		monitor_timetable(&m, dom, obs, cc->max_delay_usec);
+	} else {
+		monitor_boundary(&m, dom, obs, cc->max_delay_usec);
 	}
-	hako_time_t next =
-	    (hako_domain_world_time(dom) / rd->trigger.period_usec + 1) * rd->trigger.period_usec;
-	int moves = 0, refused = 0;
-	while (!g_stop) {
-		r = hako_domain_wait_world_time(dom, next, 200000);
-		if (r == HAKO_ETIMEDOUT) {
-			continue;
-		}
-		if (r != 0) {
-			break; /* the run ended */
-		}
-		hako_time_t stop_at = hako_domain_stop_time(dom);
-		if (stop_at > 0 && next + 2 * cc->max_delay_usec >= stop_at) {
-			break; /* the run ends before a hand-off could complete */
-		}
-		for (size_t i = 0; i < rd->eu_count; i++) {
-			const hako_rd_eu_config_t *eu = &rd->eus[i];
-			hako_rd_eu_state_t st;
-			if (hako_rd_get_state(obs, eu->id, &st) != 0) {
-				continue;
-			}
-			size_t k = 0;
-			while (k < eu->candidate_count && eu->candidates[k] != st.curr_owner) {
-				k++;
-			}
-			uint8_t to = eu->candidates[(k + 1) % eu->candidate_count];
-			hako_rd_commit_t c;
-			char why[256], a[160], b[160];
-			r = hako_conductor_rd_requester_ask(rq, eu->id, to, 5000, &c, why,
-			                                    sizeof(why));
-			if (r == 0) {
-				moves++;
-				printf("t=%.3f s  EU %s: node %s -> node %s, epoch %u, commit "
-				       "point %.6f "
-				       "s\n",
-				       (double)next / 1e6, eu->name,
-				       node_label(rd, st.curr_owner, a, sizeof(a)),
-				       node_label(rd, to, b, sizeof(b)), c.epoch,
-				       (double)c.commit_usec / 1e6);
-			} else {
-				refused++;
-				printf("t=%.3f s  EU %s: move to node %s refused: %s\n",
-				       (double)next / 1e6, eu->name,
-				       node_label(rd, to, b, sizeof(b)), why);
-			}
-			fflush(stdout);
-		}
-		next += rd->trigger.period_usec;
-	}
-	printf("monitor: %d moves committed, %d refused\n", moves, refused);
+	hako_member_unregister(m.member); /* the world goes on without it */
+	m.member = NULL;
+	printf("monitor: %d moves committed, %d refused\n", m.moves, m.refused);
 	rc = 0;
-	hako_conductor_rd_requester_close(rq);
 done:
+	hako_member_unregister(m.member);
+	hako_conductor_rd_requester_close(m.rq);
 	hako_rd_node_close(obs);
 	hako_domain_close(dom);
 	hako_rd_config_free(rd);
@@ -552,15 +730,18 @@ static int cmd_monitor(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"conductor", required_argument, NULL, 'c'},
 	                                         {"domain", required_argument, NULL, 'd'},
+	                                         {"asset", required_argument, NULL, 'a'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	const char *conductor = NULL;
 	const char *domain = opt_domain != NULL ? opt_domain : hako_domain_default_name();
+	const char *asset = "exmonitor";
 	int c;
-	while ((c = getopt_long(argc, argv, ":c:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:d:a:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c': conductor = optarg; break;
 		case 'd': domain = optarg; break;
+		case 'a': asset = optarg; break;
 		default: return hako_cli_common_option(cmd, c, argv);
 		}
 	}
@@ -569,7 +750,7 @@ static int cmd_monitor(const hako_cli_command_t *cmd, int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	return monitor(conductor, domain);
+	return monitor(conductor, domain, asset);
 }
 
 static int cmd_move(const hako_cli_command_t *cmd, int argc, char **argv)
@@ -633,14 +814,18 @@ static const hako_cli_command_t commands[] = {
      "  -c, --conductor FILE  a conductor file of the federation (any node's)\n"
      "  -t, --timeout MS      how long to wait for the server's answer (default 5000)\n",
      cmd_move},
-    {"monitor", "--conductor FILE [-d DOMAIN]",
-     "the ExMonitor of a timetable trigger: moves each EU every period (RD-Full)",
-     "Run the ExMonitor of an RD-Full federation whose RD config has a timetable trigger: "
-     "every period_usec of world time (of the domain -d, a node of the federation), ask the "
-     "server to move each execution unit to its next candidate. Prints each move; ends with "
-     "the run.",
+    {"monitor", "--conductor FILE [-d DOMAIN] [-a ASSET]",
+     "the ExMonitor: moves EUs by the RD config's trigger (RD-Full)",
+     "Run the ExMonitor of an RD-Full federation, as an asset of a node's domain (-d; the "
+     "server's, usually), so the world waits for its decisions. The RD config's trigger "
+     "decides: \"timetable\" asks the server to move each execution unit to its next "
+     "candidate every period_usec of world time; \"boundary\" reads linear.<axis> of each "
+     "EU's first write (a geometry_msgs/Twist, bridged to this node) and asks for a move "
+     "when it crosses the boundary, margin v_max * 2 Dmax, with the hysteresis and cooldown. "
+     "Prints each move; ends with the run.",
      "  -c, --conductor FILE  a conductor file of the federation (any node's)\n"
-     "  -d, --domain NAME     the node's domain (default: $HAKO_DOMAIN, else \"default\")\n",
+     "  -d, --domain NAME     the node's domain (default: $HAKO_DOMAIN, else \"default\")\n"
+     "  -a, --asset NAME      its asset's name (default \"exmonitor\")\n",
      cmd_monitor},
     {"help", "[command]", "help of hako-rd or of a command",
      "Show the help of hako-rd or of one command.", "", hako_cli_help},
