@@ -6,7 +6,8 @@
  * the EU moves cli-01 -> cli-02 -> cli-01 -> cli-02 -> cli-01, the traces of both nodes pass
  * hako-rd check (one writer at any world time, every model step once), the final model state is the
  * one a run without hand-offs gives, and a request during a hand-off is refused with the
- * reason. */
+ * reason. Also: the owner's node killed at 20 moments of a hand-off (kill_trials), and the
+ * server, the commit authority, killed (master_lost). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -468,6 +469,73 @@ static void test_kill_trials(void **state)
 	assert_true(restarts > 0);
 }
 
+/* ---- the master lost ---- */
+
+/* The server (the commit authority) killed while cli-02 owns the EU: no hand-off starts (a
+ * request gets no answer, saying so), the owner keeps the EU and the standby stays a standby
+ * while both clients hold their clocks (the server's proxy stops them), and the traces stay
+ * clean. */
+static void test_master_lost(void **state)
+{
+	(void)state;
+	assert_int_equal(fed_init(&F, "rdmaster", 2, DELTA, DMAX), 0);
+	start_federation(RDCFG, ", \"heartbeat_ms\": 50, \"peer_timeout_ms\": 500");
+	hako_conductor_config_t *srv = NULL;
+	hako_error_t err;
+	assert_int_equal(hako_conductor_config_load(F.node[0].config, &srv, &err), 0);
+	srv_cfg = srv;
+	cmd_ok(0, "start");
+	int ok;
+	HTU_WAIT_UNTIL(ok, owner_node() == 1 && atomic_load(&xs[1]->last_step) > 50, FED_WAIT_USEC);
+	assert_true(ok);
+	char why[256];
+	hako_rd_commit_t c;
+	int r = hako_conductor_rd_request(srv, EU, 2, 5000, &c, why, sizeof(why));
+	if (r != 0) {
+		fail_msg("request: %s: %s", hako_strerror(r), why);
+	}
+	HTU_WAIT_UNTIL(ok,
+	               owner_node() == 2 && atomic_load(&xs[2]->last_step) > c.commit_usec / DELTA,
+	               FED_WAIT_USEC);
+	assert_true(ok);
+	/* The server settled the hand-off (cli-01 knows it was released), then dies. */
+	HTU_WAIT_UNTIL(ok, atomic_load(&xs[1]->releases) == 1, FED_WAIT_USEC);
+	assert_true(ok);
+	fed_kill_node(&F, 0);
+	fed_kill_asset(&F, 0);
+	/* No hand-off starts. */
+	r = hako_conductor_rd_request(srv, EU, 1, 300, NULL, why, sizeof(why));
+	assert_int_equal(r, HAKO_ETIMEDOUT);
+	if (strstr(why, "no answer from the server") == NULL) {
+		fail_msg("refusal without the reason: %s", why);
+	}
+	/* Both clients hold their clocks once they noticed; the owner keeps the EU meanwhile. */
+	HTU_WAIT_UNTIL(ok, fed_stuck(&F, 1) && fed_stuck(&F, 2), FED_WAIT_USEC);
+	assert_true(ok);
+	long long held = atomic_load(&xs[2]->last_step);
+	htu_sleep_usec(500000);
+	assert_int_equal(owner_node(), 2);
+	assert_int_equal(atomic_load(&xs[2]->last_step), held);
+	assert_int_equal(atomic_load(&xs[2]->releases), 0);
+	assert_int_equal(atomic_load(&xs[1]->activations), 0);
+	for (int i = 1; i < 3; i++) {
+		assert_int_equal(fed_state(&F, i), HAKO_STATE_RUNNING);
+		assert_int_equal(atomic_load(&xs[i]->error), 0);
+	}
+	char t1[700], t2[700];
+	snprintf(t1, sizeof(t1), "%s/trace-1.jsonl", F.dir);
+	snprintf(t2, sizeof(t2), "%s/trace-2.jsonl", F.dir);
+	const char *paths[2] = {t1, t2};
+	hako_rd_check_result_t res;
+	assert_int_equal(hako_rd_check(paths, 2, &res, &err), 0);
+	if (res.violations != 0) {
+		fail_msg("hako-rd check: %llu violations, first: %s",
+		         (unsigned long long)res.violations, res.first_violation);
+	}
+	assert_int_equal(res.handoffs, 1);
+	F.passed = 1;
+}
+
 int main(int argc, char **argv)
 {
 	htu_init();
@@ -478,6 +546,11 @@ int main(int argc, char **argv)
 		const struct CMUnitTest t[] = {cmocka_unit_test_teardown(test_handoffs, teardown)};
 		return cmocka_run_group_tests_name("handoffs", t, NULL, NULL);
 	}
+	if (argc == 2 && strcmp(argv[1], "master_lost") == 0) {
+		const struct CMUnitTest t[] = {
+		    cmocka_unit_test_teardown(test_master_lost, teardown)};
+		return cmocka_run_group_tests_name("master_lost", t, NULL, NULL);
+	}
 	if (argc == 2 && strcmp(argv[1], "kill_trials") == 0) {
 		const struct CMUnitTest t[] = {
 		    cmocka_unit_test_teardown(test_kill_trials, teardown)};
@@ -486,6 +559,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest all[] = {
 	    cmocka_unit_test_teardown(test_handoffs, teardown),
 	    cmocka_unit_test_teardown(test_kill_trials, teardown),
+	    cmocka_unit_test_teardown(test_master_lost, teardown),
 	};
 	return cmocka_run_group_tests(all, NULL, NULL);
 }
