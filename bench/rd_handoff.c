@@ -1170,9 +1170,9 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 		if (k < RDF_WARM) {
 			continue;
 		}
-		/* The request's server world time b: the authority commits at b + 2 Dmax
-		 * rounded up to the step, and b is on a step. */
-		hako_time_t b = c.commit_usec - 2 * v->dmax;
+		/* The request's server world time b: the authority commits at b + Dmax + 2
+		 * steps rounded up to the step, and b is on a step. */
+		hako_time_t b = c.commit_usec - v->dmax - 2 * DELTA_USEC;
 		hako_time_t gap = s->act_now - DELTA_USEC - c.commit_usec;
 		cell->n++;
 		cell->b_in_window += b >= before && b <= after;
@@ -1320,14 +1320,15 @@ static void rdf_comments(const struct rdf_variant *v, struct rdf_cell *c, double
 		printf(" %.0f", c->round_p50[i]);
 	}
 	printf("\n");
-	printf("# %s: commit point C = b + 2 Dmax (%.0f us) in %llu/%llu hand-offs (b within the "
+	printf("# %s: commit point C = b + Dmax + 2 steps (%.0f us) in %llu/%llu hand-offs (b "
+	       "within the "
 	       "server's world time read around the request); the old owner's COMMIT at its "
 	       "step ending at C in %llu/%llu (else up to %.0f us later), model steps past C "
 	       "before it knew: %llu; model steps continuous (new owner's first = old owner's "
 	       "last + 1, old owner's last ends at C) in %llu/%llu\n",
-	       v->name, 2 * dmax, (unsigned long long)c->b_in_window, (unsigned long long)c->n,
-	       (unsigned long long)(c->n - c->commit_off), (unsigned long long)c->n,
-	       (double)c->commit_off_max, (unsigned long long)c->overruns,
+	       v->name, dmax + 2 * delta, (unsigned long long)c->b_in_window,
+	       (unsigned long long)c->n, (unsigned long long)(c->n - c->commit_off),
+	       (unsigned long long)c->n, (double)c->commit_off_max, (unsigned long long)c->overruns,
 	       (unsigned long long)(c->n - c->step_breaks), (unsigned long long)c->n);
 	printf("# %s: wall p50 split: request -> the old owner sees the commit %.0f us (%llu "
 	       "seen), -> its clock at C %.0f us, C -> the new owner's first step %.0f us (the "
@@ -1575,7 +1576,8 @@ int main(int argc, char **argv)
 		    "of world time; %d rounds, a fresh federation per round and variant, %d "
 		    "hand-offs of each discarded; world-time = A - b (A: the new owner's clock "
 		    "at the end of its first step, the `now` of its activation poll; b: the "
-		    "server's world time at the request, = C - 2 Dmax); wall-time = request call "
+		    "server's world time at the request, = C - Dmax - 2 steps); wall-time = "
+		    "request call "
 		    "-> the new owner's activation poll; commit-reply = the request call; "
 		    "announced = request -> the first step of the old owner whose status shows "
 		    "the commit; "

@@ -156,11 +156,14 @@ static void state_msg(hako_conductor_node_t *n, hakoi_msg_t *m, const hako_rd_co
 	m->rd_commit = c->commit_usec;
 }
 
-/* The barrier member at the lowest unacknowledged commit's request time, or free. */
+/* The barrier member holding the server's world at the lowest unacknowledged commit's request
+ * time b (a member at b - Dmax: the world rule stops the world at b), or free. */
 static void update_barrier(hako_conductor_node_t *n)
 {
 	hako_time_t b = hako_rd_master_barrier(n->rd_auth);
-	hako_time_t t = b < 0 ? BARRIER_FREE : b;
+	hako_time_t t = b < 0                       ? BARRIER_FREE
+	                : b > n->cfg.max_delay_usec ? b - n->cfg.max_delay_usec
+	                                            : 0;
 	if (t != n->rd_barrier_at) {
 		hako_member_set_time(n->rd_barrier, t);
 		n->rd_barrier_at = t;
@@ -267,11 +270,16 @@ void hakoi_rd_server_msg(hako_conductor_node_t *n, struct hakoi_peer *p, const c
 	int r;
 	switch (m->type) {
 	case HAKOI_MSG_RD_REQUEST:
+		/* Hold the world first (a member at 0 stops it wherever it is past Dmax), then read
+		 * it: the commit point is computed from a world time that no longer moves. */
+		hako_member_set_time(n->rd_barrier, 0);
+		n->rd_barrier_at = 0;
 		r = hako_rd_master_request(n->rd_auth, m->rd_eu, (uint8_t)m->rd_to,
 		                           hako_domain_world_time(n->dom), why, sizeof(why));
 		if (r == 0) {
-			broadcast(n, m->rd_eu);
+			broadcast(n, m->rd_eu); /* which sets the barrier */
 		} else {
+			update_barrier(n);
 			HAKO_INFO("conductor %s: RD request of EU %" PRIu32
 			          " to node %u refused: %s",
 			          n->cfg.node_id, m->rd_eu, m->rd_to, why);

@@ -151,14 +151,25 @@ static hako_time_t step_at_or_after(hako_rd_master_t *m, hako_time_t t)
 	return (t + m->delta - 1) / m->delta * m->delta;
 }
 
-/* Announce a hand-off of e to `to` at the server's world time now. */
-static void commit(hako_rd_master_t *m, struct meu *e, uint8_t to, hako_time_t now, int stored)
+/* Announce a hand-off of e to `to` at the server's world time now.
+ *
+ * held: the caller held the server's world from before it read now (hako_rd_master_request):
+ * the server is at now, or one step further (an advance that was under way when the hold
+ * began), and stays there until every node acknowledged; a client runs at most Dmax ahead of
+ * the server's last published time, so no node gets past now + step + Dmax: the commit point
+ * is the step after that. Otherwise (a decision of the tick, held only after it) the server may
+ * have gone on a little since now: one Dmax more. */
+static void commit(hako_rd_master_t *m, struct meu *e, uint8_t to, hako_time_t now, int stored,
+                   int held)
 {
+	/* Near the start a hold cannot keep the server below Dmax (the member's clock is >= 0). */
+	hako_time_t base = now > m->dmax ? now : m->dmax;
 	e->st.seq++;
 	e->st.status = HAKO_RD_OWNER_RELEASING;
 	e->st.epoch = (uint8_t)(e->st.epoch + 1);
 	e->st.next = to;
-	e->st.commit_usec = step_at_or_after(m, now + 2 * m->dmax);
+	e->st.commit_usec = held ? step_at_or_after(m, base + m->dmax + 2 * m->delta)
+	                         : step_at_or_after(m, now + 2 * m->dmax);
 	e->st.from_stored = stored;
 	e->barrier = now;
 	e->ctx_sent = 0;
@@ -224,7 +235,7 @@ int hako_rd_master_request(hako_rd_master_t *m, uint32_t eu, uint8_t to, hako_ti
 		              "the owner of EU %s, node %u, is lost: the EU is being reclaimed",
 		              name, e->st.curr);
 	}
-	commit(m, e, to, now, 0);
+	commit(m, e, to, now, 0, 1);
 	HAKO_INFO("rd: EU %s: node %u -> node %u committed at epoch %u, commit point %.6f s "
 	          "(requested at %.6f s)",
 	          name, e->st.curr, to, e->st.epoch, sec(e->st.commit_usec), sec(now));
@@ -375,7 +386,7 @@ static int restart_elsewhere(hako_rd_master_t *m, struct meu *e, uint8_t not, ha
 		return 0; /* nobody can take it: it waits for a node to come back */
 	}
 	uint8_t from = e->st.curr;
-	commit(m, e, to, now, 1);
+	commit(m, e, to, now, 1, 0);
 	HAKO_WARN("rd: EU %s: node %u is lost; node %u restarts it from the last committed context "
 	          "(%zu bytes) at epoch %u, commit point %.6f s",
 	          e->cfg->name, from, to, e->ctx_len, e->st.epoch, sec(e->st.commit_usec));
@@ -400,7 +411,7 @@ static int tick_eu(hako_rd_master_t *m, struct meu *e, hako_time_t now)
 		/* The owner was lost before it handed its context over: the new owner starts from
 		 * the last committed one instead. */
 		uint8_t to = e->st.next;
-		commit(m, e, to, now, 1);
+		commit(m, e, to, now, 1, 0);
 		HAKO_WARN(
 		    "rd: EU %s: node %u was lost before its release; node %u restarts it from "
 		    "the last committed context (%zu bytes) at epoch %u, commit point %.6f s",

@@ -7,7 +7,8 @@
  * both nodes pass hako_rd_check together.
  *
  * Config: data/rd.json with "mode": "full" (EU 0 "forklift", candidates 1 and 2, initial owner
- * 1, timeout 200 ms); world step 1 ms, Dmax 3 ms, so a commit point is the request + 6 ms. */
+ * 1, timeout 200 ms); world step 1 ms, Dmax 3 ms, so a commit point is the request + 5 ms
+ * (Dmax + 2 steps; 8 ms at the start: the request counts from Dmax at least). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -248,7 +249,7 @@ static void test_handoff(void **state)
 	assert_int_equal(hako_rd_release(f->s[0].node, EU, 2, f->ctx, CTX_LEN, step, 10000),
 	                 HAKO_ESTATE);
 	char why[200];
-	assert_int_equal(hako_rd_master_request(f->auth, EU, 2, 10000, why, sizeof(why)), 0);
+	assert_int_equal(hako_rd_master_request(f->auth, EU, 2, 11000, why, sizeof(why)), 0);
 	announce(f);
 	hako_rd_commit_t c;
 	assert_int_equal(hako_rd_master_get(f->auth, EU, &c), 0);
@@ -387,11 +388,11 @@ static void test_no_write_past_commit(void **state)
 	announce(f);
 	assert_int_equal(hako_rd_master_request(f->auth, EU, 2, 0, NULL, 0), 0);
 	announce(f);
-	assert_int_equal(poll_at(f, 0, 3000, NULL), HAKO_RD_EV_NONE); /* learns C = 6 ms */
+	assert_int_equal(poll_at(f, 0, 3000, NULL), HAKO_RD_EV_NONE); /* learns C = 8 ms */
 	uint8_t pdu[4096] = {0};
 	size_t len = f->cfg->eus[0].writes[0].pdu_size;
 	assert_true(len <= sizeof(pdu));
-	assert_int_equal(hako_rd_write(f->s[0].node, EU, 0, pdu, len, 7000), HAKO_ENOTOWNER);
+	assert_int_equal(hako_rd_write(f->s[0].node, EU, 0, pdu, len, 9000), HAKO_ENOTOWNER);
 }
 
 int main(void)

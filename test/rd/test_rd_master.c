@@ -99,8 +99,9 @@ static void test_initial(void **state)
 	assert_int_equal(len, 0);
 }
 
-/* A request commits epoch 1 at now + 2 Dmax (a step boundary); the barrier holds the server's
- * world at the request's time until every node acknowledged; the activation settles it. */
+/* A request commits epoch 1 at now + Dmax + 2 steps (a step boundary): the caller held the
+ * server's world before it read now, and the barrier holds it at the request's time until
+ * every node acknowledged; the activation settles it. */
 static void test_handoff(void **state)
 {
 	struct fx *f = *state;
@@ -113,7 +114,7 @@ static void test_handoff(void **state)
 	assert_int_equal(c.epoch, 1);
 	assert_int_equal(c.curr, 2);
 	assert_int_equal(c.next, 3);
-	assert_int_equal(c.commit_usec, 521000); /* 500.5 ms + 20 ms, up to the next step */
+	assert_int_equal(c.commit_usec, 513000); /* 500.5 ms + 10 ms + 2 ms, up to a step */
 	assert_int_equal(c.from_stored, 0);
 	assert_true(c.seq > seq0);
 	assert_int_equal(hako_rd_master_barrier(f->m), 500500);
@@ -150,7 +151,7 @@ static void test_handoff(void **state)
 	/* And back. */
 	assert_int_equal(hako_rd_master_request(f->m, 0, 2, 2000000, NULL, 0), 0);
 	assert_int_equal(get(f, 0).epoch, 2);
-	assert_int_equal(get(f, 0).commit_usec, 2020000);
+	assert_int_equal(get(f, 0).commit_usec, 2012000);
 }
 
 static void expect_refused(struct fx *f, uint32_t eu, uint8_t to, int code, const char *words)
@@ -175,7 +176,7 @@ static void test_refusals(void **state)
 	assert_int_equal(hako_rd_master_request(f->m, 0, 3, 1000, NULL, 0), 0);
 	/* A hand-off during another one is refused with the one in progress. */
 	expect_refused(f, 0, 2, HAKO_EBUSY, "from node 2 to node 3");
-	expect_refused(f, 0, 3, HAKO_EBUSY, "commit at 0.021000 s");
+	expect_refused(f, 0, 3, HAKO_EBUSY, "commit at 0.022000 s");
 	hako_rd_master_node_lost(f->m, 2, 5000);
 	expect_refused(f, 1, 2, HAKO_ECRASHED, "node 2 is lost");
 	hako_rd_master_node_back(f->m, 2);

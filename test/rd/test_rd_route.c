@@ -380,7 +380,7 @@ static void test_follow_handoffs(void **state)
 	wait_out2(f, 0, 1, 0);
 	arrive1(f, 1.0, 0); /* node 1's wire: epoch 0 passes */
 
-	/* Hand-off 1 -> 2 committed at 4 ms: commit point 10 ms. */
+	/* Hand-off 1 -> 2 committed at 4 ms: commit point 9 ms (Dmax 3 ms + 2 steps). */
 	assert_int_equal(hako_rd_master_request(f->auth, EU, 2, 4000, NULL, 0), 0);
 	announce(f);
 	assert_int_equal(hako_rd_router_update_at(f->n[0].router, 6000), 1); /* now "or next" */
@@ -395,7 +395,7 @@ static void test_follow_handoffs(void **state)
 	expect_route(&f->n[0], 1, 1);
 	arrive1(f, 5.0, 0);
 	/* Node 2's world at the commit point: out2 active at epoch 1. */
-	assert_int_equal(hako_rd_router_update_at(f->n[1].router, 10000), 1);
+	assert_int_equal(hako_rd_router_update_at(f->n[1].router, 9000), 1);
 	expect_route(&f->n[1], 1, 1);
 	len = make_pos(f, buf, sizeof(buf), 6.0, 0); /* the stale copy again: epoch-dropped */
 	assert_int_equal(hako_channel_write(ch, buf, len), 0);
@@ -413,21 +413,21 @@ static void test_follow_handoffs(void **state)
 	assert_int_equal(f->sink.epochs[2], 1);
 	assert_int_equal(stats(&f->n[0], "in1").dropped_epoch, 2);
 
-	/* The activation settles it; then the hand back 2 -> 1 (epoch 2, commit point 26 ms):
+	/* The activation settles it; then the hand back 2 -> 1 (epoch 2, commit point 25 ms):
 	 * out2 pauses at node 2's commit point, in1 takes epoch 2 there. */
 	assert_int_equal(hako_rd_master_activated(f->auth, 2, EU, 1), 0);
 	announce(f);
 	assert_int_equal(hako_rd_router_update_at(f->n[1].router, 15000), 0);
 	assert_int_equal(hako_rd_master_request(f->auth, EU, 1, 20000, NULL, 0), 0);
 	announce(f);
-	assert_int_equal(hako_rd_router_update_at(f->n[1].router, 25000), 1); /* "or the next" */
+	assert_int_equal(hako_rd_router_update_at(f->n[1].router, 24000), 1); /* "or the next" */
 	expect_route(&f->n[1], 1, 1);
-	assert_int_equal(hako_rd_router_update_at(f->n[1].router, 26000), 1);
+	assert_int_equal(hako_rd_router_update_at(f->n[1].router, 25000), 1);
 	expect_route(&f->n[1], 2, 0);
 	len = make_pos(f, buf, sizeof(buf), 8.0, 1); /* a late write of the old owner */
 	assert_int_equal(hako_channel_write(ch, buf, len), 0);
 	wait_out2(f, 1, 2, 1);
-	assert_int_equal(hako_rd_router_update_at(f->n[0].router, 26000), 1);
+	assert_int_equal(hako_rd_router_update_at(f->n[0].router, 25000), 1);
 	expect_route(&f->n[0], 2, 1);
 	arrive1(f, 9.0, 1);
 	assert_int_equal(f->sink.n, 3);

@@ -7,12 +7,14 @@
  * logic, without I/O: the conductor feeds it requests, the nodes' world times, their
  * acknowledgements, activations and losses, and sends what it decides (docs/rd.md, "RD-Full").
  *
- * Why a commit point is announced before any node reaches it: while a commit is not
- * acknowledged by every node, the server's domain holds a barrier member at the world time b
- * of the request (hako_rd_master_barrier), so its world stays below b + Dmax, and every client
- * below that + Dmax (the conductor's proxies). The commit point is b + 2 Dmax, rounded up to
- * the world step: no node gets there before the barrier is lifted, and the barrier is lifted
- * once every live node acknowledged the announcement.
+ * Why a commit point is announced before any node reaches it: the conductor holds the
+ * server's world (a barrier member) from before it reads the world time b of a request until
+ * every node acknowledged the announcement (hako_rd_master_barrier: the world stays at b, or
+ * one step further, an advance already under way), and every client stays within Dmax of the
+ * server's last published time (the conductor's proxies). The commit point is b + Dmax + 2
+ * steps: no node gets there before the barrier is lifted, and the barrier is lifted once every
+ * live node acknowledged the announcement. A commit the authority decides by itself (a restart
+ * after a node was lost, in hako_rd_master_tick) is held only after it: b + 2 Dmax.
  *
  * Why there are never two owners: the old owner stops at the commit point C; the new owner
  * activates only after C and not after C + timeout; the authority takes the EU back (or gives
@@ -65,7 +67,8 @@ HAKO_API void hako_rd_master_destroy(hako_rd_master_t *m);
 HAKO_API int hako_rd_master_get(const hako_rd_master_t *m, uint32_t eu, hako_rd_commit_t *out);
 
 /* Ask for EU to move to node `to` at the server's world time now (an ExMonitor, hako-rd move,
- * an owner's trigger). 0: committed (hako_rd_master_get has the announcement); otherwise
+ * an owner's trigger). The caller holds the server's world from before it read now until the
+ * barrier below takes over. 0: committed (hako_rd_master_get has the announcement); otherwise
  * refused, why says the reason: HAKO_EINVAL (unknown EU or node, not a candidate), HAKO_EEXIST
  * (it is there already), HAKO_EBUSY (a hand-off of this EU is in progress), HAKO_ECRASHED
  * (node `to` or the owner is lost). */
@@ -75,8 +78,9 @@ HAKO_API int hako_rd_master_request(hako_rd_master_t *m, uint32_t eu, uint8_t to
 /* Node `node` has the announcement seq of EU in its domain. */
 HAKO_API void hako_rd_master_ack(hako_rd_master_t *m, uint8_t node, uint32_t eu, uint32_t seq);
 
-/* The world time the server's barrier member must hold (the lowest b of the commits not yet
- * acknowledged by every live node), or -1 when nothing holds the world. */
+/* The world time the server's world must not pass (the lowest b of the commits not yet
+ * acknowledged by every live node), or -1 when nothing holds the world. A barrier member (a
+ * proxy) at b - Dmax holds it there. */
 HAKO_API hako_time_t hako_rd_master_barrier(const hako_rd_master_t *m);
 
 /* Node `node` activated EU at epoch (its executor wrote Activating). 0 (the EU is Stable at
