@@ -577,9 +577,15 @@ static void test_hash(void **state)
 	assert_string_not_equal(s1, s2);
 	assert_string_equal(s1, c1); /* the client's hash, then the server's, in both logs */
 	assert_string_equal(s2, c2);
-	char note[128];
-	assert_int_equal(fed_proxy_note(&F, 1, "srv-01", note, sizeof(note)), 0);
-	assert_true(strncmp(note, "refused by the server: config hash", 34) == 0);
+	/* The client notes it on the server's proxy after it logged it: wait for the note. */
+	char note[128] = "";
+	HTU_WAIT_UNTIL(ok,
+	               fed_proxy_note(&F, 1, "srv-01", note, sizeof(note)) == 0 &&
+	                   strncmp(note, "refused by the server: config hash", 34) == 0,
+	               FED_WAIT_USEC);
+	if (!ok) {
+		fail_msg("the client's proxy of the server notes \"%s\"", note);
+	}
 	fed_peer_row_t row;
 	assert_int_equal(fed_status_row(&F, 0, "cli-01", &row), 0);
 	assert_string_equal(row.state, "-"); /* not joined */
