@@ -55,6 +55,11 @@ static void summary(const hakoi_gen_t *g, const char *dir, size_t files)
 	       g->nodes[0].id, g->node_count > 2 ? "s" : "", clients, g->group_count,
 	       g->group_count == 1 ? "" : "s", launched, g->unit_count,
 	       g->unit_count == 1 ? "" : "s", files, dir);
+	if (g->rd) {
+		printf("  RD-Full: %zu execution unit%s, trigger %s; every node's %s\n",
+		       g->eu_count, g->eu_count == 1 ? "" : "s", g->rd_trigger_type,
+		       HAKOI_GEN_RD_FILE);
+	}
 	printf("  every node on this machine: hako-launch %s/federation.json\n", dir);
 	printf("  one node:                   hako-launch %s/<node>/launch.json\n", dir);
 }
@@ -135,11 +140,13 @@ int hakoi_gen_command(const hako_cli_command_t *cmd, int argc, char **argv)
 	if (hakoi_gen_load(argv[optind], &opt, &g, &err) != 0) {
 		fprintf(stderr, "hako-conductor gen: %s\n",
 		        hako_error_format(&err, msg, sizeof(msg)));
+		free_paths(paths, opt.path_count);
 		return 1;
 	}
 	if (dry) {
 		hakoi_gen_dump(g, stdout);
 		hakoi_gen_free(g);
+		free_paths(paths, opt.path_count);
 		return 0;
 	}
 	size_t files = 0;

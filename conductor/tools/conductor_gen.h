@@ -4,23 +4,30 @@
  *
  * Loading reads the eu-input with the config walker (file:line:column errors, warnings at their
  * place for what hako accepts and does not use) into a model: the nodes (one server, its
- * clients), the PDU groups with the node that writes each and the nodes it goes to, and the
+ * clients), the PDU groups with the nodes that may write each and the nodes it goes to, and the
  * execution units with the node each is placed on. Writing turns the model into files under a
- * folder, one sub-folder per node. */
+ * folder, one sub-folder per node.
+ *
+ * Mode "rd" (RD-Full, docs/rd.md): every placed unit that writes a group is an RD execution unit
+ * (EU) that runs on each of its candidate client nodes, the owner and the standbys; the clients
+ * are the RD nodes 1..N (their node index), and one RD config goes into every node's folder. */
 #ifndef HAKOI_CONDUCTOR_GEN_H
 #define HAKOI_CONDUCTOR_GEN_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "hako/conductor.h"
 #include "hako/error.h"
 #include "hako/pdudef.h"
+#include "hako/rd.h"
 #include "hako_cli.h"
 
 #define HAKOI_GEN_DEFAULT_BASE_PORT 54011 /* Hakoniwa's generated samples start there */
 #define HAKOI_GEN_MAX_NODES         (HAKO_CONDUCTOR_MAX_CLIENTS + 1)
-#define HAKOI_GEN_NAME_MAX          64 /* units: they name processes and logs */
+#define HAKOI_GEN_NAME_MAX          64        /* units: they name processes and logs */
+#define HAKOI_GEN_RD_FILE           "rd.json" /* each node's RD config (mode "rd") */
 
 /* A warning, formatted as "file:line:column: path: what". */
 typedef void (*hakoi_gen_warn_fn)(void *user, const char *line);
@@ -55,8 +62,11 @@ typedef struct hakoi_gen_group {
 	char policy[HAKO_NAME_MAX]; /* a transfer policy id (gen_policy) */
 	hakoi_gen_key_t *keys;
 	size_t key_count;
-	int writer;                              /* node index; -1: no placed unit writes it */
-	unsigned char read[HAKOI_GEN_MAX_NODES]; /* a unit placed on node i reads it */
+	int writer; /* node index (of an EU: its initial owner); -1: no placed unit writes it */
+	int eu;     /* the EU that writes it (index in eus); -1: none */
+	unsigned char src[HAKOI_GEN_MAX_NODES];  /* node i's units may write it: the writer, or
+	                                            every candidate of its EU */
+	unsigned char read[HAKOI_GEN_MAX_NODES]; /* a unit running on node i reads it */
 	unsigned char dest[HAKOI_GEN_MAX_NODES]; /* it is delivered to node i's domain */
 } hakoi_gen_group_t;
 
@@ -71,7 +81,21 @@ typedef struct hakoi_gen_unit {
 	size_t index;              /* in execution_units, for messages */
 	unsigned char *writes;     /* per group */
 	unsigned char *reads;
+	/* mode "rd": the nodes that may own it (node indexes, which are the RD node ids) */
+	size_t candidate_count; /* 0: not given */
+	int candidates[HAKOI_GEN_MAX_NODES];
+	int eu; /* index in eus; -1: not an execution unit */
 } hakoi_gen_unit_t;
+
+/* An RD execution unit (mode "rd"): a placed unit that writes groups, all of one robot. */
+typedef struct hakoi_gen_eu {
+	size_t unit; /* index in units */
+	char robot[HAKO_NAME_MAX];
+	size_t write_count;
+	char writes[HAKO_RD_MAX_PDUS][HAKO_NAME_MAX];
+	char status[HAKO_NAME_MAX];  /* rd_status_<unit>, added to the robot by gen */
+	char context[HAKO_NAME_MAX]; /* rd_context_<unit> */
+} hakoi_gen_eu_t;
 
 typedef struct hakoi_gen {
 	char input[512];
@@ -92,6 +116,14 @@ typedef struct hakoi_gen {
 	hakoi_gen_group_t *groups;
 	size_t unit_count;
 	hakoi_gen_unit_t *units;
+	/* mode "rd" */
+	int rd;                     /* the mode is "rd" */
+	long long rd_timeout_usec;  /* rd.handoff_timeout_usec */
+	long long rd_context_bytes; /* rd.max_context_bytes */
+	json_t *rd_trigger;         /* rd.trigger as given, copied into the RD config */
+	char rd_trigger_type[16];   /* "manual", "boundary" or "timetable" */
+	size_t eu_count;
+	hakoi_gen_eu_t eus[HAKO_RD_MAX_EUS];
 	hakoi_gen_options_t opt;
 } hakoi_gen_t;
 

@@ -1,14 +1,16 @@
 /* The eu-input file of hako-conductor gen (conductor_gen.h): Hakoniwa's form, read with tables
  * for the config walker. What Hakoniwa's schema allows and hako does not use is accepted with a
- * warning at its place; what hako cannot map (RD across nodes, several servers, automatic unit
- * lists) is refused at its place with the reason. Cross-references (a group's PDUs in the
- * pdudef, a unit's type, a placement's node) are checked where they are written, which is why
- * the table reads the members in dependency order, not in the file's. */
+ * warning at its place; what hako cannot map (several servers, automatic unit lists) is refused
+ * at its place with the reason. Cross-references (a group's PDUs in the pdudef, a unit's type, a
+ * placement's node) are checked where they are written, which is why the table reads the members
+ * in dependency order, not in the file's. Mode "rd" makes every writing unit an RD execution unit
+ * (conductor_gen.h); those checks come at the end (rd_units), once every unit is placed. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,15 @@
 #include "hakoi/cfg.h"
 
 #define MAX_USEC (1ll << 40)
+/* mode "rd": the RD config's bounds (rd/src/rd_config.c) and gen's own for the context */
+#define RD_MAX_TIMEOUT_USEC  86400000000LL /* a day of world time */
+#define RD_MAX_CONTEXT_BYTES 65536
+#define RD_DEFAULT_TIMEOUT   2000000
+#define RD_DEFAULT_CONTEXT   4096
+#define RD_STATUS_TYPE       "hako_msgs/ExecutionUnitRuntimeStatus"
+#define RD_CONTEXT_TYPE      "hako_msgs/ExecutionUnitRuntimeContext"
+#define RD_STATUS_SIZE       256 /* unit_count 1 needs 68 bytes */
+#define RD_CONTEXT_OVERHEAD  64  /* 24-byte meta, 16-byte base, 24-byte RD header */
 
 /* A robot type: its pdutypes file. */
 struct rtype {
@@ -217,17 +228,12 @@ static int fail_not_node(hakoi_walk_t *w, const char *id)
 
 static int parse_mode(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	(void)base;
 	(void)f;
+	hakoi_gen_t *g = base;
 	const char *s = json_string_value(v);
-	if (s != NULL && strcmp(s, "simple") == 0) {
+	if (s != NULL && (strcmp(s, "simple") == 0 || strcmp(s, "rd") == 0)) {
+		g->rd = strcmp(s, "rd") == 0;
 		return 0;
-	}
-	if (s != NULL && strcmp(s, "rd") == 0) {
-		return hakoi_walk_fail(w,
-		                       "\"rd\" is not generated: runtime delegation across nodes "
-		                       "(the conductor as commit authority, bridges re-routed at "
-		                       "the commit point) is not built yet; use \"simple\"");
 	}
 	return s != NULL ? hakoi_walk_fail(w, "is \"%.64s\"; must be \"simple\" or \"rd\"", s)
 	                 : hakoi_walk_fail_must(w, "\"simple\" or \"rd\"");
@@ -297,6 +303,12 @@ static int parse_pairs(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 		return hakoi_walk_fail(w,
 		                       "has %zu entries; the limit is %d (the clients of a server)",
 		                       n, HAKO_CONDUCTOR_MAX_CLIENTS);
+	}
+	if (g->rd && n > HAKO_RD_MAX_NODES) {
+		return hakoi_walk_fail(w,
+		                       "has %zu entries; with mode \"rd\" the limit is %d (each "
+		                       "client is a node of the RD config: HAKO_RD_MAX_NODES)",
+		                       n, HAKO_RD_MAX_NODES);
 	}
 	g->node_count = 1;
 	for (size_t i = 0; i < n; i++) {
@@ -530,6 +542,120 @@ static int parse_conductor(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 		return hakoi_walk_fail_must(w, "an object");
 	}
 	return walk_lenient(w, v, conductor_fields, base);
+}
+
+/* ---- rd: hako's own, with mode "rd" ---- */
+
+/* rd.trigger, read as the RD config reads it (rd/src/rd_config.c) and copied into it as given.
+ * The ExMonitor gen launches (hako-rd monitor) compares linear.x, .y or .z of a Twist: the
+ * boundary's axis is one of them. */
+struct trigger_in {
+	int type;
+	int axis;
+	double boundary, v_max, hysteresis;
+	long long cooldown_usec, period_usec;
+	long long low_owner, high_owner;
+};
+
+static const char *const trigger_types[] = {"manual", "boundary", "timetable", NULL};
+static const char *const axes[] = {"x", "y", "z", NULL};
+
+/* The RD nodes are the clients, numbered in connection_pairs order from 1. */
+static int check_owners(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hakoi_gen_t *g = ld_of(w)->g;
+	const struct trigger_in *t = base;
+	const long long owners[2] = {t->low_owner, t->high_owner};
+	static const char *const keys[2] = {"low_owner", "high_owner"};
+	for (int k = 0; k < 2; k++) {
+		if (owners[k] >= (long long)g->node_count) {
+			hakoi_walk_push_key(w, keys[k]);
+			return hakoi_walk_fail(w,
+			                       "node %lld is not an RD node: the RD nodes are the "
+			                       "clients, 1 (\"%s\") to %zu (\"%s\")",
+			                       owners[k], g->nodes[1].id, g->node_count - 1,
+			                       g->nodes[g->node_count - 1].id);
+		}
+	}
+	if (t->low_owner == t->high_owner) {
+		hakoi_walk_push_key(w, "high_owner");
+		return hakoi_walk_fail(w, "must differ from low_owner");
+	}
+	return 0;
+}
+
+static const hakoi_field_t manual_fields[] = {
+    HAKOI_IGNORE("type"),
+    HAKOI_END,
+};
+
+static const hakoi_field_t boundary_fields[] = {
+    HAKOI_IGNORE("type"),
+    HAKOI_ENUM("axis", HAKOI_F_REQUIRED, struct trigger_in, axis, axes, NULL),
+    HAKOI_NUMBER("boundary", HAKOI_F_REQUIRED, struct trigger_in, boundary, -INFINITY, INFINITY),
+    HAKOI_NUMBER("v_max", HAKOI_F_REQUIRED, struct trigger_in, v_max, 0.0, INFINITY),
+    HAKOI_NUMBER("hysteresis", 0, struct trigger_in, hysteresis, 0.0, INFINITY),
+    HAKOI_INT("cooldown_usec", 0, struct trigger_in, cooldown_usec, 0, RD_MAX_TIMEOUT_USEC),
+    HAKOI_INT("low_owner", HAKOI_F_REQUIRED, struct trigger_in, low_owner, 1, 255),
+    HAKOI_INT("high_owner", HAKOI_F_REQUIRED, struct trigger_in, high_owner, 1, 255),
+    HAKOI_CHECK(check_owners),
+    HAKOI_END,
+};
+
+static const hakoi_field_t timetable_fields[] = {
+    HAKOI_IGNORE("type"),
+    HAKOI_INT("period_usec", HAKOI_F_REQUIRED, struct trigger_in, period_usec, 1000,
+              RD_MAX_TIMEOUT_USEC),
+    HAKOI_END,
+};
+
+/* The type selects the table of the other members. */
+static int parse_trigger(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	static const hakoi_field_t *const tables[] = {manual_fields, boundary_fields,
+	                                              timetable_fields};
+	static const hakoi_field_t type = {.key = "type",
+	                                   .kind = HAKOI_K_ENUM,
+	                                   .flags = HAKOI_F_REQUIRED,
+	                                   HAKOI_AT(struct trigger_in, type),
+	                                   .names = trigger_types};
+	(void)f;
+	hakoi_gen_t *g = base;
+	struct trigger_in t;
+	memset(&t, 0, sizeof(t));
+	if (!json_is_object(v)) {
+		return hakoi_walk_fail_must(w, "an object {type, ...}");
+	}
+	int r = hakoi_walk_member(w, v, &type, &t);
+	if (r != 0 || (r = hakoi_walk_object(w, v, tables[t.type], &t)) != 0) {
+		return r;
+	}
+	snprintf(g->rd_trigger_type, sizeof(g->rd_trigger_type), "%s", trigger_types[t.type]);
+	json_decref(g->rd_trigger);
+	g->rd_trigger = json_deep_copy(v);
+	return g->rd_trigger != NULL ? 0 : hakoi_walk_fail_oom(w);
+}
+
+static const hakoi_field_t rd_fields[] = {
+    HAKOI_INT("handoff_timeout_usec", 0, hakoi_gen_t, rd_timeout_usec, 1, RD_MAX_TIMEOUT_USEC),
+    HAKOI_INT("max_context_bytes", 0, hakoi_gen_t, rd_context_bytes, 1, RD_MAX_CONTEXT_BYTES),
+    HAKOI_CUSTOM("trigger", 0, parse_trigger, "an object {type, ...}"),
+    HAKOI_END,
+};
+
+static int parse_rd(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	const hakoi_gen_t *g = base;
+	if (!g->rd) {
+		return hakoi_walk_fail(w, "only with mode \"rd\"");
+	}
+	if (!json_is_object(v)) {
+		return hakoi_walk_fail_must(w, "an object");
+	}
+	return hakoi_walk_object(w, v, rd_fields, base);
 }
 
 /* ---- robot_types, robots, pdudef: the PDUs ---- */
@@ -800,6 +926,7 @@ static int add_group(hakoi_walk_t *w, const char *id, const char *array, size_t 
 	snprintf(gr->id, sizeof(gr->id), "%s", id);
 	snprintf(gr->policy, sizeof(gr->policy), "immediate");
 	gr->writer = -1;
+	gr->eu = -1;
 	*out = gr;
 	return 0;
 }
@@ -1267,6 +1394,55 @@ static int parse_arg(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t
 	return *a != NULL ? 0 : hakoi_walk_fail_oom(w);
 }
 
+/* hako's own, with mode "rd": the client nodes that may own the unit (default: every client in
+ * execution_nodes). */
+static int parse_candidates(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)f;
+	struct ld *l = ld_of(w);
+	const hakoi_gen_t *g = l->g;
+	hakoi_gen_unit_t *u = base;
+	if (!g->rd) {
+		return hakoi_walk_fail(w, "only with mode \"rd\"");
+	}
+	if (!json_is_array(v)) {
+		return hakoi_walk_fail_must(w, "an array of client node ids");
+	}
+	if (json_array_size(v) == 0) {
+		return hakoi_walk_fail(w, "must not be empty");
+	}
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		char id[HAKO_NAME_MAX];
+		hakoi_walk_push_index(w, i);
+		int r = get_string(w, json_array_get(v, i), id, sizeof(id));
+		if (r != 0) {
+			return r;
+		}
+		int k = node_of(l, id);
+		if (k < 0) {
+			return fail_not_node(w, id);
+		}
+		if (k == 0) {
+			return hakoi_walk_fail(
+			    w,
+			    "\"%s\" is the server: RD-Full: an execution unit runs "
+			    "on client nodes; the server is the commit authority",
+			    id);
+		}
+		if (!g->nodes[k].executes) {
+			return hakoi_walk_fail(w, "node \"%s\" is not in execution_nodes", id);
+		}
+		for (size_t j = 0; j < i; j++) {
+			if (u->candidates[j] == k) {
+				return hakoi_walk_fail_dup(w, j, "node \"%s\"", id);
+			}
+		}
+		u->candidates[u->candidate_count++] = k;
+		hakoi_walk_pop(w);
+	}
+	return 0;
+}
+
 static const hakoi_field_t arg_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_arg};
 
 static const hakoi_field_t unit_fields[] = {
@@ -1289,6 +1465,7 @@ static const hakoi_field_t unit_fields[] = {
      .elem = &arg_elem,
      .expect = "an array of strings"},
     HAKOI_STRING("asset", 0, hakoi_gen_unit_t, asset),
+    HAKOI_CUSTOM("candidates", 0, parse_candidates, "an array of client node ids"),
     HAKOI_OTHERS,
     HAKOI_END,
 };
@@ -1312,6 +1489,7 @@ static int parse_units(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 		hakoi_gen_unit_t *u = &g->units[i];
 		json_t *e = json_array_get(v, i);
 		u->node = -1;
+		u->eu = -1;
 		u->index = i;
 		g->unit_count = i + 1; /* so that hakoi_gen_free sees what it holds */
 		hakoi_walk_push_index(w, i);
@@ -1654,8 +1832,262 @@ static void pop_n(hakoi_walk_t *w, int n)
 	}
 }
 
+/* ---- mode "rd": the execution units ---- */
+
+/* The unit's entry in execution_units, for a message about what the unit is. */
+static void push_entry(hakoi_walk_t *w, const hakoi_gen_unit_t *u)
+{
+	hakoi_walk_push_key(w, "execution_units");
+	hakoi_walk_push_index(w, u->index);
+}
+
+static int is_candidate(const hakoi_gen_unit_t *u, int node)
+{
+	for (size_t i = 0; i < u->candidate_count; i++) {
+		if (u->candidates[i] == node) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The EU's status and context PDUs, added to its robot after the robot's highest channel id.
+ * The context holds the registry's meta and base, the RD header and max_context_bytes
+ * (docs/rd.md, "Control-plane PDUs"). */
+static int add_control_pdus(hakoi_walk_t *w, const hakoi_gen_eu_t *eu)
+{
+	hakoi_gen_t *g = ld_of(w)->g;
+	hako_pdudef_robot_t *rb = NULL;
+	for (size_t i = 0; i < g->pdudef->robot_count && rb == NULL; i++) {
+		if (strcmp(g->pdudef->robots[i].name, eu->robot) == 0) {
+			rb = &g->pdudef->robots[i];
+		}
+	}
+	int32_t top = -1;
+	for (size_t i = 0; i < rb->pdu_count; i++) {
+		top = rb->pdus[i].channel_id > top ? rb->pdus[i].channel_id : top;
+	}
+	hako_pdudef_pdu_t *p = realloc(rb->pdus, (rb->pdu_count + 2) * sizeof(*p));
+	if (p == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	rb->pdus = p;
+	p += rb->pdu_count;
+	memset(p, 0, 2 * sizeof(*p));
+	snprintf(p[0].name, sizeof(p[0].name), "%s", eu->status);
+	snprintf(p[0].type, sizeof(p[0].type), "%s", RD_STATUS_TYPE);
+	p[0].pdu_size = RD_STATUS_SIZE;
+	snprintf(p[1].name, sizeof(p[1].name), "%s", eu->context);
+	snprintf(p[1].type, sizeof(p[1].type), "%s", RD_CONTEXT_TYPE);
+	p[1].pdu_size = (uint32_t)((RD_CONTEXT_OVERHEAD + g->rd_context_bytes + 7) & ~7ll);
+	for (int k = 0; k < 2; k++) {
+		p[k].channel_id = top + 1 + k;
+		p[k].is_reader = p[k].is_writer = 1;
+	}
+	rb->pdu_count += 2;
+	return 0;
+}
+
+/* The PDUs of the groups unit k writes, all of one robot, into eu. */
+static int eu_writes(hakoi_walk_t *w, size_t k, hakoi_gen_eu_t *eu)
+{
+	struct ld *l = ld_of(w);
+	const hakoi_gen_t *g = l->g;
+	const hakoi_gen_unit_t *u = &g->units[k];
+	const char *first = NULL; /* the group of the first PDU */
+	for (size_t j = 0; j < g->group_count; j++) {
+		const hakoi_gen_group_t *gr = &g->groups[j];
+		if (!u->writes[j]) {
+			continue;
+		}
+		if (gr->eu >= 0) {
+			push_unit(w, l, k);
+			return hakoi_walk_fail(
+			    w,
+			    "unit \"%s\" writes group \"%s\", which unit \"%s\" "
+			    "writes too: an execution unit's PDUs have one writer",
+			    u->name, gr->id, g->units[g->eus[gr->eu].unit].name);
+		}
+		for (size_t i = 0; i < gr->key_count; i++) {
+			const hakoi_gen_key_t *key = &gr->keys[i];
+			if (first == NULL) {
+				first = gr->id;
+				snprintf(eu->robot, sizeof(eu->robot), "%s", key->robot);
+			} else if (strcmp(eu->robot, key->robot) != 0) {
+				push_entry(w, u);
+				return hakoi_walk_fail(
+				    w,
+				    "unit \"%s\" writes %s.%s (group \"%s\") and %s.%s (group "
+				    "\"%s\"): an execution unit writes the PDUs of one robot (the "
+				    "RD "
+				    "config gives each its robot)",
+				    u->name, eu->robot, eu->writes[0], first, key->robot, key->pdu,
+				    gr->id);
+			}
+			if (eu->write_count == HAKO_RD_MAX_PDUS) {
+				push_entry(w, u);
+				return hakoi_walk_fail(
+				    w,
+				    "unit \"%s\" writes more than %d PDUs (%s.%s of "
+				    "group \"%s\" is the %dth): an execution unit "
+				    "writes at most %d (HAKO_RD_MAX_PDUS)",
+				    u->name, HAKO_RD_MAX_PDUS, key->robot, key->pdu, gr->id,
+				    HAKO_RD_MAX_PDUS + 1, HAKO_RD_MAX_PDUS);
+			}
+			snprintf(eu->writes[eu->write_count++], sizeof(eu->writes[0]), "%s",
+			         key->pdu);
+		}
+	}
+	return 0;
+}
+
+/* Unit k, placed and writing, as an EU: on a client, among its candidates, with its control
+ * PDUs. */
+static int add_eu(hakoi_walk_t *w, size_t k)
+{
+	struct ld *l = ld_of(w);
+	hakoi_gen_t *g = l->g;
+	hakoi_gen_unit_t *u = &g->units[k];
+	if (u->node == 0) {
+		size_t j = 0;
+		while (!u->writes[j]) {
+			j++;
+		}
+		push_unit(w, l, k);
+		return hakoi_walk_fail(
+		    w,
+		    "unit \"%s\" writes group \"%s\", so it is an execution unit: "
+		    "RD-Full: an execution unit runs on client nodes; the server "
+		    "is the commit authority",
+		    u->name, g->groups[j].id);
+	}
+	if (g->eu_count == HAKO_RD_MAX_EUS) {
+		push_entry(w, u);
+		return hakoi_walk_fail(
+		    w,
+		    "unit \"%s\" would be execution unit %d: an RD config has at "
+		    "most %d (HAKO_RD_MAX_EUS)",
+		    u->name, HAKO_RD_MAX_EUS + 1, HAKO_RD_MAX_EUS);
+	}
+	hakoi_gen_eu_t *eu = &g->eus[g->eu_count];
+	memset(eu, 0, sizeof(*eu));
+	eu->unit = k;
+	int r = eu_writes(w, k, eu);
+	if (r != 0) {
+		return r;
+	}
+	if (u->candidate_count == 0) {
+		for (size_t i = 1; i < g->node_count; i++) {
+			if (g->nodes[i].executes) {
+				u->candidates[u->candidate_count++] = (int)i;
+			}
+		}
+	} else if (!is_candidate(u, u->node)) {
+		char list[512] = "";
+		for (size_t i = 0; i < u->candidate_count; i++) {
+			size_t n = strlen(list);
+			snprintf(list + n, sizeof(list) - n, "%s%s", i > 0 ? ", " : "",
+			         g->nodes[u->candidates[i]].id);
+		}
+		push_unit(w, l, k);
+		return hakoi_walk_fail(w,
+		                       "unit \"%s\" is placed on \"%s\", which is not one of its "
+		                       "candidates (%s): the node it starts on owns it first",
+		                       u->name, g->nodes[u->node].id, list);
+	}
+	snprintf(eu->status, sizeof(eu->status), "rd_status_%s", u->name);
+	snprintf(eu->context, sizeof(eu->context), "rd_context_%s", u->name);
+	const char *names[2] = {eu->status, eu->context};
+	for (int i = 0; i < 2; i++) {
+		if (hako_pdudef_find(g->pdudef, eu->robot, names[i]) != NULL) {
+			push_entry(w, u);
+			return hakoi_walk_fail(
+			    w,
+			    "robot \"%s\" has a PDU \"%s\" already: gen adds it as "
+			    "the %s PDU of execution unit \"%s\"",
+			    eu->robot, names[i], i == 0 ? "status" : "context", u->name);
+		}
+	}
+	if ((r = add_control_pdus(w, eu)) != 0) {
+		return r;
+	}
+	u->eu = (int)g->eu_count++;
+	for (size_t j = 0; j < g->group_count; j++) {
+		if (u->writes[j]) {
+			g->groups[j].eu = u->eu;
+		}
+	}
+	return 0;
+}
+
+/* The boundary trigger's owners are candidates of every EU, and the ExMonitor reads
+ * linear.<axis> of each EU's first write, a Twist. */
+static int check_boundary(hakoi_walk_t *w)
+{
+	const hakoi_gen_t *g = ld_of(w)->g;
+	static const char *const owners[2] = {"low_owner", "high_owner"};
+	if (strcmp(g->rd_trigger_type, "boundary") != 0) {
+		return 0;
+	}
+	for (size_t e = 0; e < g->eu_count; e++) {
+		const hakoi_gen_eu_t *eu = &g->eus[e];
+		const hakoi_gen_unit_t *u = &g->units[eu->unit];
+		const hako_pdudef_pdu_t *p = hako_pdudef_find(g->pdudef, eu->robot, eu->writes[0]);
+		if (strcmp(p->type, "geometry_msgs/Twist") != 0) {
+			push_entry(w, u);
+			return hakoi_walk_fail(
+			    w,
+			    "unit \"%s\" writes %s.%s (%s) first: with the boundary "
+			    "trigger, hako-rd monitor reads linear.<axis> of each "
+			    "execution unit's first PDU, a geometry_msgs/Twist",
+			    u->name, eu->robot, p->name, p->type);
+		}
+		for (int k = 0; k < 2; k++) {
+			json_int_t id =
+			    json_integer_value(json_object_get(g->rd_trigger, owners[k]));
+			if (!is_candidate(u, (int)id)) {
+				hakoi_walk_push_key(w, "rd");
+				hakoi_walk_push_key(w, "trigger");
+				hakoi_walk_push_key(w, owners[k]);
+				return hakoi_walk_fail(
+				    w,
+				    "node %d (\"%s\") is not a candidate of unit "
+				    "\"%s\": the trigger's owners are candidates of "
+				    "every execution unit",
+				    (int)id, g->nodes[id].id, u->name);
+			}
+		}
+	}
+	return 0;
+}
+
+/* Mode "rd": every placed unit that writes a group is an EU. */
+static int rd_units(hakoi_walk_t *w)
+{
+	hakoi_gen_t *g = ld_of(w)->g;
+	for (size_t k = 0; k < g->unit_count; k++) {
+		const hakoi_gen_unit_t *u = &g->units[k];
+		int writes = 0;
+		for (size_t j = 0; j < g->group_count; j++) {
+			writes |= u->writes[j];
+		}
+		int r = u->node >= 0 && writes ? add_eu(w, k) : 0;
+		if (r != 0) {
+			return r;
+		}
+	}
+	if (g->eu_count == 0) {
+		hakoi_walk_push_key(w, "mode");
+		return hakoi_walk_fail(w, "\"rd\": no placed unit writes a group, so there is no "
+		                          "execution unit to delegate; use \"simple\"");
+	}
+	return check_boundary(w);
+}
+
 /* Who writes each group and where it goes: to every node with a reader; with none elsewhere,
- * from a client to the server and from the server to every client. */
+ * from a client to the server and from the server to every client. An EU's group may be
+ * written on each of its candidates and goes to the server and to every node with a reader,
+ * the candidates too (one of them owns it at a time). */
 static int route(hakoi_walk_t *w)
 {
 	struct ld *l = ld_of(w);
@@ -1667,6 +2099,14 @@ static int route(hakoi_walk_t *w)
 		}
 		for (size_t j = 0; j < g->group_count; j++) {
 			hakoi_gen_group_t *gr = &g->groups[j];
+			if (u->eu >= 0) { /* it runs on every candidate */
+				for (size_t c = 0; c < u->candidate_count; c++) {
+					gr->read[u->candidates[c]] |= u->reads[j];
+					gr->src[u->candidates[c]] |= u->writes[j];
+				}
+				gr->writer = u->writes[j] ? u->node : gr->writer;
+				continue;
+			}
 			gr->read[u->node] |= u->reads[j];
 			if (!u->writes[j]) {
 				continue;
@@ -1680,6 +2120,7 @@ static int route(hakoi_walk_t *w)
 				    u->name, gr->id, g->nodes[u->node].id, g->nodes[gr->writer].id);
 			}
 			gr->writer = u->node;
+			gr->src[u->node] = 1;
 		}
 	}
 	for (size_t j = 0; j < g->group_count; j++) {
@@ -1691,6 +2132,12 @@ static int route(hakoi_walk_t *w)
 			        "group \"%s\" is written by no placed unit: no bridge moves it",
 			        gr->id);
 			pop_n(w, 2);
+			continue;
+		}
+		if (gr->eu >= 0) {
+			for (size_t i = 0; i < g->node_count; i++) {
+				gr->dest[i] = gr->read[i] || i == 0;
+			}
 			continue;
 		}
 		int any = 0;
@@ -1740,8 +2187,8 @@ static int finish(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f
 			g->nodes[i].executes = 1;
 		}
 	}
-	int r = route(w);
-	if (r != 0) {
+	int r = g->rd ? rd_units(w) : 0;
+	if (r != 0 || (r = route(w)) != 0) {
 		return r;
 	}
 	for (size_t k = 0; k < g->unit_count; k++) {
@@ -1776,6 +2223,7 @@ static const hakoi_field_t top_fields[] = {
     HAKOI_CUSTOM("node_addresses", 0, parse_addresses, "an object of node id: address"),
     HAKOI_CUSTOM("comm_defaults", 0, parse_comm, "an object"),
     HAKOI_CUSTOM("conductor_defaults", 0, parse_conductor, "an object"),
+    HAKOI_CUSTOM("rd", 0, parse_rd, "an object"),
     HAKOI_CUSTOM("robot_types", 0, parse_rtypes, "an object of type: {pdutypes}"),
     HAKOI_CUSTOM("robots", 0, parse_robots, "an array of {name, type}"),
     HAKOI_CUSTOM("pdudef", 0, parse_pdudef, "a string"),
@@ -1843,6 +2291,9 @@ int hakoi_gen_load(const char *path, const hakoi_gen_options_t *opt, hakoi_gen_t
 	g->delta_usec = 1000;
 	g->on_client_loss = -1;
 	g->publish_mode = HAKO_PUBLISH_IMMEDIATE;
+	g->rd_timeout_usec = RD_DEFAULT_TIMEOUT;
+	g->rd_context_bytes = RD_DEFAULT_CONTEXT;
+	snprintf(g->rd_trigger_type, sizeof(g->rd_trigger_type), "manual");
 	struct ld l;
 	memset(&l, 0, sizeof(l));
 	l.g = g;
@@ -1884,12 +2335,39 @@ void hakoi_gen_free(hakoi_gen_t *g)
 	}
 	free(g->units);
 	hako_pdudef_free(g->pdudef);
+	json_decref(g->rd_trigger);
 	free(g);
 }
 
 /* ---- dump ---- */
 
 static const char *const publish_text[] = {"immediate", "delta_boundary"};
+
+static void dump_rd(const hakoi_gen_t *g, FILE *out)
+{
+	char *trigger = g->rd_trigger != NULL ? json_dumps(g->rd_trigger, JSON_COMPACT) : NULL;
+	fprintf(out, "rd trigger %s%s%s handoff_timeout_usec %lld max_context_bytes %lld\n",
+	        g->rd_trigger_type, trigger != NULL ? " " : "", trigger != NULL ? trigger : "",
+	        g->rd_timeout_usec, g->rd_context_bytes);
+	free(trigger);
+	for (size_t i = 1; i < g->node_count; i++) {
+		fprintf(out, "rd node %zu %s\n", i, g->nodes[i].id);
+	}
+	for (size_t e = 0; e < g->eu_count; e++) {
+		const hakoi_gen_eu_t *eu = &g->eus[e];
+		const hakoi_gen_unit_t *u = &g->units[eu->unit];
+		fprintf(out, "rd eu %zu %s robot %s writes", e, u->name, eu->robot);
+		for (size_t k = 0; k < eu->write_count; k++) {
+			fprintf(out, "%s%s", k > 0 ? "," : " ", eu->writes[k]);
+		}
+		fprintf(out, " candidates");
+		for (size_t k = 0; k < u->candidate_count; k++) {
+			fprintf(out, "%s%d", k > 0 ? "," : " ", u->candidates[k]);
+		}
+		fprintf(out, " initial %d status %s context %s\n", u->node, eu->status,
+		        eu->context);
+	}
+}
 
 void hakoi_gen_dump(const hakoi_gen_t *g, FILE *out)
 {
@@ -1935,7 +2413,13 @@ void hakoi_gen_dump(const hakoi_gen_t *g, FILE *out)
 			fprintf(out, " not written\n");
 			continue;
 		}
-		fprintf(out, " from %s to", g->nodes[gr->writer].id);
+		fprintf(out, " from");
+		for (size_t i = 0, n = 0; i < g->node_count; i++) {
+			if (gr->src[i]) {
+				fprintf(out, "%s%s", n++ > 0 ? "," : " ", g->nodes[i].id);
+			}
+		}
+		fprintf(out, " to");
 		for (size_t i = 0; i < g->node_count; i++) {
 			if (gr->dest[i]) {
 				fprintf(out, " %s", g->nodes[i].id);
@@ -1955,5 +2439,8 @@ void hakoi_gen_dump(const hakoi_gen_t *g, FILE *out)
 			fprintf(out, " asset %s", u->asset);
 		}
 		fputc('\n', out);
+	}
+	if (g->rd) {
+		dump_rd(g, out);
 	}
 }

@@ -7,6 +7,7 @@
  *   <node>/bridge.json                the node's connections (when it moves PDUs)
  *   <node>/endpoints.json             its endpoint container
  *   <node>/endpoint/...               shm endpoint, a tcp endpoint per link, the cache
+ *   <node>/rd.json                    mode "rd": the RD config, the same bytes on every node
  *
  * A node's folder names nothing outside itself, so it can be copied to its machine as it is. */
 #define _GNU_SOURCE
@@ -72,71 +73,72 @@ static int put(struct out *o, const char *rel, json_t *doc)
 
 /* ---- routes ---- */
 
-/* How node n handles group j: the source it reads it from (-1: the node's shm endpoint, or a
- * peer's link) and where it sends it; 0 when n has nothing to do with it. dest_shm: into the
- * node's domain; dest_link[i]: to node i over their link. */
+/* How node n handles group j from one source (-1: the node's shm endpoint, or a peer's link)
+ * and where it sends it. dest_shm: into the node's domain; dest_link[i]: to node i over their
+ * link. */
 struct hop {
 	int source; /* -1: shm; else the peer node whose link it comes from */
 	int dest_shm;
 	unsigned char dest_link[HAKOI_GEN_MAX_NODES];
-	int any;
 };
 
-static int hop_of(const hakoi_gen_t *g, int n, size_t j, struct hop *h)
+/* Whether node from sends group j to node to over their link: a client sends what its units
+ * may write to the server when anyone else gets it; the server sends a client what it gets
+ * when another node may write it. */
+static int sends(const hakoi_gen_t *g, size_t j, int from, int to)
 {
 	const hakoi_gen_group_t *gr = &g->groups[j];
-	memset(h, 0, sizeof(*h));
-	if (gr->writer < 0) {
+	if ((from == 0) == (to == 0) || !(from == 0 ? gr->dest[to] : gr->src[from])) {
 		return 0;
 	}
-	if (gr->writer == n) {
-		h->source = -1;
+	for (size_t i = 0; i < g->node_count; i++) {
+		if (from == 0 ? (int)i != to && gr->src[i] : (int)i != from && gr->dest[i]) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Node n's hops for group j, one per source (its shm first, then the peers in node order);
+ * the count. The server passes what a client sends on to every other client that gets it. */
+static size_t hops_of(const hakoi_gen_t *g, int n, size_t j, struct hop *hops)
+{
+	const hakoi_gen_group_t *gr = &g->groups[j];
+	size_t count = 0;
+	for (int p = -1; p < (int)g->node_count; p++) {
+		if (p == n || (p < 0 ? !gr->src[n] : !sends(g, j, p, n))) {
+			continue;
+		}
+		struct hop *h = &hops[count];
+		memset(h, 0, sizeof(*h));
+		h->source = p;
+		h->dest_shm = p >= 0 && gr->dest[n];
+		int any = h->dest_shm;
 		for (size_t i = 0; i < g->node_count; i++) {
-			if (!gr->dest[i]) {
-				continue;
-			}
-			/* A client sends everything to the server, which passes it on. */
-			h->dest_link[n == 0 ? i : 0] = 1;
-			h->any = 1;
+			h->dest_link[i] = (int)i != p && sends(g, j, n, (int)i);
+			any |= h->dest_link[i];
 		}
-		return h->any;
+		count += any != 0;
 	}
-	if (n == 0) { /* the server, for a client's group: into its domain, or on to others */
-		h->source = gr->writer;
-		h->dest_shm = gr->dest[0];
-		h->any = h->dest_shm;
-		for (size_t i = 1; i < g->node_count; i++) {
-			if (gr->dest[i] && (int)i != gr->writer) {
-				h->dest_link[i] = 1;
-				h->any = 1;
-			}
-		}
-		return h->any;
-	}
-	if (gr->dest[n]) {
-		h->source = 0;
-		h->dest_shm = 1;
-		h->any = 1;
-	}
-	return h->any;
+	return count;
 }
 
 /* The links node n uses (link[i]: to node i) and whether it moves anything. */
 static int links_of(const hakoi_gen_t *g, int n, unsigned char *link)
 {
+	struct hop hops[HAKOI_GEN_MAX_NODES + 1];
 	memset(link, 0, HAKOI_GEN_MAX_NODES);
 	int any = 0;
 	for (size_t j = 0; j < g->group_count; j++) {
-		struct hop h;
-		if (!hop_of(g, n, j, &h)) {
-			continue;
-		}
-		any = 1;
-		if (h.source >= 0) {
-			link[h.source] = 1;
-		}
-		for (size_t i = 0; i < g->node_count; i++) {
-			link[i] |= h.dest_link[i];
+		size_t count = hops_of(g, n, j, hops);
+		for (size_t k = 0; k < count; k++) {
+			any = 1;
+			if (hops[k].source >= 0) {
+				link[hops[k].source] = 1;
+			}
+			for (size_t i = 0; i < g->node_count; i++) {
+				link[i] |= hops[k].dest_link[i];
+			}
 		}
 	}
 	return any;
@@ -257,7 +259,79 @@ static json_t *conductor_json(const hakoi_gen_t *g, int n)
 		json_object_set_new(c, "server_machine_id", json_string(g->nodes[0].id));
 	}
 	add_timing(g, c);
+	if (g->rd) { /* relative to this file: <node>/conductor/<node>.json */
+		json_object_set_new(c, "rd_config_path", json_string("../" HAKOI_GEN_RD_FILE));
+	}
 	return c;
+}
+
+/* ---- the RD config (mode "rd") ---- */
+
+/* One document for every node: the runtime compares a hash of the file's bytes across nodes.
+ * The RD nodes are the clients, their node index their id. */
+static json_t *rd_json(const hakoi_gen_t *g)
+{
+	json_t *nodes = json_array(), *eus = json_array();
+	json_t *trigger = g->rd_trigger != NULL ? json_deep_copy(g->rd_trigger)
+	                                        : json_pack("{s:s}", "type", "manual");
+	json_t *rd =
+	    json_pack("{s:s, s:s, s:o, s:I, s:o, s:o}", "mode", "full", "pdudef", g->pdudef_name,
+	              "nodes", nodes, "handoff_timeout_usec", (json_int_t)g->rd_timeout_usec,
+	              "trigger", trigger, "execution_units", eus);
+	if (rd == NULL) {
+		return NULL;
+	}
+	for (size_t i = 1; i < g->node_count; i++) {
+		json_array_append_new(
+		    nodes, json_pack("{s:i, s:s}", "id", (int)i, "name", g->nodes[i].id));
+	}
+	for (size_t e = 0; e < g->eu_count; e++) {
+		const hakoi_gen_eu_t *eu = &g->eus[e];
+		const hakoi_gen_unit_t *u = &g->units[eu->unit];
+		json_t *writes = json_array(), *candidates = json_array();
+		for (size_t k = 0; k < eu->write_count; k++) {
+			json_array_append_new(writes, json_string(eu->writes[k]));
+		}
+		for (size_t k = 0; k < u->candidate_count; k++) {
+			json_array_append_new(candidates, json_integer(u->candidates[k]));
+		}
+		json_array_append_new(
+		    eus, json_pack("{s:i, s:s, s:s, s:o, s:o, s:i, s:I, s:s, s:s}", "id", (int)e,
+		                   "name", u->name, "robot", eu->robot, "writes", writes,
+		                   "candidates", candidates, "initial_owner", u->node,
+		                   "max_context_bytes", (json_int_t)g->rd_context_bytes, "status",
+		                   eu->status, "context", eu->context));
+	}
+	return rd;
+}
+
+/* Write the RD config into every node's folder, and load one copy with hako's RD loader: what
+ * gen checked of the eu-input is what the runtime checks of the RD config. */
+static int write_rd(struct out *o)
+{
+	const hakoi_gen_t *g = o->g;
+	char file[PATH_MAX];
+	json_t *rd = rd_json(g);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < g->node_count; i++) {
+		snprintf(file, sizeof(file), "%s/%s", g->nodes[i].id, HAKOI_GEN_RD_FILE);
+		r = put(o, file, json_incref(rd));
+	}
+	json_decref(rd);
+	if (r != 0) {
+		return r;
+	}
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s/%s", o->dir, g->nodes[0].id, HAKOI_GEN_RD_FILE);
+	hako_rd_config_t *cfg = NULL;
+	hako_error_t sub;
+	if ((r = hako_rd_config_load(path, &cfg, &sub)) != 0) {
+		char msg[1200];
+		return hako_error_set(o->err, r, path, 0, 0, "the RD config does not load: %s",
+		                      hako_error_format(&sub, msg, sizeof(msg)));
+	}
+	hako_rd_config_free(cfg);
+	return 0;
 }
 
 /* ---- a node's bridge and endpoints ---- */
@@ -267,7 +341,7 @@ static json_t *shm_comm_json(const hakoi_gen_t *g, int n)
 	json_t *robots = json_array();
 	for (size_t j = 0; robots != NULL && j < g->group_count; j++) {
 		const hakoi_gen_group_t *gr = &g->groups[j];
-		int writes = gr->writer == n, gets = gr->writer >= 0 && gr->dest[n];
+		int writes = gr->src[n], gets = gr->writer >= 0 && gr->dest[n];
 		if (!writes && !gets) {
 			continue;
 		}
@@ -356,6 +430,36 @@ static json_t *key_group_json(const hakoi_gen_group_t *gr)
 	return members;
 }
 
+/* The connection of one hop: one group from one source. An EU's group is checked for the
+ * EU's epoch (hako-bridge --rd moves the epoch with the EU and pauses a standby's sending). */
+static json_t *connection_json(const hakoi_gen_t *g, int n, const hakoi_gen_group_t *gr,
+                               const struct hop *h)
+{
+	char src[160], id[400];
+	endpoint_id(g, n, h->source, src, sizeof(src));
+	json_t *dests = json_array();
+	if (h->dest_shm) {
+		char shm[160];
+		endpoint_id(g, n, -1, shm, sizeof(shm));
+		json_array_append_new(dests, json_pack("{s:s}", "endpointId", shm));
+	}
+	for (size_t i = 0; i < g->node_count; i++) {
+		if (h->dest_link[i]) {
+			char ep[160];
+			endpoint_id(g, n, (int)i, ep, sizeof(ep));
+			json_array_append_new(dests, json_pack("{s:s}", "endpointId", ep));
+		}
+	}
+	snprintf(id, sizeof(id), "%s@%s", gr->id, src);
+	json_t *c = json_pack("{s:s, s:s, s:{s:s}, s:o, s:[{s:s, s:s}]}", "id", id, "nodeId",
+	                      g->nodes[n].id, "source", "endpointId", src, "destinations", dests,
+	                      "transferPdus", "pduKeyGroupId", gr->id, "policyId", gr->policy);
+	if (c != NULL && gr->eu >= 0) {
+		json_object_set_new(c, "epoch_validation", json_true());
+	}
+	return c;
+}
+
 /* One connection per (source, group), each with its own destinations. */
 static json_t *bridge_json(const hakoi_gen_t *g, int n, const unsigned char *link)
 {
@@ -378,37 +482,20 @@ static json_t *bridge_json(const hakoi_gen_t *g, int n, const unsigned char *lin
 			                      json_pack("{s:s, s:s}", "from", from, "to", to));
 		}
 	}
+	struct hop hops[HAKOI_GEN_MAX_NODES + 1];
 	for (size_t j = 0; j < g->group_count; j++) {
 		const hakoi_gen_group_t *gr = &g->groups[j];
-		struct hop h;
-		if (!hop_of(g, n, j, &h)) {
+		size_t count = hops_of(g, n, j, hops);
+		if (count == 0) {
 			continue;
 		}
 		if (json_object_get(policies, gr->policy) == NULL) {
 			json_object_set_new(policies, gr->policy, policy_json(gr->policy));
 		}
 		json_object_set_new(groups, gr->id, key_group_json(gr));
-		char src[160], id[400];
-		endpoint_id(g, n, h.source, src, sizeof(src));
-		json_t *dests = json_array();
-		if (h.dest_shm) {
-			char shm[160];
-			endpoint_id(g, n, -1, shm, sizeof(shm));
-			json_array_append_new(dests, json_pack("{s:s}", "endpointId", shm));
+		for (size_t k = 0; k < count; k++) {
+			json_array_append_new(conns, connection_json(g, n, gr, &hops[k]));
 		}
-		for (size_t i = 0; i < g->node_count; i++) {
-			if (h.dest_link[i]) {
-				char ep[160];
-				endpoint_id(g, n, (int)i, ep, sizeof(ep));
-				json_array_append_new(dests, json_pack("{s:s}", "endpointId", ep));
-			}
-		}
-		snprintf(id, sizeof(id), "%s@%s", gr->id, src);
-		json_array_append_new(conns, json_pack("{s:s, s:s, s:{s:s}, s:o, s:[{s:s, s:s}]}",
-		                                       "id", id, "nodeId", g->nodes[n].id, "source",
-		                                       "endpointId", src, "destinations", dests,
-		                                       "transferPdus", "pduKeyGroupId", gr->id,
-		                                       "policyId", gr->policy));
 	}
 	return b;
 }
@@ -449,6 +536,38 @@ static int write_bridge(struct out *o, int n, const unsigned char *link)
 
 /* ---- a node's launch file ---- */
 
+#define RD_CONFIG_VAR "${HAKO_LAUNCH_DIR}/" HAKOI_GEN_RD_FILE
+
+/* Unit u's process on node n, or NULL when it does not run there. An EU runs on each of its
+ * candidates, the owner and the standbys, told which node and EU it is by its environment. */
+static json_t *unit_process(const hakoi_gen_unit_t *u, int n)
+{
+	int runs = u->node == n;
+	for (size_t c = 0; u->eu >= 0 && c < u->candidate_count; c++) {
+		runs |= u->candidates[c] == n;
+	}
+	if (!runs || u->command == NULL) {
+		return NULL;
+	}
+	json_t *args = json_array();
+	for (size_t j = 0; args != NULL && j < u->arg_count; j++) {
+		json_array_append_new(args, json_string(u->args[j]));
+	}
+	json_t *p =
+	    json_pack("{s:s, s:s, s:o}", "name", u->name, "command", u->command, "args", args);
+	if (p != NULL && u->eu >= 0) {
+		char id[16];
+		snprintf(id, sizeof(id), "%d", n);
+		json_object_set_new(p, "env",
+		                    json_pack("{s:s, s:s, s:s}", "HAKO_RD_CONFIG", RD_CONFIG_VAR,
+		                              "HAKO_RD_NODE", id, "HAKO_RD_EU", u->name));
+	}
+	if (p != NULL) {
+		json_object_set_new(p, "wait_for", json_pack("{s:s}", "asset", u->asset));
+	}
+	return p;
+}
+
 static json_t *launch_json(const hakoi_gen_t *g, int n, int bridged)
 {
 	const hakoi_gen_node_t *node = &g->nodes[n];
@@ -481,24 +600,34 @@ static json_t *launch_json(const hakoi_gen_t *g, int n, int bridged)
 	if (bridged) {
 		/* hako-bridge says this line once its endpoints are open and its connections made:
 		 * the units start after it, so that nothing they write is missed. */
-		json_array_append_new(
-		    procs,
-		    json_pack("{s:s, s:s, s:[s, s, s, s], s:{s:s}}", "name", "hako-bridge",
-		              "command", "hako-bridge", "args", "${HAKO_LAUNCH_DIR}/bridge.json",
-		              "--node", node->id, "-v", "wait_for", "log", "connection(s)"));
+		json_t *args =
+		    json_pack("[s, s, s]", "${HAKO_LAUNCH_DIR}/bridge.json", "--node", node->id);
+		if (g->rd) { /* the connections of an EU's groups follow its owner */
+			json_array_append_new(args, json_string("--rd"));
+			json_array_append_new(args, json_string(RD_CONFIG_VAR));
+		}
+		json_array_append_new(args, json_string("-v"));
+		json_array_append_new(procs,
+		                      json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", "hako-bridge",
+		                                "command", "hako-bridge", "args", args, "wait_for",
+		                                "log", "connection(s)"));
+	}
+	if (n == 0 && g->rd &&
+	    (strcmp(g->rd_trigger_type, "timetable") == 0 ||
+	     strcmp(g->rd_trigger_type, "boundary") == 0)) {
+		/* The ExMonitor: an asset of the server's domain that asks the server for the
+		 * trigger's moves (docs/rd.md). */
+		snprintf(text, sizeof(text), "${HAKO_LAUNCH_DIR}/conductor/%s.json", node->id);
+		json_array_append_new(procs, json_pack("{s:s, s:s, s:[s, s, s], s:{s:s}}", "name",
+		                                       "exmonitor", "command", "hako-rd", "args",
+		                                       "monitor", "--conductor", text, "wait_for",
+		                                       "log", "monitor: every"));
 	}
 	for (size_t k = 0; k < g->unit_count; k++) {
-		const hakoi_gen_unit_t *u = &g->units[k];
-		if (u->node != n || u->command == NULL) {
-			continue;
+		json_t *p = unit_process(&g->units[k], n);
+		if (p != NULL) {
+			json_array_append_new(procs, p);
 		}
-		json_t *args = json_array();
-		for (size_t j = 0; args != NULL && j < u->arg_count; j++) {
-			json_array_append_new(args, json_string(u->args[j]));
-		}
-		json_array_append_new(procs, json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", u->name,
-		                                       "command", u->command, "args", args,
-		                                       "wait_for", "asset", u->asset));
 	}
 	json_object_set_new(l, "processes", procs);
 	return l;
@@ -534,6 +663,9 @@ int hakoi_gen_write(const hakoi_gen_t *g, const char *dir, size_t *count, hako_e
 			snprintf(file, sizeof(file), "%s/launch.json", id);
 			json_array_append_new(nodes, json_string(file));
 		}
+	}
+	if (r == 0 && g->rd) { /* after the pdudefs: the check loads the RD config's */
+		r = write_rd(&o);
 	}
 	if (r == 0) {
 		r = put(&o, "federation.json",

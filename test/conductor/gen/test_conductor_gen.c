@@ -6,11 +6,14 @@
  * conductor file (hako_conductor_config_load), pdudef (hako_pdudef_load), endpoint container
  * (hako_endpoint_container_load), bridge file (hako_bridge_config_load) and launch file, and the
  * federation file (the hako-launch loader, which also checks the nodes against each other). A
- * file that does not load fails the case with the loader's error line.
+ * file that does not load fails the case with the loader's error line. With mode "rd", every
+ * node's RD config too (hako_rd_config_load): the same bytes on every node, named by every
+ * conductor file, and no bridge connection that hako-bridge --rd would refuse; the launch files'
+ * processes are printed with their arguments and environment (the output folder as "DIR").
  *
  * The environment is fixed: PATH=/usr/bin:/bin (units' commands such as "true" are found
- * there), hako-bridge is found in the build tree (HAKO_BRIDGE_DIR). Shared inputs (pdutypes, a
- * pdudef) are in fixtures/, next to cases/.
+ * there), hako-bridge and hako-rd are found in the build tree (HAKO_BRIDGE_DIR, HAKO_RD_DIR).
+ * Shared inputs (pdutypes, a pdudef) are in fixtures/, next to cases/.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +32,7 @@
 #include "conductor_gen.h"
 #include "hako/bridge_config.h"
 #include "hako/endpoint_config.h"
+#include "hako/rd.h"
 #include "hako_cases.h"
 #include "hako_test_util.h"
 #include "launch_config.h"
@@ -37,6 +41,9 @@
 
 #ifndef HAKO_BRIDGE_DIR
 #error "HAKO_BRIDGE_DIR: the folder of hako-bridge"
+#endif
+#ifndef HAKO_RD_DIR
+#error "HAKO_RD_DIR: the folder of hako-rd"
 #endif
 
 static const char *cases_dir = "cases";
@@ -76,6 +83,122 @@ static int fits(int n, size_t size)
 	return n >= 0 && (size_t)n < size;
 }
 
+/* s after prefix, with the output folder dir written "DIR". */
+static void append_in_dir(char *out, size_t len, const char *prefix, const char *s, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strncmp(s, dir, n) == 0) {
+		htc_append(out, len, "%sDIR%s", prefix, s + n);
+	} else {
+		htc_append(out, len, "%s%s", prefix, s);
+	}
+}
+
+/* The EU whose writes hold robot.pdu, or -1. */
+static int eu_of(const hako_rd_config_t *rd, const char *robot, const char *pdu)
+{
+	for (size_t e = 0; e < rd->eu_count; e++) {
+		const hako_rd_eu_config_t *eu = &rd->eus[e];
+		for (size_t k = 0; k < eu->write_count; k++) {
+			if (strcmp(eu->robot, robot) == 0 && strcmp(eu->writes[k].name, pdu) == 0) {
+				return (int)e;
+			}
+		}
+	}
+	return -1;
+}
+
+/* What hako-bridge --rd refuses (hako/rd_route.h): a connection that carries an EU's PDUs
+ * without epoch_validation, or with PDUs of another EU or of none. */
+static void check_rd_routes(const hako_bridge_config_t *b, const char *dir, const char *id)
+{
+	char path[PATH_MAX];
+	hako_error_t err;
+	hako_rd_config_t *rd = NULL;
+	assert_true(fits(snprintf(path, sizeof(path), "%s/%s/rd.json", dir, id), sizeof(path)));
+	must(hako_rd_config_load(path, &rd, &err), &err, path);
+	for (size_t i = 0; i < b->connection_count; i++) {
+		const hako_bridge_connection_cfg_t *cn = &b->connections[i];
+		int eu = -2; /* -2: no PDU seen yet */
+		for (size_t t = 0; t < cn->transfer_count; t++) {
+			const hako_bridge_group_cfg_t *gr = &b->groups[cn->transfers[t].group];
+			for (size_t k = 0; k < gr->count; k++) {
+				int e = eu_of(rd, gr->pdus[k].robot, gr->pdus[k].pdu);
+				if (eu != -2 && e != eu) {
+					print_error(
+					    "%s: connection %s mixes PDUs of EU %d and %d\n", id,
+					    cn->id, eu, e);
+					fail();
+				}
+				eu = e;
+			}
+		}
+		if (eu >= 0 && !cn->epoch_validation) {
+			print_error("%s: connection %s carries EU %d without epoch_validation\n",
+			            id, cn->id, eu);
+			fail();
+		}
+	}
+	hako_rd_config_free(rd);
+}
+
+/* Every node's RD config: the same bytes (the runtime compares their hash), and what the RD
+ * loader made of it. */
+static void check_rd(const hakoi_gen_t *g, const char *dir, char *out, size_t len)
+{
+	char path[PATH_MAX];
+	char *first = NULL;
+	size_t first_len = 0;
+	for (size_t n = 0; n < g->node_count; n++) {
+		assert_true(fits(snprintf(path, sizeof(path), "%s/%s/rd.json", dir, g->nodes[n].id),
+		                 sizeof(path)));
+		size_t l = 0;
+		char *text = htc_read_all(path, &l);
+		assert_non_null(text);
+		if (first == NULL) {
+			first = text;
+			first_len = l;
+			continue;
+		}
+		assert_int_equal(l, first_len);
+		assert_memory_equal(text, first, l);
+		free(text);
+	}
+	free(first);
+	hako_error_t err;
+	hako_rd_config_t *rd = NULL;
+	assert_true(
+	    fits(snprintf(path, sizeof(path), "%s/%s/rd.json", dir, g->nodes[0].id), sizeof(path)));
+	must(hako_rd_config_load(path, &rd, &err), &err, path);
+	assert_int_equal(rd->mode, HAKO_RD_MODE_FULL);
+	htc_append(out, len, "rd.json: the same %zu bytes on %zu nodes; trigger %s, timeout %lld,",
+	           first_len, g->node_count, rd->trigger.type, (long long)rd->handoff_timeout_usec);
+	for (size_t i = 0; i < rd->node_count; i++) {
+		htc_append(out, len, " node %u %s", rd->node_ids[i], rd->node_names[i]);
+	}
+	htc_append(out, len, "\n");
+	for (size_t e = 0; e < rd->eu_count; e++) {
+		const hako_rd_eu_config_t *eu = &rd->eus[e];
+		htc_append(out, len, "rd.json: eu %u %s robot %s writes", eu->id, eu->name,
+		           eu->robot);
+		for (size_t k = 0; k < eu->write_count; k++) {
+			htc_append(out, len, "%s%s(ch %d)", k > 0 ? "," : " ", eu->writes[k].name,
+			           (int)eu->writes[k].channel_id);
+		}
+		htc_append(out, len, " candidates");
+		for (size_t k = 0; k < eu->candidate_count; k++) {
+			htc_append(out, len, "%s%u", k > 0 ? "," : " ", eu->candidates[k]);
+		}
+		htc_append(out, len,
+		           " initial %u context %u bytes; status %s(ch %d, %u bytes) context "
+		           "%s(ch %d, %u bytes)\n",
+		           eu->initial_owner, eu->max_context_bytes, eu->status.name,
+		           (int)eu->status.channel_id, eu->status.pdu_size, eu->context.name,
+		           (int)eu->context.channel_id, eu->context.pdu_size);
+	}
+	hako_rd_config_free(rd);
+}
+
 /* What the loaders say about node n's files, one line each. */
 static void check_node(const hakoi_gen_t *g, size_t n, const char *dir, char *out, size_t len)
 {
@@ -97,6 +220,11 @@ static void check_node(const hakoi_gen_t *g, size_t n, const char *dir, char *ou
 		htc_append(out, len, "%s%s", i == 0 ? " clients " : ",", cc->clients[i]);
 	}
 	htc_append(out, len, "\n");
+	/* mode "rd": the node's own RD config, resolved against the conductor file */
+	char rd[PATH_MAX];
+	assert_true(
+	    fits(snprintf(rd, sizeof(rd), "%s/%s/conductor/../rd.json", dir, id), sizeof(rd)));
+	assert_string_equal(cc->rd_config_path, g->rd ? rd : "");
 	hako_conductor_config_free(cc);
 
 	assert_true(
@@ -160,14 +288,17 @@ static void check_node(const hakoi_gen_t *g, size_t n, const char *dir, char *ou
 				                                             : "ticker",
 				           p->atomic ? " atomic" : "", p->interval_ms);
 			}
-			htc_append(out, len, "\n");
+			htc_append(out, len, "%s\n", cn->epoch_validation ? " epoch" : "");
+		}
+		if (g->rd) {
+			check_rd_routes(b, dir, id);
 		}
 		hako_bridge_config_free(b);
 	}
 
 	assert_true(fits(snprintf(path, sizeof(path), "%s/%s/launch.json", dir, id), sizeof(path)));
-	const char *search[] = {HAKO_BRIDGE_DIR};
-	hakoi_launch_options_t opt = {"gen-test", search, 1};
+	const char *search[] = {HAKO_BRIDGE_DIR, HAKO_RD_DIR};
+	hakoi_launch_options_t opt = {"gen-test", search, 2};
 	hakoi_launch_config_t *lc = NULL;
 	must(hakoi_launch_load(path, &opt, &lc, &err), &err, path);
 	htc_append(out, len, "node %s: launch log_dir %s stop_at %lld rtf %g processes", id,
@@ -179,6 +310,18 @@ static void check_node(const hakoi_gen_t *g, size_t n, const char *dir, char *ou
 		}
 	}
 	htc_append(out, len, "\n");
+	for (size_t i = 0; g->rd && i < lc->proc_count; i++) {
+		const hakoi_launch_proc_t *p = &lc->procs[i];
+		htc_append(out, len, "node %s: process %s: %s", id, p->name, p->command);
+		for (size_t a = 0; a < p->arg_count; a++) {
+			append_in_dir(out, len, " ", p->args[a], dir);
+		}
+		for (size_t e = 0; e < p->env_count; e++) {
+			htc_append(out, len, " %s%s=", e == 0 ? "env " : "", p->env[e].key);
+			append_in_dir(out, len, "", p->env[e].value, dir);
+		}
+		htc_append(out, len, "\n");
+	}
 	hakoi_launch_free(lc);
 }
 
@@ -252,11 +395,14 @@ static void run_case_text(const char *case_dir, const char *input, char *actual,
 	for (size_t n = 0; n < g->node_count; n++) {
 		check_node(g, n, dir, actual, len);
 	}
+	if (g->rd) {
+		check_rd(g, dir, actual, len);
+	}
 	/* The federation file: every node's launch file again, and the checks between them. */
 	char path[PATH_MAX + 32];
 	assert_true(fits(snprintf(path, sizeof(path), "%s/federation.json", dir), sizeof(path)));
-	const char *search[] = {HAKO_BRIDGE_DIR};
-	hakoi_launch_options_t lopt = {"gen-test", search, 1};
+	const char *search[] = {HAKO_BRIDGE_DIR, HAKO_RD_DIR};
+	hakoi_launch_options_t lopt = {"gen-test", search, 2};
 	hakoi_launch_config_t *fed = NULL;
 	must(hakoi_launch_load(path, &lopt, &fed, &err), &err, path);
 	htc_append(actual, len, "federation %zu nodes:", fed->node_count);
