@@ -380,8 +380,10 @@ static void usage(FILE *out)
 	        "forklift-<N> in the domain $HAKO_DOMAIN. hako-launch starts two of them (see\n"
 	        "launch.json next to this program).\n\n"
 	        "options:\n"
-	        "  --node N   node id of this host in the RD config (1 = initial owner)\n"
-	        "  --rd FILE  RD config (default: %s next to this program)\n"
+	        "  --node N   node id of this host in the RD config (1 = initial owner; default\n"
+	        "             $HAKO_RD_NODE, which hako-conductor gen sets)\n"
+	        "  --rd FILE  RD config (default: $HAKO_RD_CONFIG, else %s next to this\n"
+	        "             program)\n"
 	        "  --out DIR  where to write forklift-<N>.trace.jsonl and forklift-<N>.steps.csv\n"
 	        "             (default: the current folder)\n"
 	        "  -h, --help show this help\n",
@@ -421,9 +423,20 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* A unit of a generated RD-Full federation (hako-conductor gen, mode "rd") gets its node
+	 * and RD config in its environment. */
+	const char *env_node = getenv("HAKO_RD_NODE");
+	if (node == 0 && env_node != NULL &&
+	    (forklift_parse_uint(env_node, 255, &node) != 0 || node == 0)) {
+		fprintf(stderr, "forklift-host: HAKO_RD_NODE: '%s' is not in 1..255\n", env_node);
+		return 2;
+	}
+	if (rd_path == NULL && getenv("HAKO_RD_CONFIG") != NULL) {
+		rd_path = getenv("HAKO_RD_CONFIG");
+	}
 	if (node == 0 || optind < argc) {
 		fprintf(stderr, "forklift-host: %s\n",
-		        node == 0 ? "--node is required" : "unexpected argument");
+		        node == 0 ? "--node (or HAKO_RD_NODE) is required" : "unexpected argument");
 		usage(stderr);
 		return 2;
 	}
