@@ -36,6 +36,7 @@ test: build
 # DEMO=service: Hakoniwa's service API, one server and two clients checking 100 sums.
 # DEMO=rd-full: the forklift handed between two nodes of a federation every 5 s of world time;
 # DEMO=rd-full-boundary: the same, handed over where it crosses x = 1 m.
+# DEMO=fleet: 256 drones on two host processes spell "HAKO", fly a circle and land.
 DEMO ?= forklift
 run: build
 	@case "$(DEMO)" in \
@@ -47,8 +48,10 @@ run: build
 	  $(abspath $(BUILD))/launch/hako-launch launch.json ;; \
 	rd-full) cd $(BUILD)/samples/rd-full && ./run.sh --out run ;; \
 	rd-full-boundary) cd $(BUILD)/samples/rd-full && ./run.sh --boundary --out run ;; \
-	*) echo "DEMO=$(DEMO): the demos are forklift, federation, service, rd-full and" \
-	     "rd-full-boundary"; exit 2 ;; \
+	fleet) cd $(BUILD)/samples/fleet && rm -rf logs && \
+	  $(abspath $(BUILD))/launch/hako-launch launch.json ;; \
+	*) echo "DEMO=$(DEMO): the demos are forklift, federation, service, rd-full," \
+	     "rd-full-boundary and fleet"; exit 2 ;; \
 	esac
 
 bench: build

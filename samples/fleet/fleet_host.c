@@ -1,0 +1,215 @@
+/* A fleet host (fleet_host.h). */
+#include "fleet_host.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formation.h"
+#include "hako/error.h"
+#include "hako/msgs/geometry_msgs/Twist.h"
+#include "hako/msgs/hako_mavlink_msgs/HakoHilActuatorControls.h"
+#include "hako/msgs/hako_msgs/DroneStatus.h"
+
+#define CACHELINE 64u
+
+struct drone_io {
+	hako_channel_t *ch[FLEET_CHANNELS]; /* motor, pos, velocity, status */
+};
+
+struct fleet_host {
+	hako_domain_t *dom;
+	drone_params_t params;
+	size_t first, count, total;
+	drone_t *drones;
+	struct drone_io *io;
+};
+
+static const int32_t channel_ids[FLEET_CHANNELS] = {FLEET_CH_MOTOR, FLEET_CH_POS, FLEET_CH_VELOCITY,
+                                                    FLEET_CH_STATUS};
+static const size_t channel_sizes[FLEET_CHANNELS] = {
+    HAKO_PDU_SIZE_HAKO_MAVLINK_MSGS_HAKOHILACTUATORCONTROLS, HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST,
+    HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST, HAKO_PDU_SIZE_HAKO_MSGS_DRONESTATUS};
+
+size_t fleet_host_channels(size_t n)
+{
+	return n * FLEET_CHANNELS;
+}
+
+size_t fleet_host_bytes(size_t n)
+{
+	size_t per = 0;
+	for (int c = 0; c < FLEET_CHANNELS; c++) {
+		/* A channel is two buffers of its size rounded up to a cache line
+		 * (core/src/channel.c). */
+		per += 2 * ((channel_sizes[c] + CACHELINE - 1) / CACHELINE * CACHELINE);
+	}
+	return n * per;
+}
+
+int fleet_host_open(hako_domain_t *dom, size_t first, size_t count, size_t total,
+                    fleet_host_t **out)
+{
+	if (out != NULL) {
+		*out = NULL;
+	}
+	if (dom == NULL || out == NULL || count == 0 || first + count > total) {
+		return HAKO_EINVAL;
+	}
+	fleet_host_t *h = calloc(1, sizeof(*h));
+	if (h == NULL) {
+		return HAKO_ENOMEM;
+	}
+	h->dom = dom;
+	h->first = first;
+	h->count = count;
+	h->total = total;
+	drone_params_default(&h->params);
+	/* One block for the drones: they are stepped in order, so they stay in the caches. */
+	h->drones = aligned_alloc(CACHELINE, (count * sizeof(drone_t) + CACHELINE - 1) / CACHELINE *
+	                                         CACHELINE);
+	h->io = calloc(count, sizeof(*h->io));
+	if (h->drones == NULL || h->io == NULL) {
+		fleet_host_close(h);
+		return HAKO_ENOMEM;
+	}
+	int r = 0;
+	for (size_t i = 0; i < count && r == 0; i++) {
+		size_t k = first + i;
+		double start[3];
+		fleet_formation_point(FLEET_GRID, k, total, start);
+		drone_init(&h->drones[i], start[0], start[1], 0.0);
+		char robot[32];
+		snprintf(robot, sizeof(robot), "Drone-%zu", k + 1);
+		for (int c = 0; c < FLEET_CHANNELS && r == 0; c++) {
+			r = hako_channel_create(dom, robot, channel_ids[c], channel_sizes[c],
+			                        &h->io[i].ch[c]);
+		}
+	}
+	if (r != 0) {
+		fleet_host_close(h);
+		return r;
+	}
+	*out = h;
+	return 0;
+}
+
+void fleet_host_close(fleet_host_t *h)
+{
+	if (h == NULL) {
+		return;
+	}
+	free(h->drones);
+	free(h->io);
+	free(h);
+}
+
+size_t fleet_host_count(const fleet_host_t *h)
+{
+	return h != NULL ? h->count : 0;
+}
+
+const drone_t *fleet_host_drone(const fleet_host_t *h, size_t i)
+{
+	return h != NULL && i < h->count ? &h->drones[i] : NULL;
+}
+
+/* The mission's schedule, in world time. */
+#define T_HAKO   3000000
+#define T_CIRCLE 18000000
+#define T_LAND   33000000
+
+void fleet_mission_apply(drone_t *d, size_t i, size_t n, int64_t t)
+{
+	double p[3];
+	if (t == DRONE_DT_USEC) {
+		drone_takeoff(d, FLEET_ALTITUDE);
+	} else if (t == T_HAKO) {
+		fleet_formation_point(FLEET_HAKO, i, n, p);
+		drone_goto(d, p[0], p[1], p[2]);
+	} else if (t == T_CIRCLE) {
+		fleet_formation_point(FLEET_CIRCLE, i, n, p);
+		drone_goto(d, p[0], p[1], p[2]);
+	} else if (t == T_LAND) {
+		drone_land(d);
+	}
+}
+
+void fleet_host_step_plain(fleet_host_t *h, int64_t now)
+{
+	for (size_t i = 0; i < h->count; i++) {
+		fleet_mission_apply(&h->drones[i], h->first + i, h->total, now);
+		drone_step(&h->drones[i], &h->params);
+	}
+}
+
+/* The PDUs of drone d, written in place (hako_channel_loan) into its channels. */
+static int write_pdus(const struct drone_io *io, const drone_t *d, int64_t now)
+{
+	void *buf;
+	size_t cap;
+	int r;
+	/* motor */
+	if ((r = hako_channel_loan(io->ch[0], &buf, &cap)) != 0) {
+		return r;
+	}
+	hako_pdu_hako_mavlink_msgs_HakoHilActuatorControls_init(buf, cap);
+	Hako_hako_mavlink_msgs_HakoHilActuatorControls *m =
+	    hako_pdu_hako_mavlink_msgs_HakoHilActuatorControls_base(buf);
+	double duty[4];
+	drone_motor_controls(d, duty);
+	m->time_usec = (uint64_t)now;
+	for (int k = 0; k < 4; k++) {
+		m->controls[k] = (float)duty[k];
+	}
+	if ((r = hako_channel_commit(io->ch[0], cap)) != 0) {
+		return r;
+	}
+	/* pos: Hakoniwa's pos PDU is the drone's world pose as drone_pose gives it (x north,
+	 * y west, z up; roll, pitch, yaw) */
+	double pose[6];
+	drone_pose(d, pose);
+	if ((r = hako_channel_loan(io->ch[1], &buf, &cap)) != 0) {
+		return r;
+	}
+	hako_pdu_geometry_msgs_Twist_init(buf, cap);
+	Hako_Twist *tw = hako_pdu_geometry_msgs_Twist_base(buf);
+	tw->linear = (Hako_geometry_msgs_Vector3){pose[0], pose[1], pose[2]};
+	tw->angular = (Hako_geometry_msgs_Vector3){pose[3], pose[4], pose[5]};
+	if ((r = hako_channel_commit(io->ch[1], cap)) != 0) {
+		return r;
+	}
+	/* velocity: the world velocity, in the frame of pos */
+	double v[3];
+	drone_velocity_world(d, v);
+	if ((r = hako_channel_loan(io->ch[2], &buf, &cap)) != 0) {
+		return r;
+	}
+	hako_pdu_geometry_msgs_Twist_init(buf, cap);
+	tw = hako_pdu_geometry_msgs_Twist_base(buf);
+	tw->linear = (Hako_geometry_msgs_Vector3){v[0], v[1], v[2]};
+	if ((r = hako_channel_commit(io->ch[2], cap)) != 0) {
+		return r;
+	}
+	/* status */
+	if ((r = hako_channel_loan(io->ch[3], &buf, &cap)) != 0) {
+		return r;
+	}
+	hako_pdu_hako_msgs_DroneStatus_init(buf, cap);
+	hako_pdu_hako_msgs_DroneStatus_base(buf)->flight_mode = (int32_t)drone_mode(d);
+	return hako_channel_commit(io->ch[3], cap);
+}
+
+int fleet_host_step(fleet_host_t *h, int64_t now)
+{
+	for (size_t i = 0; i < h->count; i++) {
+		drone_t *d = &h->drones[i];
+		fleet_mission_apply(d, h->first + i, h->total, now);
+		drone_step(d, &h->params);
+		int r = write_pdus(&h->io[i], d, now);
+		if (r != 0) {
+			return r;
+		}
+	}
+	return 0;
+}
