@@ -10,7 +10,9 @@
  *  - writes and model steps: made by the current owner, at its ownership's epoch; no two nodes
  *    write one PDU at one world time;
  *  - model steps: sorted by number, every number from the first to the last exactly once, and
- *    model time advances by the same delta at each step.
+ *    model time advances by the same delta at each step;
+ *  - reads (an observer's trace): no PDU of an epoch read after the commit of a later one (a
+ *    release at its commit point, a restart).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,10 +35,11 @@ enum ev {
 	EV_RELEASED,
 	EV_RECLAIM,
 	EV_RESTART, /* RD-Full: a node restarts the EU from the authority's committed context */
+	EV_READ,    /* a reader (an observer) was given a PDU */
 };
 
-static const char *const ev_names[] = {"init",     "write",    "step",    "release",
-                                       "activate", "released", "reclaim", "restart"};
+static const char *const ev_names[] = {"init",     "write",   "step",    "release", "activate",
+                                       "released", "reclaim", "restart", "read"};
 
 struct rec {
 	int64_t t;
@@ -172,7 +175,7 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 		const char *key;
 		json_int_t min, max;
 	} common[] = {{"t", INT64_MIN, INT64_MAX},
-	              {"node", 1, 255},
+	              {"node", 0, 255},
 	              {"eu", 0, UINT32_MAX},
 	              {"epoch", 0, 255}};
 	json_int_t v[4];
@@ -216,13 +219,15 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 		}
 		r->hash = (uint32_t)x;
 		key = "role";
-		if (role == NULL || (strcmp(role, "owner") != 0 && strcmp(role, "standby") != 0)) {
-			*why = "must be \"owner\" or \"standby\"";
+		if (role == NULL || (strcmp(role, "owner") != 0 && strcmp(role, "standby") != 0 &&
+		                     strcmp(role, "observer") != 0)) {
+			*why = "must be \"owner\", \"standby\" or \"observer\"";
 			break;
 		}
 		r->owner = strcmp(role, "owner") == 0;
 		break;
 	}
+	case EV_READ:
 	case EV_WRITE: {
 		const char *pdu = json_string_value(json_object_get(o, "pdu"));
 		key = "pdu";
@@ -232,6 +237,9 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 		}
 		if (intern(ck, pdu, &r->pdu) != 0) {
 			return HAKO_ENOMEM;
+		}
+		if (r->ev == EV_READ) {
+			break;
 		}
 		if ((*why = get_int(o, key = "mt", INT64_MIN, INT64_MAX, &x)) == NULL) {
 			r->mt = (int64_t)x;
@@ -508,6 +516,13 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 	struct owner o = {0};
 	struct release rel = {0};
 	struct writers ws = {0};
+	/* The last commit of a new epoch (a release at its commit point, or a restart): no PDU of
+	 * an older epoch may be read after it. */
+	struct {
+		int valid;
+		uint8_t epoch;
+		int64_t t;
+	} commit = {0};
 	for (size_t i = 0; i < n; i++) {
 		const struct rec *r = &g[i];
 		switch (r->ev) {
@@ -538,6 +553,9 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			}
 			o.valid = 0;
 			rel = (struct release){1, r->node, r->other, r->epoch, r->t};
+			commit.valid = 1;
+			commit.epoch = r->epoch;
+			commit.t = r->t;
 			break;
 		case EV_ACTIVATE:
 		case EV_RECLAIM: {
@@ -598,7 +616,24 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			ck->res->restarts++;
 			take(&o, r);
 			rel.valid = 0;
+			commit.valid = 1;
+			commit.epoch = r->epoch;
+			commit.t = r->t;
 			break;
+		case EV_READ: {
+			ck->res->reads++;
+			uint8_t behind = (uint8_t)(commit.epoch - r->epoch);
+			if (commit.valid && behind >= 1 && behind < 128 && r->t > commit.t) {
+				violation(ck, r,
+				          "eu %" PRIu32
+				          ": node %u read \"%s\" of epoch %u at world time "
+				          "%" PRId64 " us, after the commit of epoch %u at %" PRId64
+				          " us",
+				          r->eu, r->node, ck->names[r->pdu], r->epoch, r->t,
+				          commit.epoch, commit.t);
+			}
+			break;
+		}
 		case EV_WRITE:
 			ck->res->writes++;
 			check_writer(ck, &ws, r);

@@ -264,12 +264,14 @@ static void start_run(hako_rd_node_t *node, struct eu_rt *e, int at_open)
 		          "this process has just joined the run: it stays a standby",
 		          node->id, node->name, e->cfg->name, e->view.epoch);
 	}
-	if (node->id != 0) {
+	{
 		char extra[128];
 		snprintf(extra, sizeof(extra),
 		         ",\"run\":%" PRIu32 ",\"hash\":%" PRIu32 ",\"role\":\"%s\"",
 		         node->reset_count, node->cfg->config_hash,
-		         e->local == HAKO_RD_LOCAL_OWNER ? "owner" : "standby");
+		         node->id == 0                     ? "observer"
+		         : e->local == HAKO_RD_LOCAL_OWNER ? "owner"
+		                                           : "standby");
 		trace(node, e, world, e->local == HAKO_RD_LOCAL_OWNER ? e->epoch : e->view.epoch,
 		      "init", extra);
 	}
@@ -362,7 +364,7 @@ int hako_rd_node_open(hako_domain_t *dom, const hako_rd_config_t *cfg, uint8_t n
 	for (size_t i = 0; r == 0 && i < cfg->eu_count; i++) {
 		r = open_eu(node, &node->eus[i], &cfg->eus[i]);
 	}
-	if (r == 0 && trace_path != NULL && node_id != 0) {
+	if (r == 0 && trace_path != NULL) {
 		node->trace = hakoi_rd_trace_open(trace_path);
 		if (node->trace == NULL) {
 			HAKO_ERROR("rd: trace %s: %s", trace_path, strerror(errno));
@@ -888,6 +890,15 @@ int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, siz
 
 int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap, size_t *len)
 {
+	if (node == NULL) {
+		return HAKO_EINVAL;
+	}
+	return hako_rd_read_at(node, eu, pdu, buf, cap, len, hako_domain_world_time(node->dom));
+}
+
+int hako_rd_read_at(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap,
+                    size_t *len, hako_time_t world)
+{
 	struct eu_rt *e = find_eu(node, eu);
 	if (e == NULL || buf == NULL || pdu >= e->cfg->write_count) {
 		return HAKO_EINVAL;
@@ -906,13 +917,24 @@ int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_
 	if ((r = hako_pdu_get_epoch(buf, n, &epoch)) != 0) {
 		return r;
 	}
-	refresh(node, e);
-	if (epoch != e->view.epoch) {
+	/* The epochs written at this world time: the status's, and during a hand-off before its
+	 * release time the old owner's too. */
+	hako_rd_eu_state_t st;
+	hako_rd_get_state(node, eu, &st);
+	int ok = epoch == st.epoch ||
+	         (st.status == HAKO_RD_OWNER_RELEASING && st.release_time_usec >= 0 &&
+	          world < st.release_time_usec && epoch == (uint8_t)(st.epoch - 1));
+	if (!ok) {
 		node->stale_drops++;
 		HAKO_DEBUG("rd: node %u: %s/%s of epoch %u dropped (EU %s is at epoch %u)",
 		           node->id, e->cfg->writes[pdu].robot, e->cfg->writes[pdu].name, epoch,
-		           e->cfg->name, e->view.epoch);
+		           e->cfg->name, st.epoch);
 		return HAKO_EAGAIN;
+	}
+	if (node->trace != NULL) {
+		char extra[200];
+		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\"", e->data_name[pdu]);
+		trace(node, e, world, epoch, "read", extra);
 	}
 	if (len != NULL) {
 		*len = n;

@@ -129,6 +129,9 @@ static int check(char **paths, int count)
 	printf("  model steps %" PRIu64 "\n", res.steps);
 	printf("  hand-offs   %" PRIu64 "\n", res.handoffs);
 	printf("  reclaims    %" PRIu64 "\n", res.reclaims);
+	if (res.reads > 0) {
+		printf("  reads       %" PRIu64 "\n", res.reads);
+	}
 	if (res.restarts > 0) {
 		printf("  restarts    %" PRIu64 "\n", res.restarts);
 	}

@@ -179,23 +179,26 @@ static int send_mission(const forklift_mission_t *m)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-	        "usage: forklift-controller [--rd FILE] [--forward M] [--backward M] [--speed V]\n"
-	        "                           [--lift M] [--loops N] [--every-usec T]\n\n"
-	        "The controller of the forklift RD-Light demo: the asset forklift-controller in\n"
-	        "the domain $HAKO_DOMAIN. It writes the mission once, before the start, then\n"
-	        "prints the owner, epoch, x and phase of the forklift every simulated second.\n\n"
-	        "options:\n"
-	        "  --rd FILE       RD config (default: %s next to this program)\n"
-	        "  --forward M     forward leg (default 2.0 m)\n"
-	        "  --backward M    way back (default 2.0 m)\n"
-	        "  --speed V       cruise speed (default 0.7 m/s, at most %.1f)\n"
-	        "  --lift M        fork height at the far end (default 0.4 m)\n"
-	        "  --loops N       loops, 0 = forever (default 0)\n"
-	        "  --every-usec T  status line every T us of simulated time, 0 = none\n"
-	        "                  (default 1000000)\n"
-	        "  -h, --help      show this help\n",
-	        FORKLIFT_RD_CONFIG, FORKLIFT_V_MAX);
+	fprintf(
+	    out,
+	    "usage: forklift-controller [--rd FILE] [--forward M] [--backward M] [--speed V]\n"
+	    "                           [--lift M] [--loops N] [--every-usec T] [--trace FILE]\n\n"
+	    "The controller of the forklift RD-Light demo: the asset forklift-controller in\n"
+	    "the domain $HAKO_DOMAIN. It writes the mission once, before the start, then\n"
+	    "prints the owner, epoch, x and phase of the forklift every simulated second.\n\n"
+	    "options:\n"
+	    "  --rd FILE       RD config (default: %s next to this program)\n"
+	    "  --forward M     forward leg (default 2.0 m)\n"
+	    "  --backward M    way back (default 2.0 m)\n"
+	    "  --speed V       cruise speed (default 0.7 m/s, at most %.1f)\n"
+	    "  --lift M        fork height at the far end (default 0.4 m)\n"
+	    "  --loops N       loops, 0 = forever (default 0)\n"
+	    "  --every-usec T  status line every T us of simulated time, 0 = none\n"
+	    "                  (default 1000000)\n"
+	    "  --trace FILE    RD trace of what it reads (hako-rd check: no PDU of an old\n"
+	    "                  epoch after a commit)\n"
+	    "  -h, --help      show this help\n",
+	    FORKLIFT_RD_CONFIG, FORKLIFT_V_MAX);
 }
 
 int main(int argc, char **argv)
@@ -207,10 +210,11 @@ int main(int argc, char **argv)
 	                                         {"lift", required_argument, NULL, 'l'},
 	                                         {"loops", required_argument, NULL, 'n'},
 	                                         {"every-usec", required_argument, NULL, 'e'},
+	                                         {"trace", required_argument, NULL, 't'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	char rd_default[PATH_MAX];
-	const char *rd_path = NULL;
+	const char *rd_path = NULL, *trace_path = NULL;
 	forklift_mission_t m;
 	forklift_mission_default(&m);
 	unsigned long every = 1000000, loops = 0;
@@ -229,6 +233,7 @@ int main(int argc, char **argv)
 			m.loops = (uint32_t)loops;
 			break;
 		case 'e': bad = forklift_parse_uint(optarg, 3600000000ul, &every); break;
+		case 't': trace_path = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "forklift-controller: %s '%s'\n",
@@ -287,7 +292,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "forklift-controller: cannot register: %s\n", e);
 		goto out;
 	}
-	int r = hako_rd_node_open(hako_asset_domain(), C.cfg, 0, NULL, &C.obs);
+	int r = hako_rd_node_open(hako_asset_domain(), C.cfg, 0, trace_path, &C.obs);
 	if (r != 0) {
 		fprintf(stderr, "forklift-controller: cannot open an RD observer: %s\n",
 		        hako_strerror(r));

@@ -118,13 +118,20 @@ static void check_traces(struct report *R)
 {
 	char paths[HAKO_RD_MAX_NODES][PATH_MAX];
 	const char *list[HAKO_RD_MAX_NODES];
+	size_t n = 0;
 	for (size_t i = 0; i < R->eu->candidate_count; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "%s/" FORKLIFT_TRACE_FMT, R->dir,
 		         R->eu->candidates[i]);
-		list[i] = paths[i];
+		list[n++] = paths[i];
+	}
+	/* The controller's reads, when it traced them (--trace). */
+	char ctl[PATH_MAX + 32];
+	snprintf(ctl, sizeof(ctl), "%s/controller.trace.jsonl", R->dir);
+	if (access(ctl, R_OK) == 0 && n < HAKO_RD_MAX_NODES) {
+		list[n++] = ctl;
 	}
 	hako_error_t err;
-	int r = hako_rd_check(list, R->eu->candidate_count, &R->check, &err);
+	int r = hako_rd_check(list, n, &R->check, &err);
 	R->check_read = r == 0;
 	if (r != 0) {
 		hako_error_format(&err, R->check_error, sizeof(R->check_error));
@@ -351,8 +358,8 @@ static void print_summary(struct report *R)
 		printf("  hako-rd check  cannot read the traces: %s\n", R->check_error);
 	} else if (R->check.violations == 0) {
 		printf("  hako-rd check  ok: %" PRIu64 " PDU writes, %" PRIu64 " steps, %" PRIu64
-		       " hand-offs, 0 violations\n",
-		       R->check.writes, R->check.steps, R->check.handoffs);
+		       " hand-offs, %" PRIu64 " reads, 0 violations\n",
+		       R->check.writes, R->check.steps, R->check.handoffs, R->check.reads);
 	} else {
 		printf("  hako-rd check  FAILED: %" PRIu64 " violations, the first: %s\n",
 		       R->check.violations, R->check.first_violation);

@@ -381,6 +381,71 @@ static void test_owner_settled_back(void **state)
 	expect_trace_ok(f, 0, 1);
 }
 
+/* What a reader on the old owner's node is given around the commit point: the old owner's
+ * PDUs until the world reaches C, none of its epoch from C on; its trace ("read") passes
+ * hako-rd check with the owners', and a read of the old epoch after C is a violation. */
+static void test_reads_until_commit(void **state)
+{
+	struct fx *f = *state;
+	uint64_t step = 0;
+	char obs_trace[320];
+	snprintf(obs_trace, sizeof(obs_trace), "%s/trace-observer.jsonl", f->dir);
+	hako_rd_node_t *obs = NULL;
+	assert_int_equal(hako_rd_node_open(f->s[0].dom, f->cfg, 0, obs_trace, &obs), 0);
+	announce(f);
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *twist = NULL;
+	hako_error_t err;
+	assert_int_equal(hako_msg_registry_create(&reg), 0);
+	assert_int_equal(hako_msg_registry_get(reg, "geometry_msgs/Twist", &twist, &err), 0);
+	uint8_t pdu[128], got[128];
+	hako_pdu_writer_t w;
+	size_t len = 0, n = 0;
+	assert_int_equal(hako_pdu_writer_init(&w, twist, pdu, sizeof(pdu)), 0);
+	assert_int_equal(hako_pdu_writer_finish(&w, &len), 0);
+	assert_int_equal(poll_at(f, 0, 10000, NULL), HAKO_RD_EV_NONE);
+	run_steps(f, 0, &step, 10000);
+	assert_int_equal(hako_rd_write(f->s[0].node, EU, 0, pdu, len, 10000), 0);
+	assert_int_equal(hako_rd_read_at(obs, EU, 0, got, sizeof(got), &n, 10000), 0);
+	assert_int_equal(n, len);
+	/* Committed at 11 ms: C = 16 ms. The old owner's PDU is read before C, not from C on. */
+	assert_int_equal(hako_rd_master_request(f->auth, EU, 2, 11000, NULL, 0), 0);
+	announce(f);
+	assert_int_equal(hako_rd_read_at(obs, EU, 0, got, sizeof(got), &n, 15000), 0);
+	uint64_t stale = hako_rd_stale_drops(obs);
+	assert_int_equal(hako_rd_read_at(obs, EU, 0, got, sizeof(got), &n, 16000), HAKO_EAGAIN);
+	assert_int_equal(hako_rd_stale_drops(obs), stale + 1);
+	/* The hand-off completes. */
+	hako_rd_activation_t act;
+	assert_int_equal(poll_at(f, 0, 17000, &act), HAKO_RD_EV_COMMIT);
+	run_steps(f, 0, &step, act.release_time_usec);
+	assert_int_equal(hako_rd_release(f->s[0].node, EU, 0, f->ctx, 8, step, 17000), 0);
+	assert_int_equal(relay(f), 1);
+	assert_int_equal(poll_at(f, 1, 17000, &act), HAKO_RD_EV_ACTIVATE);
+	assert_int_equal(hako_rd_activate(f->s[1].node, EU, 1, 17000), 0);
+	hako_rd_node_close(obs);
+	hako_msg_registry_destroy(reg);
+	const char *paths[3] = {f->s[0].trace, f->s[1].trace, obs_trace};
+	hako_rd_check_result_t res;
+	assert_int_equal(hako_rd_check(paths, 3, &res, &err), 0);
+	if (res.violations != 0) {
+		fail_msg("trace: %s", res.first_violation);
+	}
+	assert_int_equal(res.reads, 2);
+	assert_int_equal(res.handoffs, 1);
+	/* A read of epoch 0 after the commit of epoch 1: found. */
+	FILE *t = fopen(obs_trace, "a");
+	assert_non_null(t);
+	fputs("{\"t\":17000,\"node\":0,\"eu\":0,\"epoch\":0,\"ev\":\"read\",\"pdu\":\"pos\"}\n", t);
+	fclose(t);
+	assert_int_equal(hako_rd_check(paths, 3, &res, &err), 0);
+	assert_int_equal(res.violations, 1);
+	if (strstr(res.first_violation, "read \"pos\" of epoch 0 at world time 17000 us, after the "
+	                                "commit of epoch 1 at 16000 us") == NULL) {
+		fail_msg("violation: %s", res.first_violation);
+	}
+}
+
 /* An owner that learned its commit point cannot write data of a later model time. */
 static void test_no_write_past_commit(void **state)
 {
@@ -402,6 +467,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_handoff, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_taken_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_settled_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reads_until_commit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_write_past_commit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

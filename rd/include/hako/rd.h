@@ -132,7 +132,8 @@ typedef struct hako_rd_node hako_rd_node_t;
 /* Open node `node_id` of cfg in domain dom: looks up / creates the control and data channels;
  * the initial owner writes the first Status (Stable, epoch 0) if the channel was never written.
  * node_id 0 opens an observer (a controller, a viewer, hako-rd status): it reads the state and
- * the EU's PDUs (hako_rd_read drops stale epochs) and never owns anything.
+ * the EU's PDUs (hako_rd_read drops stale epochs) and never owns anything; its trace, if any,
+ * has what it read.
  * trace_path: JSON-lines trace appended to (NULL: no trace; an observer writes none).
  * HAKO_EINVAL if node_id is not in cfg's nodes, HAKO_ESIZE if a channel exists with another
  * size, HAKO_EIO if the trace cannot be opened. */
@@ -216,11 +217,18 @@ HAKO_API int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_ti
 HAKO_API int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
                            hako_time_t model_time);
 
-/* Read PDU `pdu` of the EU; HAKO_EAGAIN if never written or its epoch is not the EU's current
- * epoch (a stale PDU of a previous owner is dropped and counted). During a hand-off the status
- * already has the new epoch: the old owner's last PDU is dropped until the new owner writes. */
+/* Read PDU `pdu` of the EU at this node's world time; HAKO_EAGAIN if never written or its epoch
+ * is not one the EU's owner writes at that time (a stale PDU of a previous owner is dropped and
+ * counted). During a hand-off to epoch N+1 with a known release time (RD-Full: the commit
+ * point C) a PDU of epoch N is read until the world reaches it, of N+1 from the new owner on;
+ * from C on only N+1: no PDU of epoch N is delivered after the commit of N+1. With a trace
+ * (observers too, hako_rd_node_open), every PDU delivered is traced ("read") for hako-rd
+ * check. */
 HAKO_API int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap,
                           size_t *len);
+/* The same at a given world time of this node (a test, a process on its own clock). */
+HAKO_API int hako_rd_read_at(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap,
+                             size_t *len, hako_time_t world);
 HAKO_API uint64_t hako_rd_stale_drops(const hako_rd_node_t *node);
 
 /* Record in the trace that this node ran model step `step` of the EU, covering world time
@@ -236,6 +244,7 @@ typedef struct hako_rd_check_result {
 	uint64_t handoffs;
 	uint64_t reclaims;
 	uint64_t restarts; /* RD-Full: restarts from the authority's context after a lost owner */
+	uint64_t reads;    /* PDUs delivered to readers with a trace (observers) */
 	uint64_t violations;
 	char first_violation[512];
 } hako_rd_check_result_t;
