@@ -119,9 +119,11 @@ struct hako_conductor_node {
 	 * waited for, -1 if none; and when the wait began, wall time). */
 	hako_member_t *rd_hold;
 	hako_time_t rd_hold_at;
-	hako_time_t rd_wait_commit[HAKO_RD_MAX_EUS];
-	uint8_t rd_wait_epoch[HAKO_RD_MAX_EUS];
-	hako_time_t rd_wait_since[HAKO_RD_MAX_EUS];
+	/* per EU of rd (rd->eu_count), allocated with it */
+	hako_time_t *rd_wait_commit;
+	uint8_t *rd_wait_epoch;
+	hako_time_t *rd_wait_since;
+	uint32_t *rd_changed;
 	uint32_t rd_resets; /* a reset ends every wait */
 };
 

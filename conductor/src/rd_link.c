@@ -95,7 +95,17 @@ int hakoi_rd_link_open(hako_conductor_node_t *n, hako_error_t *err)
 		hako_member_set_time(n->rd_hold, BARRIER_FREE);
 		n->rd_hold_at = BARRIER_FREE;
 	}
-	for (size_t e = 0; e < HAKO_RD_MAX_EUS; e++) {
+	size_t neu = n->rd->eu_count;
+	n->rd_wait_commit = malloc(neu * sizeof(*n->rd_wait_commit));
+	n->rd_wait_epoch = calloc(neu, sizeof(*n->rd_wait_epoch));
+	n->rd_wait_since = calloc(neu, sizeof(*n->rd_wait_since));
+	n->rd_changed = calloc(neu, sizeof(*n->rd_changed));
+	if (n->rd_wait_commit == NULL || n->rd_wait_epoch == NULL || n->rd_wait_since == NULL ||
+	    n->rd_changed == NULL) {
+		return hako_error_set(err, HAKO_ENOMEM, c->rd_config_path, 0, 0,
+		                      "RD-Full: out of memory for %zu EUs", neu);
+	}
+	for (size_t e = 0; e < neu; e++) {
 		n->rd_wait_commit[e] = -1;
 	}
 	r = hako_rd_mirror_open(n->dom, n->rd, n->rd_self, &n->rd_mirror);
@@ -122,6 +132,14 @@ void hakoi_rd_link_close(hako_conductor_node_t *n)
 	n->rd_hold = NULL;
 	hako_rd_master_destroy(n->rd_auth);
 	hako_rd_config_free(n->rd);
+	free(n->rd_wait_commit);
+	free(n->rd_wait_epoch);
+	free(n->rd_wait_since);
+	free(n->rd_changed);
+	n->rd_wait_commit = NULL;
+	n->rd_wait_epoch = NULL;
+	n->rd_wait_since = NULL;
+	n->rd_changed = NULL;
 	n->rd_mirror = NULL;
 	n->rd_barrier = NULL;
 	n->rd_auth = NULL;
@@ -328,9 +346,9 @@ void hakoi_rd_tick(hako_conductor_node_t *n)
 		hako_member_ack(n->rd_barrier, ev);
 	}
 	hako_member_heartbeat(n->rd_barrier);
-	uint32_t changed[HAKO_RD_MAX_EUS];
+	uint32_t *changed = n->rd_changed;
 	int k = hako_rd_master_tick(n->rd_auth, hako_domain_world_time(n->dom), changed,
-	                            HAKO_RD_MAX_EUS);
+	                            (int)n->rd->eu_count);
 	for (int i = 0; i < k; i++) {
 		broadcast(n, changed[i]);
 		hako_rd_commit_t c;

@@ -28,6 +28,7 @@
 #define HAKOI_GEN_MAX_NODES         (HAKO_CONDUCTOR_MAX_CLIENTS + 1)
 #define HAKOI_GEN_NAME_MAX          64        /* units: they name processes and logs */
 #define HAKOI_GEN_RD_FILE           "rd.json" /* each node's RD config (mode "rd") */
+#define HAKOI_GEN_MAX_EUS           64        /* mode "rd": the EUs gen writes */
 
 /* A warning, formatted as "file:line:column: path: what". */
 typedef void (*hakoi_gen_warn_fn)(void *user, const char *line);
@@ -123,7 +124,7 @@ typedef struct hakoi_gen {
 	json_t *rd_trigger;         /* rd.trigger as given, copied into the RD config */
 	char rd_trigger_type[16];   /* "manual", "boundary" or "timetable" */
 	size_t eu_count;
-	hakoi_gen_eu_t eus[HAKO_RD_MAX_EUS];
+	hakoi_gen_eu_t eus[HAKOI_GEN_MAX_EUS];
 	hakoi_gen_options_t opt;
 } hakoi_gen_t;
 

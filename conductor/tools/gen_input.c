@@ -1961,13 +1961,12 @@ static int add_eu(hakoi_walk_t *w, size_t k)
 		    "is the commit authority",
 		    u->name, g->groups[j].id);
 	}
-	if (g->eu_count == HAKO_RD_MAX_EUS) {
+	if (g->eu_count == HAKOI_GEN_MAX_EUS) {
 		push_entry(w, u);
-		return hakoi_walk_fail(
-		    w,
-		    "unit \"%s\" would be execution unit %d: an RD config has at "
-		    "most %d (HAKO_RD_MAX_EUS)",
-		    u->name, HAKO_RD_MAX_EUS + 1, HAKO_RD_MAX_EUS);
+		return hakoi_walk_fail(w,
+		                       "unit \"%s\" would be execution unit %d: gen writes at "
+		                       "most %d",
+		                       u->name, HAKOI_GEN_MAX_EUS + 1, HAKOI_GEN_MAX_EUS);
 	}
 	hakoi_gen_eu_t *eu = &g->eus[g->eu_count];
 	memset(eu, 0, sizeof(*eu));

@@ -490,7 +490,8 @@ static const hakoi_field_t root_fields[] = {
      .kind = HAKOI_K_ARRAY,
      .flags = HAKOI_F_REQUIRED,
      .min = 1,
-     HAKOI_ELEMS_IN(hako_rd_config_t, eus, eu_count),
+     .max = HAKO_RD_MAX_EUS,
+     HAKOI_ELEMS_NEW(hako_rd_config_t, eus, eu_count),
      .elem = &eu_elem},
     HAKOI_END,
 };
@@ -545,6 +546,9 @@ int hako_rd_config_load(const char *path, hako_rd_config_t **out, hako_error_t *
 
 void hako_rd_config_free(hako_rd_config_t *cfg)
 {
+	if (cfg != NULL) {
+		free(cfg->eus);
+	}
 	free(cfg);
 }
 

@@ -575,8 +575,11 @@ static void monitor_boundary(struct monitor *m, hako_domain_t *dom, hako_rd_node
 {
 	const hako_rd_config_t *rd = m->rd;
 	const hako_rd_trigger_t *tr = &rd->trigger;
-	struct boundary_eu be[HAKO_RD_MAX_EUS];
-	memset(be, 0, sizeof(be));
+	struct boundary_eu *be = calloc(rd->eu_count, sizeof(*be));
+	if (be == NULL) {
+		fprintf(stderr, "hako-rd monitor: out of memory\n");
+		return;
+	}
 	int off = axis_offset(tr->axis);
 	uint8_t buf[4096];
 	hako_time_t t = 0;
@@ -631,6 +634,7 @@ static void monitor_boundary(struct monitor *m, hako_domain_t *dom, hako_rd_node
 		}
 		hako_member_step_done(m->member);
 	}
+	free(be);
 }
 
 /* RD-Full's ExMonitor: the RD config's trigger ("timetable" or "boundary") decides when each EU

@@ -112,6 +112,66 @@ static void test_config_hash(void **state)
 	free(text);
 }
 
+/* The EU table is sized to the file: 300 EUs (more than the 64 of old) load. */
+static void test_many_eus(void **state)
+{
+	(void)state;
+	enum { N = 300 };
+	char dir[] = "/tmp/test-rd-many-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof(path), "%s/types.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("[{\"channel_id\": 1, \"pdu_size\": 72, \"name\": \"pos\", "
+	      "\"type\": \"geometry_msgs/Twist\"},\n"
+	      " {\"channel_id\": 4, \"pdu_size\": 256, \"name\": \"st\", "
+	      "\"type\": \"hako_msgs/ExecutionUnitRuntimeStatus\"},\n"
+	      " {\"channel_id\": 5, \"pdu_size\": 128, \"name\": \"cx\", "
+	      "\"type\": \"hako_msgs/ExecutionUnitRuntimeContext\"}]\n",
+	      f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/pdudef.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"paths\": [{\"id\": \"t\", \"path\": \"types.json\"}], \"robots\": [", f);
+	for (int i = 0; i < N; i++) {
+		fprintf(f, "%s{\"name\": \"r%d\", \"pdutypes_id\": \"t\"}", i ? ", " : "", i);
+	}
+	fputs("]}\n", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/rd.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"pdudef\": \"pdudef.json\", \"nodes\": [{\"id\": 1, \"name\": \"a\"}, "
+	      "{\"id\": 2, \"name\": \"b\"}],\n \"execution_units\": [",
+	      f);
+	for (int i = 0; i < N; i++) {
+		fprintf(f,
+		        "%s{\"id\": %d, \"name\": \"eu%d\", \"robot\": \"r%d\", \"writes\": "
+		        "[\"pos\"], \"candidates\": [1, 2], \"initial_owner\": %d, "
+		        "\"max_context_bytes\": 64, \"status\": \"st\", \"context\": \"cx\"}",
+		        i ? ",\n  " : "", i, i, i, 1 + i % 2);
+	}
+	fputs("]}\n", f);
+	fclose(f);
+	hako_rd_config_t *cfg = NULL;
+	hako_error_t err;
+	int r = hako_rd_config_load(path, &cfg, &err);
+	if (r != 0) {
+		char buf[1200];
+		fail_msg("%s", hako_error_format(&err, buf, sizeof(buf)));
+	}
+	assert_int_equal(cfg->eu_count, N);
+	assert_string_equal(cfg->eus[N - 1].name, "eu299");
+	assert_int_equal(cfg->eus[N - 1].initial_owner, 2);
+	assert_ptr_equal(hako_rd_config_eu(cfg, "eu150"), &cfg->eus[150]);
+	hako_rd_config_free(cfg);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -141,6 +201,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest api[] = {
 	    cmocka_unit_test(test_config_hash),
 	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_many_eus),
 	};
 	failed += cmocka_run_group_tests(api, NULL, NULL);
 	return failed;

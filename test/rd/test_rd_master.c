@@ -29,6 +29,8 @@ static hako_rd_config_t *config(void)
 	}
 	c->handoff_timeout_usec = TIMEOUT;
 	c->eu_count = 2;
+	c->eus = calloc(2, sizeof(*c->eus));
+	assert_non_null(c->eus);
 	for (uint32_t i = 0; i < 2; i++) {
 		hako_rd_eu_config_t *e = &c->eus[i];
 		e->id = i;
@@ -61,6 +63,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	hako_rd_master_destroy(f->m);
+	free(f->cfg->eus);
 	free(f->cfg);
 	free(f);
 	return 0;

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define HAKO_RD_MAX_EUS   64
+#define HAKO_RD_MAX_EUS   65536 /* a bound; the EU table is sized to the file's count */
 #define HAKO_RD_MAX_NODES 32
 #define HAKO_RD_MAX_PDUS  16 /* PDUs one EU writes */
 
@@ -83,7 +83,7 @@ typedef struct hako_rd_config {
 	uint8_t node_ids[HAKO_RD_MAX_NODES];
 	char node_names[HAKO_RD_MAX_NODES][HAKO_NAME_MAX];
 	size_t eu_count;
-	hako_rd_eu_config_t eus[HAKO_RD_MAX_EUS];
+	hako_rd_eu_config_t *eus; /* eu_count of them (hako_rd_config_free frees them) */
 	hako_rd_trigger_t trigger;
 	hako_time_t handoff_timeout_usec; /* world time a standby has to activate */
 	int mode;                         /* HAKO_RD_MODE_* */
