@@ -69,6 +69,7 @@ struct hako_rd_node {
 	hakoi_rd_trace_t *trace;
 	uint32_t reset_count;
 	uint64_t stale_drops;
+	int no_write_trace; /* hako_rd_trace_writes(node, 0) */
 	size_t eu_count;
 	struct eu_rt eus[];
 };
@@ -881,10 +882,12 @@ int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, siz
 	    (r = hako_channel_write(e->data_ch[pdu], data, len)) != 0) {
 		return r;
 	}
-	char extra[400];
-	snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[pdu],
-	         (int64_t)model_time);
-	trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, "write", extra);
+	if (!node->no_write_trace) {
+		char extra[400];
+		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[pdu],
+		         (int64_t)model_time);
+		trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, "write", extra);
+	}
 	return 0;
 }
 
@@ -940,6 +943,13 @@ int hako_rd_read_at(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, si
 		*len = n;
 	}
 	return 0;
+}
+
+void hako_rd_trace_writes(hako_rd_node_t *node, int on)
+{
+	if (node != NULL) {
+		node->no_write_trace = !on;
+	}
 }
 
 uint64_t hako_rd_stale_drops(const hako_rd_node_t *node)

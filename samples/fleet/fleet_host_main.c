@@ -3,9 +3,9 @@
  *
  * It prints one status line a second of wall time (world time, real-time factor, step time
  * p50 / p99, CPU) and a summary at the end; with --out DIR it writes its drones' positions every
- * 100 ms of world time to DIR/fleet-host-<first>.csv (t,drone,x,y,z,host), which fleet-report
- * draws. Exit status: 0 after the run stopped (or SIGINT / SIGTERM), 1 on an error, 2 on a
- * usage error. */
+ * 100 ms of world time to DIR/fleet-host-<first>.csv (t,drone,x,y,z,host; host: its first drone, or
+ * its zone), which fleet-report draws. Exit status: 0 after the run stopped (or SIGINT / SIGTERM),
+ * 1 on an error, 2 on a usage error. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "fleet_host.h"
+#include "fleet_zones.h"
 #include "hako/domain.h"
 
 #define PROG         "fleet-host"
@@ -63,6 +64,32 @@ static void percentiles(const uint32_t *w, size_t n, double *p50, double *p99)
 	*p99 = n > 0 ? tmp[(n * 99) / 100] / 1e6 : 0;
 }
 
+/* The drones this process has: a slice of the fleet (fleet_host), or, with --zones, every
+ * drone, of which it steps those it owns. */
+static fleet_host_t *g_h;
+static fleet_zones_t *g_z;
+static long g_first;
+
+static size_t n_slots(void)
+{
+	return g_z != NULL ? fleet_zones_total(g_z) : fleet_host_count(g_h);
+}
+
+static const drone_t *slot_drone(size_t i)
+{
+	return g_z != NULL ? fleet_zones_drone(g_z, i) : fleet_host_drone(g_h, i);
+}
+
+static int slot_owned(size_t i)
+{
+	return g_z != NULL ? fleet_zones_owns(g_z, i) : 1;
+}
+
+static size_t slot_index(size_t i)
+{
+	return g_z != NULL ? i : (size_t)g_first + i;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG
@@ -72,19 +99,30 @@ static void usage(FILE *f)
 	           "  --count N       how many (default: TOTAL - K)\n"
 	           "  --asset NAME    its asset name (default fleet-host-K)\n"
 	           "  --out DIR       write DIR/fleet-host-K.csv: its drones every 100 ms\n"
-	           "  --final FILE    at the end, write its drones' states (their contexts, in\n"
-	           "                  order): runs with other splits of the fleet compare them\n"
+	           "  --final FILE    at the end, write its drones' states (drone number and\n"
+	           "                  context in hex, a line each): runs with other splits of\n"
+	           "                  the fleet compare them\n"
+	           "  --zones RD      zones instead of a slice: the fleet's RD config (written\n"
+	           "                  by fleet-host --write-zones DIR); the airspace is split at\n"
+	           "                  x = 0 between --node 1 (west) and --node 2 (east), drones\n"
+	           "                  handed over when they cross (RD-Light)\n"
+	           "  --node K        with --zones: this host, 1 or 2\n"
+	           "  --trace FILE    with --zones: its RD trace (model steps, ownership)\n"
+	           "  --write-zones DIR  write DIR/fleet_rd.json (+ pdudef) for --drones, exit\n"
 	           "The domain is $HAKO_DOMAIN (hako-launch sets it).\n");
 }
 
 int main(int argc, char **argv)
 {
-	long total = -1, first = 0, count = -1;
-	const char *asset = NULL, *out = NULL, *final = NULL;
+	long total = -1, first = 0, count = -1, node = 0;
+	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
+	const char *write_zones = NULL;
 	static const struct option longopts[] = {
 	    {"drones", required_argument, NULL, 'd'}, {"first", required_argument, NULL, 'f'},
 	    {"count", required_argument, NULL, 'c'},  {"asset", required_argument, NULL, 'a'},
 	    {"out", required_argument, NULL, 'o'},    {"final", required_argument, NULL, 'F'},
+	    {"zones", required_argument, NULL, 'z'},  {"node", required_argument, NULL, 'n'},
+	    {"trace", required_argument, NULL, 't'},  {"write-zones", required_argument, NULL, 'W'},
 	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -95,15 +133,39 @@ int main(int argc, char **argv)
 		case 'a': asset = optarg; break;
 		case 'o': out = optarg; break;
 		case 'F': final = optarg; break;
+		case 'z': zones = optarg; break;
+		case 'n': node = strtol(optarg, NULL, 10); break;
+		case 't': trace = optarg; break;
+		case 'W': write_zones = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	if (write_zones != NULL) {
+		char rd[4200];
+		if (total <= 0 || total > 65536 ||
+		    fleet_zones_write_config(write_zones, (size_t)total, rd, sizeof(rd)) != 0) {
+			fprintf(stderr, PROG ": --write-zones %s: %s\n", write_zones,
+			        total <= 0 ? "needs --drones" : strerror(errno));
+			return total <= 0 ? 2 : 1;
+		}
+		printf("%s\n", rd);
+		return 0;
+	}
+	if (zones != NULL && (node < 1 || node > 2)) {
+		fprintf(stderr, PROG ": --zones needs --node 1 or 2\n");
+		return 2;
+	}
+	if (zones != NULL) {
+		first = node; /* names the asset and the files: one host per zone */
+		count = total;
+	}
 	if (count < 0) {
 		count = total - first;
 	}
-	if (total <= 0 || total > 65536 || first < 0 || count <= 0 || first + count > total ||
-	    optind < argc) {
+	g_first = first;
+	if (total <= 0 || total > 65536 || first < 0 || count <= 0 ||
+	    (zones == NULL && first + count > total) || optind < argc) {
 		fprintf(stderr, PROG ": --drones 1..65536, 0 <= --first, --first + --count <= "
 		                     "--drones, nothing else\n");
 		usage(stderr);
@@ -111,7 +173,8 @@ int main(int argc, char **argv)
 	}
 	char name[64];
 	if (asset == NULL) {
-		snprintf(name, sizeof(name), "fleet-host-%ld", first);
+		snprintf(name, sizeof(name), zones != NULL ? "fleet-zone-%ld" : "fleet-host-%ld",
+		         first);
 		asset = name;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -131,7 +194,7 @@ int main(int argc, char **argv)
 	}
 	/* Sizing: refuse up front, with the numbers, what the domain cannot hold. */
 	hako_domain_info_t info;
-	if (hako_domain_get_info(dom, &info) == 0) {
+	if (zones == NULL && hako_domain_get_info(dom, &info) == 0) {
 		size_t need_ch = fleet_host_channels((size_t)count);
 		size_t need_b = fleet_host_bytes((size_t)count);
 		if (info.channel_count + need_ch > info.max_channels ||
@@ -152,16 +215,35 @@ int main(int argc, char **argv)
 		}
 	}
 	fleet_host_t *h = NULL;
-	if ((r = fleet_host_open(dom, (size_t)first, (size_t)count, (size_t)total, &h)) != 0) {
+	if (zones != NULL) {
+		char why[1300] = "";
+		if ((r = fleet_zones_open(dom, zones, (uint8_t)node, trace, &g_z, why,
+		                          sizeof(why))) != 0) {
+			fprintf(stderr, PROG ": --zones %s: %s\n", zones,
+			        why[0] ? why : hako_strerror(r));
+			hako_domain_close(dom);
+			return 1;
+		}
+		if ((long)fleet_zones_total(g_z) != total) {
+			fprintf(stderr, PROG ": --zones %s has %zu drones, --drones says %ld\n",
+			        zones, fleet_zones_total(g_z), total);
+			fleet_zones_close(g_z);
+			hako_domain_close(dom);
+			return 1;
+		}
+	} else if ((r = fleet_host_open(dom, (size_t)first, (size_t)count, (size_t)total, &h)) !=
+	           0) {
 		fprintf(stderr, PROG ": drones %ld..%ld: %s\n", first + 1, first + count,
 		        hako_strerror(r));
 		hako_domain_close(dom);
 		return 1;
 	}
+	g_h = h;
 	hako_member_t *m = NULL;
 	if ((r = hako_member_register(dom, asset, 1000, &m)) != 0) {
 		fprintf(stderr, PROG ": asset '%s': %s\n", asset, hako_strerror(r));
 		fleet_host_close(h);
+		fleet_zones_close(g_z);
 		hako_domain_close(dom);
 		return 1;
 	}
@@ -173,13 +255,19 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
 			hako_member_unregister(m);
 			fleet_host_close(h);
+			fleet_zones_close(g_z);
 			hako_domain_close(dom);
 			return 1;
 		}
 		fputs("t,drone,x,y,z,host\n", csv);
 	}
-	printf("%s: drones %ld..%ld of %ld, 4 PDUs each every 1 ms step\n", asset, first + 1,
-	       first + count, total);
+	if (g_z != NULL) {
+		printf("%s: the %s zone (x %s 0) of %ld drones, 4 PDUs each every 1 ms step\n",
+		       asset, node == 1 ? "west" : "east", node == 1 ? "<" : ">=", total);
+	} else {
+		printf("%s: drones %ld..%ld of %ld, 4 PDUs each every 1 ms step\n", asset,
+		       first + 1, first + count, total);
+	}
 
 	static uint32_t window[WINDOW];
 	size_t wn = 0, wpos = 0;
@@ -221,18 +309,21 @@ int main(int argc, char **argv)
 		if (t_run == 0) {
 			t_run = t0;
 		}
-		if ((r = fleet_host_step(h, now)) != 0) {
+		if ((r = g_z != NULL ? fleet_zones_step(g_z, now) : fleet_host_step(h, now)) != 0) {
 			fprintf(stderr, PROG ": writing the PDUs: %s\n", hako_strerror(r));
 			rc = 1;
 			hako_member_step_done(m);
 			break;
 		}
 		if (csv != NULL && now % SAMPLE_EVERY == 0) {
-			for (size_t i = 0; i < (size_t)count; i++) {
+			for (size_t i = 0; i < n_slots(); i++) {
+				if (!slot_owned(i)) {
+					continue;
+				}
 				double p[6];
-				drone_pose(fleet_host_drone(h, i), p);
+				drone_pose(slot_drone(i), p);
 				fprintf(csv, "%.1f,%zu,%.3f,%.3f,%.3f,%ld\n", now / 1e6,
-				        (size_t)first + i + 1, p[0], p[1], p[2], first);
+				        slot_index(i) + 1, p[0], p[1], p[2], first);
 			}
 		}
 		hako_member_step_done(m);
@@ -269,11 +360,18 @@ int main(int argc, char **argv)
 		       wall > 0 ? steps / 1000.0 / wall : 0.0, p50, p99, cpu_s());
 	}
 	if (final != NULL) {
-		FILE *f = fopen(final, "wb");
+		FILE *f = fopen(final, "w");
 		uint8_t ctx[DRONE_CONTEXT_SIZE];
-		for (size_t i = 0; f != NULL && i < (size_t)count; i++) {
-			size_t n = drone_context_pack(fleet_host_drone(h, i), ctx, sizeof(ctx));
-			if (n == 0 || fwrite(ctx, 1, n, f) != n) {
+		for (size_t i = 0; f != NULL && i < n_slots(); i++) {
+			if (!slot_owned(i)) {
+				continue;
+			}
+			size_t n = drone_context_pack(slot_drone(i), ctx, sizeof(ctx));
+			fprintf(f, "%zu ", slot_index(i) + 1);
+			for (size_t k = 0; k < n; k++) {
+				fprintf(f, "%02x", ctx[k]);
+			}
+			if (n == 0 || fputc('\n', f) == EOF) {
 				fclose(f);
 				f = NULL;
 			}
@@ -287,8 +385,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": writing the trajectories: %s\n", strerror(errno));
 		rc = 1;
 	}
+	if (g_z != NULL) {
+		printf("%s: %llu drones handed to the other zone, %llu taken over from it\n", asset,
+		       (unsigned long long)fleet_zones_releases(g_z),
+		       (unsigned long long)fleet_zones_activations(g_z));
+	}
 	hako_member_unregister(m);
 	fleet_host_close(h);
+	fleet_zones_close(g_z);
 	hako_domain_close(dom);
 	return rc;
 }

@@ -154,17 +154,21 @@ static int write_svg(const char *path, size_t total)
 	    "font-size=\"15\">Fleet of %zu drones seen from above (x north to the right), coloured "
 	    "by host</text>\n",
 	    W, H, W, H, M, total);
+	/* One polyline per drone and host: a drone handed over changes colour where it happened. */
 	size_t i = 0;
 	while (i < g_n) {
 		size_t j = i;
-		while (j < g_n && g_s[j].drone == g_s[i].drone) {
+		while (j < g_n && g_s[j].drone == g_s[i].drone && g_s[j].host == g_s[i].host) {
 			j++;
 		}
 		fprintf(f,
 		        "<polyline fill=\"none\" stroke-width=\"0.7\" stroke-opacity=\"0.6\" "
 		        "stroke=\"%s\" points=\"",
 		        palette[host_index(g_s[i].host) % 8]);
-		for (size_t k2 = i; k2 < j; k2++) {
+		/* From the drone's previous sample (the other host's last), so the line is whole.
+		 */
+		size_t from = i > 0 && g_s[i - 1].drone == g_s[i].drone ? i - 1 : i;
+		for (size_t k2 = from; k2 < j; k2++) {
 			fprintf(f, "%.1f,%.1f ", M + (g_s[k2].x - x0) * k,
 			        H - M - (g_s[k2].y - y0) * k);
 		}
@@ -180,10 +184,10 @@ static int write_svg(const char *path, size_t total)
 	for (size_t h = 0; h < g_nhosts; h++) {
 		fprintf(f,
 		        "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"4\" fill=\"%s\"/><text "
-		        "x=\"%.0f\" y=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">host of "
-		        "drones from %u</text>\n",
-		        M + 180.0 * (double)h, H - 16, palette[h % 8], M + 180.0 * (double)h + 20,
-		        H - 11, g_hosts[h] + 1);
+		        "x=\"%.0f\" y=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">host "
+		        "%u</text>\n",
+		        M + 120.0 * (double)h, H - 16, palette[h % 8], M + 120.0 * (double)h + 20,
+		        H - 11, g_hosts[h]);
 	}
 	fputs("</svg>\n", f);
 	return fclose(f);
@@ -236,9 +240,9 @@ int main(int argc, char **argv)
 			per_host[host_index(g_s[i].host)]++;
 		}
 	}
-	printf("fleet: %zu drones on %zu host(s):", total, g_nhosts);
+	printf("fleet: %zu drones on %zu host(s), at the start:", total, g_nhosts);
 	for (size_t h = 0; h < g_nhosts; h++) {
-		printf(" %zu from drone %u;", per_host[h], g_hosts[h] + 1);
+		printf(" %zu on host %u;", per_host[h], g_hosts[h]);
 	}
 	printf("\n");
 	int bad = check(FLEET_HAKO, 17.9, total, tol) != 0;

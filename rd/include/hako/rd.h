@@ -230,6 +230,9 @@ HAKO_API int hako_rd_read(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *b
 HAKO_API int hako_rd_read_at(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, size_t cap,
                              size_t *len, hako_time_t world);
 HAKO_API uint64_t hako_rd_stale_drops(const hako_rd_node_t *node);
+/* Trace (1, the default) or not (0) a record per hako_rd_write: a host of many EUs writing
+ * every step keeps its trace to the ownership events and model steps. */
+HAKO_API void hako_rd_trace_writes(hako_rd_node_t *node, int on);
 
 /* Record in the trace that this node ran model step `step` of the EU, covering world time
  * [model_time - delta, model_time]. */

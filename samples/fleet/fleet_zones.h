@@ -1,0 +1,44 @@
+/* Zones: the fleet's airspace split at x = 0 between two hosts of one domain, each drone an
+ * execution unit of RD-Light (hako/rd.h): the host of a drone's zone owns it; a drone that
+ * crosses the boundary (with the margin v_max * Dmax, hysteresis and cooldown of the RD
+ * config's boundary trigger) is released by its owner with its exact state (its context) and
+ * activated by the other host, which steps it from there. One writer per drone at any time,
+ * every model step once (hako-rd check on the hosts' traces), the same bits as a fleet that
+ * never moved.
+ *
+ * fleet_zones_write_config writes the files both hosts load: the drones' pdutypes (the four
+ * PDUs of fleet_host.h plus rd_status 30 and rd_context 31), a pdudef of robots Drone-1..N and
+ * the RD config (nodes 1 and 2; drone k starts with the host of its start position's zone). */
+#ifndef FLEET_ZONES_H
+#define FLEET_ZONES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drone.h"
+#include "hako/domain.h"
+
+typedef struct fleet_zones fleet_zones_t;
+
+/* Write dir/drone_pdutypes.json, dir/fleet_pdudef.json and dir/fleet_rd.json for `total`
+ * drones; rd_path gets the RD config's path. 0, or -1 with errno. */
+int fleet_zones_write_config(const char *dir, size_t total, char *rd_path, size_t len);
+
+/* Host `node` (1 or 2) of the fleet of rd_path in dom; trace: its RD trace (NULL: none; model
+ * steps and ownership only, no record per PDU write). Errors: hako errors; why says more. */
+int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, const char *trace,
+                     fleet_zones_t **out, char *why, size_t why_len);
+void fleet_zones_close(fleet_zones_t *z);
+
+/* The step ending at world time now: every drone's hand-off events, then the owned drones
+ * stepped up to now (a drone activated here runs the steps it has not run yet), their PDUs
+ * written, and a release for each owned drone across the boundary. 0, or a hako error. */
+int fleet_zones_step(fleet_zones_t *z, int64_t now);
+
+size_t fleet_zones_total(const fleet_zones_t *z);
+int fleet_zones_owns(fleet_zones_t *z, size_t i);
+const drone_t *fleet_zones_drone(const fleet_zones_t *z, size_t i);
+uint64_t fleet_zones_releases(const fleet_zones_t *z);
+uint64_t fleet_zones_activations(const fleet_zones_t *z);
+
+#endif
