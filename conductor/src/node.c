@@ -288,10 +288,14 @@ static int needs_main(hako_conductor_node_t *n, uint32_t *last_state, uint32_t *
 	int work = st != *last_state || resets != *last_resets;
 	*last_state = st;
 	*last_resets = resets;
+	/* The main thread drops and registers proxies while this (the watcher) looks at them:
+	 * under stats_lock, or it would read a member the drop just freed. */
+	pthread_mutex_lock(&n->stats_lock);
 	for (size_t i = 0; i < n->npeers && !work; i++) {
 		struct hakoi_peer *p = &n->peers[i];
 		work = p->proxy != NULL && hako_member_event(p->proxy) > HAKO_EVENT_NONE;
 	}
+	pthread_mutex_unlock(&n->stats_lock);
 	if (!work && n->rd_barrier != NULL) {
 		work = hako_member_event(n->rd_barrier) > HAKO_EVENT_NONE;
 	}
@@ -492,7 +496,11 @@ static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_
 		} else if (p->proxy == NULL) {
 			char name[HAKO_NAME_MAX];
 			snprintf(name, sizeof(name), "proxy:%s", p->id);
-			r.result = hako_member_register_proxy(n->dom, name, &p->proxy);
+			hako_member_t *proxy = NULL;
+			r.result = hako_member_register_proxy(n->dom, name, &proxy);
+			pthread_mutex_lock(&n->stats_lock); /* the watcher reads it (needs_main) */
+			p->proxy = proxy;
+			pthread_mutex_unlock(&n->stats_lock);
 			if (r.result != 0) {
 				snprintf(r.reason, sizeof(r.reason),
 				         "cannot register its proxy: %s", hako_strerror(r.result));
@@ -970,8 +978,12 @@ static void check_peers(hako_conductor_node_t *n, hako_time_t now)
 		} else if (n->cfg.on_client_loss == HAKO_CLIENT_LOSS_DROP) {
 			HAKO_WARN("conductor %s: dropping client %s (on_client_loss: drop)",
 			          n->cfg.node_id, p->id);
+			/* Under stats_lock: the watcher thread looks at the proxies (needs_main).
+			 */
+			pthread_mutex_lock(&n->stats_lock);
 			hako_member_unregister(p->proxy);
 			p->proxy = NULL;
+			pthread_mutex_unlock(&n->stats_lock);
 			p->dropped = 1;
 		} else {
 			char why[160];
