@@ -133,6 +133,11 @@ static void trace(hako_rd_node_t *node, const struct eu_rt *e, hako_time_t t, ui
  * state; a malformed status or one of another config is logged once and ignored. */
 static void refresh(hako_rd_node_t *node, struct eu_rt *e)
 {
+	/* Nothing written since the view: one load instead of a copy of the status (a host of
+	 * many EUs refreshes each of them every step). */
+	if (e->view_seq != 0 && hako_channel_seq(e->status_ch) == e->view_seq) {
+		return;
+	}
 	size_t len = 0;
 	uint64_t seq = 0;
 	int r = hako_channel_read(e->status_ch, e->buf, e->cap, &len, &seq);
