@@ -535,7 +535,7 @@ int hako_rd_config_load(const char *path, hako_rd_config_t **out, hako_error_t *
 	hako_msg_registry_destroy(c.reg);
 	free(text);
 	if (r != 0) {
-		free(cfg);
+		hako_rd_config_free(cfg); /* and the EU table the walker may have allocated */
 		return r;
 	}
 	HAKO_DEBUG("rd config %s: %zu nodes, %zu execution units, hash 0x%08" PRIx32, path,
