@@ -252,6 +252,24 @@ static void start_federation(const char *rdcfg, const char *more)
 	}
 }
 
+/* hako-rd check over both clients' traces: the counts, or a failure naming the first
+ * violation (what: the scenario, for the message). */
+static hako_rd_check_result_t check_traces(const char *what)
+{
+	char t1[700], t2[700];
+	snprintf(t1, sizeof(t1), "%s/trace-1.jsonl", F.dir);
+	snprintf(t2, sizeof(t2), "%s/trace-2.jsonl", F.dir);
+	const char *paths[2] = {t1, t2};
+	hako_rd_check_result_t res;
+	hako_error_t err;
+	assert_int_equal(hako_rd_check(paths, 2, &res, &err), 0);
+	if (res.violations != 0) {
+		fail_msg("%s: hako-rd check: %llu violations, first: %s", what,
+		         (unsigned long long)res.violations, res.first_violation);
+	}
+	return res;
+}
+
 static void test_handoffs(void **state)
 {
 	(void)state;
@@ -352,16 +370,7 @@ static void test_handoffs(void **state)
 	}
 	assert_int_equal(atomic_load(&xs[1]->state), ref.state);
 	/* One writer at any world time, every step once, epochs one by one. */
-	char t1[700], t2[700];
-	snprintf(t1, sizeof(t1), "%s/trace-1.jsonl", F.dir);
-	snprintf(t2, sizeof(t2), "%s/trace-2.jsonl", F.dir);
-	const char *paths[2] = {t1, t2};
-	hako_rd_check_result_t res;
-	assert_int_equal(hako_rd_check(paths, 2, &res, &err), 0);
-	if (res.violations != 0) {
-		fail_msg("hako-rd check: %llu violations, first: %s",
-		         (unsigned long long)res.violations, res.first_violation);
-	}
+	hako_rd_check_result_t res = check_traces("handoffs");
 	assert_int_equal(res.handoffs, HANDOFFS);
 	assert_int_equal(res.reclaims, 0);
 	srv_cfg = NULL;
@@ -433,16 +442,9 @@ static void kill_trial(int trial, int *restarts, int *handoffs)
 	cmd_ok(0, "stop");
 	HTU_WAIT_UNTIL(ok, fed_state(&F, 0) == HAKO_STATE_STOPPED, FED_WAIT_USEC);
 	atomic_store(&xs[2]->quit, 1);
-	char t1[700], t2[700];
-	snprintf(t1, sizeof(t1), "%s/trace-1.jsonl", F.dir);
-	snprintf(t2, sizeof(t2), "%s/trace-2.jsonl", F.dir);
-	const char *paths[2] = {t1, t2};
-	hako_rd_check_result_t res;
-	assert_int_equal(hako_rd_check(paths, 2, &res, &err), 0);
-	if (res.violations != 0) {
-		fail_msg("trial %d (mode %d): hako-rd check: %llu violations, first: %s", trial,
-		         mode, (unsigned long long)res.violations, res.first_violation);
-	}
+	char what[64];
+	snprintf(what, sizeof(what), "trial %d (mode %d)", trial, mode);
+	hako_rd_check_result_t res = check_traces(what);
 	assert_true(res.restarts + res.handoffs == 1);
 	*restarts += (int)res.restarts;
 	*handoffs += (int)res.handoffs;
@@ -522,17 +524,7 @@ static void test_master_lost(void **state)
 		assert_int_equal(fed_state(&F, i), HAKO_STATE_RUNNING);
 		assert_int_equal(atomic_load(&xs[i]->error), 0);
 	}
-	char t1[700], t2[700];
-	snprintf(t1, sizeof(t1), "%s/trace-1.jsonl", F.dir);
-	snprintf(t2, sizeof(t2), "%s/trace-2.jsonl", F.dir);
-	const char *paths[2] = {t1, t2};
-	hako_rd_check_result_t res;
-	assert_int_equal(hako_rd_check(paths, 2, &res, &err), 0);
-	if (res.violations != 0) {
-		fail_msg("hako-rd check: %llu violations, first: %s",
-		         (unsigned long long)res.violations, res.first_violation);
-	}
-	assert_int_equal(res.handoffs, 1);
+	assert_int_equal(check_traces("master_lost").handoffs, 1);
 	F.passed = 1;
 }
 
