@@ -143,61 +143,59 @@ void fleet_host_step_plain(fleet_host_t *h, int64_t now)
 	}
 }
 
-/* The PDUs of drone d, written in place (hako_channel_loan) into its channels. */
-static int write_pdus(const struct drone_io *io, const drone_t *d, int64_t now)
+void fleet_drone_pdus(const drone_t *d, int64_t t, void *const pdu[FLEET_CHANNELS])
 {
-	void *buf;
-	size_t cap;
-	int r;
-	/* motor */
-	if ((r = hako_channel_loan(io->ch[0], &buf, &cap)) != 0) {
-		return r;
-	}
-	hako_pdu_hako_mavlink_msgs_HakoHilActuatorControls_init(buf, cap);
+	/* motor: the rotors' duty */
+	void *buf = pdu[0];
+	hako_pdu_hako_mavlink_msgs_HakoHilActuatorControls_init(
+	    buf, HAKO_PDU_SIZE_HAKO_MAVLINK_MSGS_HAKOHILACTUATORCONTROLS);
 	Hako_hako_mavlink_msgs_HakoHilActuatorControls *m =
 	    hako_pdu_hako_mavlink_msgs_HakoHilActuatorControls_base(buf);
 	double duty[4];
 	drone_motor_controls(d, duty);
-	m->time_usec = (uint64_t)now;
+	m->time_usec = (uint64_t)t;
 	for (int k = 0; k < 4; k++) {
 		m->controls[k] = (float)duty[k];
-	}
-	if ((r = hako_channel_commit(io->ch[0], cap)) != 0) {
-		return r;
 	}
 	/* pos: Hakoniwa's pos PDU is the drone's world pose as drone_pose gives it (x north,
 	 * y west, z up; roll, pitch, yaw) */
 	double pose[6];
 	drone_pose(d, pose);
-	if ((r = hako_channel_loan(io->ch[1], &buf, &cap)) != 0) {
-		return r;
-	}
-	hako_pdu_geometry_msgs_Twist_init(buf, cap);
-	Hako_Twist *tw = hako_pdu_geometry_msgs_Twist_base(buf);
+	hako_pdu_geometry_msgs_Twist_init(pdu[1], HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST);
+	Hako_Twist *tw = hako_pdu_geometry_msgs_Twist_base(pdu[1]);
 	tw->linear = (Hako_geometry_msgs_Vector3){pose[0], pose[1], pose[2]};
 	tw->angular = (Hako_geometry_msgs_Vector3){pose[3], pose[4], pose[5]};
-	if ((r = hako_channel_commit(io->ch[1], cap)) != 0) {
-		return r;
-	}
 	/* velocity: the world velocity, in the frame of pos */
 	double v[3];
 	drone_velocity_world(d, v);
-	if ((r = hako_channel_loan(io->ch[2], &buf, &cap)) != 0) {
-		return r;
-	}
-	hako_pdu_geometry_msgs_Twist_init(buf, cap);
-	tw = hako_pdu_geometry_msgs_Twist_base(buf);
-	tw->linear = (Hako_geometry_msgs_Vector3){v[0], v[1], v[2]};
-	if ((r = hako_channel_commit(io->ch[2], cap)) != 0) {
-		return r;
-	}
+	hako_pdu_geometry_msgs_Twist_init(pdu[2], HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST);
+	hako_pdu_geometry_msgs_Twist_base(pdu[2])->linear =
+	    (Hako_geometry_msgs_Vector3){v[0], v[1], v[2]};
 	/* status */
-	if ((r = hako_channel_loan(io->ch[3], &buf, &cap)) != 0) {
+	hako_pdu_hako_msgs_DroneStatus_init(pdu[3], HAKO_PDU_SIZE_HAKO_MSGS_DRONESTATUS);
+	hako_pdu_hako_msgs_DroneStatus_base(pdu[3])->flight_mode = (int32_t)drone_mode(d);
+}
+
+/* The PDUs of drone d, written in place (hako_channel_loan) into its channels. */
+static int write_pdus(const struct drone_io *io, const drone_t *d, int64_t now)
+{
+	void *buf[FLEET_CHANNELS];
+	int r = 0, c = 0;
+	for (; c < FLEET_CHANNELS && r == 0; c++) {
+		r = hako_channel_loan(io->ch[c], &buf[c], NULL);
+	}
+	if (r != 0) {
+		for (int k = 0; k < c - 1; k++) {
+			hako_channel_cancel(io->ch[k]);
+		}
 		return r;
 	}
-	hako_pdu_hako_msgs_DroneStatus_init(buf, cap);
-	hako_pdu_hako_msgs_DroneStatus_base(buf)->flight_mode = (int32_t)drone_mode(d);
-	return hako_channel_commit(io->ch[3], cap);
+	fleet_drone_pdus(d, now, buf);
+	for (c = 0; c < FLEET_CHANNELS; c++) {
+		int e = hako_channel_commit(io->ch[c], channel_sizes[c]);
+		r = r != 0 ? r : e;
+	}
+	return r;
 }
 
 int fleet_host_step(fleet_host_t *h, int64_t now)

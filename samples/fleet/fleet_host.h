@@ -48,6 +48,10 @@ void fleet_host_step_plain(fleet_host_t *h, int64_t now);
 size_t fleet_host_count(const fleet_host_t *h);
 const drone_t *fleet_host_drone(const fleet_host_t *h, size_t i);
 
+/* Fill drone d's four PDUs at model time t into pdu[0..3] (motor, pos, velocity, status, each
+ * a buffer of its type's PDU size), as the table above says. */
+void fleet_drone_pdus(const drone_t *d, int64_t t, void *const pdu[FLEET_CHANNELS]);
+
 /* What a fleet of n drones needs in a domain: channels, and arena bytes for their PDUs. */
 size_t fleet_host_channels(size_t n);
 size_t fleet_host_bytes(size_t n);

@@ -191,36 +191,11 @@ static int write_pdus(fleet_zones_t *z, uint32_t eu, struct zdrone *zd, int64_t 
 	uint8_t motor[HAKO_PDU_SIZE_HAKO_MAVLINK_MSGS_HAKOHILACTUATORCONTROLS];
 	uint8_t pos[HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST], vel[HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST];
 	uint8_t status[HAKO_PDU_SIZE_HAKO_MSGS_DRONESTATUS];
-	const drone_t *d = &zd->d;
-	hako_pdu_hako_mavlink_msgs_HakoHilActuatorControls_init(motor, sizeof(motor));
-	Hako_hako_mavlink_msgs_HakoHilActuatorControls *m =
-	    hako_pdu_hako_mavlink_msgs_HakoHilActuatorControls_base(motor);
-	double duty[4], pose[6], v[3];
-	drone_motor_controls(d, duty);
-	m->time_usec = (uint64_t)mt;
-	for (int k = 0; k < 4; k++) {
-		m->controls[k] = (float)duty[k];
-	}
-	drone_pose(d, pose);
-	hako_pdu_geometry_msgs_Twist_init(pos, sizeof(pos));
-	Hako_Twist *tw = hako_pdu_geometry_msgs_Twist_base(pos);
-	tw->linear = (Hako_geometry_msgs_Vector3){pose[0], pose[1], pose[2]};
-	tw->angular = (Hako_geometry_msgs_Vector3){pose[3], pose[4], pose[5]};
-	drone_velocity_world(d, v);
-	hako_pdu_geometry_msgs_Twist_init(vel, sizeof(vel));
-	hako_pdu_geometry_msgs_Twist_base(vel)->linear =
-	    (Hako_geometry_msgs_Vector3){v[0], v[1], v[2]};
-	hako_pdu_hako_msgs_DroneStatus_init(status, sizeof(status));
-	hako_pdu_hako_msgs_DroneStatus_base(status)->flight_mode = (int32_t)drone_mode(d);
-	struct {
-		void *data;
-		size_t len;
-	} w[P_COUNT] = {{motor, sizeof(motor)},
-	                {pos, sizeof(pos)},
-	                {vel, sizeof(vel)},
-	                {status, sizeof(status)}};
+	void *const pdu[P_COUNT] = {motor, pos, vel, status};
+	const size_t len[P_COUNT] = {sizeof(motor), sizeof(pos), sizeof(vel), sizeof(status)};
+	fleet_drone_pdus(&zd->d, mt, pdu);
 	for (int k = 0; k < P_COUNT; k++) {
-		int r = hako_rd_write(z->node, eu, zd->pdu[k], w[k].data, w[k].len, mt);
+		int r = hako_rd_write(z->node, eu, zd->pdu[k], pdu[k], len[k], mt);
 		if (r != 0) {
 			return r;
 		}
