@@ -860,6 +860,103 @@ int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now)
 	return 0;
 }
 
+int hako_rd_checkpoint(hako_rd_node_t *node, uint32_t eu, const void *ctx, size_t ctx_len,
+                       uint64_t model_step, hako_time_t now)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || (ctx == NULL && ctx_len > 0)) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	if (full(node)) {
+		return HAKO_ESTATE;
+	}
+	if (e->local != HAKO_RD_LOCAL_OWNER) {
+		return HAKO_ENOTOWNER;
+	}
+	if (ctx_len > e->cfg->max_context_bytes) {
+		return HAKO_ETOOBIG;
+	}
+	/* The epoch of this ownership: a standby reads a context only for a hand-off (the status
+	 * RELEASING at epoch + 1), so a checkpoint is never taken for one. */
+	hakoi_rd_context_t cx = {
+	    node->cfg->config_hash, e->epoch, node->id, now, model_step, ctx, ctx_len};
+	size_t len = 0;
+	int r = hakoi_rd_context_encode(&node->types, &cx, e->buf, e->cap, &len);
+	if (r == 0) {
+		r = hako_channel_write(e->context_ch, e->buf, len);
+	}
+	return r;
+}
+
+int hako_rd_take_over(hako_rd_node_t *node, uint32_t eu, uint8_t lost, hako_time_t now, void *ctx,
+                      size_t cap, hako_rd_activation_t *act)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || node->id == 0 || lost == node->id || !is_candidate(e->cfg, node->id)) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	refresh(node, e);
+	const hakoi_rd_status_t v = e->view;
+	/* lost owns it, or released it to this node (whose context is then the one to use). */
+	int owned = v.curr == lost && (v.status != HAKO_RD_OWNER_RELEASING || v.next == node->id);
+	if (full(node) || e->local != HAKO_RD_LOCAL_STANDBY || !owned) {
+		HAKO_WARN("rd: node %u (%s): cannot take EU %s over from node %u: %s", node->id,
+		          node->name, e->cfg->name, lost,
+		          full(node) ? "in RD-Full the conductor restarts it"
+		          : e->local != HAKO_RD_LOCAL_STANDBY ? "this node is not standby"
+		                                              : "that node does not own it");
+		return HAKO_ESTATE;
+	}
+	size_t len = 0;
+	uint64_t seq = 0;
+	hakoi_rd_context_t cx;
+	char why[256] = "";
+	int have = hako_channel_read(e->context_ch, e->buf, e->cap, &len, &seq) == 0 && seq != 0 &&
+	           hakoi_rd_context_decode(&node->types, e->buf, len, &cx, why, sizeof(why)) == 0 &&
+	           cx.config_hash == node->cfg->config_hash && cx.epoch == v.epoch &&
+	           cx.model_step != HAKOI_RD_CTX_ANNOUNCE;
+	if (!have) {
+		if (v.epoch != 0 || v.status != HAKO_RD_OWNER_STABLE) {
+			HAKO_ERROR(
+			    "rd: node %u (%s): cannot take EU %s over from node %u: no context "
+			    "of its ownership (epoch %u)%s%s",
+			    node->id, node->name, e->cfg->name, lost, v.epoch, why[0] ? ": " : "",
+			    why);
+			return HAKO_ENOENT;
+		}
+		cx = (hakoi_rd_context_t){node->cfg->config_hash, 0, lost, 0, 0, NULL, 0};
+	}
+	if (cx.len > cap || (ctx == NULL && cx.len > 0)) {
+		return HAKO_ETOOBIG;
+	}
+	if (cx.len > 0) {
+		memcpy(ctx, cx.bytes, cx.len); /* before the status is encoded in the same buffer */
+	}
+	uint8_t epoch = (uint8_t)(v.epoch + 1);
+	int r = write_status(node, e, HAKO_RD_OWNER_STABLE, epoch, node->id, node->id);
+	if (r != 0) {
+		return r;
+	}
+	e->local = HAKO_RD_LOCAL_OWNER;
+	e->epoch = epoch;
+	e->now = now;
+	e->pending = 0;
+	e->commit_at = -1;
+	char extra[96];
+	snprintf(extra, sizeof(extra), ",\"lost\":%u,\"step\":%" PRIu64, lost, cx.model_step);
+	trace(node, e, now, epoch, "restart", extra);
+	HAKO_WARN("rd: node %u (%s): took EU %s over from the lost node %u at %.6f s (epoch %u), "
+	          "from model step %" PRIu64 " (its context of %.6f s)",
+	          node->id, node->name, e->cfg->name, lost, sec(now), epoch, cx.model_step,
+	          sec(cx.release_time));
+	if (act != NULL) {
+		*act = (hako_rd_activation_t){epoch, 0, cx.release_time, cx.model_step, cx.len};
+	}
+	return 0;
+}
+
 int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
                   hako_time_t model_time)
 {

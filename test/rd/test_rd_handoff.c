@@ -649,6 +649,97 @@ static void test_domain_reset(void **state)
 	expect_trace_ok(f, 1, 0);
 }
 
+/* Node 1 dies (closed without a word) after a checkpoint at model step 20 and two more steps:
+ * node 2 takes the EU over from that checkpoint at a new epoch, runs steps 21.. again, and
+ * hako-rd check counts the lost node's steps 21 and 22 as lost, not run twice. A node that was
+ * not dead after all is fenced off: its next poll stops the EU. */
+static void test_take_over_lost_owner(void **state)
+{
+	struct fx *f = *state;
+	hako_rd_activation_t act;
+	/* Nothing to take over while node 1 owns it from the start and node 2 is the owner. */
+	assert_int_equal(hako_rd_take_over(f->a, EU, 1, 1000, f->got, CTX_MAX, &act), HAKO_EINVAL);
+	for (uint64_t k = 1; k <= 22; k++) {
+		assert_int_equal(poll_at(f, f->a, (hako_time_t)k * 1000, NULL), HAKO_RD_EV_NONE);
+		hako_rd_trace_step(f->a, EU, k, (hako_time_t)k * 1000);
+		if (k == 20) {
+			assert_int_equal(hako_rd_checkpoint(f->a, EU, f->ctx, 64, k, 20000), 0);
+		}
+	}
+	assert_int_equal(hako_rd_checkpoint(f->b, EU, f->ctx, 64, 1, 20000), HAKO_ENOTOWNER);
+	assert_int_equal(hako_rd_checkpoint(f->a, EU, f->ctx, CTX_MAX + 1, 1, 20000), HAKO_ETOOBIG);
+	/* A checkpoint is no hand-off: the standby is not offered it. */
+	assert_int_equal(poll_at(f, f->b, 23000, NULL), HAKO_RD_EV_NONE);
+	memset(f->got, 0, sizeof(f->got));
+	assert_int_equal(hako_rd_take_over(f->b, EU, 1, 30000, f->got, CTX_MAX, &act), 0);
+	assert_int_equal(act.epoch, 1);
+	assert_int_equal(act.from, 0);
+	assert_int_equal(act.model_step, 20);
+	assert_int_equal(act.release_time_usec, 20000);
+	assert_int_equal(act.ctx_len, 64);
+	assert_memory_equal(f->got, f->ctx, 64);
+	assert_true(hako_rd_is_owner(f->b, EU));
+	expect_state(f, f->b, HAKO_RD_OWNER_STABLE, 1, 2, 2, HAKO_RD_LOCAL_OWNER);
+	for (uint64_t k = 21; k <= 30; k++) {
+		hako_rd_trace_step(f->b, EU, k, (hako_time_t)k * 1000);
+	}
+	assert_int_equal(write_pos(f, f->b, 1.0, 30000), 0);
+	/* Twice, or from a node that does not own it: refused. */
+	assert_int_equal(hako_rd_take_over(f->b, EU, 1, 30000, f->got, CTX_MAX, &act), HAKO_ESTATE);
+	/* Node 1 was only frozen: the status fences it off at its next poll. */
+	assert_int_equal(poll_at(f, f->a, 31000, NULL), HAKO_RD_EV_RELEASED);
+	assert_false(hako_rd_is_owner(f->a, EU));
+	assert_int_equal(write_pos(f, f->a, 2.0, 31000), HAKO_ENOTOWNER);
+	expect_trace_ok(f, 0, 0);
+}
+
+/* The lost owner never checkpointed and got the EU by a hand-off: the hand-off's context is the
+ * state to take over from. Without any context of that ownership: HAKO_ENOENT. */
+static void test_take_over_from_handoff_context(void **state)
+{
+	struct fx *f = *state;
+	hako_rd_activation_t act;
+	assert_int_equal(poll_at(f, f->a, 10000, NULL), HAKO_RD_EV_NONE);
+	hako_rd_trace_step(f->a, EU, 10, 10000);
+	release_a_to_b(f, 10000, 10);
+	assert_int_equal(poll_at(f, f->b, 11000, &act), HAKO_RD_EV_ACTIVATE);
+	assert_int_equal(hako_rd_activate(f->b, EU, 1, 11000), 0);
+	assert_int_equal(poll_at(f, f->a, 11000, NULL), HAKO_RD_EV_RELEASED);
+	hako_rd_trace_step(f->b, EU, 11, 11000);
+	/* node 2 dies; node 1 takes the EU back from the context node 2 got at step 10 */
+	assert_int_equal(hako_rd_take_over(f->a, EU, 2, 15000, f->got, CTX_MAX, &act), 0);
+	assert_int_equal(act.model_step, 10);
+	assert_int_equal(act.epoch, 2);
+	assert_memory_equal(f->got, f->ctx, CTX_MAX);
+	hako_rd_trace_step(f->a, EU, 11, 11000);
+	expect_trace_ok(f, 1, 0);
+}
+
+/* The context in the channel is not of the lost owner's ownership (another config wrote it):
+ * nothing to take over from, HAKO_ENOENT, and the EU stays with the lost node. */
+static void test_take_over_without_context(void **state)
+{
+	struct fx *f = *state;
+	hako_rd_activation_t act;
+	assert_int_equal(poll_at(f, f->a, 10000, NULL), HAKO_RD_EV_NONE);
+	release_a_to_b(f, 10000, 10);
+	assert_int_equal(poll_at(f, f->b, 11000, &act), HAKO_RD_EV_ACTIVATE);
+	assert_int_equal(hako_rd_activate(f->b, EU, 1, 11000), 0);
+	assert_int_equal(poll_at(f, f->a, 11000, NULL), HAKO_RD_EV_RELEASED);
+	hakoi_rd_context_t cx = {f->cfg->config_hash ^ 1u, 1, 1, 15000, 11, f->ctx, 8};
+	uint8_t buf[CTX_MAX + 512];
+	size_t len = 0;
+	assert_int_equal(hakoi_rd_context_encode(&f->types, &cx, buf, sizeof(buf), &len), 0);
+	hako_channel_t *ch = NULL;
+	const hako_rd_eu_config_t *eu = &f->cfg->eus[0];
+	assert_int_equal(
+	    hako_channel_lookup(f->dom, eu->context.robot, eu->context.channel_id, &ch), 0);
+	assert_int_equal(hako_channel_write(ch, buf, len), 0);
+	assert_int_equal(hako_rd_take_over(f->a, EU, 2, 16000, f->got, CTX_MAX, &act), HAKO_ENOENT);
+	assert_false(hako_rd_is_owner(f->a, EU));
+	expect_state(f, f->a, HAKO_RD_OWNER_STABLE, 1, 2, 2, HAKO_RD_LOCAL_STANDBY);
+}
+
 static void test_trigger_boundary(void **state)
 {
 	(void)state;
@@ -705,6 +796,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_status_of_earlier_run, setup_bare, teardown),
 	    cmocka_unit_test_setup_teardown(test_foreign_status_at_open, setup_bare, teardown),
 	    cmocka_unit_test_setup_teardown(test_domain_reset, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_take_over_lost_owner, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_take_over_from_handoff_context, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_take_over_without_context, setup, teardown),
 	    cmocka_unit_test(test_trigger_boundary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -210,6 +210,31 @@ HAKO_API int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, ha
  * pending ACTIVATE, HAKO_ETIMEDOUT if now is outside (release time, release time + timeout]. */
 HAKO_API int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now);
 
+/* RD-Light, owner only: publish the EU's context (ctx: the state after model step model_step,
+ * at world time now) in its context channel, so that a candidate can take the EU over should
+ * this process die (hako_rd_take_over). The lost steps are those after the last checkpoint:
+ * the new owner runs them again. HAKO_ENOTOWNER, HAKO_ETOOBIG, HAKO_ESTATE in RD-Full (the
+ * conductor keeps the committed contexts there). */
+HAKO_API int hako_rd_checkpoint(hako_rd_node_t *node, uint32_t eu, const void *ctx, size_t ctx_len,
+                                uint64_t model_step, hako_time_t now);
+
+/* RD-Light: the EU's owner, node `lost`, is dead (the caller knows it: its asset left the
+ * domain, its process exited) and this node, a candidate, takes the EU over at world time now
+ * from the last context of that ownership: its last checkpoint, or the hand-off context it
+ * started from, or the initial state (model step 0, no context) if the EU never moved and
+ * was never checkpointed. The context is copied to ctx (cap bytes) and described in *act
+ * (act->from = 0, act->model_step: the steps it has run; run the model from there). This
+ * node owns the EU at once, at a new epoch: anything the lost node still wrote is fenced
+ * off, and if it was not dead after all, its next poll sees the new owner and stops the EU.
+ * The trace says "restart" (lost node, model step), so hako-rd check runs the lost node's
+ * steps after that context against the new owner's, not twice. Only one node may decide a
+ * take-over (an ExMonitor): two nodes taking the same EU over would both own it.
+ * HAKO_ESTATE: RD-Full, this node is not standby, or `lost` does not own the EU (a hand-off
+ * to a live node is under way: it activates); HAKO_ENOENT: no usable context of that
+ * ownership; HAKO_ETOOBIG: cap too small; HAKO_EINVAL: not a candidate. */
+HAKO_API int hako_rd_take_over(hako_rd_node_t *node, uint32_t eu, uint8_t lost, hako_time_t now,
+                               void *ctx, size_t cap, hako_rd_activation_t *act);
+
 /* Owner only: write PDU `pdu` (index in the EU's writes) of the EU, stamping the current epoch
  * in its meta byte 20 (pdu must be a valid registry PDU of its type: HAKO_EPROTO otherwise).
  * HAKO_ENOTOWNER unless owner. model_time = world time of the model step the data belongs to
