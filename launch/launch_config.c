@@ -638,6 +638,13 @@ static int check_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fie
 		hakoi_walk_push_key(w, "max_restarts");
 		return hakoi_walk_fail(w, "needs \"restart\": \"on-failure\"");
 	}
+	if (p->continue_on_failure &&
+	    (p->restart_on_failure || p->phase == HAKOI_LAUNCH_PHASE_AFTER)) {
+		hakoi_walk_push_key(w, "on_failure");
+		return hakoi_walk_fail(w,
+		                       "\"continue\" is for a process of phase \"run\" that is not "
+		                       "restarted");
+	}
 	if (p->phase == HAKOI_LAUNCH_PHASE_AFTER && p->restart_on_failure) {
 		hakoi_walk_push_key(w, "restart");
 		return hakoi_walk_fail(w, "a process of phase \"after\" is never restarted");
@@ -671,6 +678,7 @@ static int check_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fie
 static const char *const phase_names[] = {"run", "after", NULL};
 static const int phase_values[] = {HAKOI_LAUNCH_PHASE_RUN, HAKOI_LAUNCH_PHASE_AFTER};
 static const char *const restart_names[] = {"never", "on-failure", NULL};
+static const char *const on_failure_names[] = {"stop", "continue", NULL};
 
 static const hakoi_field_t arg_elem = {
     .kind = HAKOI_K_CUSTOM, .flags = HAKOI_F_EMPTY_OK, .parse = parse_expanded};
@@ -702,6 +710,7 @@ static const hakoi_field_t proc_fields[] = {
                  "\"nothing\", {\"asset\": NAME} or {\"log\": TEXT}"),
     HAKOI_ENUM("phase", 0, hakoi_launch_proc_t, phase, phase_names, phase_values),
     HAKOI_ENUM("restart", 0, hakoi_launch_proc_t, restart_on_failure, restart_names, NULL),
+    HAKOI_ENUM("on_failure", 0, hakoi_launch_proc_t, continue_on_failure, on_failure_names, NULL),
     {.key = "max_restarts",
      .kind = HAKOI_K_INT,
      HAKOI_AT(hakoi_launch_proc_t, max_restarts),
@@ -1903,6 +1912,9 @@ void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
 			fprintf(out, "  restart on-failure max_restarts=%d\n", p->max_restarts);
 		} else {
 			fprintf(out, "  restart never\n");
+		}
+		if (p->continue_on_failure) {
+			fprintf(out, "  on_failure continue\n");
 		}
 	}
 }

@@ -49,6 +49,8 @@ typedef struct hakoi_launch_proc {
 	char *wait_what; /* asset name or log substring */
 	long long timeout_ms;
 	int restart_on_failure;
+	int continue_on_failure; /* "on_failure": "continue": its failure is reported, the run goes
+	                            on */
 	int max_restarts;
 	int max_restarts_set; /* given in the file */
 	hakoi_launch_phase_t phase;

@@ -289,6 +289,12 @@ static hakoi_proc_t *handle_exits(enum exit_mode mode)
 			hakoi_say("%s (pid %d) %s", p->cfg->name, (int)p->pgid, how);
 			continue;
 		}
+		if (mode == MODE_RUN && p->cfg->continue_on_failure && !failing()) {
+			hakoi_say("%s (pid %d) %s; the run goes on without it (\"on_failure\": "
+			          "\"continue\")",
+			          p->cfg->name, (int)p->pgid, how);
+			continue;
+		}
 		if (!hakoi_sup_can_restart(p) || failing()) {
 			fail_proc(p,
 			          mode == MODE_START ? " while the processes were starting" : "");
@@ -970,6 +976,12 @@ static int mkdirs(const char *path)
 static int create_domain(void)
 {
 	const char *name = L.cfg->domain;
+	/* A process whose failure the run survives: its dead asset is removed, not an error. */
+	for (size_t i = 0; i < L.cfg->proc_count; i++) {
+		if (L.cfg->procs[i].continue_on_failure) {
+			L.cfg->core.liveness_policy = HAKO_LIVENESS_REMOVE;
+		}
+	}
 	int r = hako_domain_create(name, &L.cfg->core, &L.dom);
 	if (r == HAKO_EBUSY) {
 		hako_domain_t *other = NULL;
