@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "fleet_host.h"
+#include "fleet_share.h"
 #include "fleet_zones.h"
 #include "hako/domain.h"
 
@@ -109,21 +110,30 @@ static void usage(FILE *f)
 	           "  --node K        with --zones: this host, 1 or 2\n"
 	           "  --trace FILE    with --zones: its RD trace (model steps, ownership)\n"
 	           "  --write-zones DIR  write DIR/fleet_rd.json (+ pdudef) for --drones, exit\n"
+	           "  --balance K     with --write-zones: load balancing instead of zones\n"
+	           "                  (fleet-monitor moves drones), drones 1..K start on host 1,\n"
+	           "                  the others on host 2\n"
 	           "The domain is $HAKO_DOMAIN (hako-launch sets it).\n");
 }
 
 int main(int argc, char **argv)
 {
-	long total = -1, first = 0, count = -1, node = 0;
+	long total = -1, first = 0, count = -1, node = 0, split = 0;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
 	const char *write_zones = NULL;
-	static const struct option longopts[] = {
-	    {"drones", required_argument, NULL, 'd'}, {"first", required_argument, NULL, 'f'},
-	    {"count", required_argument, NULL, 'c'},  {"asset", required_argument, NULL, 'a'},
-	    {"out", required_argument, NULL, 'o'},    {"final", required_argument, NULL, 'F'},
-	    {"zones", required_argument, NULL, 'z'},  {"node", required_argument, NULL, 'n'},
-	    {"trace", required_argument, NULL, 't'},  {"write-zones", required_argument, NULL, 'W'},
-	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {{"drones", required_argument, NULL, 'd'},
+	                                         {"first", required_argument, NULL, 'f'},
+	                                         {"count", required_argument, NULL, 'c'},
+	                                         {"asset", required_argument, NULL, 'a'},
+	                                         {"out", required_argument, NULL, 'o'},
+	                                         {"final", required_argument, NULL, 'F'},
+	                                         {"zones", required_argument, NULL, 'z'},
+	                                         {"node", required_argument, NULL, 'n'},
+	                                         {"trace", required_argument, NULL, 't'},
+	                                         {"write-zones", required_argument, NULL, 'W'},
+	                                         {"balance", required_argument, NULL, 'B'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -137,17 +147,24 @@ int main(int argc, char **argv)
 		case 'n': node = strtol(optarg, NULL, 10); break;
 		case 't': trace = optarg; break;
 		case 'W': write_zones = optarg; break;
+		case 'B': split = strtol(optarg, NULL, 10); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (write_zones != NULL) {
 		char rd[4200];
-		if (total <= 0 || total > 65536 ||
-		    fleet_zones_write_config(write_zones, (size_t)total, rd, sizeof(rd)) != 0) {
+		if (total <= 0 || total > 65536 || split < 0 || split >= total) {
+			fprintf(stderr,
+			        PROG ": --write-zones needs --drones 1..65536 (and --balance "
+			             "1..drones - 1)\n");
+			return 2;
+		}
+		if (fleet_zones_write_config(write_zones, (size_t)total, (size_t)split, rd,
+		                             sizeof(rd)) != 0) {
 			fprintf(stderr, PROG ": --write-zones %s: %s\n", write_zones,
-			        total <= 0 ? "needs --drones" : strerror(errno));
-			return total <= 0 ? 2 : 1;
+			        strerror(errno));
+			return 1;
 		}
 		printf("%s\n", rd);
 		return 0;
@@ -261,7 +278,11 @@ int main(int argc, char **argv)
 		}
 		fputs("t,drone,x,y,z,host\n", csv);
 	}
-	if (g_z != NULL) {
+	if (g_z != NULL && fleet_zones_balancing(g_z)) {
+		printf("%s: host %ld of %ld drones, %zu at the start, 4 PDUs each every 1 ms step; "
+		       "fleet-monitor moves them\n",
+		       asset, node, total, fleet_zones_owned(g_z));
+	} else if (g_z != NULL) {
 		printf("%s: the %s zone (x %s 0) of %ld drones, 4 PDUs each every 1 ms step\n",
 		       asset, node == 1 ? "west" : "east", node == 1 ? "<" : ">=", total);
 	} else {
@@ -270,6 +291,8 @@ int main(int argc, char **argv)
 	}
 
 	static uint32_t window[WINDOW];
+	static uint32_t busy[WINDOW]; /* time on the drones a step, since the last load record */
+	size_t bn = 0;
 	size_t wn = 0, wpos = 0;
 	uint64_t steps = 0;
 	int64_t t_run = 0, t_last_line = now_ns(), prev = 0;
@@ -309,7 +332,18 @@ int main(int argc, char **argv)
 		if (t_run == 0) {
 			t_run = t0;
 		}
-		if ((r = g_z != NULL ? fleet_zones_step(g_z, now) : fleet_host_step(h, now)) != 0) {
+		r = g_z != NULL ? fleet_zones_step(g_z, now) : fleet_host_step(h, now);
+		if (bn < WINDOW) {
+			busy[bn++] = (uint32_t)(now_ns() - t0);
+		}
+		if (r == 0 && g_z != NULL && now % FLEET_LOAD_EVERY == 0) {
+			double b50, b99;
+			percentiles(busy, bn, &b50, &b99);
+			r = fleet_zones_publish(g_z, now, (uint64_t)(b50 * 1e6),
+			                        (uint64_t)(b99 * 1e6));
+			bn = 0;
+		}
+		if (r != 0) {
 			fprintf(stderr, PROG ": writing the PDUs: %s\n", hako_strerror(r));
 			rc = 1;
 			hako_member_step_done(m);
@@ -343,7 +377,8 @@ int main(int argc, char **argv)
 			printf(
 			    "%s: t=%6.2f s  RTF %5.2f  %ld drones  step p50 %.3f ms p99 %.3f ms  "
 			    "CPU %3.0f %%\n",
-			    asset, now / 1e6, rtf, count, p50, p99,
+			    asset, now / 1e6, rtf,
+			    g_z != NULL ? (long)fleet_zones_owned(g_z) : count, p50, p99,
 			    100.0 * (cpu - cpu_last) * 1e9 / (double)(t1 - t_last_line));
 			t_last_line = t1;
 			w_last_line = now;
@@ -386,9 +421,11 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	if (g_z != NULL) {
-		printf("%s: %llu drones handed to the other zone, %llu taken over from it\n", asset,
-		       (unsigned long long)fleet_zones_releases(g_z),
-		       (unsigned long long)fleet_zones_activations(g_z));
+		printf("%s: %llu drones handed to the other zone, %llu taken over from it, %llu "
+		       "taken from a lost host; %zu drones at the end\n",
+		       asset, (unsigned long long)fleet_zones_releases(g_z),
+		       (unsigned long long)fleet_zones_activations(g_z),
+		       (unsigned long long)fleet_zones_takeovers(g_z), fleet_zones_owned(g_z));
 	}
 	hako_member_unregister(m);
 	fleet_host_close(h);

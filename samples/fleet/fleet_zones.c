@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fleet_host.h"
+#include "fleet_share.h"
 #include "formation.h"
 #include "hako/error.h"
 #include "hako/msgs/geometry_msgs/Twist.h"
@@ -31,10 +33,18 @@ struct fleet_zones {
 	hako_time_t dmax;
 	size_t total;
 	struct zdrone *z;
-	uint64_t releases, activations;
+	uint64_t releases, activations, takeovers;
+	int balance; /* the RD config's trigger is "manual": the monitor moves drones */
+	hako_channel_t *load_ch, *order_ch;
+	uint64_t order_seq;  /* the order channel's write behind the last order read */
+	uint32_t order_done; /* the last order carried out */
+	uint32_t to_release; /* a MOVE order being carried out: drones still to hand over */
+	uint8_t release_to;
+	uint8_t take_from; /* a TAKE_OVER order: the lost host whose drones this one takes */
+	uint8_t lost[256]; /* hosts the monitor found lost: never released to */
 };
 
-int fleet_zones_write_config(const char *dir, size_t total, char *rd_path, size_t len)
+int fleet_zones_write_config(const char *dir, size_t total, size_t split, char *rd_path, size_t len)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/drone_pdutypes.json", dir);
@@ -79,16 +89,27 @@ int fleet_zones_write_config(const char *dir, size_t total, char *rd_path, size_
 	}
 	drone_params_t p;
 	drone_params_default(&p);
-	fprintf(
-	    f,
-	    "{\"pdudef\": \"fleet_pdudef.json\",\n"
-	    " \"nodes\": [{\"id\": 1, \"name\": \"west\"}, {\"id\": 2, \"name\": \"east\"}],\n"
-	    " \"handoff_timeout_usec\": 200000,\n"
-	    " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": 0.0, "
-	    "\"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, \"low_owner\": 1, "
-	    "\"high_owner\": 2},\n"
-	    " \"execution_units\": [",
-	    p.v_max + 0.5);
+	if (split == 0) {
+		fprintf(
+		    f,
+		    "{\"pdudef\": \"fleet_pdudef.json\",\n"
+		    " \"nodes\": [{\"id\": 1, \"name\": \"west\"}, {\"id\": 2, \"name\": "
+		    "\"east\"}],\n"
+		    " \"handoff_timeout_usec\": 200000,\n"
+		    " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": 0.0, "
+		    "\"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
+		    "\"low_owner\": 1, \"high_owner\": 2},\n"
+		    " \"execution_units\": [",
+		    p.v_max + 0.5);
+	} else {
+		/* Balance: the monitor orders the moves ("manual" for the RD library). */
+		fprintf(f, "{\"pdudef\": \"fleet_pdudef.json\",\n"
+		           " \"nodes\": [{\"id\": 1, \"name\": \"host-1\"}, {\"id\": 2, \"name\": "
+		           "\"host-2\"}],\n"
+		           " \"handoff_timeout_usec\": 200000,\n"
+		           " \"trigger\": {\"type\": \"manual\"},\n"
+		           " \"execution_units\": [");
+	}
 	for (size_t i = 0; i < total; i++) {
 		double start[3];
 		fleet_formation_point(FLEET_GRID, i, total, start);
@@ -98,8 +119,8 @@ int fleet_zones_write_config(const char *dir, size_t total, char *rd_path, size_
 		    "\"writes\": [\"motor\", \"pos\", \"velocity\", \"status\"], \"candidates\": "
 		    "[1, 2], \"initial_owner\": %d, \"max_context_bytes\": %u, \"status\": "
 		    "\"rd_status\", \"context\": \"rd_context\"}",
-		    i > 0 ? ",\n    " : "", i, i + 1, i + 1, start[0] < 0 ? 1 : 2,
-		    DRONE_CONTEXT_SIZE);
+		    i > 0 ? ",\n    " : "", i, i + 1, i + 1,
+		    split == 0 ? (start[0] < 0 ? 1 : 2) : (i < split ? 1 : 2), DRONE_CONTEXT_SIZE);
 	}
 	fprintf(f, "]}\n");
 	if (fclose(f) != 0) {
@@ -170,6 +191,18 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 		return r;
 	}
 	hako_rd_trace_writes(z->node, 0);
+	z->balance = strcmp(z->cfg->trigger.type, "manual") == 0;
+	char robot[64];
+	snprintf(robot, sizeof(robot), FLEET_LOAD_ROBOT "%u", node);
+	if ((r = hako_channel_create(dom, robot, 0, sizeof(fleet_load_t), &z->load_ch)) != 0 ||
+	    (r = hako_channel_create(dom, FLEET_ORDER_ROBOT, 0, sizeof(fleet_order_t),
+	                             &z->order_ch)) != 0) {
+		snprintf(why, why_len, "the monitor's channels: %s", hako_strerror(r));
+		fleet_zones_close(z);
+		return r;
+	}
+	/* An order of an earlier run is not this run's. */
+	z->order_seq = hako_channel_seq(z->order_ch);
 	*out = z;
 	return 0;
 }
@@ -203,9 +236,72 @@ static int write_pdus(fleet_zones_t *z, uint32_t eu, struct zdrone *zd, int64_t 
 	return 0;
 }
 
+/* A new order of the monitor for this host: remember what to do. */
+static void read_order(fleet_zones_t *z)
+{
+	uint64_t seq = hako_channel_seq(z->order_ch);
+	if (seq == z->order_seq) {
+		return;
+	}
+	fleet_order_t o;
+	size_t len = 0;
+	if (hako_channel_read(z->order_ch, &o, sizeof(o), &len, &seq) != 0 || len != sizeof(o) ||
+	    o.magic != FLEET_SHARE_MAGIC || o.number <= z->order_done) {
+		z->order_seq = seq;
+		return;
+	}
+	z->order_seq = seq;
+	if (o.kind == FLEET_ORDER_MOVE && o.from == z->self && o.to != z->self && o.to <= 255) {
+		z->to_release = o.count;
+		z->release_to = (uint8_t)o.to;
+		z->order_done = o.number;
+	} else if (o.kind == FLEET_ORDER_TAKE_OVER && o.to == z->self && o.from != z->self &&
+	           o.from <= 255) {
+		z->take_from = (uint8_t)o.from;
+		z->lost[o.from] = 1;
+		z->order_done = o.number;
+		printf("fleet-zone-%u: taking over the drones of the lost host %u (order %u)\n",
+		       z->self, o.from, o.number);
+	}
+}
+
+/* Take drone i over from the lost host, from its last context (or its start). 1 if taken. */
+static int take_over(fleet_zones_t *z, size_t i, int64_t now)
+{
+	struct zdrone *zd = &z->z[i];
+	uint32_t eu = z->cfg->eus[i].id;
+	hako_rd_eu_state_t st;
+	if (hako_rd_get_state(z->node, eu, &st) != 0 || st.curr_owner != z->take_from ||
+	    st.local != HAKO_RD_LOCAL_STANDBY) {
+		return 0;
+	}
+	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	hako_rd_activation_t act;
+	if (hako_rd_take_over(z->node, eu, z->take_from, now, ctx, sizeof(ctx), &act) != 0) {
+		return 0; /* logged by the RD library; the drone stays where it is */
+	}
+	if (act.ctx_len == 0) {
+		double start[3];
+		fleet_formation_point(FLEET_GRID, i, z->total, start);
+		drone_init(&zd->d, start[0], start[1], 0.0);
+	} else if (drone_context_unpack(&zd->d, ctx, act.ctx_len) != 0 ||
+	           zd->d.step != act.model_step) {
+		fprintf(stderr,
+		        "fleet-zone-%u: drone %zu: the context of the lost host is not a "
+		        "drone's\n",
+		        z->self, i + 1);
+		return 0;
+	}
+	hako_rd_trigger_reset(&zd->tst, zd->d.pos[0], now);
+	z->takeovers++;
+	return 1;
+}
+
 int fleet_zones_step(fleet_zones_t *z, int64_t now)
 {
 	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	read_order(z);
+	int checkpoint = now % FLEET_CKPT_EVERY == 0;
 	for (size_t i = 0; i < z->total; i++) {
 		struct zdrone *zd = &z->z[i];
 		uint32_t eu = z->cfg->eus[i].id;
@@ -230,11 +326,12 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		} else if (ev == HAKO_RD_EV_RECLAIMED) {
 			hako_rd_trigger_reset(&zd->tst, zd->d.pos[0], now);
 		}
-		if (!hako_rd_is_owner(z->node, eu)) {
+		if (!hako_rd_is_owner(z->node, eu) &&
+		    (z->take_from == 0 || !take_over(z, i, now))) {
 			continue;
 		}
-		/* Catch up to this step: a drone activated here runs the steps after its release.
-		 */
+		/* Catch up to this step: a drone activated here runs the steps after its release
+		 * (a drone taken over, those after its last checkpoint). */
 		uint64_t target = (uint64_t)(now / DRONE_DT_USEC);
 		if (zd->d.step >= target) {
 			continue;
@@ -249,19 +346,68 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		if ((r = write_pdus(z, eu, zd, mt)) != 0) {
 			return r;
 		}
-		double v[3];
-		drone_velocity_world(&zd->d, v);
-		uint8_t next = hako_rd_trigger_boundary(&z->cfg->trigger, &zd->tst, z->self,
-		                                        zd->d.pos[0], v[0], mt, z->dmax);
-		if (next != 0) {
+		uint8_t next = 0;
+		if (!z->balance) {
+			double v[3];
+			drone_velocity_world(&zd->d, v);
+			next = hako_rd_trigger_boundary(&z->cfg->trigger, &zd->tst, z->self,
+			                                zd->d.pos[0], v[0], mt, z->dmax);
+			next =
+			    z->lost[next] ? 0 : next; /* the lost host's zone is this host's now */
+		} else if (z->to_release > 0) {
+			next = z->release_to;
+			z->to_release--;
+		}
+		if (next != 0 || checkpoint) {
 			size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
-			if ((r = hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, mt)) != 0) {
+			r = next != 0 ? hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, mt)
+			              : hako_rd_checkpoint(z->node, eu, ctx, n, zd->d.step, mt);
+			if (r != 0) {
 				return r;
 			}
-			z->releases++;
+			z->releases += next != 0;
 		}
 	}
+	z->to_release = 0; /* fewer drones than ordered: the order is done */
+	z->take_from = 0;  /* every drone of the lost host was looked at */
 	return 0;
+}
+
+size_t fleet_zones_owned(fleet_zones_t *z)
+{
+	size_t n = 0;
+	for (size_t i = 0; z != NULL && i < z->total; i++) {
+		n += hako_rd_is_owner(z->node, z->cfg->eus[i].id) != 0;
+	}
+	return n;
+}
+
+int fleet_zones_publish(fleet_zones_t *z, int64_t now, uint64_t busy_p50_ns, uint64_t busy_p99_ns)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	fleet_load_t l = {FLEET_SHARE_MAGIC,
+	                  z->self,
+	                  (uint32_t)fleet_zones_owned(z),
+	                  z->order_done,
+	                  now,
+	                  busy_p50_ns,
+	                  busy_p99_ns,
+	                  (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+	                  z->releases,
+	                  z->activations,
+	                  z->takeovers};
+	return hako_channel_write(z->load_ch, &l, sizeof(l));
+}
+
+int fleet_zones_balancing(const fleet_zones_t *z)
+{
+	return z != NULL && z->balance;
+}
+
+uint64_t fleet_zones_takeovers(const fleet_zones_t *z)
+{
+	return z != NULL ? z->takeovers : 0;
 }
 
 size_t fleet_zones_total(const fleet_zones_t *z)

@@ -8,7 +8,13 @@
  *
  * fleet_zones_write_config writes the files both hosts load: the drones' pdutypes (the four
  * PDUs of fleet_host.h plus rd_status 30 and rd_context 31), a pdudef of robots Drone-1..N and
- * the RD config (nodes 1 and 2; drone k starts with the host of its start position's zone). */
+ * the RD config (nodes 1 and 2; drone k starts with the host of its start position's zone).
+ *
+ * The same hosts do load balancing when the RD config's trigger is "manual": fleet-monitor
+ * (the ExMonitor) orders a host to hand a number of its drones to another (fleet_share.h).
+ * Every owner checkpoints its drones' contexts every 100 ms of world time; when the monitor
+ * finds a host lost, it orders the other to take its drones over from those contexts
+ * (hako_rd_take_over): the steps after the checkpoint are run again, to the same bits. */
 #ifndef FLEET_ZONES_H
 #define FLEET_ZONES_H
 
@@ -21,8 +27,11 @@
 typedef struct fleet_zones fleet_zones_t;
 
 /* Write dir/drone_pdutypes.json, dir/fleet_pdudef.json and dir/fleet_rd.json for `total`
- * drones; rd_path gets the RD config's path. 0, or -1 with errno. */
-int fleet_zones_write_config(const char *dir, size_t total, char *rd_path, size_t len);
+ * drones; rd_path gets the RD config's path. split 0: zones (a boundary trigger at x = 0);
+ * split > 0: balance (a manual trigger: the monitor moves drones), drones [0, split) start on
+ * host 1, the others on host 2. 0, or -1 with errno. */
+int fleet_zones_write_config(const char *dir, size_t total, size_t split, char *rd_path,
+                             size_t len);
 
 /* Host `node` (1 or 2) of the fleet of rd_path in dom; trace: its RD trace (NULL: none; model
  * steps and ownership only, no record per PDU write). Errors: hako errors; why says more. */
@@ -40,5 +49,13 @@ int fleet_zones_owns(fleet_zones_t *z, size_t i);
 const drone_t *fleet_zones_drone(const fleet_zones_t *z, size_t i);
 uint64_t fleet_zones_releases(const fleet_zones_t *z);
 uint64_t fleet_zones_activations(const fleet_zones_t *z);
+uint64_t fleet_zones_takeovers(const fleet_zones_t *z);
+/* 1: load balancing (the monitor moves drones), 0: zones. */
+int fleet_zones_balancing(const fleet_zones_t *z);
+size_t fleet_zones_owned(fleet_zones_t *z);
+
+/* Write this host's load record (fleet_share.h) for the monitor: the drones it owns, the time
+ * it spent on them a step (p50, p99 in ns), its CPU time. 0, or a channel error. */
+int fleet_zones_publish(fleet_zones_t *z, int64_t now, uint64_t busy_p50_ns, uint64_t busy_p99_ns);
 
 #endif

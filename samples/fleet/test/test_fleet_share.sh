@@ -1,0 +1,128 @@
+#!/bin/bash
+# samples.fleet.share: load sharing between two fleet hosts of one domain (RD-Light), with
+# fleet-monitor as the ExMonitor, 64 drones for 12 s of world time, each run against one host
+# flying the same fleet alone (the same final bytes) and checked by hako-rd check:
+#   balance: the hosts start with 48 and 16 drones; the monitor moves drones from the busier
+#            host until their step times are even (at least one move, and both end with 24 to
+#            40 drones: counts, never a timing);
+#   kill:    zones at x = 0; host 2 is killed with SIGKILL during the run; hako-launch says so
+#            and goes on ("on_failure": "continue"), the monitor reports the lost host and host 1
+#            takes its drones over from their last checkpoints, to the same bits.
+#
+# usage: test_fleet_share.sh BUILD_DIR
+set -u
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
+
+build=$(cd "$1" && pwd)
+launch=$build/launch/hako-launch
+bin=$build/samples/fleet
+dir=$(mktemp -d /tmp/test-fleet-share-XXXXXX) || exit 1
+lpid=
+cleanup() {
+	[ -n "$lpid" ] && kill -TERM "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+unset HAKO_DOMAIN
+
+# launch file NAME RD EXTRA_CONDUCTOR MONITOR_ARGS: two RD hosts and the monitor.
+write_launch() {
+	local name=$1 rd=$2 extra=$3 margs=$4 procs='' k
+	for k in 1 2; do
+		procs="$procs{\"name\": \"host-$k\", \"command\": \"fleet-host\", \"on_failure\": \"continue\",
+     \"args\": [\"--drones\", \"64\", \"--zones\", \"$rd\", \"--node\", \"$k\",
+              \"--trace\", \"$dir/$name/trace-$k.jsonl\", \"--final\", \"$dir/$name/final-$k.txt\"],
+     \"wait_for\": {\"asset\": \"fleet-zone-$k\"}},
+    "
+	done
+	cat >"$dir/$name.json" <<JSON
+{
+  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000$extra},
+  "log_dir": "$dir/$name/logs", "path": ["$bin"],
+  "processes": [
+    $procs{"name": "monitor", "command": "fleet-monitor", "args": ["--zones", "$rd"$margs]}
+  ]
+}
+JSON
+}
+
+# Final states and traces of run NAME against the reference.
+check_run() {
+	local name=$1
+	sort -n "$dir/$name"/final-*.txt >"$dir/$name/final.txt" 2>/dev/null
+	[ "$(wc -l <"$dir/$name/final.txt")" -eq 64 ] || fail "$name: not 64 final states"
+	cmp -s "$dir/$name/final.txt" "$dir/ref-sorted.txt" ||
+		fail "$name: the final states differ from one host's"
+	"$build/rd/tools/hako-rd" check "$dir/$name/trace-1.jsonl" "$dir/$name/trace-2.jsonl" \
+		>"$dir/$name/check.txt" 2>&1 || {
+		fail "$name: hako-rd check"
+		show "$dir/$name/check.txt" 10
+	}
+}
+
+# The reference: one host flies the 64 drones alone.
+cat >"$dir/ref.json" <<JSON
+{
+  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
+  "log_dir": "$dir/ref-logs", "path": ["$bin"],
+  "processes": [{"name": "ref", "command": "fleet-host",
+                 "args": ["--drones", "64", "--final", "$dir/ref.txt"],
+                 "wait_for": {"asset": "fleet-host-0"}}]
+}
+JSON
+timeout -s KILL 300 "$launch" "$dir/ref.json" >"$dir/ref.out" 2>&1 ||
+	{ fail "ref: hako-launch failed"; show "$dir/ref.out" 20; }
+sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
+
+# Balance: 48 / 16 at the start.
+mkdir -p "$dir/balance"
+"$bin/fleet-host" --drones 64 --balance 48 --write-zones "$dir/balance" >/dev/null ||
+	fail "fleet-host --balance 48 --write-zones"
+write_launch balance "$dir/balance/fleet_rd.json" "" ', "--balance"'
+timeout -s KILL 300 "$launch" "$dir/balance.json" >"$dir/balance.out" 2>&1 ||
+	{ fail "balance: hako-launch failed"; show "$dir/balance.out" 30; }
+grep -q "host-1\] fleet-zone-1: host 1 of 64 drones, 48 at the start" "$dir/balance.out" ||
+	fail "balance: host 1 did not start with 48 drones"
+grep -q "fleet-monitor: t=.*: host 1 spends .* on 48 drones.*moving [0-9]* drones to host 2" \
+	"$dir/balance.out" || fail "balance: the monitor did not move drones from host 1"
+for k in 1 2; do
+	n=$(sed -n "s/.*fleet-zone-$k: .* \([0-9]*\) drones at the end.*/\1/p" "$dir/balance.out")
+	if [ -z "$n" ] || [ "$n" -lt 24 ] || [ "$n" -gt 40 ]; then
+		fail "balance: host $k ends with '${n}' drones, not 24..40"
+	fi
+done
+check_run balance
+
+# Kill: zones, host 2 killed once the run is under way (at 2x real time: 6 s of wall time).
+mkdir -p "$dir/kill"
+"$bin/fleet-host" --drones 64 --write-zones "$dir/kill" >/dev/null || fail "fleet-host --write-zones"
+write_launch kill "$dir/kill/fleet_rd.json" ', "real_time_factor": 2' ''
+timeout -s KILL 300 "$launch" "$dir/kill.json" >"$dir/kill.out" 2>&1 &
+lpid=$!
+# The monitor's first status line comes a second into the run.
+for _ in $(seq 1 300); do
+	grep -q "^\[monitor\] fleet: t=" "$dir/kill.out" && break
+	sleep 0.1
+done
+pid=$(sed -n 's/.*started host-2 (pid \([0-9]*\)).*/\1/p' "$dir/kill.out")
+if [ -n "$pid" ] && grep -q "^\[monitor\] fleet: t=" "$dir/kill.out"; then
+	kill -KILL "$pid"
+else
+	fail "kill: the run did not get under way"
+fi
+wait "$lpid" || { fail "kill: hako-launch failed"; show "$dir/kill.out" 30; }
+lpid=
+grep -q "host-2 (pid $pid) was killed by signal 9.*the run goes on without it" "$dir/kill.out" ||
+	fail "kill: hako-launch did not report host 2 killed"
+grep -q "fleet-monitor: t=.*: host 2 (fleet-zone-2) is lost" "$dir/kill.out" ||
+	fail "kill: the monitor did not report host 2 lost"
+grep -q "fleet-zone-1: .* [1-9][0-9]* taken from a lost host; 64 drones at the end" "$dir/kill.out" ||
+	fail "kill: host 1 did not take the drones of host 2 over"
+rm -f "$dir/kill/final-2.txt" # the killed host wrote none (or a stale one)
+check_run kill
+grep -q "restarts    [1-9]" "$dir/kill/check.txt" || fail "kill: no restart in the traces"
+
+[ "$fails" -ne 0 ] || grep -hE "fleet-monitor: t=|drones at the end|goes on without" \
+	"$dir/balance.out" "$dir/kill.out"
+finish samples.fleet.share
