@@ -211,11 +211,22 @@ int main(int argc, char **argv)
 	}
 	/* Sizing: refuse up front, with the numbers, what the domain cannot hold. */
 	hako_domain_info_t info;
-	if (zones == NULL && hako_domain_get_info(dom, &info) == 0) {
+	if (hako_domain_get_info(dom, &info) == 0) {
 		size_t need_ch = fleet_host_channels((size_t)count);
 		size_t need_b = fleet_host_bytes((size_t)count);
-		if (info.channel_count + need_ch > info.max_channels ||
-		    info.arena_used + need_b > info.arena_bytes) {
+		/* Zones: the hosts share the whole fleet's channels, plus each drone's RD status
+		 * and context and the monitor's; the first host creates them, so the domain must
+		 * hold them all (the others find some made already). */
+		size_t have_ch = info.max_channels - info.channel_count;
+		size_t have_b = info.arena_bytes - info.arena_used;
+		if (zones != NULL) {
+			need_ch = fleet_host_channels((size_t)total) + 2 * (size_t)total + 3;
+			need_b = fleet_host_bytes((size_t)total) + (size_t)total * 2 * (256 + 320) +
+			         4096;
+			have_ch = info.max_channels;
+			have_b = info.arena_bytes;
+		}
+		if (need_ch > have_ch || need_b > have_b) {
 			fprintf(
 			    stderr,
 			    PROG
