@@ -3,15 +3,17 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev cmake pkg-config
+# Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium.
+TEST_PACKAGES := chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test run bench install format format-check clean
+.PHONY: all deps test-deps build test run bench install format format-check clean
 
 all: build
 
-deps:
-	@missing=""; for p in $(PACKAGES); do \
+deps test-deps:
+	@missing=""; for p in $(if $(filter test-deps,$@),$(TEST_PACKAGES),$(PACKAGES)); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -26,7 +28,7 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+test: build test-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
 # The demos, run by hako-launch from the build tree. DEMO=forklift (the default): the RD-Light

@@ -1,0 +1,169 @@
+/* hako-viewer internals: the pure pieces (request paths, tokens, commands, the JSON state) that
+ * the unit tests check without a server, the sampler that reads a domain, and the server.
+ *
+ * Everything here runs in one thread (the lws service thread): nothing is locked.
+ */
+#ifndef HAKO_VIEWER_H
+#define HAKO_VIEWER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hako/domain.h"
+
+/* ---- a growing text buffer ---- */
+
+typedef struct vw_buf {
+	char *data; /* NUL-terminated while not NULL */
+	size_t len;
+	size_t cap;
+	int oom; /* an allocation failed: the content is incomplete */
+} vw_buf_t;
+
+void vw_buf_free(vw_buf_t *b);
+void vw_buf_put(vw_buf_t *b, const char *s, size_t n);
+void vw_buf_puts(vw_buf_t *b, const char *s);
+void vw_buf_printf(vw_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as a JSON string, quotes included; bytes below 0x20 escaped, others as they are. */
+void vw_buf_json_str(vw_buf_t *b, const char *s);
+
+/* ---- request paths ---- */
+
+#define VW_PATH_MAX 256
+
+/* Map the path of an HTTP request (as the server got it, query removed) to a file name relative
+ * to the static folder: "/" -> "index.html", "/app.js" -> "app.js". Only flat names made of
+ * [A-Za-z0-9._-], not starting with '.', are served: no folder, no "..", no '%' (a decoded
+ * request holds none; one that still does was encoded twice), nothing longer than
+ * VW_PATH_MAX. 0, or HAKO_EPERM with why set. */
+int vw_path_check(const char *path, char *rel, size_t cap, const char **why);
+
+/* The Content-Type of a file name served from the static folder. */
+const char *vw_mime(const char *rel);
+
+/* ---- tokens ---- */
+
+#define VW_TOKEN_LEN 32 /* hex characters: 128 random bits */
+
+/* A fresh token from getrandom(2). 0 or HAKO_EIO. */
+int vw_token_new(char out[VW_TOKEN_LEN + 1]);
+/* 1 if got equals want (compared in time independent of where they differ), else 0; an empty
+ * or NULL got, or an empty want, never matches. */
+int vw_token_equal(const char *want, const char *got);
+/* The value of `name` in a query string "a=1&token=xyz" (percent-decoded) in out: 0, HAKO_ENOENT
+ * if absent, HAKO_ETOOBIG if it does not fit. */
+int vw_query_arg(const char *query, const char *name, char *out, size_t cap);
+
+/* ---- commands from the page ---- */
+
+typedef enum vw_cmd {
+	VW_CMD_NONE = 0,
+	VW_CMD_START,
+	VW_CMD_STOP,
+	VW_CMD_RESET,
+} vw_cmd_t;
+
+typedef struct vw_command {
+	vw_cmd_t cmd;
+	char token[VW_TOKEN_LEN * 2 + 1]; /* "" if the message has none */
+} vw_command_t;
+
+/* Parse {"cmd": "start"|"stop"|"reset", "token": "..."}: 0, or HAKO_EPROTO with why set. */
+int vw_command_parse(const char *text, size_t len, vw_command_t *out, const char **why);
+const char *vw_cmd_name(vw_cmd_t cmd);
+
+/* ---- the state sent to the page ---- */
+
+#define VW_VALUE_MAX 16384 /* a channel's JSON value longer than this is sent as null */
+
+typedef struct vw_channel {
+	char robot[HAKO_NAME_MAX];
+	int32_t id;
+	char name[HAKO_NAME_MAX]; /* pdudef name, "" if none */
+	char type[128];           /* "" if unknown */
+	uint32_t size;
+	uint64_t seq;
+	double rate_hz; /* writes per wall-clock second, smoothed */
+	char *json;     /* the latest value as JSON, NULL if none or unknown (owned) */
+	int too_big;    /* the value was longer than VW_VALUE_MAX */
+	int changed;    /* json changed since the previous sample */
+	/* sampler only */
+	hako_channel_t *ch;
+	uint8_t *raw; /* the latest PDU bytes (len raw_len) */
+	size_t raw_len;
+	uint64_t rate_seq;
+	hako_time_t rate_wall;
+} vw_channel_t;
+
+typedef struct vw_eu {
+	char name[HAKO_NAME_MAX];
+	char robot[HAKO_NAME_MAX];
+	uint32_t id;
+	int status; /* hako_rd_status_t */
+	int epoch;
+	int owner;
+	int next_owner;
+} vw_eu_t;
+
+#define VW_HANDOFFS 32
+
+typedef struct vw_handoff {
+	hako_time_t world_time;
+	uint32_t eu;
+	int from;
+	int to;
+	int epoch;
+} vw_handoff_t;
+
+typedef struct vw_stats {
+	int sessions;
+	uint64_t frames_sent;
+	uint64_t frames_dropped; /* replaced before a slow client took them */
+	uint64_t pending_bytes;  /* queued for every session now */
+	uint64_t pending_max;    /* the most one session ever had queued */
+	uint64_t refused_path;
+	uint64_t refused_message;
+	uint64_t refused_token;
+} vw_stats_t;
+
+typedef struct vw_state {
+	int attached; /* a domain is open */
+	hako_domain_info_t info;
+	double rtf; /* world time per wall time over the last sample, -1 unknown */
+	hako_asset_info_t *assets;
+	int nassets;
+	vw_channel_t *channels;
+	int nchannels;
+	vw_eu_t *eus;
+	int neus;
+	vw_handoff_t handoffs[VW_HANDOFFS]; /* ring, newest at (nhandoffs - 1) % VW_HANDOFFS */
+	uint64_t nhandoffs;
+	vw_stats_t stats;
+	int control; /* the server accepts commands (always 1: a token exists) */
+} vw_state_t;
+
+/* The JSON "state" message (docs/viewer.md). full = every channel's value; else only the
+ * values that changed since the previous sample. */
+void vw_state_encode(const vw_state_t *st, int full, vw_buf_t *out);
+
+/* ---- the sampler ---- */
+
+typedef struct vw_sampler vw_sampler_t;
+
+typedef struct vw_sampler_config {
+	const char *domain;
+	const char *pdudef; /* NULL: none */
+	const char *rd;     /* NULL: none */
+} vw_sampler_config_t;
+
+int vw_sampler_create(const vw_sampler_config_t *cfg, vw_sampler_t **out, char *why, size_t len);
+void vw_sampler_destroy(vw_sampler_t *s);
+/* Read the domain now (attaching if it was not, letting go if its conductor is gone). */
+void vw_sampler_tick(vw_sampler_t *s);
+vw_state_t *vw_sampler_state(vw_sampler_t *s);
+/* The open domain, NULL if none. */
+hako_domain_t *vw_sampler_domain(vw_sampler_t *s);
+/* The channel (robot, id) of the last sample, NULL if none. */
+vw_channel_t *vw_sampler_channel(vw_sampler_t *s, const char *robot, int32_t id);
+
+#endif

@@ -1,0 +1,653 @@
+/* The HTTP + WebSocket server of hako-viewer, on libwebsockets, in one thread.
+ *
+ * A timer samples the domain (vw_sampler) at the configured rate and hands every session the
+ * new state: one JSON text message, encoded once and shared by the sessions. A session holds at
+ * most one state message, one reply and one frame per subscribed channel: when the next sample
+ * comes before a slow client took the previous one, the previous one is dropped (counted) and
+ * the client gets the full state next time. So a client that stops reading costs a bounded
+ * amount of memory, and nothing here ever makes a writer of the domain wait.
+ *
+ * Binary messages are Hakoniwa's v2 frames (hako/frame.h, decoded and encoded by the endpoint
+ * library): DECLARE_READ / REQUEST_READ subscribe a channel, whose PDU then comes as PDU_DATA
+ * frames when it changes (at the sampling rate); PDU_DATA and DECLARE_WRITE from a client need
+ * the token (in the URL of the WebSocket: ?token=...).
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <libwebsockets.h>
+
+#include "hako/frame.h"
+#include "hako/log.h"
+
+#include "vw_server.h"
+
+#define VW_SUB_MAX    64        /* channels one session may subscribe */
+#define VW_RX_KEEP    65536u    /* a receive buffer larger than this is freed after its message */
+#define VW_SEND_LIMIT (1 << 20) /* bytes written per WRITEABLE callback at most */
+
+typedef struct vw_msg {
+	int refs;
+	int binary;
+	size_t len;
+	unsigned char buf[]; /* LWS_PRE bytes of headroom, then the payload */
+} vw_msg_t;
+
+typedef struct vw_sub {
+	char robot[HAKO_FRAME_ROBOT_MAX];
+	int32_t id;
+	uint64_t sent_seq;
+	int force; /* send the current value even if it did not change */
+	vw_msg_t *pending;
+} vw_sub_t;
+
+typedef struct vw_sess {
+	struct vw_sess *next;
+	struct lws *wsi;
+	char peer[64];
+	int authorized; /* the upgrade request carried the token */
+	int need_full;
+	vw_msg_t *reply;
+	vw_msg_t *state;
+	vw_sub_t subs[VW_SUB_MAX];
+	int nsubs;
+	int sub_next;
+	unsigned char *rx;
+	size_t rx_len;
+	size_t rx_cap;
+	int rx_binary;
+} vw_sess_t;
+
+struct vw_server {
+	vw_server_config_t cfg;
+	char www[PATH_MAX];
+	struct lws_context *lws;
+	struct lws_vhost *vh;
+	struct lws_protocols protocols[2];
+	lws_sorted_usec_list_t tick;
+	vw_sess_t *sessions;
+	int nsessions;
+	int port;
+	vw_stats_t stats;
+};
+
+static void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void vlog(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "hako-viewer: %s\n", line);
+}
+
+/* ---- messages ---- */
+
+static vw_msg_t *msg_new(const void *data, size_t len, int binary)
+{
+	vw_msg_t *m = malloc(sizeof(*m) + LWS_PRE + len);
+	if (m == NULL) {
+		return NULL;
+	}
+	m->refs = 1;
+	m->binary = binary;
+	m->len = len;
+	if (data != NULL) {
+		memcpy(m->buf + LWS_PRE, data, len);
+	}
+	return m;
+}
+
+static void msg_unref(vw_msg_t *m)
+{
+	if (m != NULL && --m->refs == 0) {
+		free(m);
+	}
+}
+
+static vw_msg_t *msg_ref(vw_msg_t *m)
+{
+	if (m != NULL) {
+		m->refs++;
+	}
+	return m;
+}
+
+static uint64_t sess_pending(const vw_sess_t *s)
+{
+	uint64_t n = 0;
+	n += s->reply != NULL ? s->reply->len : 0;
+	n += s->state != NULL ? s->state->len : 0;
+	for (int i = 0; i < s->nsubs; i++) {
+		n += s->subs[i].pending != NULL ? s->subs[i].pending->len : 0;
+	}
+	return n;
+}
+
+/* Replace a pending message; one a slow client never took is dropped. */
+static int slot_put(vw_server_t *v, vw_msg_t **slot, vw_msg_t *m)
+{
+	int dropped = *slot != NULL;
+	if (dropped) {
+		v->stats.frames_dropped++;
+		msg_unref(*slot);
+	}
+	*slot = msg_ref(m);
+	return dropped;
+}
+
+static void reply(vw_server_t *v, vw_sess_t *s, const char *cmd, int ok, const char *error)
+{
+	vw_buf_t b = {0};
+	vw_buf_puts(&b, "{\"type\":\"reply\",\"cmd\":");
+	vw_buf_json_str(&b, cmd);
+	vw_buf_printf(&b, ",\"ok\":%s", ok ? "true" : "false");
+	if (error != NULL) {
+		vw_buf_puts(&b, ",\"error\":");
+		vw_buf_json_str(&b, error);
+	}
+	vw_buf_puts(&b, "}");
+	if (!b.oom) {
+		vw_msg_t *m = msg_new(b.data, b.len, 0);
+		if (m != NULL) {
+			slot_put(v, &s->reply, m);
+			msg_unref(m);
+			lws_callback_on_writable(s->wsi);
+		}
+	}
+	vw_buf_free(&b);
+}
+
+/* ---- sampling ---- */
+
+static vw_msg_t *pdu_frame(const vw_state_t *st, const vw_channel_t *c)
+{
+	hako_frame_t f;
+	memset(&f, 0, sizeof(f));
+	snprintf(f.robot, sizeof(f.robot), "%s", c->robot);
+	f.channel_id = c->id;
+	f.request_type = HAKO_FRAME_PDU_DATA;
+	f.hako_time_us = (uint64_t)st->info.world_time;
+	f.body = c->raw;
+	f.body_len = (uint32_t)c->raw_len;
+	size_t size = hako_frame_size(HAKO_FRAME_V2, c->robot, f.body_len), len = 0;
+	vw_msg_t *m = size > 0 ? msg_new(NULL, size, 1) : NULL;
+	if (m != NULL && hako_frame_encode(HAKO_FRAME_V2, &f, m->buf + LWS_PRE, size, &len) != 0) {
+		msg_unref(m);
+		m = NULL;
+	}
+	return m;
+}
+
+static void tick_cb(lws_sorted_usec_list_t *sul)
+{
+	vw_server_t *v = lws_container_of(sul, vw_server_t, tick);
+	vw_sampler_tick(v->cfg.sampler);
+	vw_state_t *st = vw_sampler_state(v->cfg.sampler);
+	uint64_t pending = 0;
+	for (vw_sess_t *s = v->sessions; s != NULL; s = s->next) {
+		pending += sess_pending(s);
+	}
+	v->stats.sessions = v->nsessions;
+	v->stats.pending_bytes = pending;
+	st->stats = v->stats;
+
+	vw_msg_t *full = NULL, *delta = NULL;
+	for (vw_sess_t *s = v->sessions; s != NULL; s = s->next) {
+		int want_full = s->need_full || s->state != NULL;
+		vw_msg_t **m = want_full ? &full : &delta;
+		if (*m == NULL) {
+			vw_buf_t b = {0};
+			vw_state_encode(st, want_full, &b);
+			if (!b.oom) {
+				*m = msg_new(b.data, b.len, 0);
+			}
+			vw_buf_free(&b);
+		}
+		if (*m == NULL) {
+			continue;
+		}
+		slot_put(v, &s->state, *m);
+		s->need_full = 0;
+		for (int i = 0; i < s->nsubs; i++) {
+			vw_sub_t *sub = &s->subs[i];
+			vw_channel_t *c = vw_sampler_channel(v->cfg.sampler, sub->robot, sub->id);
+			if (c == NULL || c->raw_len == 0 ||
+			    (c->seq == sub->sent_seq && !sub->force)) {
+				continue;
+			}
+			vw_msg_t *f = pdu_frame(st, c);
+			if (f != NULL) {
+				slot_put(v, &sub->pending, f);
+				msg_unref(f);
+				sub->sent_seq = c->seq;
+				sub->force = 0;
+			}
+		}
+		uint64_t p = sess_pending(s);
+		v->stats.pending_max = p > v->stats.pending_max ? p : v->stats.pending_max;
+		lws_callback_on_writable(s->wsi);
+	}
+	msg_unref(full);
+	msg_unref(delta);
+	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, (lws_usec_t)(1000000 / v->cfg.rate_hz));
+}
+
+/* ---- sessions ---- */
+
+/* A browser sends Origin: a page of another site may open a WebSocket to a port on this machine
+ * too; only the viewer's own page (Origin = http://<Host>) or a client that is no browser (no
+ * Origin) may watch. */
+static int origin_ok(struct lws *wsi, char *why, size_t len)
+{
+	char origin[256] = "", host[256] = "";
+	if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0) {
+		return 1;
+	}
+	if (lws_hdr_copy(wsi, origin, sizeof(origin), WSI_TOKEN_ORIGIN) < 0 ||
+	    lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST) < 0) {
+		snprintf(why, len, "unreadable Origin or Host header");
+		return 0;
+	}
+	const char *o = strncmp(origin, "http://", 7) == 0    ? origin + 7
+	                : strncmp(origin, "https://", 8) == 0 ? origin + 8
+	                                                      : NULL;
+	if (o == NULL || strcmp(o, host) != 0) {
+		snprintf(why, len, "Origin %.100s is not this server (Host %.100s)", origin, host);
+		return 0;
+	}
+	return 1;
+}
+
+static int sess_open(vw_server_t *v, struct lws *wsi, vw_sess_t **pss)
+{
+	char peer[64] = "?", why[256];
+	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	if (v->nsessions >= v->cfg.max_sessions) {
+		vlog("refused a session from %s: %d sessions already (--max-sessions)", peer,
+		     v->nsessions);
+		return -1;
+	}
+	if (!origin_ok(wsi, why, sizeof(why))) {
+		vlog("refused a session from %s: %s", peer, why);
+		return -1;
+	}
+	vw_sess_t *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		return -1;
+	}
+	s->wsi = wsi;
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	s->need_full = 1;
+	char args[512], token[128];
+	if (lws_hdr_copy(wsi, args, sizeof(args), WSI_TOKEN_HTTP_URI_ARGS) > 0 &&
+	    vw_query_arg(args, "token", token, sizeof(token)) == 0) {
+		s->authorized = vw_token_equal(v->cfg.token, token);
+		if (!s->authorized) {
+			v->stats.refused_token++;
+			vlog("session from %s: bad token in its URL, read-only", peer);
+		}
+	}
+	s->next = v->sessions;
+	v->sessions = s;
+	v->nsessions++;
+	*pss = s;
+	return 0;
+}
+
+static void sess_close(vw_server_t *v, vw_sess_t **pss)
+{
+	vw_sess_t *s = *pss;
+	if (s == NULL) {
+		return;
+	}
+	for (vw_sess_t **p = &v->sessions; *p != NULL; p = &(*p)->next) {
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	}
+	v->nsessions--;
+	msg_unref(s->reply);
+	msg_unref(s->state);
+	for (int i = 0; i < s->nsubs; i++) {
+		msg_unref(s->subs[i].pending);
+	}
+	free(s->rx);
+	free(s);
+	*pss = NULL;
+}
+
+static vw_msg_t **next_pending(vw_sess_t *s)
+{
+	if (s->reply != NULL) {
+		return &s->reply;
+	}
+	if (s->state != NULL) {
+		return &s->state;
+	}
+	for (int k = 0; k < s->nsubs; k++) {
+		int i = (s->sub_next + k) % s->nsubs;
+		if (s->subs[i].pending != NULL) {
+			s->sub_next = (i + 1) % s->nsubs;
+			return &s->subs[i].pending;
+		}
+	}
+	return NULL;
+}
+
+static int sess_write(vw_server_t *v, vw_sess_t *s)
+{
+	size_t budget = VW_SEND_LIMIT;
+	vw_msg_t **slot;
+	while ((slot = next_pending(s)) != NULL) {
+		vw_msg_t *m = *slot;
+		*slot = NULL;
+		int n = lws_write(s->wsi, m->buf + LWS_PRE, m->len,
+		                  m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+		size_t len = m->len;
+		msg_unref(m);
+		if (n < (int)len) {
+			return -1;
+		}
+		v->stats.frames_sent++;
+		budget = len < budget ? budget - len : 0;
+		if (budget == 0 || lws_partial_buffered(s->wsi) || lws_send_pipe_choked(s->wsi)) {
+			break;
+		}
+	}
+	if (next_pending(s) != NULL) {
+		lws_callback_on_writable(s->wsi);
+	}
+	return 0;
+}
+
+static void do_command(vw_server_t *v, vw_sess_t *s, const char *text, size_t len)
+{
+	vw_command_t c;
+	const char *why = NULL;
+	if (vw_command_parse(text, len, &c, &why) != 0) {
+		vlog("ignored a message from %s: %s", s->peer, why);
+		reply(v, s, "?", 0, why);
+		return;
+	}
+	const char *name = vw_cmd_name(c.cmd);
+	int ok = c.token[0] != '\0' ? vw_token_equal(v->cfg.token, c.token) : s->authorized;
+	if (!ok) {
+		v->stats.refused_token++;
+		vlog("refused %s from %s: %s", name, s->peer,
+		     c.token[0] != '\0' ? "bad token" : "no token (read-only)");
+		reply(v, s, name, 0,
+		      c.token[0] != '\0' ? "refused: bad token" : "refused: no token");
+		return;
+	}
+	hako_domain_t *dom = vw_sampler_domain(v->cfg.sampler);
+	if (dom == NULL) {
+		reply(v, s, name, 0, "no domain attached");
+		return;
+	}
+	int r = c.cmd == VW_CMD_START  ? hako_domain_start(dom)
+	        : c.cmd == VW_CMD_STOP ? hako_domain_stop(dom)
+	                               : hako_domain_reset(dom);
+	vlog("%s from %s: %s", name, s->peer, r == 0 ? "requested" : hako_strerror(r));
+	reply(v, s, name, r == 0, r == 0 ? NULL : hako_strerror(r));
+}
+
+static int do_frame(vw_server_t *v, vw_sess_t *s, const unsigned char *buf, size_t len)
+{
+	hako_frame_t f;
+	hako_error_t err;
+	if (hako_frame_decode_message(HAKO_FRAME_V2, buf, len, (uint32_t)v->cfg.max_message, &f,
+	                              &err) != 0) {
+		v->stats.refused_message++;
+		vlog("refused a binary message from %s: not a v2 frame: %s (closing)", s->peer,
+		     err.message);
+		return -1;
+	}
+	if (f.request_type == HAKO_FRAME_DECLARE_READ ||
+	    f.request_type == HAKO_FRAME_REQUEST_READ) {
+		for (int i = 0; i < s->nsubs; i++) {
+			if (s->subs[i].id == f.channel_id &&
+			    strcmp(s->subs[i].robot, f.robot) == 0) {
+				s->subs[i].force = 1;
+				return 0;
+			}
+		}
+		if (s->nsubs >= VW_SUB_MAX) {
+			v->stats.refused_message++;
+			vlog("refused a subscription from %s: %d channels already", s->peer,
+			     VW_SUB_MAX);
+			return 0;
+		}
+		vw_sub_t *sub = &s->subs[s->nsubs++];
+		memset(sub, 0, sizeof(*sub));
+		snprintf(sub->robot, sizeof(sub->robot), "%s", f.robot);
+		sub->id = f.channel_id;
+		sub->force = 1;
+		return 0;
+	}
+	if (f.request_type == HAKO_FRAME_DECLARE_WRITE || f.request_type == HAKO_FRAME_PDU_DATA) {
+		if (!s->authorized) {
+			v->stats.refused_token++;
+			vlog("refused a PDU write to %s/%d from %s: no token (read-only)", f.robot,
+			     (int)f.channel_id, s->peer);
+			return 0;
+		}
+		hako_domain_t *dom = vw_sampler_domain(v->cfg.sampler);
+		hako_channel_t *ch = NULL;
+		int r = dom == NULL ? HAKO_ENOENT
+		                    : hako_channel_lookup(dom, f.robot, f.channel_id, &ch);
+		if (r == 0 && f.request_type == HAKO_FRAME_PDU_DATA) {
+			r = hako_channel_write(ch, f.body, f.body_len);
+		}
+		if (r != 0) {
+			vlog("PDU %s/%d from %s not written: %s", f.robot, (int)f.channel_id,
+			     s->peer, hako_strerror(r));
+		}
+		return 0;
+	}
+	HAKO_DEBUG("hako-viewer: ignored a frame of type 0x%08x from %s", f.request_type, s->peer);
+	return 0;
+}
+
+static int sess_rx(vw_server_t *v, struct lws *wsi, vw_sess_t *s, const void *in, size_t len)
+{
+	if (s == NULL) {
+		return -1;
+	}
+	if (lws_is_first_fragment(wsi) && s->rx_len == 0) {
+		s->rx_binary = lws_frame_is_binary(wsi);
+	}
+	size_t need = s->rx_len + len + lws_remaining_packet_payload(wsi);
+	if (need > v->cfg.max_message) {
+		v->stats.refused_message++;
+		vlog("refused a message of more than %zu bytes from %s (limit %zu; closing)",
+		     v->cfg.max_message, s->peer, v->cfg.max_message);
+		static const char why[] = "message too large";
+		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)why,
+		                 sizeof(why) - 1);
+		return -1;
+	}
+	if (need + 1 > s->rx_cap) {
+		unsigned char *p = realloc(s->rx, need + 1);
+		if (p == NULL) {
+			return -1;
+		}
+		s->rx = p;
+		s->rx_cap = need + 1;
+	}
+	memcpy(s->rx + s->rx_len, in, len);
+	s->rx_len += len;
+	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) {
+		return 0;
+	}
+	int r = 0;
+	if (s->rx_binary) {
+		r = do_frame(v, s, s->rx, s->rx_len);
+	} else {
+		s->rx[s->rx_len] = '\0';
+		do_command(v, s, (const char *)s->rx, s->rx_len);
+	}
+	s->rx_len = 0;
+	if (s->rx_cap > VW_RX_KEEP) {
+		free(s->rx);
+		s->rx = NULL;
+		s->rx_cap = 0;
+	}
+	return r;
+}
+
+/* ---- HTTP ---- */
+
+static int http_refuse(struct lws *wsi, unsigned status)
+{
+	if (lws_return_http_status(wsi, status, NULL) != 0) {
+		return -1;
+	}
+	return lws_http_transaction_completed(wsi) != 0 ? -1 : 0;
+}
+
+static int http_get(vw_server_t *v, struct lws *wsi, const char *path)
+{
+	char rel[VW_PATH_MAX + 1], full[PATH_MAX * 2], real[PATH_MAX], peer[64] = "?";
+	const char *why = NULL;
+	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	if (vw_path_check(path, rel, sizeof(rel), &why) != 0) {
+		v->stats.refused_path++;
+		vlog("refused GET %.200s from %s: %s", path, peer, why);
+		return http_refuse(wsi, HTTP_STATUS_FORBIDDEN);
+	}
+	snprintf(full, sizeof(full), "%s/%s", v->www, rel);
+	struct stat sb;
+	/* Also the file's real path must lie in the folder: a symbolic link may point out of it. */
+	size_t wl = strlen(v->www);
+	if (realpath(full, real) == NULL || stat(real, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		HAKO_DEBUG("hako-viewer: GET %.200s from %s: no such file", path, peer);
+		return http_refuse(wsi, HTTP_STATUS_NOT_FOUND);
+	}
+	if (strncmp(real, v->www, wl) != 0 || real[wl] != '/') {
+		v->stats.refused_path++;
+		vlog("refused GET %.200s from %s: its file lies outside the static folder", path,
+		     peer);
+		return http_refuse(wsi, HTTP_STATUS_FORBIDDEN);
+	}
+	static const char extra[] = "Cache-Control: no-store\x0d\x0a"
+	                            "X-Content-Type-Options: nosniff\x0d\x0a";
+	int n = lws_serve_http_file(wsi, real, vw_mime(rel), extra, (int)sizeof(extra) - 1);
+	if (n < 0 || (n > 0 && lws_http_transaction_completed(wsi) != 0)) {
+		return -1;
+	}
+	return 0;
+}
+
+static int vw_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                 size_t len)
+{
+	struct lws_context *lc = lws_get_context(wsi);
+	vw_server_t *v = lc != NULL ? lws_context_user(lc) : NULL;
+	vw_sess_t **pss = user;
+	if (v == NULL) {
+		return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
+	switch (reason) {
+	case LWS_CALLBACK_HTTP: return http_get(v, wsi, in != NULL ? (const char *)in : "");
+	case LWS_CALLBACK_HTTP_FILE_COMPLETION:
+		return lws_http_transaction_completed(wsi) != 0 ? -1 : 0;
+	case LWS_CALLBACK_ESTABLISHED: return sess_open(v, wsi, pss);
+	case LWS_CALLBACK_CLOSED: sess_close(v, pss); return 0;
+	case LWS_CALLBACK_RECEIVE: return sess_rx(v, wsi, pss != NULL ? *pss : NULL, in, len);
+	case LWS_CALLBACK_SERVER_WRITEABLE:
+		return pss != NULL && *pss != NULL ? sess_write(v, *pss) : 0;
+	default: return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
+}
+
+/* ---- the server ---- */
+
+int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why, size_t len)
+{
+	vw_server_t *v = calloc(1, sizeof(*v));
+	if (v == NULL) {
+		snprintf(why, len, "out of memory");
+		return HAKO_ENOMEM;
+	}
+	v->cfg = *cfg;
+	if (realpath(cfg->www, v->www) == NULL) {
+		snprintf(why, len, "static folder %s: not found", cfg->www);
+		free(v);
+		return HAKO_ENOENT;
+	}
+	lws_set_log_level(LLL_ERR, NULL);
+	v->protocols[0] = (struct lws_protocols){
+	    .name = "hako-viewer",
+	    .callback = vw_cb,
+	    .per_session_data_size = sizeof(vw_sess_t *),
+	    .rx_buffer_size = 65536,
+	};
+	struct lws_context_creation_info info;
+	memset(&info, 0, sizeof(info));
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.user = v;
+	info.gid = -1;
+	info.uid = -1;
+	v->lws = lws_create_context(&info);
+	if (v->lws == NULL) {
+		snprintf(why, len, "cannot create the libwebsockets context");
+		free(v);
+		return HAKO_EIO;
+	}
+	memset(&info, 0, sizeof(info));
+	info.protocols = v->protocols;
+	info.user = v;
+	info.vhost_name = "hako-viewer";
+	info.port = cfg->port;
+	info.iface =
+	    strcmp(cfg->bind, "0.0.0.0") == 0 || strcmp(cfg->bind, "::") == 0 ? NULL : cfg->bind;
+	if (strchr(cfg->bind, ':') == NULL) {
+		info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+	}
+	info.timeout_secs = 10;
+	v->vh = lws_create_vhost(v->lws, &info);
+	int port = v->vh != NULL ? lws_get_vhost_listen_port(v->vh) : -1;
+	if (port <= 0) {
+		snprintf(why, len, "cannot listen on %s port %d", cfg->bind, cfg->port);
+		lws_context_destroy(v->lws);
+		free(v);
+		return HAKO_EIO;
+	}
+	v->port = port;
+	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, 1);
+	*out = v;
+	return 0;
+}
+
+int vw_server_port(const vw_server_t *v)
+{
+	return v->port;
+}
+
+void vw_server_run(vw_server_t *v, volatile sig_atomic_t *stop)
+{
+	/* The sampling timer wakes the loop at least every 1/rate s: the flag is seen soon. */
+	while (!*stop) {
+		if (lws_service(v->lws, 0) < 0) {
+			break;
+		}
+	}
+}
+
+void vw_server_destroy(vw_server_t *v)
+{
+	if (v == NULL) {
+		return;
+	}
+	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, LWS_SET_TIMER_USEC_CANCEL);
+	lws_context_destroy(v->lws); /* closes the sessions: CLOSED frees each */
+	free(v);
+}

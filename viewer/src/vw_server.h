@@ -1,0 +1,30 @@
+/* The server of hako-viewer: HTTP for the static page, WebSocket for the state stream, the
+ * commands and Hakoniwa's v2 PDU frames (docs/viewer.md). */
+#ifndef HAKO_VW_SERVER_H
+#define HAKO_VW_SERVER_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "viewer.h"
+
+typedef struct vw_server_config {
+	const char *bind;      /* address to listen on, "127.0.0.1" by default */
+	int port;              /* 0: any free port (vw_server_port says which) */
+	const char *www;       /* the static folder */
+	const char *token;     /* what start / stop / reset and PDU writes need */
+	int rate_hz;           /* samples per second, 1..100 */
+	size_t max_message;    /* bytes a client message may have */
+	int max_sessions;      /* WebSocket sessions at once */
+	vw_sampler_t *sampler; /* borrowed */
+} vw_server_config_t;
+
+typedef struct vw_server vw_server_t;
+
+int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why, size_t len);
+int vw_server_port(const vw_server_t *v);
+/* Serve until *stop is set (a signal handler sets it). */
+void vw_server_run(vw_server_t *v, volatile sig_atomic_t *stop);
+void vw_server_destroy(vw_server_t *v);
+
+#endif

@@ -1,0 +1,205 @@
+/* hako-viewer: watch and drive a running simulation in the browser (docs/viewer.md). */
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hako_cli.h"
+#include "vw_server.h"
+
+#ifndef HAKO_VERSION
+#define HAKO_VERSION "unknown"
+#endif
+#ifndef HAKO_VIEWER_WWW_INSTALLED
+#define HAKO_VIEWER_WWW_INSTALLED "/usr/local/share/hako/viewer/www"
+#endif
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+/* www/ next to the executable (the build tree), else the installed copy. */
+static const char *default_www(void)
+{
+	static char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n > 0) {
+		path[n] = '\0';
+		char *slash = strrchr(path, '/');
+		if (slash != NULL && (size_t)(slash - path) + 20 < sizeof(path)) {
+			strcpy(slash + 1, "www/index.html");
+			if (access(path, R_OK) == 0) {
+				slash[4] = '\0'; /* ".../www" */
+				return path;
+			}
+		}
+	}
+	return HAKO_VIEWER_WWW_INSTALLED;
+}
+
+static int parse_int(const hako_cli_command_t *cmd, const char *opt, const char *s, long lo,
+                     long hi, long *out)
+{
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end != '\0' || v < lo || v > hi) {
+		return hako_cli_usage_error(cmd, "%s %s: not an integer in [%ld, %ld]", opt, s, lo,
+		                            hi);
+	}
+	*out = v;
+	return -1;
+}
+
+static int run(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"domain", required_argument, NULL, 'd'},
+	                                         {"port", required_argument, NULL, 'p'},
+	                                         {"bind", required_argument, NULL, 'b'},
+	                                         {"www", required_argument, NULL, 'w'},
+	                                         {"pdudef", required_argument, NULL, 'P'},
+	                                         {"rd", required_argument, NULL, 'r'},
+	                                         {"rate-hz", required_argument, NULL, 'R'},
+	                                         {"max-message", required_argument, NULL, 'm'},
+	                                         {"max-sessions", required_argument, NULL, 's'},
+	                                         HAKO_CLI_HELP_VERSION,
+	                                         {NULL, 0, NULL, 0}};
+	vw_server_config_t sc = {
+	    .bind = "127.0.0.1",
+	    .port = 8080,
+	    .www = NULL,
+	    .rate_hz = 10,
+	    .max_message = 65536,
+	    .max_sessions = 128,
+	};
+	vw_sampler_config_t pc = {hako_domain_default_name(), getenv("HAKO_PDUDEF"), NULL};
+	long v = 0;
+	int c, r = -1;
+	while ((c = getopt_long(argc, argv, ":d:p:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': pc.domain = optarg; break;
+		case 'p':
+			r = parse_int(cmd, "--port", optarg, 0, 65535, &v);
+			sc.port = (int)v;
+			break;
+		case 'b': sc.bind = optarg; break;
+		case 'w': sc.www = optarg; break;
+		case 'P': pc.pdudef = optarg; break;
+		case 'r': pc.rd = optarg; break;
+		case 'R':
+			r = parse_int(cmd, "--rate-hz", optarg, 1, 100, &v);
+			sc.rate_hz = (int)v;
+			break;
+		case 'm':
+			r = parse_int(cmd, "--max-message", optarg, 1024, 64L << 20, &v);
+			sc.max_message = (size_t)v;
+			break;
+		case 's':
+			r = parse_int(cmd, "--max-sessions", optarg, 1, 4096, &v);
+			sc.max_sessions = (int)v;
+			break;
+		default: return hako_cli_common_option(cmd, c, argv);
+		}
+		if (r >= 0) {
+			return r;
+		}
+	}
+	if (optind < argc) {
+		return hako_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	}
+	if (sc.www == NULL) {
+		sc.www = default_www();
+	}
+	char token[VW_TOKEN_LEN * 2 + 1];
+	const char *env = getenv("HAKO_VIEWER_TOKEN");
+	if (env != NULL && env[0] != '\0') {
+		if (strlen(env) < 16 || strlen(env) >= sizeof(token)) {
+			return hako_cli_usage_error(cmd, "HAKO_VIEWER_TOKEN: 16 to %d characters",
+			                            (int)sizeof(token) - 1);
+		}
+		snprintf(token, sizeof(token), "%s", env);
+	} else if (vw_token_new(token) != 0) {
+		fprintf(stderr, "hako-viewer: cannot draw a random token\n");
+		return 1;
+	}
+	sc.token = token;
+
+	char why[1200];
+	vw_sampler_t *sampler = NULL;
+	vw_server_t *srv = NULL;
+	if (vw_sampler_create(&pc, &sampler, why, sizeof(why)) != 0) {
+		fprintf(stderr, "hako-viewer: %s\n", why);
+		return 1;
+	}
+	sc.sampler = sampler;
+	if (vw_server_create(&sc, &srv, why, sizeof(why)) != 0) {
+		fprintf(stderr, "hako-viewer: %s\n", why);
+		vw_sampler_destroy(sampler);
+		return 1;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	const char *host =
+	    strcmp(sc.bind, "0.0.0.0") == 0 || strcmp(sc.bind, "::") == 0 ? "localhost" : sc.bind;
+	int port = vw_server_port(srv);
+	printf("hako-viewer: domain '%s', read-only at http://%s:%d/\n", pc.domain, host, port);
+	printf("hako-viewer: to control the simulation (start, stop, reset) open\n"
+	       "    http://%s:%d/?token=%s\n",
+	       host, port, token);
+	fflush(stdout);
+	vw_server_run(srv, &stop_flag);
+	vw_server_destroy(srv);
+	vw_sampler_destroy(sampler);
+	printf("hako-viewer: stopped\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	static const hako_cli_command_t command = {
+	    "hako-viewer",
+	    "[-d DOMAIN] [--port N] [--bind ADDR] [--pdudef FILE] [--rd FILE] [--www DIR]\n"
+	    "       [--rate-hz N] [--max-message BYTES] [--max-sessions N]",
+	    "",
+	    "Serve a page that shows a running domain in the browser: its state, world time,\n"
+	    "real-time factor, the assets' clocks and drift, the PDU channels and their values,\n"
+	    "RD ownership, a map of the Twist PDUs and a plot of any numeric field. Start, stop\n"
+	    "and reset need the token printed at start (or $HAKO_VIEWER_TOKEN); without it the\n"
+	    "page is read-only.",
+	    "  -d, --domain NAME     domain to show (default: $HAKO_DOMAIN, else \"default\")\n"
+	    "  -p, --port N          port to listen on (default 8080; 0: any free port)\n"
+	    "      --bind ADDR       address to listen on (default 127.0.0.1: this machine only)\n"
+	    "      --pdudef FILE     PDU names and types, for values as JSON (default "
+	    "$HAKO_PDUDEF)\n"
+	    "      --rd FILE         RD config: show who owns each execution unit\n"
+	    "      --www DIR         the page's folder (default: the installed one)\n"
+	    "      --rate-hz N       samples sent per second, 1..100 (default 10)\n"
+	    "      --max-message N   largest message a client may send (default 65536)\n"
+	    "      --max-sessions N  WebSocket sessions at once (default 128)\n",
+	    run,
+	};
+	static const hako_cli_t cli = {
+	    .prog = "hako-viewer",
+	    .version = HAKO_VERSION,
+	    .commands = &command,
+	    .ncommands = 1,
+	    .common_options = "  -h, --help            show this help\n"
+	                      "  -V, --version         show the version\n",
+	    .epilog = "Open it from another machine with: ssh -L 8080:localhost:8080 HOST\n"
+	              "Format of the stream and limits: docs/viewer.md.\n",
+	    .single = 1,
+	};
+	return hako_cli_main(&cli, argc, argv);
+}
