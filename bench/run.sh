@@ -16,7 +16,7 @@ fi
 build=$1
 out=$build/bench-results
 for b in shm_latency step_rate pdu_codec compat_pdu rd_handoff endpoint_throughput endpoint_latency \
-	bridge_overhead conductor_rate; do
+	bridge_overhead conductor_rate fleet; do
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "$0: $build/bench/$b is missing: build with HAKO_BUILD_BENCH=ON (make build)" >&2
 		exit 1
@@ -63,6 +63,8 @@ run endpoint_latency ${ENDPOINT_LATENCY_ARGS:-}
 run bridge_overhead ${BRIDGE_OVERHEAD_ARGS:-}
 # shellcheck disable=SC2086
 run conductor_rate ${CONDUCTOR_RATE_ARGS:-}
+# shellcheck disable=SC2086
+run fleet ${FLEET_ARGS:-}
 
 echo "loadavg after: $(cat /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/env-$stamp.txt"
 echo "results in $out (env-$stamp.txt, *-$stamp.csv)" >&2
