@@ -91,6 +91,7 @@ struct hako_conductor_node {
 	hako_time_t next_status;
 	hako_time_t next_join;
 	uint32_t request_seq;
+	hako_time_t fed_stop; /* client: the server's stop time of this run (0: none) */
 	/* The time socket's sender state, under send_lock (publish_time). */
 	pthread_mutex_t send_lock;
 	hako_time_t last_sent;

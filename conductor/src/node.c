@@ -224,6 +224,15 @@ static void send_op(hako_conductor_node_t *n, struct hakoi_peer *p, uint16_t typ
 {
 	hakoi_msg_t m;
 	hakoi_base_msg(n, &m, type);
+	/* A start carries the server's stop time, a stop the world time the server stopped at:
+	 * every node's master stops its world there, not when it hears of the stop (a client
+	 * may be up to Dmax ahead or behind). */
+	if (type == HAKOI_MSG_EVENT && op == HAKOI_OP_START) {
+		m.stop_time = (int64_t)hako_domain_stop_time(n->dom);
+	} else if (type == HAKOI_MSG_EVENT && op == HAKOI_OP_STOP) {
+		m.stop_time =
+		    (int64_t)hako_domain_world_time(n->dom); /* where the server stopped */
+	}
 	m.op = op;
 	m.request = request;
 	m.result = result;
@@ -559,12 +568,24 @@ static void on_event(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi
 	switch (m->op) {
 	case HAKOI_OP_START:
 		if (st == HAKO_STATE_STOPPED) {
+			n->fed_stop = m->stop_time;
+			if (m->stop_time > 0) {
+				hako_domain_set_stop_time(n->dom, m->stop_time);
+			}
 			hako_domain_start(n->dom);
 		}
 		break;
 	case HAKOI_OP_STOP:
+		/* The server stopped at world time m->stop_time. A node behind it runs up to there
+		 * and its master stops it there (the server's time lets it), so that every node
+		 * ends at the same world time; a node at or past it stops at once. */
 		if (st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE) {
-			hako_domain_stop(n->dom);
+			if (m->stop_time > hako_domain_world_time(n->dom) &&
+			    hako_domain_set_stop_time(n->dom, m->stop_time) == 0) {
+				n->fed_stop = m->stop_time;
+			} else {
+				hako_domain_stop(n->dom);
+			}
 		}
 		break;
 	case HAKOI_OP_RESET:
@@ -917,6 +938,11 @@ static void client_progress(hako_conductor_node_t *n)
 		} else if (op != 0 && p->pending_op == op && p->pending_req == 0) {
 			/* Our own reset after the server restarted (on_time): no server event will
 			 * acknowledge it, and the domain stays Resetting until someone does. */
+			hako_member_ack(p->proxy, ev);
+		} else if (ev == HAKO_EVENT_STOP && n->fed_stop > 0 &&
+		           hako_domain_world_time(n->dom) >= n->fed_stop) {
+			/* The server's stop time, reached here too: the server stops there itself.
+			 */
 			hako_member_ack(p->proxy, ev);
 		} else if (op != 0 && p->pending_op != op && p->requested_op != op) {
 			if (p->joined) {

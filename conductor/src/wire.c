@@ -13,8 +13,9 @@ enum {
 	LEN_JOIN = HAKOI_WIRE_ID + 16,                           /* hash, pad, incarnation */
 	LEN_JOIN_REPLY = HAKOI_WIRE_ID + 16 + HAKOI_WIRE_REASON, /* hash, result, incarnation */
 	LEN_TIME = HAKOI_WIRE_ID + 40, /* time, steps, state, seq, sent, incarnation */
-	LEN_OP = HAKOI_WIRE_ID + 16 + HAKOI_WIRE_REASON, /* op, request, result, pad, reason */
-	LEN_NODE = HAKOI_WIRE_ID,                        /* LEAVE, GET_SIM_STATE */
+	/* op, request, result, pad, stop time, reason */
+	LEN_OP = HAKOI_WIRE_ID + 24 + HAKOI_WIRE_REASON,
+	LEN_NODE = HAKOI_WIRE_ID,           /* LEAVE, GET_SIM_STATE */
 	LEN_SIM_STATE = HAKOI_WIRE_ID + 24, /* state, joined, clients, pad, world time */
 	LEN_FAILED = HAKOI_WIRE_ID + HAKOI_WIRE_REASON,
 	/* eu, seq, status, epoch, curr, next, to, from_stored, result, pad, commit, release,
@@ -139,7 +140,8 @@ size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf)
 		put32(r, m->op);
 		put32(r + 4, m->request);
 		put32(r + 8, (uint32_t)m->result);
-		put_str(r + 16, m->reason, HAKOI_WIRE_REASON);
+		put64(r + 16, (uint64_t)m->stop_time);
+		put_str(r + 24, m->reason, HAKOI_WIRE_REASON);
 		break;
 	case HAKOI_MSG_SIM_STATE:
 		put32(r, m->state);
@@ -240,10 +242,14 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		m->op = get32(r);
 		m->request = get32(r + 4);
 		m->result = (int32_t)get32(r + 8);
+		m->stop_time = (int64_t)get64(r + 16);
 		if (m->op < HAKOI_OP_START || m->op > HAKOI_OP_ERROR) {
 			return bad(why, why_len, "an unknown operation");
 		}
-		if (get_str(r + 16, m->reason, HAKOI_WIRE_REASON) != 0) {
+		if (m->stop_time < 0 || m->stop_time > (1ll << 60)) {
+			return bad(why, why_len, "a stop time out of range");
+		}
+		if (get_str(r + 24, m->reason, HAKOI_WIRE_REASON) != 0) {
 			return bad(why, why_len, "a reason that is not terminated");
 		}
 		break;

@@ -65,6 +65,8 @@ typedef struct hakoi_msg {
 	/* SIM_CONTROL, EVENT, ACK_EVENT */
 	uint32_t op;
 	uint32_t request;
+	int64_t stop_time; /* EVENT start: the server's stop time (0: none); EVENT stop: the
+	                      world time the server stopped at. Every node stops there. */
 	/* SIM_STATE */
 	uint32_t joined;  /* clients joined */
 	uint32_t clients; /* clients configured */

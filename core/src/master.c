@@ -28,13 +28,15 @@ static void master_sleep(hako_master_t *m, hako_time_t usec, uint32_t seen)
 /* At the stop time (the world cannot take another step without passing it, so a stop time
  * that is not a multiple of the world step stops at the last step before it): no asset can
  * step any more (t_i + dt_i > stop_at for all i), so every
- * asset has run exactly the steps that fit before the stop time. */
+ * asset has run exactly the steps that fit before the stop time. A proxy (another node's
+ * clock, stepped by no one here) is not waited for: that node stops at the same stop time
+ * by itself (the conductor gives every node the server's). */
 static int all_assets_done(hako_domain_t *dom, hako_time_t stop_at)
 {
 	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
-		if (atomic_load(&a->in_use) && !atomic_load(&a->dead) &&
+		if (atomic_load(&a->in_use) && !atomic_load(&a->dead) && !atomic_load(&a->proxy) &&
 		    atomic_load(&a->time_usec) + a->delta_usec <= stop_at) {
 			return 0;
 		}

@@ -29,6 +29,7 @@ static hakoi_msg_t sample(uint16_t type)
 	m.sent_real_ns = 1700000000123456789ll;
 	m.op = HAKOI_OP_RESET;
 	m.request = 9;
+	m.stop_time = 38000000;
 	m.joined = 2;
 	m.clients = 3;
 	m.rd_eu = 7;
@@ -76,6 +77,7 @@ static void test_round_trip(void **state)
 		case HAKOI_MSG_SIM_CONTROL:
 			assert_int_equal(d.op, HAKOI_OP_RESET);
 			assert_int_equal(d.request, 9);
+			assert_int_equal(d.stop_time, 38000000);
 			break;
 		case HAKOI_MSG_SIM_STATE:
 			assert_int_equal(d.joined, 2);
@@ -161,8 +163,11 @@ static void test_hostile(void **state)
 	longer[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID] = 99; /* op */
 	expect_bad(longer, len, "unknown operation");
 	memcpy(longer, buf, len);
-	memset(longer + HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16, 'r', HAKOI_WIRE_REASON);
+	memset(longer + HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 24, 'r', HAKOI_WIRE_REASON);
 	expect_bad(longer, len, "reason");
+	memcpy(longer, buf, len);
+	longer[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 23] = 0x80; /* a negative stop time */
+	expect_bad(longer, len, "stop time out of range");
 
 	/* RD fields out of range: a node id, a status, an epoch, a time; a reason without NUL. */
 	hakoi_msg_t rd = sample(HAKOI_MSG_RD_STATE);

@@ -196,8 +196,11 @@ static int all_stopped(void)
 static void wait_run_end(void)
 {
 	if (!wait_while_moving(all_stopped)) {
-		fail_msg("the run stopped moving before its stop time (server at %lld us)",
-		         (long long)fed_world(&F, 0));
+		fail_msg(
+		    "the run stopped moving before its stop time (server at %lld us, %s; "
+		    "cli-01 at %lld us, %s)",
+		    (long long)fed_world(&F, 0), hako_state_name(hako_domain_state(F.node[0].dom)),
+		    (long long)fed_world(&F, 1), hako_state_name(hako_domain_state(F.node[1].dom)));
 	}
 	wait_all_state(HAKO_STATE_STOPPED);
 }
