@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet_share.h"
 #include "formation.h"
 #include "hako/error.h"
 #include "hako/msgs/geometry_msgs/Twist.h"
@@ -23,6 +24,7 @@ struct fleet_host {
 	size_t first, count, total;
 	drone_t *drones;
 	struct drone_io *io;
+	const fleet_plan_t *plan;
 };
 
 static const int32_t channel_ids[FLEET_CHANNELS] = {FLEET_CH_MOTOR, FLEET_CH_POS, FLEET_CH_VELOCITY,
@@ -135,6 +137,113 @@ void fleet_mission_apply(drone_t *d, size_t i, size_t n, int64_t t)
 	}
 }
 
+#define PLAN_RING 16
+
+struct fleet_plan {
+	hako_channel_t *ch;
+	uint64_t seq;
+	fleet_command_t q[PLAN_RING]; /* the last PLAN_RING commands, q[k % PLAN_RING] */
+	uint32_t count;
+	int64_t min_at, max_at; /* of those in q */
+	int late_said;
+};
+
+int fleet_plan_open(hako_domain_t *dom, fleet_plan_t **out)
+{
+	*out = NULL;
+	fleet_plan_t *p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		return HAKO_ENOMEM;
+	}
+	int r =
+	    hako_channel_create(dom, FLEET_CONTROLLER_ROBOT, 0, sizeof(fleet_command_t), &p->ch);
+	if (r != 0) {
+		free(p);
+		return r;
+	}
+	/* A command of an earlier run is not this run's: only what is written from now on. */
+	p->seq = hako_channel_seq(p->ch);
+	p->min_at = INT64_MAX;
+	p->max_at = INT64_MIN;
+	*out = p;
+	return 0;
+}
+
+void fleet_plan_close(fleet_plan_t *p)
+{
+	free(p);
+}
+
+void fleet_plan_poll(fleet_plan_t *p, int64_t now)
+{
+	if (p == NULL || hako_channel_seq(p->ch) == p->seq) {
+		return;
+	}
+	fleet_command_t c;
+	size_t len = 0;
+	uint64_t seq = 0;
+	if (hako_channel_read(p->ch, &c, sizeof(c), &len, &seq) != 0) {
+		return;
+	}
+	p->seq = seq;
+	if (len != sizeof(c) || c.magic != FLEET_SHARE_MAGIC || c.number <= p->count ||
+	    c.kind < FLEET_CMD_TAKEOFF || c.kind > FLEET_CMD_LAND) {
+		return;
+	}
+	if (c.at_usec <= now - DRONE_DT_USEC && !p->late_said) {
+		p->late_said = 1;
+		fprintf(stderr,
+		        "fleet: command %u (for %.3f s) arrived at %.3f s, too late for drones "
+		        "already past it: the controller's step must exceed Dmax + 1 ms\n",
+		        c.number, c.at_usec / 1e6, now / 1e6);
+	}
+	p->q[p->count % PLAN_RING] = c;
+	p->count++;
+	p->min_at = INT64_MAX;
+	p->max_at = INT64_MIN;
+	for (uint32_t k = 0; k < p->count && k < PLAN_RING; k++) {
+		p->min_at = p->q[k].at_usec < p->min_at ? p->q[k].at_usec : p->min_at;
+		p->max_at = p->q[k].at_usec > p->max_at ? p->q[k].at_usec : p->max_at;
+	}
+}
+
+void fleet_plan_apply(const fleet_plan_t *p, drone_t *d, size_t i, size_t n, int64_t t)
+{
+	if (p == NULL) {
+		fleet_mission_apply(d, i, n, t);
+		return;
+	}
+	if (t < p->min_at || t > p->max_at) {
+		return; /* the common case: one compare */
+	}
+	for (uint32_t k = 0; k < p->count && k < PLAN_RING; k++) {
+		const fleet_command_t *c = &p->q[k];
+		if (c->at_usec != t) {
+			continue;
+		}
+		double xyz[3];
+		switch (c->kind) {
+		case FLEET_CMD_TAKEOFF: drone_takeoff(d, c->altitude); break;
+		case FLEET_CMD_GOTO:
+			fleet_formation_point((fleet_formation_t)c->formation, i, n, xyz);
+			drone_goto(d, xyz[0], xyz[1], xyz[2]);
+			break;
+		case FLEET_CMD_LAND: drone_land(d); break;
+		default: break;
+		}
+	}
+}
+
+uint32_t fleet_plan_commands(const fleet_plan_t *p)
+{
+	return p != NULL ? p->count : 0;
+}
+
+void fleet_host_set_plan(fleet_host_t *h, const fleet_plan_t *p)
+{
+	h->plan = p;
+}
+
 void fleet_host_step_plain(fleet_host_t *h, int64_t now)
 {
 	for (size_t i = 0; i < h->count; i++) {
@@ -202,7 +311,7 @@ int fleet_host_step(fleet_host_t *h, int64_t now)
 {
 	for (size_t i = 0; i < h->count; i++) {
 		drone_t *d = &h->drones[i];
-		fleet_mission_apply(d, h->first + i, h->total, now);
+		fleet_plan_apply(h->plan, d, h->first + i, h->total, now);
 		drone_step(d, &h->params);
 		int r = write_pdus(&h->io[i], d, now);
 		if (r != 0) {

@@ -60,4 +60,20 @@ size_t fleet_host_bytes(size_t n);
  * reaches it. */
 void fleet_mission_apply(drone_t *d, size_t i, size_t n, int64_t t);
 
+/* The mission from fleet-controller instead (fleet_share.h): the commands it writes, read once
+ * a host step, each applied to every drone when the drone's model reaches its time. */
+typedef struct fleet_plan fleet_plan_t;
+/* Errors: hako_channel_create's, HAKO_ENOMEM. */
+int fleet_plan_open(hako_domain_t *dom, fleet_plan_t **out);
+void fleet_plan_close(fleet_plan_t *p);
+/* Read a new command (the host's world time now: one that takes effect at or before it came
+ * too late and is said so once on stderr). */
+void fleet_plan_poll(fleet_plan_t *p, int64_t now);
+/* What drone i of n does at model time t: the plan's commands, or, with p NULL, the built-in
+ * schedule (fleet_mission_apply). */
+void fleet_plan_apply(const fleet_plan_t *p, drone_t *d, size_t i, size_t n, int64_t t);
+uint32_t fleet_plan_commands(const fleet_plan_t *p);
+/* Use plan p (NULL: the built-in schedule) for this host's drones. */
+void fleet_host_set_plan(fleet_host_t *h, const fleet_plan_t *p);
+
 #endif

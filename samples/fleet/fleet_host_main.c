@@ -110,6 +110,8 @@ static void usage(FILE *f)
 	           "  --node K        with --zones: this host, 1 or 2\n"
 	           "  --trace FILE    with --zones: its RD trace (model steps, ownership)\n"
 	           "  --write-zones DIR  write DIR/fleet_rd.json (+ pdudef) for --drones, exit\n"
+	           "  --controller    fly what fleet-controller commands instead of the\n"
+	           "                  built-in mission\n"
 	           "  --balance K     with --write-zones: load balancing instead of zones\n"
 	           "                  (fleet-monitor moves drones), drones 1..K start on host 1,\n"
 	           "                  the others on host 2\n"
@@ -119,6 +121,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	long total = -1, first = 0, count = -1, node = 0, split = 0;
+	int controlled = 0;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
 	const char *write_zones = NULL;
 	static const struct option longopts[] = {{"drones", required_argument, NULL, 'd'},
@@ -132,6 +135,7 @@ int main(int argc, char **argv)
 	                                         {"trace", required_argument, NULL, 't'},
 	                                         {"write-zones", required_argument, NULL, 'W'},
 	                                         {"balance", required_argument, NULL, 'B'},
+	                                         {"controller", no_argument, NULL, 'C'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
@@ -148,6 +152,7 @@ int main(int argc, char **argv)
 		case 't': trace = optarg; break;
 		case 'W': write_zones = optarg; break;
 		case 'B': split = strtol(optarg, NULL, 10); break;
+		case 'C': controlled = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -267,11 +272,25 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	g_h = h;
+	fleet_plan_t *plan = NULL;
+	if (controlled && (r = fleet_plan_open(dom, &plan)) != 0) {
+		fprintf(stderr, PROG ": the controller's channel: %s\n", hako_strerror(r));
+		fleet_host_close(h);
+		fleet_zones_close(g_z);
+		hako_domain_close(dom);
+		return 1;
+	}
+	if (g_z != NULL) {
+		fleet_zones_set_plan(g_z, plan);
+	} else {
+		fleet_host_set_plan(h, plan);
+	}
 	hako_member_t *m = NULL;
 	if ((r = hako_member_register(dom, asset, 1000, &m)) != 0) {
 		fprintf(stderr, PROG ": asset '%s': %s\n", asset, hako_strerror(r));
 		fleet_host_close(h);
 		fleet_zones_close(g_z);
+		fleet_plan_close(plan);
 		hako_domain_close(dom);
 		return 1;
 	}
@@ -284,6 +303,7 @@ int main(int argc, char **argv)
 			hako_member_unregister(m);
 			fleet_host_close(h);
 			fleet_zones_close(g_z);
+			fleet_plan_close(plan);
 			hako_domain_close(dom);
 			return 1;
 		}
@@ -343,6 +363,7 @@ int main(int argc, char **argv)
 		if (t_run == 0) {
 			t_run = t0;
 		}
+		fleet_plan_poll(plan, now);
 		r = g_z != NULL ? fleet_zones_step(g_z, now) : fleet_host_step(h, now);
 		if (bn < WINDOW) {
 			busy[bn++] = (uint32_t)(now_ns() - t0);
@@ -438,9 +459,14 @@ int main(int argc, char **argv)
 		       (unsigned long long)fleet_zones_activations(g_z),
 		       (unsigned long long)fleet_zones_takeovers(g_z), fleet_zones_owned(g_z));
 	}
+	if (plan != NULL) {
+		printf("%s: %u commands of fleet-controller flown\n", asset,
+		       fleet_plan_commands(plan));
+	}
 	hako_member_unregister(m);
 	fleet_host_close(h);
 	fleet_zones_close(g_z);
+	fleet_plan_close(plan);
 	hako_domain_close(dom);
 	return rc;
 }

@@ -42,4 +42,23 @@ typedef struct fleet_order {
 	uint32_t count;  /* MOVE: how many */
 } fleet_order_t;
 
+/* The fleet controller's commands (fleet-controller), robot "FleetController", channel 0: one
+ * command for the whole fleet at a time, each drone taking its own target from the formation
+ * and its index. A command says the world time it takes effect at, always a multiple of the
+ * controller's step P ahead of when it was written (P > Dmax + 1 ms): every host has read it
+ * before any drone's model reaches that time, whichever host runs the drone and however the
+ * processes interleave, so the flight is the same bits in any split of the fleet. */
+#define FLEET_CONTROLLER_ROBOT "FleetController"
+
+enum { FLEET_CMD_TAKEOFF = 1, FLEET_CMD_GOTO = 2, FLEET_CMD_LAND = 3 };
+
+typedef struct fleet_command {
+	uint32_t magic;
+	uint32_t number;    /* 1, 2, ... */
+	uint32_t kind;      /* FLEET_CMD_* */
+	uint32_t formation; /* GOTO: fleet_formation_t */
+	int64_t at_usec;    /* the model time the command takes effect at */
+	double altitude;    /* TAKEOFF: m */
+} fleet_command_t;
+
 #endif

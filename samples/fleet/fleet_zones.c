@@ -40,8 +40,9 @@ struct fleet_zones {
 	uint32_t order_done; /* the last order carried out */
 	uint32_t to_release; /* a MOVE order being carried out: drones still to hand over */
 	uint8_t release_to;
-	uint8_t take_from; /* a TAKE_OVER order: the lost host whose drones this one takes */
-	uint8_t lost[256]; /* hosts the monitor found lost: never released to */
+	uint8_t take_from;        /* a TAKE_OVER order: the lost host whose drones this one takes */
+	uint8_t lost[256];        /* hosts the monitor found lost: never released to */
+	const fleet_plan_t *plan; /* NULL: the built-in schedule */
 };
 
 int fleet_zones_write_config(const char *dir, size_t total, size_t split, char *rd_path, size_t len)
@@ -338,7 +339,7 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		}
 		while (zd->d.step < target) {
 			int64_t mt = (int64_t)(zd->d.step + 1) * DRONE_DT_USEC;
-			fleet_mission_apply(&zd->d, i, z->total, mt);
+			fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
 			drone_step(&zd->d, &z->params);
 			hako_rd_trace_step(z->node, eu, zd->d.step, mt);
 		}
@@ -398,6 +399,11 @@ int fleet_zones_publish(fleet_zones_t *z, int64_t now, uint64_t busy_p50_ns, uin
 	                  z->activations,
 	                  z->takeovers};
 	return hako_channel_write(z->load_ch, &l, sizeof(l));
+}
+
+void fleet_zones_set_plan(fleet_zones_t *z, const fleet_plan_t *p)
+{
+	z->plan = p;
 }
 
 int fleet_zones_balancing(const fleet_zones_t *z)

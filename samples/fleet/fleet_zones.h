@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "drone.h"
+#include "fleet_host.h"
 #include "hako/domain.h"
 
 typedef struct fleet_zones fleet_zones_t;
@@ -50,6 +51,8 @@ const drone_t *fleet_zones_drone(const fleet_zones_t *z, size_t i);
 uint64_t fleet_zones_releases(const fleet_zones_t *z);
 uint64_t fleet_zones_activations(const fleet_zones_t *z);
 uint64_t fleet_zones_takeovers(const fleet_zones_t *z);
+/* Use plan p (fleet_host.h; NULL: the built-in schedule) for the drones this host steps. */
+void fleet_zones_set_plan(fleet_zones_t *z, const fleet_plan_t *p);
 /* 1: load balancing (the monitor moves drones), 0: zones. */
 int fleet_zones_balancing(const fleet_zones_t *z);
 size_t fleet_zones_owned(fleet_zones_t *z);

@@ -7,7 +7,10 @@
 #            40 drones: counts, never a timing);
 #   kill:    zones at x = 0; host 2 is killed with SIGKILL during the run; hako-launch says so
 #            and goes on ("on_failure": "continue"), the monitor reports the lost host and host 1
-#            takes its drones over from their last checkpoints, to the same bits.
+#            takes its drones over from their last checkpoints, to the same bits;
+#   controller: zones, the mission given by fleet-controller (an asset of 20 ms steps, Dmax
+#            20 ms) instead of the hosts' built-in one, against one host with the same
+#            controller: the same bits, whatever the interleaving of the three processes.
 #
 # usage: test_fleet_share.sh BUILD_DIR
 set -u
@@ -28,10 +31,11 @@ unset HAKO_DOMAIN
 
 # launch file NAME RD EXTRA_CONDUCTOR MONITOR_ARGS: two RD hosts and the monitor.
 write_launch() {
-	local name=$1 rd=$2 extra=$3 margs=$4 procs='' k
+	local name=$1 rd=$2 extra=$3 margs=$4 hargs=${5:-} first=${6:-} procs='' k
+	procs=$first
 	for k in 1 2; do
 		procs="$procs{\"name\": \"host-$k\", \"command\": \"fleet-host\", \"on_failure\": \"continue\",
-     \"args\": [\"--drones\", \"64\", \"--zones\", \"$rd\", \"--node\", \"$k\",
+     \"args\": [\"--drones\", \"64\", \"--zones\", \"$rd\", \"--node\", \"$k\"$hargs,
               \"--trace\", \"$dir/$name/trace-$k.jsonl\", \"--final\", \"$dir/$name/final-$k.txt\"],
      \"wait_for\": {\"asset\": \"fleet-zone-$k\"}},
     "
@@ -122,6 +126,36 @@ grep -q "fleet-zone-1: .* [1-9][0-9]* taken from a lost host; 64 drones at the e
 rm -f "$dir/kill/final-2.txt" # the killed host wrote none (or a stale one)
 check_run kill
 grep -q "restarts    [1-9]" "$dir/kill/check.txt" || fail "kill: no restart in the traces"
+
+# Controller: the mission from fleet-controller, Dmax 20 ms, against one host with it.
+mkdir -p "$dir/controller"
+"$bin/fleet-host" --drones 64 --write-zones "$dir/controller" >/dev/null ||
+	fail "fleet-host --write-zones (controller)"
+ctl='{"name": "controller", "command": "fleet-controller", "args": ["--drones", "64"],
+     "wait_for": {"asset": "fleet-controller"}},
+    '
+write_launch controller "$dir/controller/fleet_rd.json" ', "max_delay_usec": 20000' '' \
+	', "--controller"' "$ctl"
+sed -i 's/"max_delay_usec": 1000, //' "$dir/controller.json"
+cat >"$dir/cref.json" <<JSON
+{
+  "conductor": {"delta_usec": 1000, "max_delay_usec": 20000, "stop_at_usec": 12000000},
+  "log_dir": "$dir/cref-logs", "path": ["$bin"],
+  "processes": [$ctl{"name": "ref", "command": "fleet-host",
+                 "args": ["--drones", "64", "--controller", "--final", "$dir/cref.txt"],
+                 "wait_for": {"asset": "fleet-host-0"}}]
+}
+JSON
+for run in controller cref; do
+	timeout -s KILL 300 "$launch" "$dir/$run.json" >"$dir/$run.out" 2>&1 ||
+		{ fail "$run: hako-launch failed"; show "$dir/$run.out" 30; }
+	grep -q "command 2: fly to the HAKO letters at 3.000 s" "$dir/$run.out" ||
+		fail "$run: the controller did not command the HAKO letters"
+done
+grep -q "fleet-zone-1: 2 commands of fleet-controller flown" "$dir/controller.out" ||
+	fail "controller: host 1 did not fly the controller's 2 commands"
+sort -n "$dir/cref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
+check_run controller
 
 [ "$fails" -ne 0 ] || grep -hE "fleet-monitor: t=|drones at the end|goes on without" \
 	"$dir/balance.out" "$dir/kill.out"
