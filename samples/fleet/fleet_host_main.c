@@ -110,6 +110,10 @@ static void usage(FILE *f)
 	           "  --node K        with --zones: this host, 1 or 2\n"
 	           "  --trace FILE    with --zones: its RD trace (model steps, ownership)\n"
 	           "  --write-zones DIR  write DIR/fleet_rd.json (+ pdudef) for --drones, exit\n"
+	           "  --full W,E      with --write-zones: zones across two client nodes of a\n"
+	           "                  federation (RD-Full), W and E their node ids\n"
+	           "  --conductor F   with RD-Full --zones: this node's conductor file (its\n"
+	           "                  server commits the moves)\n"
 	           "  --controller    fly what fleet-controller commands instead of the\n"
 	           "                  built-in mission\n"
 	           "  --balance K     with --write-zones: load balancing instead of zones\n"
@@ -122,6 +126,7 @@ int main(int argc, char **argv)
 {
 	long total = -1, first = 0, count = -1, node = 0, split = 0;
 	int controlled = 0;
+	const char *full = NULL, *conductor = NULL;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
 	const char *write_zones = NULL;
 	static const struct option longopts[] = {{"drones", required_argument, NULL, 'd'},
@@ -136,6 +141,8 @@ int main(int argc, char **argv)
 	                                         {"write-zones", required_argument, NULL, 'W'},
 	                                         {"balance", required_argument, NULL, 'B'},
 	                                         {"controller", no_argument, NULL, 'C'},
+	                                         {"full", required_argument, NULL, 'U'},
+	                                         {"conductor", required_argument, NULL, 'N'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
@@ -153,6 +160,8 @@ int main(int argc, char **argv)
 		case 'W': write_zones = optarg; break;
 		case 'B': split = strtol(optarg, NULL, 10); break;
 		case 'C': controlled = 1; break;
+		case 'U': full = optarg; break;
+		case 'N': conductor = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -165,7 +174,7 @@ int main(int argc, char **argv)
 			             "1..drones - 1)\n");
 			return 2;
 		}
-		if (fleet_zones_write_config(write_zones, (size_t)total, (size_t)split, rd,
+		if (fleet_zones_write_config(write_zones, (size_t)total, (size_t)split, full, rd,
 		                             sizeof(rd)) != 0) {
 			fprintf(stderr, PROG ": --write-zones %s: %s\n", write_zones,
 			        strerror(errno));
@@ -254,6 +263,16 @@ int main(int argc, char **argv)
 		                          sizeof(why))) != 0) {
 			fprintf(stderr, PROG ": --zones %s: %s\n", zones,
 			        why[0] ? why : hako_strerror(r));
+			hako_domain_close(dom);
+			return 1;
+		}
+		if (fleet_zones_full(g_z) &&
+		    (conductor == NULL ||
+		     (r = fleet_zones_set_conductor(g_z, conductor, why, sizeof(why))) != 0)) {
+			fprintf(stderr, PROG ": --zones %s is RD-Full: %s\n", zones,
+			        conductor == NULL ? "it needs --conductor FILE (this node's)"
+			                          : why);
+			fleet_zones_close(g_z);
 			hako_domain_close(dom);
 			return 1;
 		}

@@ -10,6 +10,7 @@
 #include "fleet_host.h"
 #include "fleet_share.h"
 #include "formation.h"
+#include "hako/conductor.h"
 #include "hako/error.h"
 #include "hako/msgs/geometry_msgs/Twist.h"
 #include "hako/msgs/hako_mavlink_msgs/HakoHilActuatorControls.h"
@@ -21,7 +22,9 @@ enum { P_MOTOR, P_POS, P_VELOCITY, P_STATUS, P_COUNT };
 struct zdrone {
 	drone_t d;
 	hako_rd_trigger_state_t tst;
-	size_t pdu[P_COUNT]; /* index of each PDU in the EU's writes */
+	int requested;        /* RD-Full: a move was asked and not yet committed or given up */
+	hako_time_t retry_at; /* RD-Full: a refused move is not asked again before this */
+	size_t pdu[P_COUNT];  /* index of each PDU in the EU's writes */
 };
 
 struct fleet_zones {
@@ -43,9 +46,14 @@ struct fleet_zones {
 	uint8_t take_from;        /* a TAKE_OVER order: the lost host whose drones this one takes */
 	uint8_t lost[256];        /* hosts the monitor found lost: never released to */
 	const fleet_plan_t *plan; /* NULL: the built-in schedule */
+	int full;                 /* RD-Full: the conductor's server commits every move */
+	hako_conductor_config_t *ccfg;
+	hako_conductor_rd_requester_t *rq;
+	uint64_t refused;
 };
 
-int fleet_zones_write_config(const char *dir, size_t total, size_t split, char *rd_path, size_t len)
+int fleet_zones_write_config(const char *dir, size_t total, size_t split, const char *full,
+                             char *rd_path, size_t len)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/drone_pdutypes.json", dir);
@@ -90,7 +98,30 @@ int fleet_zones_write_config(const char *dir, size_t total, size_t split, char *
 	}
 	drone_params_t p;
 	drone_params_default(&p);
-	if (split == 0) {
+	if (full != NULL) {
+		/* RD-Full: the nodes are the federation's two client nodes, named as their
+		 * conductor files name them ("west,east" node ids). */
+		char west[64] = "", east[64] = "";
+		const char *comma = strchr(full, ',');
+		if (comma == NULL || comma == full || (size_t)(comma - full) >= sizeof(west) ||
+		    strlen(comma + 1) == 0 || strlen(comma + 1) >= sizeof(east)) {
+			fclose(f);
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(west, full, (size_t)(comma - full));
+		snprintf(east, sizeof(east), "%s", comma + 1);
+		fprintf(f,
+		        "{\"mode\": \"full\", \"pdudef\": \"fleet_pdudef.json\",\n"
+		        " \"nodes\": [{\"id\": 1, \"name\": \"%s\"}, {\"id\": 2, \"name\": "
+		        "\"%s\"}],\n"
+		        " \"handoff_timeout_usec\": 2000000,\n"
+		        " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": "
+		        "0.0, \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
+		        "\"low_owner\": 1, \"high_owner\": 2},\n"
+		        " \"execution_units\": [",
+		        west, east, p.v_max + 0.5);
+	} else if (split == 0) {
 		fprintf(
 		    f,
 		    "{\"pdudef\": \"fleet_pdudef.json\",\n"
@@ -193,6 +224,7 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 	}
 	hako_rd_trace_writes(z->node, 0);
 	z->balance = strcmp(z->cfg->trigger.type, "manual") == 0;
+	z->full = z->cfg->mode == HAKO_RD_MODE_FULL;
 	char robot[64];
 	snprintf(robot, sizeof(robot), FLEET_LOAD_ROBOT "%u", node);
 	if ((r = hako_channel_create(dom, robot, 0, sizeof(fleet_load_t), &z->load_ch)) != 0 ||
@@ -213,6 +245,8 @@ void fleet_zones_close(fleet_zones_t *z)
 	if (z == NULL) {
 		return;
 	}
+	hako_conductor_rd_requester_close(z->rq);
+	hako_conductor_config_free(z->ccfg);
 	hako_rd_node_close(z->node);
 	hako_rd_config_free(z->cfg);
 	free(z->z);
@@ -298,6 +332,65 @@ static int take_over(fleet_zones_t *z, size_t i, int64_t now)
 	return 1;
 }
 
+/* Run drone i's model up to step `target`: a drone activated here runs the steps after its
+ * release (a drone taken over, those after its last checkpoint). */
+static void run_to(fleet_zones_t *z, size_t i, uint64_t target)
+{
+	struct zdrone *zd = &z->z[i];
+	uint32_t eu = z->cfg->eus[i].id;
+	while (zd->d.step < target) {
+		int64_t mt = (int64_t)(zd->d.step + 1) * DRONE_DT_USEC;
+		fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
+		drone_step(&zd->d, &z->params);
+		hako_rd_trace_step(z->node, eu, zd->d.step, mt);
+	}
+}
+
+/* RD-Full: the conductor committed a move of drone i to node `next` at commit point c: run the
+ * model to c, not beyond, write its PDUs there and hand it over with its context. */
+static int release_at_commit(fleet_zones_t *z, size_t i, hako_time_t c, uint8_t next)
+{
+	struct zdrone *zd = &z->z[i];
+	uint32_t eu = z->cfg->eus[i].id;
+	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	run_to(z, i, (uint64_t)(c / DRONE_DT_USEC));
+	int64_t mt = (int64_t)zd->d.step * DRONE_DT_USEC;
+	int r = write_pdus(z, eu, zd, mt);
+	if (r != 0) {
+		return r;
+	}
+	size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
+	if ((r = hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, c)) != 0) {
+		return r;
+	}
+	zd->requested = 0;
+	z->releases++;
+	return 0;
+}
+
+/* RD-Full: ask the server to move drone i to node `next` (it commits the move, or says why
+ * not: a hand-off of it is under way, ...; asked again after the trigger's cooldown). */
+static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
+{
+	struct zdrone *zd = &z->z[i];
+	if (zd->requested || now < zd->retry_at || z->rq == NULL) {
+		return;
+	}
+	char why[256] = "";
+	hako_rd_commit_t c;
+	int r = hako_conductor_rd_requester_ask(z->rq, z->cfg->eus[i].id, next, 5000, &c, why,
+	                                        sizeof(why));
+	if (r == 0) {
+		zd->requested = 1;
+		return;
+	}
+	zd->retry_at = now + z->cfg->trigger.cooldown_usec;
+	if (z->refused++ < 5) {
+		fprintf(stderr, "fleet-zone-%u: moving drone %zu to node %u: %s%s\n", z->self,
+		        i + 1, next, hako_strerror(r), why[0] ? why : "");
+	}
+}
+
 int fleet_zones_step(fleet_zones_t *z, int64_t now)
 {
 	uint8_t ctx[DRONE_CONTEXT_SIZE];
@@ -326,23 +419,22 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			}
 		} else if (ev == HAKO_RD_EV_RECLAIMED) {
 			hako_rd_trigger_reset(&zd->tst, zd->d.pos[0], now);
+			zd->requested = 0;
+		} else if (ev == HAKO_RD_EV_COMMIT) {
+			if ((r = release_at_commit(z, i, act.release_time_usec, act.from)) != 0) {
+				return r;
+			}
+			continue;
 		}
 		if (!hako_rd_is_owner(z->node, eu) &&
 		    (z->take_from == 0 || !take_over(z, i, now))) {
 			continue;
 		}
-		/* Catch up to this step: a drone activated here runs the steps after its release
-		 * (a drone taken over, those after its last checkpoint). */
 		uint64_t target = (uint64_t)(now / DRONE_DT_USEC);
 		if (zd->d.step >= target) {
 			continue;
 		}
-		while (zd->d.step < target) {
-			int64_t mt = (int64_t)(zd->d.step + 1) * DRONE_DT_USEC;
-			fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
-			drone_step(&zd->d, &z->params);
-			hako_rd_trace_step(z->node, eu, zd->d.step, mt);
-		}
+		run_to(z, i, target);
 		int64_t mt = (int64_t)zd->d.step * DRONE_DT_USEC;
 		if ((r = write_pdus(z, eu, zd, mt)) != 0) {
 			return r;
@@ -355,11 +447,16 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			                                zd->d.pos[0], v[0], mt, z->dmax);
 			next =
 			    z->lost[next] ? 0 : next; /* the lost host's zone is this host's now */
+			if (z->full && next != 0) {
+				ask_move(z, i, next,
+				         mt); /* the server commits it; released at COMMIT */
+				next = 0;
+			}
 		} else if (z->to_release > 0) {
 			next = z->release_to;
 			z->to_release--;
 		}
-		if (next != 0 || checkpoint) {
+		if (next != 0 || (checkpoint && !z->full)) {
 			size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
 			r = next != 0 ? hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, mt)
 			              : hako_rd_checkpoint(z->node, eu, ctx, n, zd->d.step, mt);
@@ -399,6 +496,25 @@ int fleet_zones_publish(fleet_zones_t *z, int64_t now, uint64_t busy_p50_ns, uin
 	                  z->activations,
 	                  z->takeovers};
 	return hako_channel_write(z->load_ch, &l, sizeof(l));
+}
+
+int fleet_zones_full(const fleet_zones_t *z)
+{
+	return z != NULL && z->full;
+}
+
+int fleet_zones_set_conductor(fleet_zones_t *z, const char *path, char *why, size_t why_len)
+{
+	hako_error_t err;
+	int r = hako_conductor_config_load(path, &z->ccfg, &err);
+	if (r != 0) {
+		hako_error_format(&err, why, why_len);
+		return r;
+	}
+	if ((r = hako_conductor_rd_requester_open(z->ccfg, &z->rq)) != 0) {
+		snprintf(why, why_len, "%s: cannot reach its server: %s", path, hako_strerror(r));
+	}
+	return r;
 }
 
 void fleet_zones_set_plan(fleet_zones_t *z, const fleet_plan_t *p)

@@ -28,11 +28,19 @@
 typedef struct fleet_zones fleet_zones_t;
 
 /* Write dir/drone_pdutypes.json, dir/fleet_pdudef.json and dir/fleet_rd.json for `total`
- * drones; rd_path gets the RD config's path. split 0: zones (a boundary trigger at x = 0);
+ * drones; rd_path gets the RD config's path. full: "west,east", the node ids of two client
+ * nodes of a federation: RD-Full zones across them (NULL: RD-Light, one domain). split 0:
+ * zones (a boundary trigger at x = 0);
  * split > 0: balance (a manual trigger: the monitor moves drones), drones [0, split) start on
  * host 1, the others on host 2. 0, or -1 with errno. */
-int fleet_zones_write_config(const char *dir, size_t total, size_t split, char *rd_path,
-                             size_t len);
+int fleet_zones_write_config(const char *dir, size_t total, size_t split, const char *full,
+                             char *rd_path, size_t len);
+/* 1 if the RD config is RD-Full (zones across the nodes of a federation). */
+int fleet_zones_full(const fleet_zones_t *z);
+/* RD-Full: the node's conductor file, whose server this host asks to move its drones across
+ * the boundary (the server commits each move; the owner releases at the commit point). 0, or
+ * a hako error with why. */
+int fleet_zones_set_conductor(fleet_zones_t *z, const char *path, char *why, size_t why_len);
 
 /* Host `node` (1 or 2) of the fleet of rd_path in dom; trace: its RD trace (NULL: none; model
  * steps and ownership only, no record per PDU write). Errors: hako errors; why says more. */
