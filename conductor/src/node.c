@@ -576,11 +576,13 @@ static void on_event(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi
 		}
 		break;
 	case HAKOI_OP_STOP:
-		/* The server stopped at world time m->stop_time. A node behind it runs up to there
-		 * and its master stops it there (the server's time lets it), so that every node
-		 * ends at the same world time; a node at or past it stops at once. */
+		/* The server stopped at world time m->stop_time. A node behind it, or at it, runs
+		 * up to there and its master stops it there (the server's time lets it), so that
+		 * every node ends at the same world time; a node past it stops at once. */
 		if (st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE) {
-			if (m->stop_time > hako_domain_world_time(n->dom) &&
+			/* At the stop time already (the world may be up to Dmax ahead of the
+			 * assets): the master still lets every asset run the steps up to it. */
+			if (m->stop_time > 0 && m->stop_time >= hako_domain_world_time(n->dom) &&
 			    hako_domain_set_stop_time(n->dom, m->stop_time) == 0) {
 				n->fed_stop = m->stop_time;
 			} else {
