@@ -276,8 +276,10 @@ static char *find_in(const char *dir, const char *cmd, char *looked, size_t len)
 }
 
 /* The executable of a command (at the current path): with a '/', relative to the launch file;
- * else in the --path folders, the file's "path", then $PATH. *exe is malloc'ed and absolute. */
-static int resolve_command(hakoi_walk_t *w, const char *name, const char *cmd, char **exe)
+ * else in the folders `first` (absolute), the --path folders, the file's "path", then $PATH.
+ * *exe is malloc'ed and absolute. name: the process, for the error (NULL: none). */
+static int resolve_command_in(hakoi_walk_t *w, const char *name, const char *cmd,
+                              const char *const *first, size_t nfirst, char **exe)
 {
 	struct ctx *c = ctx_of(w);
 	*exe = NULL;
@@ -297,6 +299,9 @@ static int resolve_command(hakoi_walk_t *w, const char *name, const char *cmd, c
 		return 0;
 	}
 	char looked[2048] = "";
+	for (size_t i = 0; i < nfirst && *exe == NULL; i++) {
+		*exe = find_in(first[i], cmd, looked, sizeof(looked));
+	}
 	const hakoi_launch_options_t *o = c->opt;
 	for (size_t i = 0; o != NULL && i < o->search_count && *exe == NULL; i++) {
 		char *d = abs_dir(c->cwd, o->search[i]);
@@ -329,10 +334,17 @@ static int resolve_command(hakoi_walk_t *w, const char *name, const char *cmd, c
 	}
 	free(copy);
 	if (*exe == NULL) {
-		return hakoi_walk_fail(w, "process \"%s\": \"%s\" not found (looked in %s)", name,
-		                       cmd, looked[0] != '\0' ? looked : "no folder");
+		return hakoi_walk_fail(w, "%s%s%s\"%s\" not found (looked in %s)",
+		                       name != NULL ? "process \"" : "", name != NULL ? name : "",
+		                       name != NULL ? "\": " : "", cmd,
+		                       looked[0] != '\0' ? looked : "no folder");
 	}
 	return 0;
+}
+
+static int resolve_command(hakoi_walk_t *w, const char *name, const char *cmd, char **exe)
+{
+	return resolve_command_in(w, name, cmd, NULL, 0, exe);
 }
 
 /* ---- the conductor ---- */
@@ -733,6 +745,146 @@ static int parse_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fie
 	return hakoi_walk_object(w, v, proc_fields, p);
 }
 
+/* ---- the viewer ---- */
+
+/* viewer.pdudef, viewer.rd: a file, relative to the launch file, that must exist. */
+static int parse_viewer_file(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	char *rel = NULL;
+	int r = parse_expanded(w, v, &rel, &(hakoi_field_t){.flags = 0});
+	if (r != 0) {
+		return r;
+	}
+	char **dst = (char **)(void *)((char *)base + f->offset);
+	free(*dst);
+	*dst = join(ctx_of(w)->cfg->dir, rel);
+	free(rel);
+	if (*dst == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	struct stat st;
+	if (stat(*dst, &st) != 0 || !S_ISREG(st.st_mode)) {
+		return hakoi_walk_fail(
+		    w, "%s %s", *dst, access(*dst, F_OK) != 0 ? "does not exist" : "is not a file");
+	}
+	return 0;
+}
+
+/* hako-viewer: beside hako-launch in the build tree (viewer/ next to launch/) or installed
+ * (the same folder), else where any command is looked for. */
+static int find_viewer(hakoi_walk_t *w, char **exe)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *first[2] = {NULL, NULL};
+	size_t nfirst = 0;
+	if (len > 0) {
+		self[len] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash != NULL && slash != self) {
+			*slash = '\0';
+			first[nfirst++] = abs_dir(self, "../viewer");
+			first[nfirst++] = strdup(self);
+		}
+	}
+	int r = 0;
+	for (size_t i = 0; i < nfirst; i++) {
+		if (first[i] == NULL) {
+			r = hakoi_walk_fail_oom(w);
+		}
+	}
+	if (r == 0) {
+		r = resolve_command_in(w, NULL, "hako-viewer", (const char *const *)first, nfirst,
+		                       exe);
+	}
+	free(first[0]);
+	free(first[1]);
+	return r;
+}
+
+static int add_arg(hakoi_launch_proc_t *p, const char *a)
+{
+	return (p->args[p->arg_count++] = strdup(a)) != NULL ? 0 : -1;
+}
+
+static int add_arg_ll(hakoi_launch_proc_t *p, long long v)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%lld", v);
+	return add_arg(p, num);
+}
+
+/* The viewer as a process of the launch: hako-viewer -d <domain> --port <port> [--bind ...]
+ * [--pdudef ...] [--rd ...] [--rate-hz ...], its output in <log_dir>/viewer.log. */
+static int check_viewer(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_viewer_t *vw = base;
+	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
+	hakoi_launch_proc_t *p = &vw->proc;
+	vw->enabled = 1;
+	for (size_t i = 0; i < cfg->proc_count; i++) {
+		if (strcmp(cfg->procs[i].name, "viewer") == 0) {
+			return hakoi_walk_fail(w,
+			                       "its log is viewer.log, as is the log of "
+			                       "processes[%zu] (\"viewer\"): rename that process",
+			                       i);
+		}
+	}
+	snprintf(p->name, sizeof(p->name), "viewer");
+	p->viewer = 1;
+	p->phase = HAKOI_LAUNCH_PHASE_RUN;
+	p->wait_for = HAKOI_LAUNCH_WAIT_NOTHING;
+	p->echo = 0; /* its URLs are said by hako-launch */
+	if ((p->command = strdup("hako-viewer")) == NULL ||
+	    (p->args = calloc(12, sizeof(char *))) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	int r = find_viewer(w, &p->exe);
+	if (r != 0) {
+		return r;
+	}
+	if (add_arg(p, "-d") != 0 || add_arg(p, cfg->domain) != 0 || add_arg(p, "--port") != 0 ||
+	    add_arg_ll(p, vw->port) != 0 ||
+	    (vw->bind != NULL && (add_arg(p, "--bind") != 0 || add_arg(p, vw->bind) != 0)) ||
+	    (vw->pdudef != NULL && (add_arg(p, "--pdudef") != 0 || add_arg(p, vw->pdudef) != 0)) ||
+	    (vw->rd != NULL && (add_arg(p, "--rd") != 0 || add_arg(p, vw->rd) != 0)) ||
+	    (vw->rate_hz > 0 &&
+	     (add_arg(p, "--rate-hz") != 0 || add_arg_ll(p, vw->rate_hz) != 0))) {
+		return hakoi_walk_fail_oom(w);
+	}
+	if ((p->argv = calloc(p->arg_count + 2, sizeof(char *))) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	p->argv[0] = p->command;
+	for (size_t i = 0; i < p->arg_count; i++) {
+		p->argv[i + 1] = p->args[i];
+	}
+	p->argc = p->arg_count + 1;
+	return 0;
+}
+
+static const hakoi_field_t viewer_fields[] = {
+    INT_FIELD("port", hakoi_launch_viewer_t, port, 0, 65535,
+              "an integer in [0, 65535] (0 = any free port)"),
+    EXPANDED("bind", 0, hakoi_launch_viewer_t, bind),
+    {.key = "pdudef",
+     .kind = HAKOI_K_CUSTOM,
+     .offset = offsetof(hakoi_launch_viewer_t, pdudef),
+     .parse = parse_viewer_file,
+     .expect = "a string"},
+    {.key = "rd",
+     .kind = HAKOI_K_CUSTOM,
+     .offset = offsetof(hakoi_launch_viewer_t, rd),
+     .parse = parse_viewer_file,
+     .expect = "a string"},
+    INT_FIELD("rate_hz", hakoi_launch_viewer_t, rate_hz, 1, 100,
+              "an integer in [1, 100] (samples a second)"),
+    HAKOI_CHECK(check_viewer),
+    HAKOI_END,
+};
+
 /* ---- the top level ---- */
 
 static int check_domain(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
@@ -843,6 +995,7 @@ static const hakoi_field_t top_fields[] = {
      .present = HAKOI_PRESENT(hakoi_launch_config_t, procs_given),
      .expect = "an array of processes"},
     HAKOI_CHECK(check_processes),
+    HAKOI_OBJECT("viewer", 0, hakoi_launch_config_t, viewer, viewer_fields),
     HAKOI_END,
 };
 
@@ -944,6 +1097,11 @@ static int parse_node(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_
 		if (strcmp(o->cfg->log_dir_abs, n->cfg->log_dir_abs) == 0) {
 			/* hako-launch.log and the processes' logs would overwrite each other */
 			return hakoi_walk_fail_dup(w, j, "log_dir %s", n->cfg->log_dir);
+		}
+		const hakoi_launch_viewer_t *mv = &n->cfg->viewer, *ov = &o->cfg->viewer;
+		if (mv->enabled && ov->enabled && mv->port != 0 && mv->port == ov->port) {
+			/* the nodes run on this machine: the second viewer could not listen */
+			return hakoi_walk_fail_dup(w, j, "viewer port %lld", mv->port);
 		}
 		if (me->role == HAKO_CONDUCTOR_SERVER &&
 		    o->cfg->federation->role == HAKO_CONDUCTOR_SERVER) {
@@ -1680,6 +1838,7 @@ static int set_defaults(hakoi_launch_config_t *cfg, hako_error_t *err)
 	cfg->master.real_time_factor = 0.0;
 	cfg->grace_ms = HAKOI_LAUNCH_DEFAULT_GRACE;
 	cfg->start_timeout_ms = HAKOI_LAUNCH_DEFAULT_START;
+	cfg->viewer.port = HAKOI_LAUNCH_VIEWER_PORT;
 	hako_domain_config_init(&cfg->core);
 	return hako_domain_config_from_env(&cfg->core, err);
 }
@@ -1758,30 +1917,38 @@ out:
 	return r;
 }
 
+static void free_proc(hakoi_launch_proc_t *p)
+{
+	free(p->command);
+	free(p->exe);
+	for (size_t j = 0; p->args != NULL && j < p->arg_count; j++) {
+		free(p->args[j]);
+	}
+	free(p->args);
+	free(p->argv); /* borrows command and args */
+	for (size_t j = 0; p->env != NULL && j < p->env_count; j++) {
+		free(p->env[j].key);
+		free(p->env[j].value);
+	}
+	free(p->env);
+	free(p->cwd);
+	free(p->wait_what);
+	free(p->domain);
+}
+
 void hakoi_launch_free(hakoi_launch_config_t *cfg)
 {
 	if (cfg == NULL) {
 		return;
 	}
 	for (size_t i = 0; cfg->procs != NULL && i < cfg->proc_count; i++) {
-		hakoi_launch_proc_t *p = &cfg->procs[i];
-		free(p->command);
-		free(p->exe);
-		for (size_t j = 0; p->args != NULL && j < p->arg_count; j++) {
-			free(p->args[j]);
-		}
-		free(p->args);
-		free(p->argv); /* borrows command and args */
-		for (size_t j = 0; p->env != NULL && j < p->env_count; j++) {
-			free(p->env[j].key);
-			free(p->env[j].value);
-		}
-		free(p->env);
-		free(p->cwd);
-		free(p->wait_what);
-		free(p->domain);
+		free_proc(&cfg->procs[i]);
 	}
 	free(cfg->procs);
+	free_proc(&cfg->viewer.proc);
+	free(cfg->viewer.bind);
+	free(cfg->viewer.pdudef);
+	free(cfg->viewer.rd);
 	for (size_t i = 0; cfg->nodes != NULL && i < cfg->node_count; i++) {
 		free(cfg->nodes[i].file);
 		free(cfg->nodes[i].domain);
@@ -1839,7 +2006,22 @@ static void dump_federation(const hakoi_launch_config_t *cfg, FILE *out)
 			dump_quoted(out, cfg->procs[i].argv[j]);
 		}
 		fputc('\n', out);
+		if (n->cfg->viewer.enabled) {
+			fprintf(out, "  viewer port %lld\n", n->cfg->viewer.port);
+		}
 	}
+}
+
+static void dump_viewer(const hakoi_launch_config_t *cfg, FILE *out)
+{
+	const hakoi_launch_proc_t *p = &cfg->viewer.proc;
+	fprintf(out, "viewer port=%lld log=%s/viewer.log\n", cfg->viewer.port, cfg->log_dir);
+	fprintf(out, "  exe %s\n  argv", p->exe);
+	for (size_t j = 0; j < p->argc; j++) {
+		fputc(' ', out);
+		dump_quoted(out, p->argv[j]);
+	}
+	fputc('\n', out);
 }
 
 void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
@@ -1876,6 +2058,9 @@ void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
 	fprintf(out, "grace_ms %lld\n", cfg->grace_ms);
 	for (size_t i = 0; i < cfg->path_count; i++) {
 		fprintf(out, "path %s\n", cfg->path[i]);
+	}
+	if (cfg->viewer.enabled) {
+		dump_viewer(cfg, out);
 	}
 	for (size_t i = 0; i < cfg->proc_count; i++) {
 		const hakoi_launch_proc_t *p = &cfg->procs[i];

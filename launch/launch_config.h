@@ -59,7 +59,21 @@ typedef struct hakoi_launch_proc {
 	char *domain;
 	long long
 	    delay_ms; /* after it started (and is ready): wait this long (Hakoniwa's delay_sec) */
+	int viewer;   /* hako-viewer, started for "viewer": never awaited, its end never fatal */
 } hakoi_launch_proc_t;
+
+#define HAKOI_LAUNCH_VIEWER_PORT 8080
+
+/* "viewer": hako-viewer started before the processes, on the launch's domain. */
+typedef struct hakoi_launch_viewer {
+	int enabled;
+	long long port;           /* 0 = any free port */
+	char *bind;               /* NULL = hako-viewer's (loopback) */
+	char *pdudef;             /* absolute; NULL = none */
+	char *rd;                 /* absolute; NULL = none */
+	long long rate_hz;        /* 0 = hako-viewer's */
+	hakoi_launch_proc_t proc; /* how it runs: name "viewer", its log viewer.log */
+} hakoi_launch_viewer_t;
 
 struct hakoi_launch_config;
 
@@ -97,6 +111,7 @@ typedef struct hakoi_launch_config {
 	char *prefix; /* of the nodes' domains: "<prefix>-<node id>" */
 	hakoi_launch_node_t *nodes;
 	size_t node_count;
+	hakoi_launch_viewer_t viewer;
 	int hakoniwa;        /* the file is in Hakoniwa's launcher format (assets, defaults) */
 	int hakoniwa_notify; /* ... with a "notify" (checked, not run) */
 } hakoi_launch_config_t;

@@ -25,6 +25,8 @@
 #define STATUS_PIPE_USEC 5000000
 #define RATE_WINDOW_USEC 1000000
 #define SAMPLES          64
+#define VIEWER_WAIT_USEC 10000000 /* for hako-viewer's URLs */
+#define VIEWER_URL_BYTES 256
 
 enum exit_mode {
 	MODE_START,    /* before the simulation: failures are fatal unless restarted */
@@ -51,8 +53,10 @@ static struct launcher {
 	hako_time_t wall_end;
 	hako_time_t world_end;
 	int restarts_of_domain;
-	hako_conductor_node_t *node; /* a federation node's link to the others */
-	uint32_t resets_at_start;    /* a federation node's reset count before its start */
+	hako_conductor_node_t *node;       /* a federation node's link to the others */
+	uint32_t resets_at_start;          /* a federation node's reset count before its start */
+	char viewer_url[VIEWER_URL_BYTES]; /* read-only */
+	char viewer_ctl[VIEWER_URL_BYTES]; /* with ?token= */
 } L;
 
 static hakoi_sup_t S = {.sigfd = -1};
@@ -260,6 +264,18 @@ static void fail_proc(hakoi_proc_t *p, const char *when)
 	failed("process \"%s\" %s%s%s", p->cfg->name, how, extra, when);
 }
 
+/* The viewer is there to look, not part of the run: its end is said, never fatal. */
+static void viewer_exited(const hakoi_proc_t *p, enum exit_mode mode, const char *how)
+{
+	if (mode == MODE_SHUTDOWN && p->signalled) {
+		hakoi_say("%s (pid %d) %s", p->cfg->name, (int)p->pgid, how);
+		return;
+	}
+	hakoi_say("viewer: hako-viewer (pid %d) %s%s%s; the run goes on without it (its log: "
+	          "%s/viewer.log)",
+	          (int)p->pgid, how, p->last[0] != '\0' ? ": " : "", p->last, L.cfg->log_dir);
+}
+
 /* Look at the processes that exited since the last call. Returns the process whose failure
  * needs the whole simulation restarted (MODE_RUN only), else NULL; a fatal failure is recorded
  * with failed(). */
@@ -276,6 +292,10 @@ static hakoi_proc_t *handle_exits(enum exit_mode mode)
 		describe(p->status, how, sizeof(how));
 		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_AFTER) {
 			continue; /* run_after looks at them */
+		}
+		if (p->cfg->viewer) {
+			viewer_exited(p, mode, how);
+			continue;
 		}
 		if (mode == MODE_SHUTDOWN) {
 			if (!exited_ok(p->status) && !p->signalled && !failing()) {
@@ -496,7 +516,7 @@ static int start_processes(void)
 {
 	for (int i = 0; i < S.nprocs; i++) {
 		hakoi_proc_t *p = &S.procs[i];
-		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN) {
+		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || p->cfg->viewer) {
 			continue;
 		}
 		if (S.interrupted || failing() || spawn(p) != 0) {
@@ -524,6 +544,61 @@ static int start_processes(void)
 		} while (hako_now_usec() < until);
 	}
 	return wait_assets(MODE_START);
+}
+
+/* ---- the viewer ---- */
+
+/* hako-viewer's two URLs, from its lines "... read-only at http://..." and "    http://...
+ * ?token=...". */
+static void viewer_line(hakoi_proc_t *p, const char *line, size_t len)
+{
+	(void)p;
+	(void)len;
+	const char *url = strstr(line, "http://");
+	if (url == NULL) {
+		return;
+	}
+	size_t n = strcspn(url, " \t\r");
+	char *dst = strstr(url, "?token=") != NULL ? L.viewer_ctl : L.viewer_url;
+	snprintf(dst, VIEWER_URL_BYTES, "%.*s", (int)n, url);
+}
+
+/* Start hako-viewer and say its URLs once it printed them (or why not, within a bounded
+ * wait). Whatever becomes of it, the run goes on: -1 only for a signal. */
+static int start_viewer(void)
+{
+	hakoi_proc_t *p = NULL;
+	for (int i = 0; i < S.nprocs; i++) {
+		if (S.procs[i].cfg->viewer) {
+			p = &S.procs[i];
+		}
+	}
+	if (p == NULL) {
+		return 0;
+	}
+	char why[1024];
+	p->on_line = viewer_line;
+	if (hakoi_sup_spawn(&S, p, why, sizeof(why)) != 0) {
+		hakoi_say("viewer: %s; the run goes on without it", why);
+		return 0;
+	}
+	hako_time_t deadline = hako_now_usec() + VIEWER_WAIT_USEC;
+	while (L.viewer_ctl[0] == '\0' && hakoi_sup_running(p) && hako_now_usec() < deadline) {
+		if (S.interrupted) {
+			return -1;
+		}
+		pump(20000);
+	}
+	if (L.viewer_ctl[0] != '\0') {
+		hakoi_say_always("viewer: %s (read-only), %s (control)", L.viewer_url,
+		                 L.viewer_ctl);
+	} else if (hakoi_sup_running(p)) {
+		hakoi_say("viewer: hako-viewer (pid %d) printed no URL within %d s; the run goes "
+		          "on (its log: %s/viewer.log)",
+		          (int)p->pid, VIEWER_WAIT_USEC / 1000000, L.cfg->log_dir);
+	}
+	handle_exits(MODE_START); /* an early end is said there */
+	return 0;
 }
 
 /* ---- a federation node ---- */
@@ -746,16 +821,22 @@ static int restart_domain(hakoi_proc_t *p)
 	return 0;
 }
 
+/* Every "run" process ended (0 if there are none: a node that only conducts, such as a
+ * federation's server, runs until its stop time or a signal). */
 static int all_run_processes_done(void)
 {
+	int runs = 0;
 	for (int i = 0; i < S.nprocs; i++) {
 		const hakoi_proc_t *p = &S.procs[i];
-		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN &&
-		    (hakoi_sup_running(p) || p->restart_at != 0 || p->exit_pending)) {
+		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || p->cfg->viewer) {
+			continue;
+		}
+		runs++;
+		if (hakoi_sup_running(p) || p->restart_at != 0 || p->exit_pending) {
 			return 0;
 		}
 	}
-	return 1;
+	return runs > 0;
 }
 
 /* Run until the stop time, a signal, a failure, or the end of every process. */
@@ -1106,8 +1187,9 @@ int hakoi_launch_run(hakoi_launch_config_t *cfg)
 	}
 	describe_setup();
 
-	int ok = start_processes() == 0 && (L.cfg->federation == NULL || link_federation() == 0) &&
-	         start_simulation() == 0 && run_simulation() == 0;
+	int ok = start_viewer() == 0 && start_processes() == 0 &&
+	         (L.cfg->federation == NULL || link_federation() == 0) && start_simulation() == 0 &&
+	         run_simulation() == 0;
 	if (L.wall_end == 0) {
 		L.wall_end = hako_now_usec();
 		L.world_end = hako_domain_world_time(L.dom);

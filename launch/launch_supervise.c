@@ -47,6 +47,10 @@ static void emit_line(hakoi_proc_t *p)
 	if (p->cfg->echo) {
 		hakoi_console_echo(p->cfg->name, p->color, p->line, len);
 	}
+	if (p->on_line != NULL) {
+		p->line[len] = '\0';
+		p->on_line(p, p->line, len);
+	}
 	if (len > 0) {
 		size_t keep = len < sizeof(p->last) - 1 ? len : sizeof(p->last) - 1;
 		memcpy(p->last, p->line, keep);
@@ -210,14 +214,14 @@ int hakoi_sup_open(hakoi_sup_t *s, const hakoi_launch_config_t *cfg, char *why, 
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->sigfd = -1;
-	s->nprocs = (int)cfg->proc_count;
-	s->procs = calloc((size_t)s->nprocs, sizeof(*s->procs));
+	s->nprocs = (int)cfg->proc_count + (cfg->viewer.enabled ? 1 : 0);
+	s->procs = calloc((size_t)s->nprocs + 1, sizeof(*s->procs));
 	if (s->procs == NULL) {
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
 	for (int i = 0; i < s->nprocs; i++) {
-		s->procs[i].cfg = &cfg->procs[i];
+		s->procs[i].cfg = (size_t)i < cfg->proc_count ? &cfg->procs[i] : &cfg->viewer.proc;
 		s->procs[i].out_fd = s->procs[i].log_fd = -1;
 		s->procs[i].color = colors[i % (int)(sizeof(colors) / sizeof(colors[0]))];
 	}

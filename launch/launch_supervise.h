@@ -36,11 +36,13 @@ typedef struct hakoi_proc {
 	int seen_log;           /* its wait_for log text was seen since it started */
 	int owns_asset;         /* an asset of the domain had its pid (set by the run) */
 	int color;
+	/* Each line of its output, as it comes (NULL: none): what the run reads in it. */
+	void (*on_line)(struct hakoi_proc *p, const char *line, size_t len);
 } hakoi_proc_t;
 
 typedef struct hakoi_sup {
 	const hakoi_launch_config_t *cfg;
-	hakoi_proc_t *procs; /* one per process of cfg, in its order */
+	hakoi_proc_t *procs; /* one per process of cfg, in its order, then its viewer if any */
 	int nprocs;
 	int sigfd;
 	int interrupted; /* the first stop signal, 0 before */

@@ -493,6 +493,59 @@ fed_join_timeout)
 	file_has out-alone.txt '^hako-launch: FAILED: client cli did not join within 500 ms \(the server listens on tcp://127\.0\.0\.1:[0-9]+\)$'
 	all_gone
 	;;
+viewer)
+	# "viewer": hako-viewer (found beside hako-launch in the build tree) starts before the
+	# processes, its URLs are said, its page answers, it is stopped with the others; a viewer
+	# that cannot start (its port taken) is said and the run goes on.
+	cat >vw.json <<-EOF
+	{
+	  "conductor": {"real_time_factor": 1},
+	  "log_dir": "logs/vw",
+	  "grace_ms": 1000,
+	  "viewer": {"port": 0, "rate_hz": 20},
+	  "processes": [$(asset a)]
+	}
+	EOF
+	expect 0 "$LAUNCH" --path "$ASSET_DIR" --check vw.json
+	has '^viewer port=0 log=logs/vw/viewer\.log$'
+	has '^  exe /.*/viewer/hako-viewer$'
+	has '^  argv "hako-viewer" "-d" "launch-[0-9]+" "--port" "0" "--rate-hz" "20"$'
+	"$LAUNCH" --path "$ASSET_DIR" vw.json >out-vw.txt 2>&1 &
+	pid=$!
+	bg_pids+=("$pid")
+	url_re='^hako-launch: viewer: http://127\.0\.0\.1:([0-9]+)/ \(read-only\), http://127\.0\.0\.1:\1/\?token=[0-9a-f]{32} \(control\)$'
+	if wait_for_line out-vw.txt '^hako-launch: simulation running' 20; then
+		file_has out-vw.txt "$url_re"
+		vport=$(sed -En "s#$url_re#\1#p" out-vw.txt)
+		# started before the processes
+		at_url=$(grep -nE '^hako-launch: viewer: ' out-vw.txt | cut -d: -f1)
+		at_a=$(grep -n '^hako-launch: started a ' out-vw.txt | cut -d: -f1)
+		[ -n "$at_url" ] && [ -n "$at_a" ] && [ "$at_url" -lt "$at_a" ] ||
+			{ fail "the viewer's URLs did not come before the processes started"; show out-vw.txt; }
+		status=$(timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$vport &&
+			printf 'GET / HTTP/1.1\r\nHost: 127.0.0.1:$vport\r\nConnection: close\r\n\r\n' >&3 &&
+			head -n 1 <&3" 2>&1 | tr -d '\r')
+		[ "$status" = "HTTP/1.1 200 OK" ] || fail "GET / on the viewer's port $vport: '$status'"
+		file_has logs/vw/viewer.log '^hako-viewer: domain .launch-[0-9]+., read-only at http://127\.0\.0\.1:[0-9]+/$'
+		# A second launch whose viewer wants the same port: said, the run goes on.
+		sed -e "s#\"port\": 0#\"port\": $vport#" -e 's#"logs/vw"#"logs/taken"#' \
+			-e 's#"real_time_factor": 1#"stop_at_usec": 300000#' vw.json >taken.json
+		launch 0 taken
+		file_has out-taken.txt '^hako-launch: viewer: hako-viewer \(pid [0-9]+\) exited with code 1: .*; the run goes on without it \(its log: logs/taken/viewer\.log\)$'
+		file_lacks out-taken.txt '^hako-launch: viewer: http'
+		file_has out-taken.txt '^hako-launch: done: world time 0\.300 s'
+		kill -INT "$pid"
+	fi
+	timeout 30 tail --pid="$pid" -f /dev/null
+	wait "$pid"
+	rc=$?
+	[ "$rc" -eq 130 ] || { fail "hako-launch exited $rc after SIGINT, expected 130"; show out-vw.txt; }
+	file_has out-vw.txt '^hako-launch: stopping viewer \(pid [0-9]+, not an asset\): SIGTERM$'
+	file_has logs/vw/viewer.log '^hako-viewer: stopped$'
+	viewer_pid=$(sed -n 's/^hako-launch: stopping viewer (pid \([0-9]*\),.*/\1/p' out-vw.txt)
+	[ -n "$viewer_pid" ] && alive "$viewer_pid" && fail "hako-viewer $viewer_pid outlived hako-launch"
+	all_gone
+	;;
 *)
 	echo "unknown scenario $SCENARIO"
 	exit 2
