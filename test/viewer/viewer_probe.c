@@ -7,7 +7,7 @@
  *   send PORT BYTES             send a text message of BYTES bytes; "closed CODE" or "open"
  *   v2read PORT ROBOT CHANNEL   DECLARE_READ as a Hakoniwa client; prints the PDU_DATA frame
  *   stall PORT SECONDS          open a session and never read from it
- *   load PORT SESSIONS SECONDS [DOMAIN]
+ *   load PORT SESSIONS SECONDS [DOMAIN [ROUNDS]]
  *                               the real-time factor of DOMAIN with no session and with
  *                               SESSIONS reading ones, interleaved (a benchmark, not a test)
  *   twist DOMAIN ROBOTS SECONDS  write geometry_msgs/Twist PDUs Drone1..N/0 moving on circles
@@ -459,7 +459,21 @@ static double rtf_over(hako_domain_t *dom, double seconds, int *fds, int nfds, l
 	return (double)(w1 - w0) / 1e6 / (now_s() - t0);
 }
 
-static int cmd_load(int port, int sessions, double seconds, const char *domain)
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Rounds of (no session, then `sessions` reading ones), each phase `seconds` long: the two
+ * alternate so that a drift of the machine's speed hits both alike; the medians compare. */
+static int cmd_load(int port, int sessions, double seconds, const char *domain, int rounds)
 {
 	hako_domain_t *dom = NULL;
 	if (hako_domain_open(domain, &dom) != 0) {
@@ -468,10 +482,14 @@ static int cmd_load(int port, int sessions, double seconds, const char *domain)
 	if (sessions > 256) {
 		sessions = 256;
 	}
+	if (rounds < 1 || rounds > 100) {
+		rounds = 3;
+	}
 	int fds[256];
+	double r0s[100], r1s[100];
 	printf("round,sessions,seconds,rtf,reads\n");
 	double sum0 = 0, sum1 = 0;
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < rounds; round++) {
 		long m0 = 0, m1 = 0;
 		double r0 = rtf_over(dom, seconds, fds, 0, &m0);
 		for (int i = 0; i < sessions; i++) {
@@ -486,11 +504,18 @@ static int cmd_load(int port, int sessions, double seconds, const char *domain)
 		}
 		printf("%d,0,%.1f,%.4f,%ld\n%d,%d,%.1f,%.4f,%ld\n", round, seconds, r0, m0, round,
 		       sessions, seconds, r1, m1);
+		fflush(stdout);
+		r0s[round] = r0;
+		r1s[round] = r1;
 		sum0 += r0;
 		sum1 += r1;
 	}
 	printf("mean rtf without sessions %.4f, with %d sessions %.4f: ratio %.4f (%.2f %% drop)\n",
-	       sum0 / 3, sessions, sum1 / 3, sum1 / sum0, 100.0 * (1.0 - sum1 / sum0));
+	       sum0 / rounds, sessions, sum1 / rounds, sum1 / sum0, 100.0 * (1.0 - sum1 / sum0));
+	double med0 = median(r0s, rounds), med1 = median(r1s, rounds);
+	printf("median rtf without sessions %.4f, with %d sessions %.4f: ratio %.4f (%.2f %% "
+	       "drop)\n",
+	       med0, sessions, med1, med1 / med0, 100.0 * (1.0 - med1 / med0));
 	hako_domain_close(dom);
 	return 0;
 }
@@ -720,7 +745,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(c, "load") == 0 && argc >= 5) {
 		return cmd_load(port, atoi(argv[3]), atof(argv[4]),
-		                argc > 5 ? argv[5] : hako_domain_default_name());
+		                argc > 5 ? argv[5] : hako_domain_default_name(),
+		                argc > 6 ? atoi(argv[6]) : 3);
 	}
 	if (strcmp(c, "twist") == 0 && argc == 5) {
 		return cmd_twist(argv[2], atoi(argv[3]), atof(argv[4]));

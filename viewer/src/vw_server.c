@@ -26,7 +26,7 @@
 
 #include "vw_server.h"
 
-#define VW_SUB_MAX    64        /* channels one session may subscribe */
+#define VW_SUB_MAX    512       /* channels one session may subscribe (a fleet of 256 drones) */
 #define VW_RX_KEEP    65536u    /* a receive buffer larger than this is freed after its message */
 #define VW_SEND_LIMIT (1 << 20) /* bytes written per WRITEABLE callback at most */
 
@@ -42,6 +42,7 @@ typedef struct vw_sub {
 	int32_t id;
 	uint64_t sent_seq;
 	int force; /* send the current value even if it did not change */
+	int index; /* where the channel was in the sampler's list, -1 = not looked up yet */
 	vw_msg_t *pending;
 } vw_sub_t;
 
@@ -184,6 +185,21 @@ static vw_msg_t *pdu_frame(const vw_state_t *st, const vw_channel_t *c)
 	return m;
 }
 
+/* A subscription's channel, found where it was last time: the list changes only when the
+ * sampler attaches again, and a fleet has thousands of channels to search each sample. */
+static vw_channel_t *sub_channel(vw_server_t *v, vw_state_t *st, vw_sub_t *sub)
+{
+	if (sub->index >= 0 && sub->index < st->nchannels) {
+		vw_channel_t *c = &st->channels[sub->index];
+		if (c->id == sub->id && strcmp(c->robot, sub->robot) == 0) {
+			return c;
+		}
+	}
+	vw_channel_t *c = vw_sampler_channel(v->cfg.sampler, sub->robot, sub->id);
+	sub->index = c != NULL ? (int)(c - st->channels) : -1;
+	return c;
+}
+
 static void tick_cb(lws_sorted_usec_list_t *sul)
 {
 	vw_server_t *v = lws_container_of(sul, vw_server_t, tick);
@@ -216,7 +232,7 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 		s->need_full = 0;
 		for (int i = 0; i < s->nsubs; i++) {
 			vw_sub_t *sub = &s->subs[i];
-			vw_channel_t *c = vw_sampler_channel(v->cfg.sampler, sub->robot, sub->id);
+			vw_channel_t *c = sub_channel(v, st, sub);
 			if (c == NULL || c->raw_len == 0 ||
 			    (c->seq == sub->sent_seq && !sub->force)) {
 				continue;
@@ -429,6 +445,7 @@ static int do_frame(vw_server_t *v, vw_sess_t *s, const unsigned char *buf, size
 		snprintf(sub->robot, sizeof(sub->robot), "%s", f.robot);
 		sub->id = f.channel_id;
 		sub->force = 1;
+		sub->index = -1;
 		return 0;
 	}
 	if (f.request_type == HAKO_FRAME_DECLARE_WRITE || f.request_type == HAKO_FRAME_PDU_DATA) {

@@ -133,10 +133,21 @@
     return typeof v === 'number' ? v : undefined;
   }
 
+  // The map's positions: the Twist channels, but of a robot that has one named pos, position or
+  // pose only that one (a drone's velocity is a Twist too).
+  const POSITION_NAME = /^(pos|position|pose)$/i;
+  function isTwist(c) { return c.type === 'geometry_msgs/Twist'; }
+  function positionRobots(list) {
+    const named = new Set();
+    for (const c of list) if (isTwist(c) && POSITION_NAME.test(c.name || '')) named.add(c.robot);
+    return named;
+  }
+
   function onState(s) {
     last = s;
     if (s.full) channels.clear();
     const seen = new Set();
+    const named = positionRobots(s.channels || []);
     for (const c of s.channels || []) {
       const k = key(c.robot, c.id);
       seen.add(k);
@@ -144,7 +155,8 @@
       if (!e) { e = { meta: c, value: null }; channels.set(k, e); }
       e.meta = c;
       if ('value' in c) e.value = c.value;
-      if (c.type === 'geometry_msgs/Twist' && !subscribed.has(k) && ws && ws.readyState === 1) {
+      const position = isTwist(c) && (!named.has(c.robot) || POSITION_NAME.test(c.name || ''));
+      if (position && !subscribed.has(k) && ws && ws.readyState === 1) {
         subscribed.add(k);
         declareRead(c.robot, c.id);
       }
@@ -241,8 +253,10 @@
     }
     $('eus').tBodies[0].innerHTML = h;
     h = '';
+    const euName = new Map(eus.map((e) => [e.id, e.name]));
     for (const o of (s.handoffs || []).slice().reverse()) {
-      h += '<li>' + sec(o.world_time_usec) + ' s: EU ' + o.eu + ' node ' + o.from + ' &rarr; node ' + o.to +
+      h += '<li data-from="' + o.from + '" data-to="' + o.to + '">' + sec(o.world_time_usec) + ' s: ' +
+        esc(euName.has(o.eu) ? euName.get(o.eu) : 'EU ' + o.eu) + ' node ' + o.from + ' &rarr; node ' + o.to +
         ' (epoch ' + o.epoch + ')</li>';
     }
     $('handoffs').innerHTML = h;
@@ -367,7 +381,8 @@
         el('polyline', { points: p.trail.map(([x, y]) => sx(x).toFixed(1) + ',' + sy(y).toFixed(1)).join(' '),
           fill: 'none', stroke: color, 'stroke-opacity': 0.35, 'stroke-width': 2 }, svg);
       }
-      el('circle', { cx: sx(p.x), cy: sy(p.y), r: list.length > 64 ? 3 : 7, fill: color, 'data-key': k }, svg);
+      el('circle', { cx: sx(p.x), cy: sy(p.y), r: list.length > 64 ? 3 : 7, fill: color, 'data-key': k,
+        'data-owner': owner !== null ? owner : '' }, svg);
       if (list.length <= 64) label(svg, sx(p.x) + 9, sy(p.y) - 6, p.robot);
       if (i < 32) legend.push('<span><i style="background:' + color + '"></i>' + esc(k) + (owner !== null ? ' (node ' + owner + ')' : '') +
         ' x ' + p.x.toFixed(2) + ' y ' + p.y.toFixed(2) + '</span>');
