@@ -87,6 +87,12 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		                               "which process failed and how"
 		                             : "");
 	}
+	if (cfg->node_count == 0 && hakoi_launch_size(cfg, &err) != 0) {
+		char msg[1200];
+		fprintf(stderr, "hako-launch: %s\n", hako_error_format(&err, msg, sizeof(msg)));
+		hakoi_launch_free(cfg);
+		return HAKOI_LAUNCH_EXIT_USAGE;
+	}
 	if (check) {
 		hakoi_launch_dump(cfg, stdout);
 		hakoi_launch_free(cfg);

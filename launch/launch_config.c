@@ -712,6 +712,11 @@ static const hakoi_field_t proc_fields[] = {
      HAKOI_ELEMS_NEW(hakoi_launch_proc_t, args, arg_count),
      .elem = &arg_elem,
      .expect = "an array of strings"},
+    {.key = "domain_needs",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_NEW(hakoi_launch_proc_t, needs_args, needs_count),
+     .elem = &arg_elem,
+     .expect = "an array of strings (the arguments that make the command print its needs)"},
     {.key = "env",
      .kind = HAKOI_K_MAP,
      HAKOI_ELEMS_NEW(hakoi_launch_proc_t, env, env_count),
@@ -1925,6 +1930,10 @@ static void free_proc(hakoi_launch_proc_t *p)
 		free(p->args[j]);
 	}
 	free(p->args);
+	for (size_t j = 0; p->needs_args != NULL && j < p->needs_count; j++) {
+		free(p->needs_args[j]);
+	}
+	free(p->needs_args);
 	free(p->argv); /* borrows command and args */
 	for (size_t j = 0; p->env != NULL && j < p->env_count; j++) {
 		free(p->env[j].key);
@@ -2048,6 +2057,13 @@ void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
 			fprintf(out, " %s", c->server_id);
 		}
 		fprintf(out, " start_timeout_ms=%lld\n", cfg->start_timeout_ms);
+	}
+	if (cfg->sized) {
+		fprintf(out,
+		        "domain sized to the processes' needs: max_assets=%u max_channels=%u "
+		        "arena_bytes=%llu\n",
+		        cfg->core.max_assets, cfg->core.max_channels,
+		        (unsigned long long)cfg->core.arena_bytes);
 	}
 	if (cfg->core_config != NULL) {
 		fprintf(out, "core_config %s max_assets=%u max_channels=%u liveness=%s\n",

@@ -40,6 +40,10 @@ typedef struct hakoi_launch_proc {
 	char *exe;     /* the file that runs: an absolute path */
 	char **args;   /* expanded */
 	size_t arg_count;
+	/* "domain_needs": arguments that make the command print what it needs of the domain
+	 * (launch_size.c); NULL = none */
+	char **needs_args;
+	size_t needs_count;
 	char **argv; /* command, then the args (borrowed from them); NULL-terminated */
 	size_t argc; /* entries before the NULL */
 	hakoi_launch_env_t *env;
@@ -93,6 +97,7 @@ typedef struct hakoi_launch_config {
 	hako_time_t stop_at_usec;  /* 0 = none */
 	char *core_config;         /* absolute, NULL = none */
 	hako_domain_config_t core; /* defaults + environment, then core_config */
+	int sized;                 /* core was grown to the processes' "domain_needs" */
 	char *log_dir;             /* as written (relative to the current directory), expanded */
 	char *log_dir_abs;
 	char **path; /* absolute folders from "path" */
@@ -130,6 +135,11 @@ int hakoi_launch_load(const char *file, const hakoi_launch_options_t *opt,
 
 /* Accepts NULL. */
 void hakoi_launch_free(hakoi_launch_config_t *cfg);
+
+/* The domain's size from the processes' "domain_needs" (launch_size.c): run each such query
+ * once, add the needs up; without core_config, grow cfg->core to hold them (cfg->sized = 1);
+ * with one, HAKO_ECONFIG (err says the numbers) if it is too small. 0 if nothing asks. */
+int hakoi_launch_size(hakoi_launch_config_t *cfg, hako_error_t *err);
 
 /* Everything that was loaded, one item a line (the data-driven tests compare it). */
 void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out);

@@ -91,6 +91,20 @@ static size_t slot_index(size_t i)
 	return g_z != NULL ? i : (size_t)g_first + i;
 }
 
+/* What this host needs of the domain: its drones' channels and their PDU bytes; in zones the
+ * whole fleet's, plus each drone's RD status and context and the monitor's and controller's
+ * channels. */
+static void needs(int zones, long total, long count, size_t *ch, size_t *bytes)
+{
+	size_t n = (size_t)(zones ? total : count);
+	*ch = fleet_host_channels(n) + 1; /* + the controller's */
+	*bytes = fleet_host_bytes(n) + 4096;
+	if (zones) {
+		*ch += 2 * n + 3;
+		*bytes += n * 2 * (256 + 320) + 4096;
+	}
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG
@@ -114,6 +128,9 @@ static void usage(FILE *f)
 	           "                  federation (RD-Full), W and E their node ids\n"
 	           "  --conductor F   with RD-Full --zones: this node's conductor file (its\n"
 	           "                  server commits the moves)\n"
+	           "  --print-needs   print what this host needs of the domain as JSON\n"
+	           "                  ({\"channels\", \"arena_bytes\"}: hako-launch's\n"
+	           "                  \"domain_needs\") and exit\n"
 	           "  --controller    fly what fleet-controller commands instead of the\n"
 	           "                  built-in mission\n"
 	           "  --balance K     with --write-zones: load balancing instead of zones\n"
@@ -125,7 +142,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	long total = -1, first = 0, count = -1, node = 0, split = 0;
-	int controlled = 0;
+	int controlled = 0, print_needs = 0;
 	const char *full = NULL, *conductor = NULL;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
 	const char *write_zones = NULL;
@@ -141,6 +158,7 @@ int main(int argc, char **argv)
 	                                         {"write-zones", required_argument, NULL, 'W'},
 	                                         {"balance", required_argument, NULL, 'B'},
 	                                         {"controller", no_argument, NULL, 'C'},
+	                                         {"print-needs", no_argument, NULL, 'P'},
 	                                         {"full", required_argument, NULL, 'U'},
 	                                         {"conductor", required_argument, NULL, 'N'},
 	                                         {"help", no_argument, NULL, 'h'},
@@ -160,6 +178,7 @@ int main(int argc, char **argv)
 		case 'W': write_zones = optarg; break;
 		case 'B': split = strtol(optarg, NULL, 10); break;
 		case 'C': controlled = 1; break;
+		case 'P': print_needs = 1; break;
 		case 'U': full = optarg; break;
 		case 'N': conductor = optarg; break;
 		case 'h': usage(stdout); return 0;
@@ -202,6 +221,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (print_needs) {
+		size_t ch, bytes;
+		needs(zones != NULL, total, count, &ch, &bytes);
+		printf("{\"channels\": %zu, \"arena_bytes\": %zu, \"assets\": 1}\n", ch, bytes);
+		return 0;
+	}
 	char name[64];
 	if (asset == NULL) {
 		snprintf(name, sizeof(name), zones != NULL ? "fleet-zone-%ld" : "fleet-host-%ld",
@@ -226,17 +251,13 @@ int main(int argc, char **argv)
 	/* Sizing: refuse up front, with the numbers, what the domain cannot hold. */
 	hako_domain_info_t info;
 	if (hako_domain_get_info(dom, &info) == 0) {
-		size_t need_ch = fleet_host_channels((size_t)count);
-		size_t need_b = fleet_host_bytes((size_t)count);
-		/* Zones: the hosts share the whole fleet's channels, plus each drone's RD status
-		 * and context and the monitor's; the first host creates them, so the domain must
-		 * hold them all (the others find some made already). */
+		size_t need_ch, need_b;
+		needs(zones != NULL, total, count, &need_ch, &need_b);
+		/* Zones: the first host creates every channel, so the domain must hold them all
+		 * (the others find some made already). */
 		size_t have_ch = info.max_channels - info.channel_count;
 		size_t have_b = info.arena_bytes - info.arena_used;
 		if (zones != NULL) {
-			need_ch = fleet_host_channels((size_t)total) + 2 * (size_t)total + 3;
-			need_b = fleet_host_bytes((size_t)total) + (size_t)total * 2 * (256 + 320) +
-			         4096;
 			have_ch = info.max_channels;
 			have_b = info.arena_bytes;
 		}

@@ -65,6 +65,33 @@ check_run() {
 	}
 }
 
+# Sizing: a 2048-drone zones launch file; its first host's "domain_needs" says what the fleet
+# needs, so hako-launch creates the domain that big; a core config too small is refused at
+# load with the numbers.
+mkdir -p "$dir/sizing"
+"$bin/fleet-host" --drones 2048 --write-zones "$dir/sizing" >/dev/null || fail "--write-zones 2048"
+need=$("$bin/fleet-host" --drones 2048 --zones "$dir/sizing/fleet_rd.json" --node 1 --print-needs)
+need_ch=$(sed -n 's/.*"channels": \([0-9]*\).*/\1/p' <<<"$need")
+[ "${need_ch:-0}" -gt 12288 ] || fail "sizing: fleet-host --print-needs says '$need'"
+echo '{"max_channels": 1000}' >"$dir/sizing/core.json"
+for core in none small; do
+	extra=''
+	[ "$core" = small ] && extra=", \"core_config\": \"$dir/sizing/core.json\""
+	cat >"$dir/sizing/$core.json" <<JSON
+{"conductor": {"delta_usec": 1000, "max_delay_usec": 1000$extra}, "path": ["$bin"],
+ "processes": [{"name": "west", "command": "fleet-host",
+   "args": ["--drones", "2048", "--zones", "$dir/sizing/fleet_rd.json", "--node", "1"],
+   "domain_needs": ["--print-needs"], "wait_for": {"asset": "fleet-zone-1"}}]}
+JSON
+	"$launch" --check "$dir/sizing/$core.json" >"$dir/sizing/$core.out" 2>&1
+	echo "rc=$?" >>"$dir/sizing/$core.out"
+done
+grep -Eq "domain sized to the processes' needs: .* max_channels=$((need_ch + 256)) " \
+	"$dir/sizing/none.out" || { fail "sizing: the domain was not sized"; show "$dir/sizing/none.out"; }
+grep -q "the processes need $need_ch channels, .* allows 1000 channels" "$dir/sizing/small.out" &&
+	grep -q "rc=2" "$dir/sizing/small.out" ||
+	{ fail "sizing: a core config too small was not refused"; show "$dir/sizing/small.out"; }
+
 # The reference: one host flies the 64 drones alone.
 cat >"$dir/ref.json" <<JSON
 {
