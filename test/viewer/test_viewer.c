@@ -165,17 +165,31 @@ static void test_buf(void **state)
 	assert_null(b.data);
 }
 
-static json_t *encode(const vw_state_t *st, int full)
+static json_t *parse(vw_buf_t *b)
+{
+	json_error_t err;
+	json_t *j = json_loads(b->data, 0, &err);
+	if (j == NULL) {
+		fail_msg("not JSON (%s): %s", err.text, b->data);
+	}
+	vw_buf_free(b);
+	return j;
+}
+
+static json_t *encode(const vw_state_t *st, int with_rd)
 {
 	vw_buf_t b = {0};
-	vw_state_encode(st, full, &b);
-	json_error_t err;
-	json_t *j = json_loads(b.data, 0, &err);
-	if (j == NULL) {
-		fail_msg("not JSON (%s): %s", err.text, b.data);
-	}
-	vw_buf_free(&b);
-	return j;
+	vw_state_encode(st, with_rd, &b);
+	return parse(&b);
+}
+
+/* A Twist PDU as the map reads it: [meta 24 B, base at 24][linear.x, linear.y, ...]. */
+static void twist(uint8_t pdu[72], double x, double y)
+{
+	memset(pdu, 0, 72);
+	pdu[8] = 24;
+	memcpy(pdu + 24, &x, sizeof(x));
+	memcpy(pdu + 32, &y, sizeof(y));
 }
 
 static void test_state(void **state)
@@ -190,6 +204,7 @@ static void test_state(void **state)
 	assert_true(json_is_false(json_object_get(j, "attached")));
 	assert_null(json_object_get(j, "assets"));
 	assert_non_null(json_object_get(j, "viewer"));
+	assert_non_null(json_object_get(j, "sampling"));
 	json_decref(j);
 
 	hako_asset_info_t assets[2];
@@ -205,10 +220,10 @@ static void test_state(void **state)
 	snprintf(ch[0].type, sizeof(ch[0].type), "std_msgs/UInt64");
 	ch[0].seq = 5;
 	ch[0].json = strdup("{\"data\":5}");
-	ch[0].changed = 1;
 	snprintf(ch[1].robot, sizeof(ch[1].robot), "Other");
 	ch[1].id = 3;
 	ch[1].too_big = 1;
+	vw_eu_t eu = {.name = "forklift", .robot = "Robot", .id = 1, .epoch = 2, .owner = 1};
 	st.attached = 1;
 	st.info.state = HAKO_STATE_RUNNING;
 	st.info.world_time = 6000;
@@ -218,9 +233,14 @@ static void test_state(void **state)
 	st.nassets = 2;
 	st.channels = ch;
 	st.nchannels = 2;
+	st.eus = &eu;
+	st.neus = 1;
+	st.list_version = 4;
 	st.stats.frames_dropped = 7;
+	st.sample_hz = 2.5;
+	st.sample_hz_max = 10;
 
-	j = encode(&st, 0);
+	j = encode(&st, 1);
 	assert_string_equal(json_string_value(json_object_get(j, "state")), "running");
 	assert_int_equal(json_integer_value(json_object_get(j, "world_time_usec")), 6000);
 	assert_true(json_real_value(json_object_get(j, "rtf")) == 0.5);
@@ -230,41 +250,154 @@ static void test_state(void **state)
 	                    "writer");
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(a, 0), "lag_usec")),
 	                 1000);
-	json_t *c = json_object_get(j, "channels");
-	assert_int_equal(json_array_size(c), 2);
-	json_t *v = json_object_get(json_array_get(c, 0), "value");
-	assert_int_equal(json_integer_value(json_object_get(v, "data")), 5);
-	/* A delta leaves out the values that did not change. */
-	assert_null(json_object_get(json_array_get(c, 1), "value"));
-	assert_true(json_is_true(json_object_get(json_array_get(c, 1), "too_big")));
+	/* No channel in the state: its size does not grow with them. */
+	assert_null(json_object_get(j, "channels"));
+	assert_int_equal(json_integer_value(json_object_get(j, "channel_count")), 2);
+	assert_int_equal(json_integer_value(json_object_get(j, "channels_version")), 4);
+	assert_int_equal(json_array_size(json_object_get(j, "eus")), 1);
+	assert_non_null(json_object_get(j, "handoffs"));
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(j, "viewer"), "frames_dropped")), 7);
+	json_t *smp = json_object_get(j, "sampling");
+	assert_true(json_real_value(json_object_get(smp, "hz")) == 2.5);
+	assert_int_equal(json_integer_value(json_object_get(smp, "max_hz")), 10);
 	json_decref(j);
-
-	ch[0].changed = 0;
-	j = encode(&st, 0);
-	assert_null(json_object_get(json_array_get(json_object_get(j, "channels"), 0), "value"));
-	json_decref(j);
-	j = encode(&st, 1); /* full: every value, null when unknown */
-	c = json_object_get(j, "channels");
-	assert_non_null(json_object_get(json_object_get(json_array_get(c, 0), "value"), "data"));
-	assert_true(json_is_null(json_object_get(json_array_get(c, 1), "value")));
+	j = encode(&st, 0); /* without the RD part */
+	assert_null(json_object_get(j, "eus"));
+	assert_null(json_object_get(j, "handoffs"));
+	assert_int_equal(json_integer_value(json_object_get(j, "eu_count")), 1);
 	json_decref(j);
 
 	st.rtf = -1.0;
 	j = encode(&st, 1);
 	assert_true(json_is_null(json_object_get(j, "rtf")));
 	json_decref(j);
+
+	/* The channel list: metadata, no values. */
+	vw_buf_t b = {0};
+	vw_list_encode(&st, &b);
+	j = parse(&b);
+	assert_string_equal(json_string_value(json_object_get(j, "type")), "channels");
+	assert_int_equal(json_integer_value(json_object_get(j, "version")), 4);
+	json_t *c = json_object_get(j, "channels");
+	assert_int_equal(json_array_size(c), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "type")),
+	                    "std_msgs/UInt64");
+	assert_null(json_object_get(json_array_get(c, 0), "value"));
+	json_decref(j);
+
+	/* A value: the JSON of the channel, null when unknown or too big. */
+	vw_value_encode(&ch[0], &b);
+	j = parse(&b);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "value"), "data")),
+	                 5);
+	assert_int_equal(json_integer_value(json_object_get(j, "seq")), 5);
+	json_decref(j);
+	vw_value_encode(&ch[1], &b);
+	j = parse(&b);
+	assert_true(json_is_null(json_object_get(j, "value")));
+	assert_true(json_is_true(json_object_get(j, "too_big")));
+	json_decref(j);
 	free(ch[0].json);
+}
+
+static void test_positions(void **state)
+{
+	(void)state;
+	uint8_t pdu[2][72];
+	double x, y;
+	twist(pdu[0], 1.5, -2.25);
+	assert_int_equal(vw_twist_xy(pdu[0], 72, &x, &y), 0);
+	assert_true(x == 1.5 && y == -2.25);
+	assert_int_equal(vw_twist_xy(pdu[0], 30, &x, &y), -1); /* too short */
+	pdu[0][8] = 200;                                       /* base out of the PDU */
+	assert_int_equal(vw_twist_xy(pdu[0], 72, &x, &y), -1);
+	twist(pdu[0], 1.5, -2.25);
+	twist(pdu[1], 3, 4);
+
+	vw_channel_t ch[3];
+	memset(ch, 0, sizeof(ch));
+	vw_eu_t eu = {.name = "d2", .robot = "Drone-2", .id = 2, .owner = 2};
+	for (int i = 0; i < 3; i++) {
+		snprintf(ch[i].robot, sizeof(ch[i].robot), "Drone-%d", i + 1);
+		ch[i].eu = -1;
+		ch[i].position = i < 2;
+		ch[i].raw_seq = 1;
+		ch[i].raw = pdu[i % 2];
+		ch[i].raw_len = 72;
+	}
+	ch[1].eu = 0;
+	vw_state_t st;
+	memset(&st, 0, sizeof(st));
+	st.channels = ch;
+	st.nchannels = 3;
+	st.eus = &eu;
+	st.neus = 1;
+	st.info.world_time = 42;
+	vw_buf_t b = {0};
+	vw_positions_encode(&st, &b);
+	json_t *j = parse(&b);
+	assert_string_equal(json_string_value(json_object_get(j, "type")), "positions");
+	json_t *p = json_object_get(j, "positions");
+	assert_int_equal(json_array_size(p), 2); /* the third is no position channel */
+	json_t *p0 = json_array_get(p, 0), *p1 = json_array_get(p, 1);
+	assert_string_equal(json_string_value(json_array_get(p0, 0)), "Drone-1");
+	assert_true(json_number_value(json_array_get(p0, 2)) == 1.5);
+	assert_true(json_number_value(json_array_get(p0, 3)) == -2.25);
+	assert_true(json_is_null(json_array_get(p0, 4)));
+	assert_int_equal(json_integer_value(json_array_get(p1, 4)), 2); /* its EU's owner */
+	json_decref(j);
+}
+
+static void test_watch_view(void **state)
+{
+	(void)state;
+	vw_command_t c;
+	const char *why = NULL;
+	const char *s = "{\"cmd\":\"watch\",\"channels\":[[\"Robot\",0],[\"Drone-1\",5]]}";
+	assert_int_equal(vw_command_parse(s, strlen(s), &c, &why), 0);
+	assert_int_equal(c.cmd, VW_CMD_WATCH);
+	assert_int_equal(c.nwatch, 2);
+	assert_string_equal(c.watch[1].robot, "Drone-1");
+	assert_int_equal(c.watch[1].id, 5);
+	s = "{\"cmd\":\"view\",\"rd\":false,\"positions\":true}";
+	assert_int_equal(vw_command_parse(s, strlen(s), &c, &why), 0);
+	assert_int_equal(c.cmd, VW_CMD_VIEW);
+	assert_int_equal(c.rd, 0);
+	assert_int_equal(c.positions, 1);
+	s = "{\"cmd\":\"view\"}";
+	assert_int_equal(vw_command_parse(s, strlen(s), &c, &why), 0);
+	assert_int_equal(c.rd, -1);
+	static const char *const bad[] = {
+	    "{\"cmd\":\"watch\"}",
+	    "{\"cmd\":\"watch\",\"channels\":[[\"Robot\"]]}",
+	    "{\"cmd\":\"watch\",\"channels\":[[\"Robot\",-1]]}",
+	    "{\"cmd\":\"watch\",\"channels\":[[0,0]]}",
+	    "{\"cmd\":\"view\",\"rd\":1}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(vw_command_parse(bad[i], strlen(bad[i]), &c, &why), HAKO_EPROTO);
+		assert_int_equal(c.cmd, VW_CMD_NONE);
+	}
+	/* More than a page of rows and the plot: refused, not cut. */
+	vw_buf_t b = {0};
+	vw_buf_puts(&b, "{\"cmd\":\"watch\",\"channels\":[");
+	for (int i = 0; i <= VW_WATCH_MAX; i++) {
+		vw_buf_printf(&b, "%s[\"R\",%d]", i ? "," : "", i);
+	}
+	vw_buf_puts(&b, "]}");
+	assert_int_equal(vw_command_parse(b.data, b.len, &c, &why), HAKO_EPROTO);
+	vw_buf_free(&b);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_paths),    cmocka_unit_test(test_mime),
-	    cmocka_unit_test(test_tokens),   cmocka_unit_test(test_query),
-	    cmocka_unit_test(test_commands), cmocka_unit_test(test_buf),
-	    cmocka_unit_test(test_state),
+	    cmocka_unit_test(test_paths),      cmocka_unit_test(test_mime),
+	    cmocka_unit_test(test_tokens),     cmocka_unit_test(test_query),
+	    cmocka_unit_test(test_commands),   cmocka_unit_test(test_buf),
+	    cmocka_unit_test(test_state),      cmocka_unit_test(test_positions),
+	    cmocka_unit_test(test_watch_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

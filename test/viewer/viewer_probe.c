@@ -9,7 +9,10 @@
  *   stall PORT SECONDS          open a session and never read from it
  *   load PORT SESSIONS SECONDS [DOMAIN [ROUNDS]]
  *                               the real-time factor of DOMAIN with no session and with
- *                               SESSIONS reading ones, interleaved (a benchmark, not a test)
+ *                               SESSIONS reading ones, interleaved (a benchmark, not a test);
+ *                               a session asks what a page does: half of them the dashboard
+ *                               (the values of the first 50 channels, the RD part), half the
+ *                               map (the positions)
  *   twist DOMAIN ROBOTS SECONDS  write geometry_msgs/Twist PDUs Drone1..N/0 moving on circles
  *                               (the map's demo data; not an asset, paced by the wall clock)
  *   cdp DEVTOOLS_PORT URL UNTIL TIMEOUT_S [DOM_FILE [PNG_FILE]]
@@ -450,7 +453,7 @@ static double rtf_over(hako_domain_t *dom, double seconds, int *fds, int nfds, l
 			for (size_t i = 0; i < nf; i++) {
 				if (pf[i].revents & POLLIN) {
 					ssize_t n = recv(fds[i], buf, sizeof(buf), 0);
-					*msgs += n > 0 ? 1 : 0;
+					*msgs += n > 0 ? n : 0;
 				}
 			}
 		}
@@ -471,6 +474,45 @@ static double median(double *v, int n)
 	return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* What the page asks for: on the dashboard the values of its 50 rows (the first channels) and
+ * the RD part; on the map the positions. The list comes from a session of its own. */
+static char *page_watch(int port)
+{
+	int fd = ws_open(port, "/ws", 0);
+	json_t *j = fd >= 0 ? ws_recv_json(fd, "channels", 10000) : NULL;
+	if (fd >= 0) {
+		close(fd);
+	}
+	json_t *list = json_object_get(j, "channels"), *keys = json_array();
+	for (size_t i = 0; i < json_array_size(list) && i < 50; i++) {
+		json_t *c = json_array_get(list, i);
+		json_array_append_new(keys, json_pack("[O,O]", json_object_get(c, "robot"),
+		                                      json_object_get(c, "id")));
+	}
+	json_t *cmd = json_pack("{s:s,s:o}", "cmd", "watch", "channels", keys);
+	char *text = json_dumps(cmd, JSON_COMPACT);
+	json_decref(cmd);
+	json_decref(j);
+	return text;
+}
+
+static int page_open(int port, int map, const char *watch)
+{
+	static const char dash[] = "{\"cmd\":\"view\",\"rd\":true,\"positions\":false}";
+	static const char mapv[] = "{\"cmd\":\"view\",\"rd\":false,\"positions\":true}";
+	int fd = ws_open(port, "/ws", 0);
+	if (fd < 0) {
+		return -1;
+	}
+	const char *view = map ? mapv : dash;
+	if (ws_send(fd, 1, view, strlen(view)) != 0 ||
+	    (!map && ws_send(fd, 1, watch, strlen(watch)) != 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Rounds of (no session, then `sessions` reading ones), each phase `seconds` long: the two
  * alternate so that a drift of the machine's speed hits both alike; the medians compare. */
 static int cmd_load(int port, int sessions, double seconds, const char *domain, int rounds)
@@ -487,14 +529,19 @@ static int cmd_load(int port, int sessions, double seconds, const char *domain, 
 	}
 	int fds[256];
 	double r0s[100], r1s[100];
-	printf("round,sessions,seconds,rtf,reads\n");
+	char *watch = page_watch(port);
+	if (watch == NULL) {
+		return die("no channel list from the viewer%s", "");
+	}
+	printf("round,sessions,seconds,rtf,bytes_read\n");
 	double sum0 = 0, sum1 = 0;
 	for (int round = 0; round < rounds; round++) {
 		long m0 = 0, m1 = 0;
 		double r0 = rtf_over(dom, seconds, fds, 0, &m0);
 		for (int i = 0; i < sessions; i++) {
-			fds[i] = ws_open(port, "/ws", 0);
+			fds[i] = page_open(port, i % 2, watch);
 			if (fds[i] < 0) {
+				free(watch);
 				return die("session refused%s", "");
 			}
 		}
@@ -517,6 +564,7 @@ static int cmd_load(int port, int sessions, double seconds, const char *domain, 
 	       "drop)\n",
 	       med0, sessions, med1, med1 / med0, 100.0 * (1.0 - med1 / med0));
 	hako_domain_close(dom);
+	free(watch);
 	return 0;
 }
 

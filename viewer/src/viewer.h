@@ -61,14 +61,29 @@ typedef enum vw_cmd {
 	VW_CMD_START,
 	VW_CMD_STOP,
 	VW_CMD_RESET,
+	VW_CMD_WATCH, /* the channels whose values the session wants */
+	VW_CMD_VIEW,  /* the parts of the state the session wants */
 } vw_cmd_t;
+
+#define VW_WATCH_MAX 64 /* channels one session may watch: a page of rows and the plot */
+
+typedef struct vw_key {
+	char robot[HAKO_NAME_MAX];
+	int32_t id;
+} vw_key_t;
 
 typedef struct vw_command {
 	vw_cmd_t cmd;
 	char token[VW_TOKEN_LEN * 2 + 1]; /* "" if the message has none */
+	vw_key_t watch[VW_WATCH_MAX];     /* VW_CMD_WATCH */
+	int nwatch;
+	int rd;        /* VW_CMD_VIEW: send the RD part (-1: unchanged) */
+	int positions; /* VW_CMD_VIEW: send the map's positions (-1: unchanged) */
 } vw_command_t;
 
-/* Parse {"cmd": "start"|"stop"|"reset", "token": "..."}: 0, or HAKO_EPROTO with why set. */
+/* Parse {"cmd": "start"|"stop"|"reset", "token": "..."},
+ * {"cmd": "watch", "channels": [["robot", id], ...]} (at most VW_WATCH_MAX) or
+ * {"cmd": "view", "rd": bool, "positions": bool}: 0, or HAKO_EPROTO with why set. */
 int vw_command_parse(const char *text, size_t len, vw_command_t *out, const char **why);
 const char *vw_cmd_name(vw_cmd_t cmd);
 
@@ -84,15 +99,20 @@ typedef struct vw_channel {
 	uint32_t size;
 	uint64_t seq;
 	double rate_hz; /* writes per wall-clock second, smoothed */
-	char *json;     /* the latest value as JSON, NULL if none or unknown (owned) */
-	int too_big;    /* the value was longer than VW_VALUE_MAX */
-	int changed;    /* json changed since the previous sample */
+	int position;   /* a Twist drawn on the map (of a robot with pos/position/pose: that one) */
+	/* read on demand (vw_sampler_read, vw_sampler_json): only what a session asks for */
+	uint8_t *raw; /* the PDU bytes of write raw_seq (len raw_len) */
+	size_t raw_len;
+	uint64_t raw_seq;
+	char *json; /* raw as JSON, NULL if none or unknown (owned) */
+	uint64_t json_seq;
+	int json_done; /* json is the conversion of raw_seq */
+	int too_big;   /* the value was longer than VW_VALUE_MAX */
 	/* sampler only */
 	hako_channel_t *ch;
-	uint8_t *raw; /* the latest PDU bytes (len raw_len) */
-	size_t raw_len;
 	uint64_t rate_seq;
 	hako_time_t rate_wall;
+	int eu; /* index in vw_state_t.eus of the robot's EU, -1 none (a hint, checked) */
 } vw_channel_t;
 
 typedef struct vw_eu {
@@ -118,9 +138,10 @@ typedef struct vw_handoff {
 typedef struct vw_stats {
 	int sessions;
 	uint64_t frames_sent;
-	uint64_t frames_dropped; /* replaced before a slow client took them */
-	uint64_t pending_bytes;  /* queued for every session now */
-	uint64_t pending_max;    /* the most one session ever had queued */
+	uint64_t frames_dropped;   /* replaced before a slow client took them */
+	uint64_t frames_throttled; /* not made: the session had spent its byte budget */
+	uint64_t pending_bytes;    /* queued for every session now */
+	uint64_t pending_max;      /* the most one session ever had queued */
 	uint64_t refused_path;
 	uint64_t refused_message;
 	uint64_t refused_token;
@@ -138,13 +159,26 @@ typedef struct vw_state {
 	int neus;
 	vw_handoff_t handoffs[VW_HANDOFFS]; /* ring, newest at (nhandoffs - 1) % VW_HANDOFFS */
 	uint64_t nhandoffs;
+	uint64_t list_version; /* bumped when the channel list changes */
+	uint64_t rd_version;   /* bumped when an EU or the hand-offs change */
 	vw_stats_t stats;
-	int control; /* the server accepts commands (always 1: a token exists) */
+	int control;       /* the server accepts commands (always 1: a token exists) */
+	double sample_hz;  /* the sampling rate now (lowered when sampling costs too much) */
+	int sample_hz_max; /* the configured one */
+	double cpu;        /* the viewer's CPU use over the last second, fraction of a core */
 } vw_state_t;
 
-/* The JSON "state" message (docs/viewer.md). full = every channel's value; else only the
- * values that changed since the previous sample. */
-void vw_state_encode(const vw_state_t *st, int full, vw_buf_t *out);
+/* The JSON "state" message (docs/viewer.md): domain, assets, the viewer; the RD part (EUs,
+ * hand-offs) only if with_rd. Its size does not grow with the channels. */
+void vw_state_encode(const vw_state_t *st, int with_rd, vw_buf_t *out);
+/* The "channels" message: the channel list's metadata (no values), sent when it changes. */
+void vw_list_encode(const vw_state_t *st, vw_buf_t *out);
+/* The "positions" message: [robot, id, x, y, owner] of each readable position channel. */
+void vw_positions_encode(const vw_state_t *st, vw_buf_t *out);
+/* One entry of a "values" message: {"robot","id","seq","rate_hz","value"[,"too_big"]}. */
+void vw_value_encode(const vw_channel_t *c, vw_buf_t *out);
+/* The position (linear.x, linear.y) of a Twist's PDU bytes: 0, or -1 if they hold none. */
+int vw_twist_xy(const uint8_t *raw, size_t len, double *x, double *y);
 
 /* ---- the sampler ---- */
 
@@ -165,5 +199,10 @@ vw_state_t *vw_sampler_state(vw_sampler_t *s);
 hako_domain_t *vw_sampler_domain(vw_sampler_t *s);
 /* The channel (robot, id) of the last sample, NULL if none. */
 vw_channel_t *vw_sampler_channel(vw_sampler_t *s, const char *robot, int32_t id);
+/* Read a channel's PDU bytes if it was written since they were read; 0 if c->raw holds its
+ * latest value. Once per write, however many sessions want it. */
+int vw_sampler_read(vw_sampler_t *s, vw_channel_t *c);
+/* Read and convert to JSON (through the registry) once per write: c->json, NULL if unknown. */
+const char *vw_sampler_json(vw_sampler_t *s, vw_channel_t *c);
 
 #endif

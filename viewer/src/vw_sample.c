@@ -1,9 +1,11 @@
-/* The sampler: reads a domain's info, assets, channels (as JSON through the registry) and RD
- * ownership, at the server's pace (10 Hz by default). It only reads: the seqlock channels never
- * make a writer wait for it, and a value is converted only when its write number moved. */
+/* The sampler: reads a domain's info, assets, the channel list with each channel's write
+ * number and rate, and RD ownership, at the server's pace (10 Hz by default). A channel's value
+ * is read (and converted to JSON through the registry) only when a session asks for it, once
+ * per write however many ask. It only reads: the seqlock channels never make a writer wait. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hako/log.h"
 #include "hako/msg.h"
@@ -61,6 +63,9 @@ static void detach(vw_sampler_t *s)
 {
 	for (int i = 0; i < s->st.nchannels; i++) {
 		channel_clear(&s->st.channels[i]);
+	}
+	if (s->st.nchannels > 0) {
+		s->st.list_version++;
 	}
 	s->st.nchannels = 0;
 	s->st.nassets = 0;
@@ -202,6 +207,33 @@ static void set_type(vw_sampler_t *s, vw_channel_t *c)
 	snprintf(c->type, sizeof(c->type), "%s", p->type);
 }
 
+/* The map draws the Twist channels, but of a robot that has one named pos, position or pose
+ * only that one (a drone's velocity is a Twist too). */
+static int position_name(const char *name)
+{
+	return strcasecmp(name, "pos") == 0 || strcasecmp(name, "position") == 0 ||
+	       strcasecmp(name, "pose") == 0;
+}
+
+static void mark_positions(vw_state_t *st)
+{
+	for (int i = 0; i < st->nchannels; i++) {
+		vw_channel_t *c = &st->channels[i];
+		c->position = strcmp(c->type, "geometry_msgs/Twist") == 0;
+		if (!c->position || position_name(c->name)) {
+			continue;
+		}
+		for (int j = 0; j < st->nchannels; j++) {
+			const vw_channel_t *o = &st->channels[j];
+			if (j != i && strcmp(o->type, "geometry_msgs/Twist") == 0 &&
+			    position_name(o->name) && strcmp(o->robot, c->robot) == 0) {
+				c->position = 0;
+				break;
+			}
+		}
+	}
+}
+
 /* Keep the channel list in the domain's order; a channel keeps its cache while it is listed. */
 static int sync_channels(vw_sampler_t *s, int n)
 {
@@ -237,6 +269,7 @@ static int sync_channels(vw_sampler_t *s, int n)
 		c->id = s->list[i].channel_id;
 		c->size = s->list[i].size;
 		c->rate_wall = hako_now_usec();
+		c->eu = -1;
 		set_type(s, c);
 		if (hako_channel_lookup(s->dom, c->robot, c->id, &c->ch) != 0) {
 			c->ch = NULL;
@@ -248,65 +281,92 @@ static int sync_channels(vw_sampler_t *s, int n)
 	free(st->channels);
 	st->channels = next;
 	st->nchannels = n;
+	mark_positions(st);
+	st->list_version++;
 	return 0;
 }
 
-static void read_channel(vw_sampler_t *s, vw_channel_t *c, uint64_t seq, hako_time_t now)
+static void update_rate(vw_channel_t *c, uint64_t seq, hako_time_t now)
 {
-	c->changed = 0;
 	if (now - c->rate_wall >= RATE_WINDOW_USEC) {
 		uint64_t d = seq >= c->rate_seq ? seq - c->rate_seq : seq;
 		c->rate_hz = (double)d * 1e6 / (double)(now - c->rate_wall);
 		c->rate_seq = seq;
 		c->rate_wall = now;
 	}
-	if (seq == c->seq && (c->raw != NULL || seq == 0)) {
-		return;
+	if (seq > c->seq || seq < c->raw_seq) { /* a reset starts the numbers over */
+		c->seq = seq;
 	}
-	c->seq = seq;
-	if (c->ch == NULL || c->size > RAW_MAX) {
-		return;
+}
+
+int vw_sampler_read(vw_sampler_t *s, vw_channel_t *c)
+{
+	(void)s;
+	if (c->ch == NULL || c->size > RAW_MAX || c->seq == 0) {
+		return -1;
+	}
+	if (c->raw != NULL && c->raw_seq == c->seq) {
+		return 0;
 	}
 	if (c->raw == NULL) {
 		c->raw = malloc(c->size ? c->size : 1);
 		if (c->raw == NULL) {
-			return;
+			return -1;
 		}
 	}
 	size_t len = 0;
 	uint64_t got = 0;
 	if (hako_channel_read(c->ch, c->raw, c->size, &len, &got) != 0) {
-		return;
+		c->raw_len = 0;
+		c->raw_seq = 0;
+		return -1;
 	}
 	c->raw_len = len;
+	c->raw_seq = got;
 	c->seq = got;
+	c->json_done = 0;
+	return 0;
+}
+
+const char *vw_sampler_json(vw_sampler_t *s, vw_channel_t *c)
+{
+	if (vw_sampler_read(s, c) != 0) {
+		return c->json;
+	}
+	if (c->json_done && c->json_seq == c->raw_seq) {
+		return c->json;
+	}
 	free(c->json);
 	c->json = NULL;
 	c->too_big = 0;
-	c->changed = 1;
+	c->json_done = 1;
+	c->json_seq = c->raw_seq;
 	const hako_msg_type_t *type = NULL;
 	hako_error_t err;
-	if (c->type[0] == '\0' || len == 0 ||
+	if (c->type[0] == '\0' || c->raw_len == 0 ||
 	    hako_msg_registry_get(s->reg, c->type, &type, &err) != 0) {
-		return;
+		return NULL;
 	}
 	char *json = NULL;
-	if (hako_pdu_to_json(type, c->raw, len, 0, &json, &err) != 0) {
-		return;
+	if (hako_pdu_to_json(type, c->raw, c->raw_len, 0, &json, &err) != 0) {
+		return NULL;
 	}
 	if (strlen(json) > VW_VALUE_MAX) {
 		free(json);
 		c->too_big = 1;
-		return;
+		return NULL;
 	}
 	c->json = json;
+	return json;
 }
 
 static void sample_rd(vw_sampler_t *s)
 {
 	vw_state_t *st = &s->st;
+	int before = st->neus;
 	st->neus = 0;
 	if (s->rd == NULL) {
+		st->rd_version += before != 0;
 		return;
 	}
 	for (size_t i = 0; i < s->rdcfg->eu_count; i++) {
@@ -316,6 +376,10 @@ static void sample_rd(vw_sampler_t *s)
 			continue;
 		}
 		vw_eu_t *e = &st->eus[st->neus];
+		if (e->id != ec->id || e->status != (int)es.status || e->epoch != es.epoch ||
+		    e->owner != es.curr_owner || e->next_owner != es.next_owner) {
+			st->rd_version++;
+		}
 		if (e->id == ec->id && e->name[0] != '\0' && e->owner != es.curr_owner) {
 			vw_handoff_t *h = &st->handoffs[st->nhandoffs % VW_HANDOFFS];
 			h->world_time = st->info.world_time;
@@ -333,6 +397,27 @@ static void sample_rd(vw_sampler_t *s)
 		e->owner = es.curr_owner;
 		e->next_owner = es.next_owner;
 		st->neus++;
+	}
+	st->rd_version += before != st->neus;
+}
+
+/* Each position channel's EU (for the map's owner colours), searched again only when the hint
+ * no longer names the channel's robot. */
+static void link_eus(vw_state_t *st)
+{
+	for (int i = 0; i < st->nchannels; i++) {
+		vw_channel_t *c = &st->channels[i];
+		if (!c->position || (c->eu >= 0 && c->eu < st->neus &&
+		                     strcmp(st->eus[c->eu].robot, c->robot) == 0)) {
+			continue;
+		}
+		c->eu = -1;
+		for (int k = 0; k < st->neus; k++) {
+			if (strcmp(st->eus[k].robot, c->robot) == 0) {
+				c->eu = k;
+				break;
+			}
+		}
 	}
 }
 
@@ -399,7 +484,8 @@ void vw_sampler_tick(vw_sampler_t *s)
 		return;
 	}
 	for (int i = 0; i < n; i++) {
-		read_channel(s, &st->channels[i], s->list[i].seq, now);
+		update_rate(&st->channels[i], s->list[i].seq, now);
 	}
 	sample_rd(s);
+	link_eus(st);
 }

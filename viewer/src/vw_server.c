@@ -1,11 +1,18 @@
 /* The HTTP + WebSocket server of hako-viewer, on libwebsockets, in one thread.
  *
- * A timer samples the domain (vw_sampler) at the configured rate and hands every session the
- * new state: one JSON text message, encoded once and shared by the sessions. A session holds at
- * most one state message, one reply and one frame per subscribed channel: when the next sample
- * comes before a slow client took the previous one, the previous one is dropped (counted) and
- * the client gets the full state next time. So a client that stops reading costs a bounded
- * amount of memory, and nothing here ever makes a writer of the domain wait.
+ * A timer samples the domain (vw_sampler) and hands every session what it asked for: the state
+ * (small: no channel values; the RD part at most every RD_MIN_USEC), the channel list when it
+ * changed, the map's positions (if asked: "view"), the values of the channels it watches (at
+ * most VW_WATCH_MAX: "watch"). Each shared message is encoded once per sample, each value
+ * converted once per write, however many sessions want it.
+ *
+ * Bounded: a session holds at most one message of each kind and one frame per subscribed
+ * channel; one a slow client did not take is replaced (counted as dropped), never queued
+ * behind. A session spends at most session_budget bytes a second (a token bucket): past it, it
+ * skips samples (counted as throttled). The sampling rate itself drops while the viewer uses
+ * more than cpu_max of a core (measured each second), and climbs back when it uses less. So
+ * neither a client that stops reading nor fifty greedy ones can take the simulation's CPU, and
+ * nothing here ever makes a writer of the domain wait.
  *
  * Binary messages are Hakoniwa's v2 frames (hako/frame.h, decoded and encoded by the endpoint
  * library): DECLARE_READ / REQUEST_READ subscribe a channel, whose PDU then comes as PDU_DATA
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <libwebsockets.h>
@@ -29,6 +37,8 @@
 #define VW_SUB_MAX    512       /* channels one session may subscribe (a fleet of 256 drones) */
 #define VW_RX_KEEP    65536u    /* a receive buffer larger than this is freed after its message */
 #define VW_SEND_LIMIT (1 << 20) /* bytes written per WRITEABLE callback at most */
+#define RD_MIN_USEC   500000    /* the RD part goes to a session at 2 Hz at most */
+#define CPU_WINDOW    1000000   /* the viewer's CPU use is measured over this (us) */
 
 typedef struct vw_msg {
 	int refs;
@@ -46,14 +56,29 @@ typedef struct vw_sub {
 	vw_msg_t *pending;
 } vw_sub_t;
 
+typedef struct vw_watch {
+	vw_key_t key;
+	int index; /* as vw_sub_t.index */
+} vw_watch_t;
+
+/* A session's pending messages, written in this order. */
+enum { SLOT_REPLY, SLOT_LIST, SLOT_STATE, SLOT_POSITIONS, SLOT_VALUES, SLOTS };
+
 typedef struct vw_sess {
 	struct vw_sess *next;
 	struct lws *wsi;
 	char peer[64];
 	int authorized; /* the upgrade request carried the token */
-	int need_full;
-	vw_msg_t *reply;
-	vw_msg_t *state;
+	vw_msg_t *slot[SLOTS];
+	uint64_t tag[SLOTS]; /* LIST: its version + 1; STATE: the RD version + 1 it carries, or 0 */
+	uint64_t list_sent;  /* the list version + 1 the client has, 0 none */
+	uint64_t rd_sent;    /* the RD version + 1 the client has, 0 none */
+	hako_time_t rd_sent_at;
+	int want_rd;        /* the RD part (EUs, hand-offs); default yes */
+	int want_positions; /* the map's positions; default no */
+	vw_watch_t watch[VW_WATCH_MAX];
+	int nwatch;
+	double credit; /* bytes it may still be sent (token bucket of session_budget a second) */
 	vw_sub_t subs[VW_SUB_MAX];
 	int nsubs;
 	int sub_next;
@@ -74,6 +99,15 @@ struct vw_server {
 	int nsessions;
 	int port;
 	vw_stats_t stats;
+	vw_msg_t *list_msg; /* the channel list, encoded once per version */
+	uint64_t list_msg_version;
+	vw_msg_t **frames; /* this sample's PDU_DATA frame of each channel, shared by sessions */
+	int frames_cap;
+	double hz; /* the sampling rate now */
+	hako_time_t last_tick;
+	hako_time_t cpu_wall;
+	double cpu_used; /* s of CPU at cpu_wall */
+	double cpu;      /* fraction of a core over the last window */
 };
 
 static void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -122,8 +156,9 @@ static vw_msg_t *msg_ref(vw_msg_t *m)
 static uint64_t sess_pending(const vw_sess_t *s)
 {
 	uint64_t n = 0;
-	n += s->reply != NULL ? s->reply->len : 0;
-	n += s->state != NULL ? s->state->len : 0;
+	for (int k = 0; k < SLOTS; k++) {
+		n += s->slot[k] != NULL ? s->slot[k]->len : 0;
+	}
 	for (int i = 0; i < s->nsubs; i++) {
 		n += s->subs[i].pending != NULL ? s->subs[i].pending->len : 0;
 	}
@@ -156,7 +191,7 @@ static void reply(vw_server_t *v, vw_sess_t *s, const char *cmd, int ok, const c
 	if (!b.oom) {
 		vw_msg_t *m = msg_new(b.data, b.len, 0);
 		if (m != NULL) {
-			slot_put(v, &s->reply, m);
+			slot_put(v, &s->slot[SLOT_REPLY], m);
 			msg_unref(m);
 			lws_callback_on_writable(s->wsi);
 		}
@@ -200,9 +235,157 @@ static vw_channel_t *sub_channel(vw_server_t *v, vw_state_t *st, vw_sub_t *sub)
 	return c;
 }
 
+static vw_msg_t *buf_msg(vw_buf_t *b)
+{
+	vw_msg_t *m = !b->oom && b->data != NULL ? msg_new(b->data, b->len, 0) : NULL;
+	vw_buf_free(b);
+	return m;
+}
+
+static vw_channel_t *watch_channel(vw_server_t *v, vw_state_t *st, vw_watch_t *w)
+{
+	if (w->index >= 0 && w->index < st->nchannels) {
+		vw_channel_t *c = &st->channels[w->index];
+		if (c->id == w->key.id && strcmp(c->robot, w->key.robot) == 0) {
+			return c;
+		}
+	}
+	vw_channel_t *c = vw_sampler_channel(v->cfg.sampler, w->key.robot, w->key.id);
+	w->index = c != NULL ? (int)(c - st->channels) : -1;
+	return c;
+}
+
+/* The values of the channels a session watches: each read and converted once per write (the
+ * sampler caches it), only copied here. */
+static vw_msg_t *values_msg(vw_server_t *v, vw_state_t *st, vw_sess_t *s)
+{
+	vw_buf_t b = {0};
+	vw_buf_printf(&b, "{\"type\":\"values\",\"world_time_usec\":%lld,\"values\":[",
+	              (long long)st->info.world_time);
+	int n = 0;
+	for (int i = 0; i < s->nwatch; i++) {
+		vw_channel_t *c = watch_channel(v, st, &s->watch[i]);
+		if (c == NULL) {
+			continue;
+		}
+		vw_sampler_json(v->cfg.sampler, c);
+		if (n++ > 0) {
+			vw_buf_puts(&b, ",");
+		}
+		vw_value_encode(c, &b);
+	}
+	vw_buf_puts(&b, "]}");
+	return buf_msg(&b);
+}
+
+static vw_msg_t *positions_msg(vw_server_t *v, vw_state_t *st)
+{
+	for (int i = 0; i < st->nchannels; i++) {
+		if (st->channels[i].position) {
+			vw_sampler_read(v->cfg.sampler, &st->channels[i]);
+		}
+	}
+	vw_buf_t b = {0};
+	vw_positions_encode(st, &b);
+	return buf_msg(&b);
+}
+
+static vw_msg_t *list_msg(vw_server_t *v, vw_state_t *st)
+{
+	if (v->list_msg == NULL || v->list_msg_version != st->list_version) {
+		msg_unref(v->list_msg);
+		vw_buf_t b = {0};
+		vw_list_encode(st, &b);
+		v->list_msg = buf_msg(&b);
+		v->list_msg_version = st->list_version;
+	}
+	return v->list_msg;
+}
+
+/* A PDU_DATA frame of channel c, made once per sample for all the sessions subscribing it. */
+static vw_msg_t *shared_frame(vw_server_t *v, vw_state_t *st, vw_channel_t *c)
+{
+	int i = (int)(c - st->channels);
+	if (v->frames_cap < st->nchannels) {
+		vw_msg_t **f = realloc(v->frames, (size_t)st->nchannels * sizeof(*f));
+		if (f == NULL) {
+			return NULL;
+		}
+		memset(f + v->frames_cap, 0, (size_t)(st->nchannels - v->frames_cap) * sizeof(*f));
+		v->frames = f;
+		v->frames_cap = st->nchannels;
+	}
+	if (v->frames[i] == NULL) {
+		v->frames[i] = pdu_frame(st, c);
+	}
+	return v->frames[i];
+}
+
+static void frames_release(vw_server_t *v)
+{
+	for (int i = 0; i < v->frames_cap; i++) {
+		msg_unref(v->frames[i]);
+		v->frames[i] = NULL;
+	}
+}
+
+static void queue_subs(vw_server_t *v, vw_state_t *st, vw_sess_t *s)
+{
+	for (int i = 0; i < s->nsubs; i++) {
+		vw_sub_t *sub = &s->subs[i];
+		vw_channel_t *c = sub_channel(v, st, sub);
+		if (c == NULL || (c->seq == sub->sent_seq && !sub->force) ||
+		    vw_sampler_read(v->cfg.sampler, c) != 0 || c->raw_len == 0) {
+			continue;
+		}
+		vw_msg_t *f = shared_frame(v, st, c);
+		if (f != NULL) {
+			slot_put(v, &sub->pending, f);
+			sub->sent_seq = c->seq;
+			sub->force = 0;
+		}
+	}
+}
+
+/* The sampling rate follows the viewer's CPU use: down in proportion when it used more than
+ * cpu_max of a core over the last second, back up slowly when it uses much less. */
+static void adapt_rate(vw_server_t *v, hako_time_t now)
+{
+	if (now - v->cpu_wall < CPU_WINDOW) {
+		return;
+	}
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0) {
+		return;
+	}
+	double used = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	              (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	if (v->cpu_wall > 0) {
+		v->cpu = (used - v->cpu_used) * 1e6 / (double)(now - v->cpu_wall);
+		double max = v->cfg.cpu_max, hz = v->hz;
+		if (v->cpu > max) {
+			hz = hz * max / v->cpu * 0.9;
+		} else if (v->cpu < max * 0.5) {
+			hz = hz * 1.25 + 0.25;
+		}
+		hz = hz < 1.0 ? 1.0 : hz > v->cfg.rate_hz ? v->cfg.rate_hz : hz;
+		if ((int)(hz * 10) != (int)(v->hz * 10) && (hz < v->hz * 0.8 || hz == 1.0)) {
+			HAKO_INFO("hako-viewer: %.0f %% of a core: sampling at %.1f Hz",
+			          v->cpu * 100, hz);
+		}
+		v->hz = hz;
+	}
+	v->cpu_used = used;
+	v->cpu_wall = now;
+}
+
 static void tick_cb(lws_sorted_usec_list_t *sul)
 {
 	vw_server_t *v = lws_container_of(sul, vw_server_t, tick);
+	hako_time_t now = hako_now_usec();
+	adapt_rate(v, now);
+	double dt = v->last_tick > 0 ? (double)(now - v->last_tick) / 1e6 : 0.0;
+	v->last_tick = now;
 	vw_sampler_tick(v->cfg.sampler);
 	vw_state_t *st = vw_sampler_state(v->cfg.sampler);
 	uint64_t pending = 0;
@@ -212,46 +395,62 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 	v->stats.sessions = v->nsessions;
 	v->stats.pending_bytes = pending;
 	st->stats = v->stats;
+	st->sample_hz = v->hz;
+	st->sample_hz_max = v->cfg.rate_hz;
+	st->cpu = v->cpu;
 
-	vw_msg_t *full = NULL, *delta = NULL;
+	vw_msg_t *state[2] = {NULL, NULL}, *positions = NULL;
+	double budget = (double)v->cfg.session_budget;
 	for (vw_sess_t *s = v->sessions; s != NULL; s = s->next) {
-		int want_full = s->need_full || s->state != NULL;
-		vw_msg_t **m = want_full ? &full : &delta;
-		if (*m == NULL) {
-			vw_buf_t b = {0};
-			vw_state_encode(st, want_full, &b);
-			if (!b.oom) {
-				*m = msg_new(b.data, b.len, 0);
-			}
-			vw_buf_free(&b);
-		}
-		if (*m == NULL) {
+		s->credit += budget * dt;
+		s->credit = s->credit > budget ? budget : s->credit;
+		if (s->credit <= 0) {
+			v->stats.frames_throttled++;
 			continue;
 		}
-		slot_put(v, &s->state, *m);
-		s->need_full = 0;
-		for (int i = 0; i < s->nsubs; i++) {
-			vw_sub_t *sub = &s->subs[i];
-			vw_channel_t *c = sub_channel(v, st, sub);
-			if (c == NULL || c->raw_len == 0 ||
-			    (c->seq == sub->sent_seq && !sub->force)) {
-				continue;
-			}
-			vw_msg_t *f = pdu_frame(st, c);
-			if (f != NULL) {
-				slot_put(v, &sub->pending, f);
-				msg_unref(f);
-				sub->sent_seq = c->seq;
-				sub->force = 0;
+		uint64_t lv = st->list_version + 1;
+		if (st->attached && s->list_sent != lv && s->tag[SLOT_LIST] != lv) {
+			vw_msg_t *m = list_msg(v, st);
+			if (m != NULL) {
+				slot_put(v, &s->slot[SLOT_LIST], m);
+				s->tag[SLOT_LIST] = lv;
 			}
 		}
+		uint64_t rv = st->rd_version + 1;
+		int rd = s->want_rd && s->rd_sent != rv &&
+		         (s->rd_sent == 0 || now - s->rd_sent_at >= RD_MIN_USEC);
+		if (state[rd] == NULL) {
+			vw_buf_t b = {0};
+			vw_state_encode(st, rd, &b);
+			state[rd] = buf_msg(&b);
+		}
+		if (state[rd] != NULL) {
+			slot_put(v, &s->slot[SLOT_STATE], state[rd]);
+			s->tag[SLOT_STATE] = rd ? rv : 0;
+		}
+		if (s->want_positions && st->attached) {
+			positions = positions != NULL ? positions : positions_msg(v, st);
+			if (positions != NULL) {
+				slot_put(v, &s->slot[SLOT_POSITIONS], positions);
+			}
+		}
+		if (s->nwatch > 0 && st->attached) {
+			vw_msg_t *m = values_msg(v, st, s);
+			if (m != NULL) {
+				slot_put(v, &s->slot[SLOT_VALUES], m);
+				msg_unref(m);
+			}
+		}
+		queue_subs(v, st, s);
 		uint64_t p = sess_pending(s);
 		v->stats.pending_max = p > v->stats.pending_max ? p : v->stats.pending_max;
 		lws_callback_on_writable(s->wsi);
 	}
-	msg_unref(full);
-	msg_unref(delta);
-	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, (lws_usec_t)(1000000 / v->cfg.rate_hz));
+	msg_unref(state[0]);
+	msg_unref(state[1]);
+	msg_unref(positions);
+	frames_release(v);
+	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, (lws_usec_t)(1e6 / v->hz));
 }
 
 /* ---- sessions ---- */
@@ -299,7 +498,8 @@ static int sess_open(vw_server_t *v, struct lws *wsi, vw_sess_t **pss)
 	}
 	s->wsi = wsi;
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
-	s->need_full = 1;
+	s->want_rd = 1;
+	s->credit = (double)v->cfg.session_budget;
 	char args[512], token[128];
 	if (lws_hdr_copy(wsi, args, sizeof(args), WSI_TOKEN_HTTP_URI_ARGS) > 0 &&
 	    vw_query_arg(args, "token", token, sizeof(token)) == 0) {
@@ -329,8 +529,9 @@ static void sess_close(vw_server_t *v, vw_sess_t **pss)
 		}
 	}
 	v->nsessions--;
-	msg_unref(s->reply);
-	msg_unref(s->state);
+	for (int k = 0; k < SLOTS; k++) {
+		msg_unref(s->slot[k]);
+	}
 	for (int i = 0; i < s->nsubs; i++) {
 		msg_unref(s->subs[i].pending);
 	}
@@ -339,18 +540,19 @@ static void sess_close(vw_server_t *v, vw_sess_t **pss)
 	*pss = NULL;
 }
 
-static vw_msg_t **next_pending(vw_sess_t *s)
+static vw_msg_t **next_pending(vw_sess_t *s, int *kind)
 {
-	if (s->reply != NULL) {
-		return &s->reply;
-	}
-	if (s->state != NULL) {
-		return &s->state;
+	for (int k = 0; k < SLOTS; k++) {
+		if (s->slot[k] != NULL) {
+			*kind = k;
+			return &s->slot[k];
+		}
 	}
 	for (int k = 0; k < s->nsubs; k++) {
 		int i = (s->sub_next + k) % s->nsubs;
 		if (s->subs[i].pending != NULL) {
 			s->sub_next = (i + 1) % s->nsubs;
+			*kind = SLOTS;
 			return &s->subs[i].pending;
 		}
 	}
@@ -361,7 +563,8 @@ static int sess_write(vw_server_t *v, vw_sess_t *s)
 {
 	size_t budget = VW_SEND_LIMIT;
 	vw_msg_t **slot;
-	while ((slot = next_pending(s)) != NULL) {
+	int kind;
+	while ((slot = next_pending(s, &kind)) != NULL) {
 		vw_msg_t *m = *slot;
 		*slot = NULL;
 		int n = lws_write(s->wsi, m->buf + LWS_PRE, m->len,
@@ -371,13 +574,25 @@ static int sess_write(vw_server_t *v, vw_sess_t *s)
 		if (n < (int)len) {
 			return -1;
 		}
+		/* What the client now has: the list and RD part are sent again only when they
+		 * change (or were replaced before it took them). */
+		if (kind == SLOT_LIST) {
+			s->list_sent = s->tag[SLOT_LIST];
+		} else if (kind == SLOT_STATE && s->tag[SLOT_STATE] != 0) {
+			s->rd_sent = s->tag[SLOT_STATE];
+			s->rd_sent_at = hako_now_usec();
+		}
+		if (kind < SLOTS) {
+			s->tag[kind] = 0;
+		}
+		s->credit -= (double)len;
 		v->stats.frames_sent++;
 		budget = len < budget ? budget - len : 0;
 		if (budget == 0 || lws_partial_buffered(s->wsi) || lws_send_pipe_choked(s->wsi)) {
 			break;
 		}
 	}
-	if (next_pending(s) != NULL) {
+	if (next_pending(s, &kind) != NULL) {
 		lws_callback_on_writable(s->wsi);
 	}
 	return 0;
@@ -390,6 +605,22 @@ static void do_command(vw_server_t *v, vw_sess_t *s, const char *text, size_t le
 	if (vw_command_parse(text, len, &c, &why) != 0) {
 		vlog("ignored a message from %s: %s", s->peer, why);
 		reply(v, s, "?", 0, why);
+		return;
+	}
+	if (c.cmd == VW_CMD_WATCH) {
+		for (int i = 0; i < c.nwatch; i++) {
+			s->watch[i].key = c.watch[i];
+			s->watch[i].index = -1;
+		}
+		s->nwatch = c.nwatch;
+		return;
+	}
+	if (c.cmd == VW_CMD_VIEW) {
+		s->want_rd = c.rd >= 0 ? c.rd : s->want_rd;
+		s->want_positions = c.positions >= 0 ? c.positions : s->want_positions;
+		if (s->want_rd && s->tag[SLOT_STATE] == 0) {
+			s->rd_sent = 0; /* the page shows it again: send it at the next sample */
+		}
 		return;
 	}
 	const char *name = vw_cmd_name(c.cmd);
@@ -639,6 +870,7 @@ int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why
 		return HAKO_EIO;
 	}
 	v->port = port;
+	v->hz = cfg->rate_hz;
 	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, 1);
 	*out = v;
 	return 0;
@@ -666,5 +898,8 @@ void vw_server_destroy(vw_server_t *v)
 	}
 	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, LWS_SET_TIMER_USEC_CANCEL);
 	lws_context_destroy(v->lws); /* closes the sessions: CLOSED frees each */
+	msg_unref(v->list_msg);
+	frames_release(v);
+	free(v->frames);
 	free(v);
 }

@@ -16,6 +16,8 @@ typedef struct vw_server_config {
 	int rate_hz;           /* samples per second, 1..100 */
 	size_t max_message;    /* bytes a client message may have */
 	int max_sessions;      /* WebSocket sessions at once */
+	size_t session_budget; /* bytes a second one session may be sent at most */
+	double cpu_max;        /* fraction of a core the viewer may use before it samples slower */
 	vw_sampler_t *sampler; /* borrowed */
 } vw_server_config_t;
 

@@ -1,5 +1,6 @@
 /* The pure pieces of hako-viewer: text buffer, request paths, tokens, commands. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,8 +249,53 @@ const char *vw_cmd_name(vw_cmd_t cmd)
 	case VW_CMD_START: return "start";
 	case VW_CMD_STOP: return "stop";
 	case VW_CMD_RESET: return "reset";
+	case VW_CMD_WATCH: return "watch";
+	case VW_CMD_VIEW: return "view";
 	default: return "none";
 	}
+}
+
+/* "channels": [["robot", id], ...] */
+static int parse_watch(json_t *list, vw_command_t *out, const char **why)
+{
+	if (!json_is_array(list)) {
+		*why = "\"channels\" is not an array of [robot, id]";
+		return HAKO_EPROTO;
+	}
+	if (json_array_size(list) > VW_WATCH_MAX) {
+		*why = "more than 64 channels to watch";
+		return HAKO_EPROTO;
+	}
+	size_t i;
+	json_t *e;
+	json_array_foreach(list, i, e)
+	{
+		const char *robot = json_string_value(json_array_get(e, 0));
+		json_t *id = json_array_get(e, 1);
+		if (json_array_size(e) != 2 || robot == NULL || strlen(robot) >= HAKO_NAME_MAX ||
+		    !json_is_integer(id) || json_integer_value(id) < 0 ||
+		    json_integer_value(id) > INT32_MAX) {
+			*why = "a watched channel is not [robot, id]";
+			return HAKO_EPROTO;
+		}
+		vw_key_t *k = &out->watch[out->nwatch++];
+		memcpy(k->robot, robot, strlen(robot) + 1);
+		k->id = (int32_t)json_integer_value(id);
+	}
+	return 0;
+}
+
+/* "rd": bool, "positions": bool, each optional */
+static int parse_view(json_t *root, vw_command_t *out, const char **why)
+{
+	json_t *rd = json_object_get(root, "rd"), *pos = json_object_get(root, "positions");
+	if ((rd != NULL && !json_is_boolean(rd)) || (pos != NULL && !json_is_boolean(pos))) {
+		*why = "\"rd\" and \"positions\" are true or false";
+		return HAKO_EPROTO;
+	}
+	out->rd = rd != NULL ? json_is_true(rd) : -1;
+	out->positions = pos != NULL ? json_is_true(pos) : -1;
+	return 0;
 }
 
 int vw_command_parse(const char *text, size_t len, vw_command_t *out, const char **why)
@@ -276,8 +322,14 @@ int vw_command_parse(const char *text, size_t len, vw_command_t *out, const char
 		out->cmd = VW_CMD_STOP;
 	} else if (strcmp(cmd, "reset") == 0) {
 		out->cmd = VW_CMD_RESET;
+	} else if (strcmp(cmd, "watch") == 0) {
+		out->cmd = VW_CMD_WATCH;
+		r = parse_watch(json_object_get(root, "channels"), out, why);
+	} else if (strcmp(cmd, "view") == 0) {
+		out->cmd = VW_CMD_VIEW;
+		r = parse_view(root, out, why);
 	} else {
-		*why = "unknown \"cmd\" (start, stop, reset)";
+		*why = "unknown \"cmd\" (start, stop, reset, watch, view)";
 		r = HAKO_EPROTO;
 	}
 	if (r == 0 && tok != NULL) {
@@ -292,6 +344,7 @@ int vw_command_parse(const char *text, size_t len, vw_command_t *out, const char
 	if (r != 0) {
 		out->cmd = VW_CMD_NONE;
 		out->token[0] = '\0';
+		out->nwatch = 0;
 	}
 	json_decref(root);
 	return r;

@@ -68,6 +68,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                                         {"rate-hz", required_argument, NULL, 'R'},
 	                                         {"max-message", required_argument, NULL, 'm'},
 	                                         {"max-sessions", required_argument, NULL, 's'},
+	                                         {"session-budget", required_argument, NULL, 'B'},
+	                                         {"cpu-max", required_argument, NULL, 'C'},
 	                                         HAKO_CLI_HELP_VERSION,
 	                                         {NULL, 0, NULL, 0}};
 	vw_server_config_t sc = {
@@ -77,6 +79,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    .rate_hz = 10,
 	    .max_message = 65536,
 	    .max_sessions = 128,
+	    .session_budget = 1u << 20,
+	    .cpu_max = 0.10,
 	};
 	vw_sampler_config_t pc = {hako_domain_default_name(), getenv("HAKO_PDUDEF"), NULL};
 	long v = 0;
@@ -103,6 +107,14 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		case 's':
 			r = parse_int(cmd, "--max-sessions", optarg, 1, 4096, &v);
 			sc.max_sessions = (int)v;
+			break;
+		case 'B':
+			r = parse_int(cmd, "--session-budget", optarg, 16384, 1L << 30, &v);
+			sc.session_budget = (size_t)v;
+			break;
+		case 'C':
+			r = parse_int(cmd, "--cpu-max", optarg, 1, 100, &v);
+			sc.cpu_max = (double)v / 100.0;
 			break;
 		default: return hako_cli_common_option(cmd, c, argv);
 		}
@@ -171,7 +183,8 @@ int main(int argc, char **argv)
 	static const hako_cli_command_t command = {
 	    "hako-viewer",
 	    "[-d DOMAIN] [--port N] [--bind ADDR] [--pdudef FILE] [--rd FILE] [--www DIR]\n"
-	    "       [--rate-hz N] [--max-message BYTES] [--max-sessions N]",
+	    "       [--rate-hz N] [--max-message BYTES] [--max-sessions N]\n"
+	    "       [--session-budget BYTES] [--cpu-max PERCENT]",
 	    "",
 	    "Serve a page that shows a running domain in the browser: its state, world time,\n"
 	    "real-time factor, the assets' clocks and drift, the PDU channels and their values,\n"
@@ -187,7 +200,11 @@ int main(int argc, char **argv)
 	    "      --www DIR         the page's folder (default: the installed one)\n"
 	    "      --rate-hz N       samples sent per second, 1..100 (default 10)\n"
 	    "      --max-message N   largest message a client may send (default 65536)\n"
-	    "      --max-sessions N  WebSocket sessions at once (default 128)\n",
+	    "      --max-sessions N  WebSocket sessions at once (default 128)\n"
+	    "      --session-budget BYTES  bytes a second one session may be sent (default "
+	    "1048576)\n"
+	    "      --cpu-max PERCENT  of a core the viewer may use; it samples slower past it\n"
+	    "                        (default 10)\n",
 	    run,
 	};
 	static const hako_cli_t cli = {

@@ -1,6 +1,9 @@
-// hako viewer page: one WebSocket to hako-viewer. Text messages are the JSON state (10 Hz) and
-// command replies; binary messages are Hakoniwa's v2 PDU frames (304-byte header + PDU), which
-// the map asks for with DECLARE_READ, as a Hakoniwa client does. Format: docs/viewer.md.
+// hako viewer page: one WebSocket to hako-viewer. Text messages are JSON: the state (10 Hz, no
+// channel values), the channel list (when it changes), the values of the channels this page
+// watches (the rows it shows and the plotted one), the map's positions (when the map shows and
+// the domain has many), command replies. Binary messages are Hakoniwa's v2 PDU frames (304-byte
+// header + PDU), which the map asks for with DECLARE_READ as a Hakoniwa client does, when the
+// domain has few position channels. Format: docs/viewer.md.
 'use strict';
 (function () {
   const query = new URLSearchParams(location.search);
@@ -19,10 +22,17 @@
 
   let ws = null;
   let actionSent = false;
-  let last = null; // the last state message
-  const channels = new Map(); // "robot/id" -> {meta, value}
+  let last = null; // the last state message (with the last RD part the server sent)
+  let list = []; // the channel list: [{robot, id, name, type, size, position}]
+  let listVersion = -1;
+  const values = new Map(); // "robot/id" -> {seq, rate_hz, value, too_big} of watched channels
   const subscribed = new Set();
-  const positions = new Map(); // "robot/id" -> {robot, x, y, trail: [[x, y]...]}
+  const positions = new Map(); // "robot/id" -> {robot, x, y, owner, trail: [[x, y]...]}
+  const FRAMES_MAX = 16; // up to this many position channels the map reads v2 frames
+  let useFrames = true;
+  const ROWS = 50; // channel rows a page of the dashboard shows
+  let rowPage = 0;
+  let watchSent = '';
   let series = []; // plot: [[world s, value]...]
   let seriesKey = '';
   const SERIES_MAX = 3000;
@@ -45,7 +55,15 @@
     view = v;
     for (const s of document.querySelectorAll('.view')) s.hidden = s.id !== 'view-' + v;
     for (const b of document.querySelectorAll('nav button')) b.classList.toggle('active', b.dataset.view === v);
+    sendView();
+    updateWatch();
     render();
+  }
+  // What this page needs of the stream: the RD part on the dashboard, the positions on the map
+  // (unless it reads them as v2 frames).
+  function sendView() {
+    if (!ws || ws.readyState !== 1) return;
+    ws.send(JSON.stringify({ cmd: 'view', rd: view === 'dashboard', positions: view === 'map' && !useFrames }));
   }
   for (const b of document.querySelectorAll('nav button')) b.onclick = () => showView(b.dataset.view);
 
@@ -97,7 +115,7 @@
     const robot = new TextDecoder().decode(u8.subarray(0, n));
     const id = dv.getInt32(176, true);
     const len = dv.getUint32(148, true);
-    if (V2_HEADER + len > buf.byteLength || len < 24 + 16) return;
+    if (V2_HEADER + len > buf.byteLength || len < 24 + 16 || !useFrames) return;
     // The PDU: [meta 24 B][base]; the base of a Twist starts with linear.x, linear.y (float64).
     const pdu = new DataView(buf, V2_HEADER, len);
     const base = pdu.getUint32(8, true);
@@ -105,11 +123,21 @@
     const x = pdu.getFloat64(base, true);
     const y = pdu.getFloat64(base + 8, true);
     const k = key(robot, id);
+    setPosition(k, robot, x, y, ownerOf(robot));
+    if (view === 'map') renderMap();
+  }
+
+  function setPosition(k, robot, x, y, owner) {
     let p = positions.get(k);
-    if (!p) { p = { robot: robot, x: 0, y: 0, trail: [] }; positions.set(k, p); }
-    p.x = x; p.y = y;
+    if (!p) { p = { robot: robot, x: 0, y: 0, owner: null, trail: [] }; positions.set(k, p); }
+    p.x = x; p.y = y; p.owner = owner;
     p.trail.push([x, y]);
     if (p.trail.length > TRAIL_MAX) p.trail.shift();
+  }
+
+  function onPositions(m) {
+    if (useFrames) return;
+    for (const [robot, id, x, y, owner] of m.positions) setPosition(key(robot, id), robot, x, y, owner);
     if (view === 'map') renderMap();
   }
 
@@ -133,36 +161,33 @@
     return typeof v === 'number' ? v : undefined;
   }
 
-  // The map's positions: the Twist channels, but of a robot that has one named pos, position or
-  // pose only that one (a drone's velocity is a Twist too).
-  const POSITION_NAME = /^(pos|position|pose)$/i;
-  function isTwist(c) { return c.type === 'geometry_msgs/Twist'; }
-  function positionRobots(list) {
-    const named = new Set();
-    for (const c of list) if (isTwist(c) && POSITION_NAME.test(c.name || '')) named.add(c.robot);
-    return named;
+  function onList(m) {
+    list = m.channels;
+    listVersion = m.version;
+    const known = new Set(list.map((c) => key(c.robot, c.id)));
+    for (const k of [...values.keys()]) if (!known.has(k)) values.delete(k);
+    for (const k of [...positions.keys()]) if (!known.has(k)) positions.delete(k);
+    // The server marks the map's channels: a Twist, of a robot with one named pos, position or
+    // pose only that one (a drone's velocity is a Twist too).
+    const pos = list.filter((c) => c.position);
+    const frames = pos.length <= FRAMES_MAX;
+    if (frames !== useFrames) { positions.clear(); useFrames = frames; sendView(); }
+    if (useFrames) {
+      for (const c of pos) {
+        const k = key(c.robot, c.id);
+        if (!subscribed.has(k) && ws && ws.readyState === 1) {
+          subscribed.add(k);
+          declareRead(c.robot, c.id);
+        }
+      }
+    }
+    updateWatch();
+    render();
   }
 
   function onState(s) {
+    if (!('eus' in s) && last) { s.eus = last.eus; s.handoffs = last.handoffs; }
     last = s;
-    if (s.full) channels.clear();
-    const seen = new Set();
-    const named = positionRobots(s.channels || []);
-    for (const c of s.channels || []) {
-      const k = key(c.robot, c.id);
-      seen.add(k);
-      let e = channels.get(k);
-      if (!e) { e = { meta: c, value: null }; channels.set(k, e); }
-      e.meta = c;
-      if ('value' in c) e.value = c.value;
-      const position = isTwist(c) && (!named.has(c.robot) || POSITION_NAME.test(c.name || ''));
-      if (position && !subscribed.has(k) && ws && ws.readyState === 1) {
-        subscribed.add(k);
-        declareRead(c.robot, c.id);
-      }
-    }
-    for (const k of [...channels.keys()]) if (!seen.has(k)) channels.delete(k);
-    recordSeries(s);
     if (action && !actionSent && s.attached) {
       actionSent = true;
       send(action);
@@ -170,15 +195,49 @@
     render();
   }
 
-  function recordSeries(s) {
+  function onValues(m) {
+    for (const v of m.values) values.set(key(v.robot, v.id), v);
+    recordSeries(m.world_time_usec);
+    render();
+  }
+
+  // ---- the channel rows: a filter and pages of ROWS; values only for the rows shown ----
+  function filtered() {
+    const f = $('channel-filter').value.trim().toLowerCase();
+    if (!f) return list;
+    return list.filter((c) => (c.robot + '/' + c.id + ' ' + c.name + ' ' + c.type).toLowerCase().includes(f));
+  }
+  function visibleRows() {
+    const rows = filtered();
+    const pages = Math.max(1, Math.ceil(rows.length / ROWS));
+    rowPage = Math.min(Math.max(0, rowPage), pages - 1);
+    return { rows: rows.slice(rowPage * ROWS, rowPage * ROWS + ROWS), total: rows.length, pages: pages };
+  }
+  function updateWatch() {
+    if (!ws || ws.readyState !== 1) return;
+    const keys = [];
+    if (view === 'dashboard') for (const c of visibleRows().rows) keys.push([c.robot, c.id]);
+    const ck = $('plot-channel').value || query.get('channel') || '';
+    const c = list.find((x) => key(x.robot, x.id) === ck);
+    if (c && !keys.some(([r, i]) => r === c.robot && i === c.id)) keys.push([c.robot, c.id]);
+    const sig = JSON.stringify(keys);
+    if (sig === watchSent) return;
+    watchSent = sig;
+    ws.send(JSON.stringify({ cmd: 'watch', channels: keys }));
+  }
+  $('channel-filter').oninput = () => { rowPage = 0; updateWatch(); render(); };
+  $('page-prev').onclick = () => { rowPage--; updateWatch(); render(); };
+  $('page-next').onclick = () => { rowPage++; updateWatch(); render(); };
+
+  function recordSeries(t_usec) {
     const ck = $('plot-channel').value, field = $('plot-field').value;
     const k = ck + ':' + field;
     if (k !== seriesKey) { series = []; seriesKey = k; }
-    const e = channels.get(ck);
-    if (!e || !field || s.world_time_usec === undefined) return;
+    const e = values.get(ck);
+    if (!e || !field || t_usec === undefined) return;
     const v = fieldValue(e.value, field);
     if (v === undefined) return;
-    const t = s.world_time_usec / 1e6;
+    const t = t_usec / 1e6;
     if (series.length && t < series[series.length - 1][0]) series = []; // a reset
     if (series.length && t === series[series.length - 1][0]) series[series.length - 1][1] = v;
     else series.push([t, v]);
@@ -205,8 +264,17 @@
     }
     const v = s.viewer || {};
     text($('viewer-stats'), 'viewer: ' + v.sessions + ' session(s), ' + v.frames_sent + ' frames sent, ' +
-      v.frames_dropped + ' dropped for slow clients; refused: ' + v.refused_path + ' path(s), ' +
-      v.refused_message + ' message(s), ' + v.refused_token + ' token(s)');
+      v.frames_dropped + ' dropped for slow clients, ' + v.frames_throttled + ' skipped over a session\'s byte budget; refused: ' +
+      v.refused_path + ' path(s), ' + v.refused_message + ' message(s), ' + v.refused_token + ' token(s)');
+    const smp = s.sampling || {};
+    const hz = $('sample-hz');
+    hz.dataset.lowered = smp.hz < smp.max_hz - 0.05 ? 'true' : 'false';
+    text(hz, smp.hz === undefined ? '-' : smp.hz.toFixed(1));
+    hz.title = 'the viewer samples the domain ' + (smp.hz || 0).toFixed(1) + ' times a second (at most ' + smp.max_hz +
+      '); it uses ' + ((smp.cpu || 0) * 100).toFixed(0) + ' % of a core';
+    $('sampling-note').hidden = hz.dataset.lowered !== 'true';
+    text($('sampling-note'), 'sampling lowered to ' + (smp.hz || 0).toFixed(1) + ' Hz (of ' + smp.max_hz +
+      '): the viewer used ' + ((smp.cpu || 0) * 100).toFixed(0) + ' % of a core, more than it may take from the simulation');
     if (view === 'dashboard') renderDashboard(s);
     else if (view === 'map') renderMap();
     else renderPlot();
@@ -230,17 +298,23 @@
         ' / ' + ms(dmax) + ' ms</em></div></td></tr>';
     }
     $('assets').tBodies[0].innerHTML = h;
-    const list = [...channels.values()];
-    text($('channel-count'), list.length + ' channel(s)');
+    const vis = visibleRows();
+    text($('channel-count'), list.length + ' channel(s)' + (vis.total !== list.length ? ', ' + vis.total + ' match' : ''));
+    text($('page-info'), vis.total === 0 ? 'none' : (rowPage * ROWS + 1) + '-' + (rowPage * ROWS + vis.rows.length) +
+      ' of ' + vis.total);
+    $('page-prev').disabled = rowPage === 0;
+    $('page-next').disabled = rowPage >= vis.pages - 1;
     h = '';
-    for (const e of list.slice(0, 500)) {
-      const c = e.meta;
-      let val = e.value === null || e.value === undefined ? (c.too_big ? '(too large to show)' : c.type ? '-' : '(type unknown: give --pdudef)') : JSON.stringify(e.value);
+    for (const c of vis.rows) {
+      const k = key(c.robot, c.id);
+      const e = values.get(k);
+      const value = e ? e.value : null;
+      let val = value === null || value === undefined ? (e && e.too_big ? '(too large to show)' : !c.type ? '(type unknown: give --pdudef)' : '-') : JSON.stringify(value);
       if (val.length > 400) val = val.slice(0, 400) + '...';
-      h += '<tr data-channel="' + esc(key(c.robot, c.id)) + '"><td>' + esc(c.robot) + '</td><td class="num">' + c.id +
-        '</td><td>' + esc(c.name) + '</td><td>' + esc(c.type) + '</td><td class="num">' + c.seq +
-        '</td><td class="num">' + c.rate_hz.toFixed(1) + '</td><td class="value" data-key="' +
-        esc(key(c.robot, c.id)) + '">' + esc(val) + '</td></tr>';
+      h += '<tr data-channel="' + esc(k) + '"><td>' + esc(c.robot) + '</td><td class="num">' + c.id +
+        '</td><td>' + esc(c.name) + '</td><td>' + esc(c.type) + '</td><td class="num">' + (e ? e.seq : '-') +
+        '</td><td class="num">' + (e ? e.rate_hz.toFixed(1) : '-') + '</td><td class="value" data-key="' +
+        esc(k) + '">' + esc(val) + '</td></tr>';
     }
     $('channels').tBodies[0].innerHTML = h;
     const eus = s.eus || [];
@@ -266,22 +340,23 @@
   // ---- plot ----
   function fillPlotChoices() {
     const sel = $('plot-channel');
-    const keys = [...channels.keys()].filter((k) => numericFields(channels.get(k).value, '', []).length > 0);
+    const keys = list.filter((c) => c.type).map((c) => key(c.robot, c.id));
     const want = sel.value || query.get('channel') || keys[0] || '';
     if (sel.options.length !== keys.length || [...sel.options].some((o, i) => o.value !== keys[i])) {
       sel.innerHTML = keys.map((k) => '<option>' + esc(k) + '</option>').join('');
     }
     if (keys.includes(want)) sel.value = want;
     const fsel = $('plot-field');
-    const e = channels.get(sel.value);
+    const e = values.get(sel.value);
     const fields = e ? numericFields(e.value, '', []) : [];
     const fwant = fsel.value || query.get('field') || fields[0] || '';
     if (fsel.options.length !== fields.length || [...fsel.options].some((o, i) => o.value !== fields[i])) {
       fsel.innerHTML = fields.map((f) => '<option>' + esc(f) + '</option>').join('');
     }
     if (fields.includes(fwant)) fsel.value = fwant;
+    updateWatch(); // the plotted channel is watched too
   }
-  $('plot-channel').onchange = () => { $('plot-field').value = ''; fillPlotChoices(); render(); };
+  $('plot-channel').onchange = () => { $('plot-field').value = ''; fillPlotChoices(); updateWatch(); render(); };
   $('plot-field').onchange = () => render();
 
   function el(tag, attrs, parent) {
@@ -375,7 +450,7 @@
     const legend = [];
     list.sort((a, b) => a[0].localeCompare(b[0]));
     list.forEach(([k, p], i) => {
-      const owner = ownerOf(p.robot);
+      const owner = p.owner !== null && p.owner !== undefined ? p.owner : ownerOf(p.robot);
       const color = PALETTE[(owner !== null ? owner : i) % PALETTE.length];
       if (p.trail.length > 1) {
         el('polyline', { points: p.trail.map(([x, y]) => sx(x).toFixed(1) + ',' + sy(y).toFixed(1)).join(' '),
@@ -401,10 +476,15 @@
       let m;
       try { m = JSON.parse(ev.data); } catch (e) { return; }
       if (m.type === 'state') onState(m);
+      else if (m.type === 'values') onValues(m);
+      else if (m.type === 'positions') onPositions(m);
+      else if (m.type === 'channels') onList(m);
       else if (m.type === 'reply') onReply(m);
     };
+    ws.onopen = () => { sendView(); updateWatch(); };
     ws.onclose = () => {
       subscribed.clear();
+      watchSent = '';
       const st = $('state');
       st.dataset.state = 'disconnected';
       text(st, 'disconnected');
