@@ -258,6 +258,7 @@ static void test_state(void **state)
 	assert_non_null(json_object_get(j, "handoffs"));
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(j, "viewer"), "frames_dropped")), 7);
+	assert_null(json_object_get(j, "federation")); /* not a federation node */
 	json_t *smp = json_object_get(j, "sampling");
 	assert_true(json_real_value(json_object_get(smp, "hz")) == 2.5);
 	assert_int_equal(json_integer_value(json_object_get(smp, "max_hz")), 10);
@@ -299,6 +300,17 @@ static void test_state(void **state)
 	assert_true(json_is_true(json_object_get(j, "too_big")));
 	json_decref(j);
 	free(ch[0].json);
+	/* A federation node: the conductor's status passed on as it is (checked JSON). */
+	snprintf(st.federation, sizeof(st.federation),
+	         "{\"node\":\"srv-01\",\"role\":\"server\",\"dmax_usec\":10000,"
+	         "\"peers\":[{\"id\":\"cli-01\",\"drift_max_usec\":9000}]}");
+	j = encode(&st, 0);
+	json_t *fed = json_object_get(j, "federation");
+	assert_string_equal(json_string_value(json_object_get(fed, "node")), "srv-01");
+	assert_int_equal(json_integer_value(json_object_get(
+	                     json_array_get(json_object_get(fed, "peers"), 0), "drift_max_usec")),
+	                 9000);
+	json_decref(j);
 }
 
 static void test_positions(void **state)

@@ -147,6 +147,8 @@ typedef struct vw_stats {
 	uint64_t refused_token;
 } vw_stats_t;
 
+#define VW_FEDERATION_MAX 16384 /* the conductor's status text (conductor_internal.h) */
+
 typedef struct vw_state {
 	int attached; /* a domain is open */
 	hako_domain_info_t info;
@@ -166,6 +168,9 @@ typedef struct vw_state {
 	double sample_hz;  /* the sampling rate now (lowered when sampling costs too much) */
 	int sample_hz_max; /* the configured one */
 	double cpu;        /* the viewer's CPU use over the last second, fraction of a core */
+	/* A federation node's conductor status (its node, role, Dmax and each peer's drift), as
+	 * the conductor writes it in its domain: checked JSON text, "" if the domain has none. */
+	char federation[VW_FEDERATION_MAX];
 } vw_state_t;
 
 /* The JSON "state" message (docs/viewer.md): domain, assets, the viewer; the RD part (EUs,

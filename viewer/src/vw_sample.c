@@ -2,6 +2,7 @@
  * number and rate, and RD ownership, at the server's pace (10 Hz by default). A channel's value
  * is read (and converted to JSON through the registry) only when a session asks for it, once
  * per write however many ask. It only reads: the seqlock channels never make a writer wait. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,9 @@ struct vw_sampler {
 	int list_cap;
 	int asset_cap;
 	int chan_cap;
+	hako_channel_t *fed;  /* the conductor's status channel, NULL until there is one */
+	uint64_t fed_seq;     /* the write behind st.federation */
+	hako_time_t fed_look; /* when to look for the channel again */
 	vw_state_t st;
 };
 
@@ -73,6 +77,10 @@ static void detach(vw_sampler_t *s)
 	s->rd = NULL;
 	hako_domain_close(s->dom);
 	s->dom = NULL;
+	s->fed = NULL; /* a handle of the closed domain */
+	s->fed_seq = 0;
+	s->fed_look = 0;
+	s->st.federation[0] = '\0';
 	s->st.attached = 0;
 	s->st.rtf = -1.0;
 	s->prev_world = -1;
@@ -421,6 +429,49 @@ static void link_eus(vw_state_t *st)
 	}
 }
 
+/* A federation node's conductor writes its status (JSON text) in its domain: the viewer shows
+ * the node's drift against each peer. The text is checked before it is passed on. */
+static void sample_federation(vw_sampler_t *s, hako_time_t now)
+{
+	vw_state_t *st = &s->st;
+	if (s->fed == NULL) {
+		if (now < s->fed_look) {
+			return;
+		}
+		s->fed_look = now + 2000000;
+		hako_log_level_t lv = quiet_begin();
+		int r = hako_channel_lookup(s->dom, "_hako_conductor", 0, &s->fed);
+		hako_log_set_level(lv);
+		if (r != 0) {
+			s->fed = NULL;
+			st->federation[0] = '\0';
+			return;
+		}
+	}
+	if (hako_channel_seq(s->fed) == s->fed_seq) {
+		return;
+	}
+	static char buf[VW_FEDERATION_MAX];
+	size_t len = 0;
+	uint64_t seq = 0;
+	if (hako_channel_read(s->fed, buf, sizeof(buf) - 1, &len, &seq) != 0 || seq == 0) {
+		return;
+	}
+	s->fed_seq = seq;
+	buf[len < sizeof(buf) ? len : sizeof(buf) - 1] = '\0';
+	json_error_t je;
+	json_t *o = json_loads(buf, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(o)) {
+		st->federation[0] = '\0';
+	} else {
+		char *txt = json_dumps(o, JSON_COMPACT);
+		snprintf(st->federation, sizeof(st->federation), "%s",
+		         txt != NULL && strlen(txt) < sizeof(st->federation) ? txt : "");
+		free(txt);
+	}
+	json_decref(o);
+}
+
 void vw_sampler_tick(vw_sampler_t *s)
 {
 	vw_state_t *st = &s->st;
@@ -465,6 +516,7 @@ void vw_sampler_tick(vw_sampler_t *s)
 		n = 0;
 	}
 	st->nassets = n < s->asset_cap ? n : s->asset_cap;
+	sample_federation(s, now);
 
 	n = 0;
 	if (s->list_cap < (int)info.channel_count || s->list == NULL) {

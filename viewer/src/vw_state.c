@@ -155,6 +155,10 @@ void vw_state_encode(const vw_state_t *st, int with_rd, vw_buf_t *b)
 		              "\"eu_count\":%d",
 		              st->list_version, st->nchannels, st->neus);
 		encode_assets(st, b);
+		if (st->federation[0] != '\0') {
+			vw_buf_puts(b, ",\"federation\":");
+			vw_buf_puts(b, st->federation);
+		}
 		if (with_rd) {
 			encode_rd(st, b);
 		}

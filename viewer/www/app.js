@@ -298,6 +298,26 @@
         ' / ' + ms(dmax) + ' ms</em></div></td></tr>';
     }
     $('assets').tBodies[0].innerHTML = h;
+    // A federation node: its drift against each peer, as its conductor measures it.
+    const fed = s.federation;
+    $('fed-section').hidden = !fed;
+    if (fed) {
+      const fdmax = fed.dmax_usec || 1;
+      text($('fed-node'), 'node ' + fed.node + ' (' + fed.role + (fed.role === 'client' ? ' of ' + fed.server : '') +
+        '), Dmax ' + ms(fdmax) + ' ms');
+      h = '';
+      for (const p of fed.peers || []) {
+        const frac = Math.max(0, p.drift_max_usec) / fdmax;
+        h += '<tr data-peer="' + esc(p.id) + '" data-samples="' + p.samples + '" data-drift-max="' +
+          p.drift_max_usec + '"><td>' + esc(p.id) + '</td><td>' + (p.joined ? 'yes' : 'no') +
+          '</td><td class="num">' + (p.known_time_usec >= 0 ? sec(p.known_time_usec) : '-') + '</td><td class="num">' +
+          p.samples + '</td><td class="num">' + ms(p.drift_p50_usec) + ' / ' + ms(p.drift_p95_usec) +
+          '</td><td><div class="bar" data-level="' + (frac > 1 ? 'high' : 'ok') + '"><span style="width:' +
+          Math.min(100, frac * 100).toFixed(1) + '%"></span><em>' + ms(p.drift_max_usec) + ' / ' + ms(fdmax) +
+          ' ms</em></div></td></tr>';
+      }
+      $('fed').tBodies[0].innerHTML = h;
+    }
     const vis = visibleRows();
     text($('channel-count'), list.length + ' channel(s)' + (vis.total !== list.length ? ', ' + vis.total + ' match' : ''));
     text($('page-info'), vis.total === 0 ? 'none' : (rowPage * ROWS + 1) + '-' + (rowPage * ROWS + vis.rows.length) +
@@ -309,7 +329,9 @@
       const k = key(c.robot, c.id);
       const e = values.get(k);
       const value = e ? e.value : null;
-      let val = value === null || value === undefined ? (e && e.too_big ? '(too large to show)' : !c.type ? '(type unknown: give --pdudef)' : '-') : JSON.stringify(value);
+      let val = value === null || value === undefined ? (e && e.too_big ? '(too large to show)' :
+        c.robot === '_hako_conductor' ? "(the conductor's status: see Federation)" :
+        !c.type ? '(type unknown: give --pdudef)' : '-') : JSON.stringify(value);
       if (val.length > 400) val = val.slice(0, 400) + '...';
       h += '<tr data-channel="' + esc(k) + '"><td>' + esc(c.robot) + '</td><td class="num">' + c.id +
         '</td><td>' + esc(c.name) + '</td><td>' + esc(c.type) + '</td><td class="num">' + (e ? e.seq : '-') +
