@@ -21,20 +21,13 @@
 #include "drone.h"
 #include "fleet_host.h"
 #include "fleet_share.h"
+#include "fleet_tool.h"
 #include "formation.h"
 #include "hako/domain.h"
 #include "hako/error.h"
 #include "hako/msgs/hako_msgs/DroneStatus.h"
 
 #define PROG "fleet-controller"
-
-static volatile sig_atomic_t g_quit;
-
-static void on_quit(int sig)
-{
-	(void)sig;
-	g_quit = 1;
-}
 
 /* The mission: what the fleet does and when (world time, us; multiples of the step). */
 struct step_cmd {
@@ -122,12 +115,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_quit;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	fleet_tool_start();
 
 	hako_domain_t *dom = NULL;
 	const char *dname = hako_domain_default_name();
@@ -187,34 +175,7 @@ int main(int argc, char **argv)
 	int rc = 0, running = 0;
 	size_t next = 0;
 	hako_time_t now = 0;
-	while (!g_quit) {
-		int ev = hako_member_event(m);
-		if (ev < 0) {
-			fprintf(stderr, PROG ": removed from the domain\n");
-			rc = 1;
-			break;
-		}
-		if (ev != HAKO_EVENT_NONE) {
-			hako_member_ack(m, ev);
-			running = ev == HAKO_EVENT_START;
-			if (ev == HAKO_EVENT_STOP) {
-				break;
-			}
-			continue;
-		}
-		if (!running) {
-			hako_member_wait_event(m, 100000, &ev);
-			continue;
-		}
-		r = hako_member_step_wait(m);
-		if (r == HAKO_EINTR) {
-			continue;
-		}
-		if (r != 0) {
-			fprintf(stderr, PROG ": step: %s\n", hako_strerror(r));
-			rc = 1;
-			break;
-		}
+	while ((r = fleet_asset_next(m, PROG, &running)) > 0) {
 		now = hako_member_time(m); /* this step covers [now, now + step) */
 		/* The drones' status channels, once the hosts made them. */
 		for (long i = 0; i < total; i++) {
@@ -246,6 +207,9 @@ int main(int argc, char **argv)
 		if (rc != 0) {
 			break;
 		}
+	}
+	if (r < 0) {
+		rc = 1; /* said by fleet_asset_next */
 	}
 	if (now > 0) {
 		report(status, (size_t)total, now, NULL);

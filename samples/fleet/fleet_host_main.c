@@ -19,35 +19,13 @@
 
 #include "fleet_host.h"
 #include "fleet_share.h"
+#include "fleet_tool.h"
 #include "fleet_zones.h"
 #include "hako/domain.h"
 
 #define PROG         "fleet-host"
 #define SAMPLE_EVERY 100000 /* us of world time between two trajectory samples */
 #define WINDOW       4096   /* step times kept for the status line's percentiles */
-
-static volatile sig_atomic_t g_quit;
-
-static void on_quit(int sig)
-{
-	(void)sig;
-	g_quit = 1;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
-}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -233,12 +211,7 @@ int main(int argc, char **argv)
 		         first);
 		asset = name;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_quit;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	fleet_tool_start();
 
 	hako_domain_t *dom = NULL;
 	const char *dname = hako_domain_default_name();
@@ -366,47 +339,20 @@ int main(int argc, char **argv)
 	size_t bn = 0;
 	size_t wn = 0, wpos = 0;
 	uint64_t steps = 0;
-	int64_t t_run = 0, t_last_line = now_ns(), prev = 0;
+	int64_t t_run = 0, t_last_line = fleet_now_ns(), prev = 0;
 	hako_time_t w_last_line = 0;
-	double cpu_last = cpu_s();
+	double cpu_last = fleet_cpu_s();
 	int rc = 0, running = 0;
-	while (!g_quit) {
-		int ev = hako_member_event(m);
-		if (ev < 0) {
-			fprintf(stderr, PROG ": asset '%s' removed from the domain\n", asset);
-			rc = 1;
-			break;
-		}
-		if (ev != HAKO_EVENT_NONE) {
-			hako_member_ack(m, ev);
-			running = ev == HAKO_EVENT_START;
-			if (ev == HAKO_EVENT_STOP) {
-				break;
-			}
-			continue;
-		}
-		if (!running) {
-			hako_member_wait_event(m, 100000, &ev);
-			continue;
-		}
-		r = hako_member_step_wait(m);
-		if (r == HAKO_EINTR) {
-			continue; /* the event follows */
-		}
-		if (r != 0) {
-			fprintf(stderr, PROG ": step: %s\n", hako_strerror(r));
-			rc = 1;
-			break;
-		}
+	while ((r = fleet_asset_next(m, asset, &running)) > 0) {
 		hako_time_t now = hako_member_time(m) + 1000;
-		int64_t t0 = now_ns();
+		int64_t t0 = fleet_now_ns();
 		if (t_run == 0) {
 			t_run = t0;
 		}
 		fleet_plan_poll(plan, now);
 		r = g_z != NULL ? fleet_zones_step(g_z, now) : fleet_host_step(h, now);
 		if (bn < WINDOW) {
-			busy[bn++] = (uint32_t)(now_ns() - t0);
+			busy[bn++] = (uint32_t)(fleet_now_ns() - t0);
 		}
 		if (r == 0 && g_z != NULL && now % FLEET_LOAD_EVERY == 0) {
 			double b50, b99;
@@ -434,7 +380,7 @@ int main(int argc, char **argv)
 		}
 		hako_member_step_done(m);
 		steps++;
-		int64_t t1 = now_ns();
+		int64_t t1 = fleet_now_ns();
 		if (prev != 0) {
 			window[wpos] = (uint32_t)(t1 - prev);
 			wpos = (wpos + 1) % WINDOW;
@@ -442,7 +388,7 @@ int main(int argc, char **argv)
 		}
 		prev = t1;
 		if (t1 - t_last_line >= 1000000000) {
-			double p50, p99, cpu = cpu_s();
+			double p50, p99, cpu = fleet_cpu_s();
 			percentiles(window, wn, &p50, &p99);
 			double rtf =
 			    (double)(now - w_last_line) * 1000.0 / (double)(t1 - t_last_line);
@@ -457,14 +403,17 @@ int main(int argc, char **argv)
 			cpu_last = cpu;
 		}
 	}
+	if (r < 0) {
+		rc = 1; /* said by fleet_asset_next, or above */
+	}
 	if (steps > 0) {
-		double wall = (double)(now_ns() - t_run) / 1e9;
+		double wall = (double)(fleet_now_ns() - t_run) / 1e9;
 		double p50, p99;
 		percentiles(window, wn, &p50, &p99);
 		printf("%s: done: %llu steps (%.3f s of world time) in %.2f s: RTF %.2f, step p50 "
 		       "%.3f ms p99 %.3f ms, CPU %.2f s\n",
 		       asset, (unsigned long long)steps, steps / 1000.0, wall,
-		       wall > 0 ? steps / 1000.0 / wall : 0.0, p50, p99, cpu_s());
+		       wall > 0 ? steps / 1000.0 / wall : 0.0, p50, p99, fleet_cpu_s());
 	}
 	if (final != NULL) {
 		FILE *f = fopen(final, "w");

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "fleet_share.h"
+#include "fleet_tool.h"
 #include "hako/domain.h"
 #include "hako/error.h"
 #include "hako/rd.h"
@@ -33,21 +34,6 @@
 #define DEAD_BAND 1.15   /* busier / other step time below this: balanced */
 #define SETTLE_US 300000 /* world time after a move before its records count */
 #define RECORDS   5      /* load records of each host a decision averages */
-
-static volatile sig_atomic_t g_quit;
-
-static void on_quit(int sig)
-{
-	(void)sig;
-	g_quit = 1;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 struct host {
 	uint8_t node;
@@ -266,12 +252,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_quit;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	fleet_tool_start();
 
 	hako_rd_config_t *cfg = NULL;
 	hako_error_t err;
@@ -329,25 +310,25 @@ int main(int argc, char **argv)
 	uint32_t first_order = m.order;
 	printf(PROG ": %zu drones on %zu hosts%s\n", cfg->eu_count, m.n,
 	       m.balance ? ", balancing their step times" : "");
-	int64_t t_line = now_ns(), w_line = hako_domain_world_time(m.dom);
+	int64_t t_line = fleet_now_ns(), w_line = hako_domain_world_time(m.dom);
 	int64_t t_run = 0, w_run = 0,
 	        t_adv = 0; /* the run's start, the last advance of the clock */
-	while (!g_quit) {
+	while (!fleet_quit) {
 		struct timespec ts = {0, 50 * 1000000};
 		nanosleep(&ts, NULL);
 		int64_t world = hako_domain_world_time(m.dom);
 		if (world > m.last_world) {
 			m.last_world = world;
-			t_adv = now_ns();
+			t_adv = fleet_now_ns();
 		}
 		read_loads(&m, world);
 		find_lost(&m, world);
 		if (m.running_seen && t_run == 0) {
-			t_run = now_ns();
+			t_run = fleet_now_ns();
 			w_run = world;
 		}
 		balance(&m, world);
-		int64_t t = now_ns();
+		int64_t t = fleet_now_ns();
 		if (t - t_line >= 1000000000 && m.running_seen) {
 			double wall = (double)(t - t_line) / 1e9;
 			status_line(&m, world, (double)(world - w_line) / 1e6 / wall, wall,
