@@ -450,6 +450,14 @@ int hako_rd_is_owner(hako_rd_node_t *node, uint32_t eu)
 	return e->local == HAKO_RD_LOCAL_OWNER;
 }
 
+/* Put context cx into the EU's context channel (a hand-off's, or a checkpoint). */
+static int write_context(hako_rd_node_t *node, struct eu_rt *e, const hakoi_rd_context_t *cx)
+{
+	size_t len = 0;
+	int r = hakoi_rd_context_encode(&node->types, cx, e->buf, e->cap, &len);
+	return r != 0 ? r : hako_channel_write(e->context_ch, e->buf, len);
+}
+
 /* RD-Full: the owner hands over at the commit point the conductor announced. */
 static int release_committed(hako_rd_node_t *node, struct eu_rt *e, uint8_t next, const void *ctx,
                              size_t ctx_len, uint64_t model_step, hako_time_t now)
@@ -475,11 +483,7 @@ static int release_committed(hako_rd_node_t *node, struct eu_rt *e, uint8_t next
 	trace(node, e, e->commit_at, epoch, "release", extra);
 	hakoi_rd_context_t cx = {
 	    node->cfg->config_hash, epoch, node->id, e->commit_at, model_step, ctx, ctx_len};
-	size_t len = 0;
-	int r = hakoi_rd_context_encode(&node->types, &cx, e->buf, e->cap, &len);
-	if (r == 0) {
-		r = hako_channel_write(e->context_ch, e->buf, len);
-	}
+	int r = write_context(node, e, &cx);
 	if (r != 0) {
 		HAKO_ERROR("rd: node %u (%s): cannot write the context of EU %s: %s", node->id,
 		           node->name, e->cfg->name, hako_strerror(r));
@@ -527,11 +531,7 @@ int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void 
 	uint8_t epoch = (uint8_t)(e->epoch + 1);
 	hakoi_rd_context_t cx = {
 	    node->cfg->config_hash, epoch, node->id, now, model_step, ctx, ctx_len};
-	size_t len = 0;
-	int r = hakoi_rd_context_encode(&node->types, &cx, e->buf, e->cap, &len);
-	if (r == 0) {
-		r = hako_channel_write(e->context_ch, e->buf, len);
-	}
+	int r = write_context(node, e, &cx);
 	if (r != 0) {
 		HAKO_ERROR("rd: node %u (%s): cannot write the context of EU %s: %s", node->id,
 		           node->name, e->cfg->name, hako_strerror(r));
@@ -881,12 +881,7 @@ int hako_rd_checkpoint(hako_rd_node_t *node, uint32_t eu, const void *ctx, size_
 	 * RELEASING at epoch + 1), so a checkpoint is never taken for one. */
 	hakoi_rd_context_t cx = {
 	    node->cfg->config_hash, e->epoch, node->id, now, model_step, ctx, ctx_len};
-	size_t len = 0;
-	int r = hakoi_rd_context_encode(&node->types, &cx, e->buf, e->cap, &len);
-	if (r == 0) {
-		r = hako_channel_write(e->context_ch, e->buf, len);
-	}
-	return r;
+	return write_context(node, e, &cx);
 }
 
 int hako_rd_take_over(hako_rd_node_t *node, uint32_t eu, uint8_t lost, hako_time_t now, void *ctx,
