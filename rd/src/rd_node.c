@@ -94,6 +94,11 @@ static struct eu_rt *find_eu(hako_rd_node_t *node, uint32_t eu)
 	if (node == NULL) {
 		return NULL;
 	}
+	/* EU ids are usually their places in the config (a fleet's drones 0..N-1): one compare,
+	 * not a walk over every EU at each call of a host that polls them all each step. */
+	if (eu < node->eu_count && node->eus[eu].cfg->id == eu) {
+		return &node->eus[eu];
+	}
 	for (size_t i = 0; i < node->eu_count; i++) {
 		if (node->eus[i].cfg->id == eu) {
 			return &node->eus[i];
