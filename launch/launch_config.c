@@ -640,6 +640,21 @@ static int parse_wait_for(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fi
 	return hakoi_walk_object(w, v, wait_fields, base);
 }
 
+/* argv: the command, then the args (borrowed from them), NULL-terminated. */
+static int set_argv(hakoi_walk_t *w, hakoi_launch_proc_t *p)
+{
+	p->argv = calloc(p->arg_count + 2, sizeof(char *));
+	if (p->argv == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	p->argv[0] = p->command;
+	for (size_t i = 0; i < p->arg_count; i++) {
+		p->argv[i + 1] = p->args[i];
+	}
+	p->argc = p->arg_count + 1;
+	return 0;
+}
+
 /* The rules between members, and argv: the command, then the args. */
 static int check_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
@@ -675,16 +690,7 @@ static int check_process(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fie
 		                       "a process of phase \"after\" runs to its end; nothing to "
 		                       "wait for");
 	}
-	p->argv = calloc(p->arg_count + 2, sizeof(char *));
-	if (p->argv == NULL) {
-		return hakoi_walk_fail_oom(w);
-	}
-	p->argv[0] = p->command;
-	for (size_t i = 0; i < p->arg_count; i++) {
-		p->argv[i + 1] = p->args[i];
-	}
-	p->argc = p->arg_count + 1;
-	return 0;
+	return set_argv(w, p);
 }
 
 static const char *const phase_names[] = {"run", "after", NULL};
@@ -859,15 +865,7 @@ static int check_viewer(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fiel
 	     (add_arg(p, "--rate-hz") != 0 || add_arg_ll(p, vw->rate_hz) != 0))) {
 		return hakoi_walk_fail_oom(w);
 	}
-	if ((p->argv = calloc(p->arg_count + 2, sizeof(char *))) == NULL) {
-		return hakoi_walk_fail_oom(w);
-	}
-	p->argv[0] = p->command;
-	for (size_t i = 0; i < p->arg_count; i++) {
-		p->argv[i + 1] = p->args[i];
-	}
-	p->argc = p->arg_count + 1;
-	return 0;
+	return set_argv(w, p);
 }
 
 static const hakoi_field_t viewer_fields[] = {
