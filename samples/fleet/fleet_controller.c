@@ -119,10 +119,8 @@ int main(int argc, char **argv)
 
 	hako_domain_t *dom = NULL;
 	const char *dname = hako_domain_default_name();
-	int r = hako_domain_open(dname, &dom);
+	int r = fleet_open_domain(PROG, &dom);
 	if (r != 0) {
-		fprintf(stderr, PROG ": domain '%s': %s (is a conductor running?)\n", dname,
-		        hako_strerror(r));
 		return 1;
 	}
 	hako_domain_info_t info;

@@ -78,9 +78,7 @@ int fleet_host_open(hako_domain_t *dom, size_t first, size_t count, size_t total
 	int r = 0;
 	for (size_t i = 0; i < count && r == 0; i++) {
 		size_t k = first + i;
-		double start[3];
-		fleet_formation_point(FLEET_GRID, k, total, start);
-		drone_init(&h->drones[i], start[0], start[1], 0.0);
+		fleet_drone_start(&h->drones[i], k, total);
 		char robot[32];
 		snprintf(robot, sizeof(robot), "Drone-%zu", k + 1);
 		for (int c = 0; c < FLEET_CHANNELS && r == 0; c++) {
@@ -94,6 +92,13 @@ int fleet_host_open(hako_domain_t *dom, size_t first, size_t count, size_t total
 	}
 	*out = h;
 	return 0;
+}
+
+void fleet_drone_start(drone_t *d, size_t i, size_t n)
+{
+	double start[3];
+	fleet_formation_point(FLEET_GRID, i, n, start);
+	drone_init(d, start[0], start[1], 0.0);
 }
 
 void fleet_host_close(fleet_host_t *h)

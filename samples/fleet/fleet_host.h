@@ -48,6 +48,10 @@ void fleet_host_step_plain(fleet_host_t *h, int64_t now);
 size_t fleet_host_count(const fleet_host_t *h);
 const drone_t *fleet_host_drone(const fleet_host_t *h, size_t i);
 
+/* Drone i of a fleet of n as the mission starts it: on the floor at its place in the grid,
+ * heading north, IDLE, step 0. */
+void fleet_drone_start(drone_t *d, size_t i, size_t n);
+
 /* Fill drone d's four PDUs at model time t into pdu[0..3] (motor, pos, velocity, status, each
  * a buffer of its type's PDU size), as the table above says. */
 void fleet_drone_pdus(const drone_t *d, int64_t t, void *const pdu[FLEET_CHANNELS]);

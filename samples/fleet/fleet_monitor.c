@@ -270,9 +270,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const char *dname = hako_domain_default_name();
-	if ((r = hako_domain_open(dname, &m.dom)) != 0) {
-		fprintf(stderr, PROG ": domain '%s': %s (is a conductor running?)\n", dname,
-		        hako_strerror(r));
+	if ((r = fleet_open_domain(PROG, &m.dom)) != 0) {
 		hako_rd_config_free(cfg);
 		return 1;
 	}

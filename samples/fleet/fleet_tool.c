@@ -42,6 +42,17 @@ double fleet_cpu_s(void)
 	       ru.ru_stime.tv_usec / 1e6;
 }
 
+int fleet_open_domain(const char *prog, hako_domain_t **dom)
+{
+	const char *name = hako_domain_default_name();
+	int r = hako_domain_open(name, dom);
+	if (r != 0) {
+		fprintf(stderr, "%s: domain '%s': %s (is a conductor running?)\n", prog, name,
+		        hako_strerror(r));
+	}
+	return r;
+}
+
 int fleet_asset_next(hako_member_t *m, const char *prog, int *running)
 {
 	while (!fleet_quit) {

@@ -16,6 +16,10 @@ void fleet_tool_start(void);
 int64_t fleet_now_ns(void); /* CLOCK_MONOTONIC */
 double fleet_cpu_s(void);   /* this process's CPU time (user + system) */
 
+/* Open the domain $HAKO_DOMAIN names (hako-launch sets it): 0, or the error, said on stderr
+ * after `prog: `. */
+int fleet_open_domain(const char *prog, hako_domain_t **dom);
+
 /* The next step of asset m: acknowledges its events (START runs, STOP ends) and waits for the
  * step. 1: a step is there (hako_member_step_done after it); 0: the run ended (STOP, or
  * fleet_quit); -1: an error, said on stderr after `prog: `. *running: between START and STOP

@@ -203,9 +203,7 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 	}
 	static const char *const names[P_COUNT] = {"motor", "pos", "velocity", "status"};
 	for (size_t i = 0; i < z->total; i++) {
-		double start[3];
-		fleet_formation_point(FLEET_GRID, i, z->total, start);
-		drone_init(&z->z[i].d, start[0], start[1], 0.0);
+		fleet_drone_start(&z->z[i].d, i, z->total);
 		for (int k = 0; k < P_COUNT; k++) {
 			z->z[i].pdu[k] = write_index(&z->cfg->eus[i], names[k]);
 			if (z->z[i].pdu[k] == SIZE_MAX) {
@@ -215,7 +213,7 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 				return HAKO_ECONFIG;
 			}
 		}
-		hako_rd_trigger_reset(&z->z[i].tst, start[0], 0);
+		hako_rd_trigger_reset(&z->z[i].tst, z->z[i].d.pos[0], 0);
 	}
 	if ((r = hako_rd_node_open(dom, z->cfg, node, trace, &z->node)) != 0) {
 		snprintf(why, why_len, "%s: node %u: %s", rd_path, node, hako_strerror(r));
@@ -316,9 +314,7 @@ static int take_over(fleet_zones_t *z, size_t i, int64_t now)
 		return 0; /* logged by the RD library; the drone stays where it is */
 	}
 	if (act.ctx_len == 0) {
-		double start[3];
-		fleet_formation_point(FLEET_GRID, i, z->total, start);
-		drone_init(&zd->d, start[0], start[1], 0.0);
+		fleet_drone_start(&zd->d, i, z->total);
 	} else if (drone_context_unpack(&zd->d, ctx, act.ctx_len) != 0 ||
 	           zd->d.step != act.model_step) {
 		fprintf(stderr,
