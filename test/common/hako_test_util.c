@@ -399,6 +399,30 @@ int htu_thread_count(void)
 	return n;
 }
 
+int htu_thread_count_settled(void)
+{
+	int n = htu_thread_count();
+	for (int i = 0; i < 200; i++) {
+		htu_sleep_usec(10000);
+		int m = htu_thread_count();
+		if (m == n) {
+			return n;
+		}
+		n = m;
+	}
+	return n;
+}
+
+int htu_thread_count_reaches(int want)
+{
+	int n = htu_thread_count();
+	for (hako_time_t waited = 0; n != want && waited < HTU_TIMEOUT_USEC; waited += 1000) {
+		htu_sleep_usec(1000);
+		n = htu_thread_count();
+	}
+	return n;
+}
+
 void htu_sleep_usec(hako_time_t usec)
 {
 	struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};

@@ -75,6 +75,13 @@ void htu_sleep_usec(hako_time_t usec);
 /* The threads of this process (entries of /proc/self/task), or -1 if it cannot be read. */
 int htu_thread_count(void);
 
+/* A thread that pthread_join has returned for may still be listed for a moment (the kernel
+ * finishes its exit after it wakes the joiner). htu_thread_count_settled: the count once two
+ * reads 10 ms apart agree (a base to compare with later). htu_thread_count_reaches: the count
+ * once it is `want`, or the count after HTU_TIMEOUT_USEC (for after a stop or a close). */
+int htu_thread_count_settled(void);
+int htu_thread_count_reaches(int want);
+
 /* Poll `cond` every millisecond until it holds or timeout_usec passed; `ok` gets its value. */
 #define HTU_WAIT_UNTIL(ok, cond, timeout_usec)                                                     \
 	do {                                                                                       \

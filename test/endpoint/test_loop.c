@@ -26,23 +26,6 @@ static int thread_count(void)
 	return n;
 }
 
-/* The count once it holds still: a thread an earlier test joined may still be listed for a
- * moment after pthread_join returned (the kernel finishes its exit after waking the joiner),
- * and a base counted with it would never be reached again. */
-static int settled_thread_count(void)
-{
-	int n = thread_count();
-	for (int i = 0; i < 200; i++) {
-		htu_sleep_usec(10000);
-		int m = thread_count();
-		if (m == n) {
-			return n;
-		}
-		n = m;
-	}
-	return n;
-}
-
 /* ---- timers ---- */
 
 typedef struct timers {
@@ -299,7 +282,7 @@ static void test_thread_while_held(void **state)
 	atomic_init(&x.fired, 0);
 	x.release.fn = on_release;
 	x.release.arg = &x;
-	int base = settled_thread_count();
+	int base = htu_thread_count_settled();
 	assert_int_equal(hakoi_loop_create(&x.l), 0);
 	assert_int_equal(thread_count(), base);
 	assert_int_equal(hakoi_loop_hold(x.l), 0);
@@ -310,7 +293,7 @@ static void test_thread_while_held(void **state)
 	/* Released by its last holder from its own thread: it ends after that round... */
 	hakoi_loop_post(x.l, &x.release);
 	EPT_WAIT_FOR(atomic_load(&x.released) == 1);
-	EPT_WAIT_FOR(thread_count() == base);
+	assert_int_equal(htu_thread_count_reaches(base), base);
 	/* ...and serves again once held again. */
 	assert_int_equal(hakoi_loop_hold(x.l), 0);
 	assert_int_equal(thread_count(), base + 1);
@@ -318,7 +301,7 @@ static void test_thread_while_held(void **state)
 	EPT_WAIT_FOR(atomic_load(&x.fired) == 1);
 	hakoi_loop_call(x.l, del_one, &x);
 	hakoi_loop_release(x.l);
-	assert_int_equal(thread_count(), base);
+	assert_int_equal(htu_thread_count_reaches(base), base);
 	hakoi_loop_destroy(x.l);
 }
 

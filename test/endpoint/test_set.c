@@ -183,7 +183,7 @@ static void test_set_one_thread(void **state)
 	char path[600];
 	write_set();
 	snprintf(path, sizeof(path), "%s/container.json", ept_dir());
-	int base = thread_count();
+	int base = htu_thread_count_settled();
 	assert_int_equal(hako_endpoint_set_open(path, "node1", &s, &err), 0);
 	assert_int_equal(hako_endpoint_set_count(s), 2 * NPAIRS + 1);
 	assert_int_equal(thread_count(), base); /* opened, not started: no thread */
@@ -206,7 +206,7 @@ static void test_set_one_thread(void **state)
 	exchange(s, 0, 2);
 
 	hako_endpoint_set_stop(s);
-	assert_int_equal(thread_count(), base);
+	assert_int_equal(htu_thread_count_reaches(base), base);
 	for (int i = 0; i < NPAIRS; i++) {
 		assert_int_equal(ept_stats(member(s, "s%d", i)).peers, 0);
 		assert_int_equal(ept_stats(member(s, "c%d", i)).peers, 0);
@@ -219,7 +219,7 @@ static void test_set_one_thread(void **state)
 	}
 	udp_exchange(s, 3);
 	hako_endpoint_set_close(s);
-	assert_int_equal(thread_count(), base);
+	assert_int_equal(htu_thread_count_reaches(base), base);
 }
 
 /* ---- forwarding inside a set ---- */
@@ -361,7 +361,7 @@ static void test_forward_in_set_blocking(void **state)
 static void test_standalone_own_loop(void **state)
 {
 	(void)state;
-	int base = thread_count();
+	int base = htu_thread_count_settled();
 	hako_endpoint_t *srv = ept_must_open(
 	    "srv",
 	    "{\"protocol\":\"tcp\",\"role\":\"server\",\"local\":{\"address\":\"127.0.0.1\","
@@ -381,10 +381,10 @@ static void test_standalone_own_loop(void **state)
 	assert_int_equal(hako_endpoint_send(cli, &k, "x", 1), 0);
 	expect(srv, &k, "x");
 	hako_endpoint_stop(cli);
-	assert_int_equal(thread_count(), base + 1);
+	assert_int_equal(htu_thread_count_reaches(base + 1), base + 1);
 	ept_close(cli);
 	ept_close(srv);
-	assert_int_equal(thread_count(), base);
+	assert_int_equal(htu_thread_count_reaches(base), base);
 }
 
 int main(void)
