@@ -10,7 +10,16 @@
  *   d<N>-p<P>-n2      the same P hosts split over the two nodes of a federation: two forked
  *                     node processes, each its own domain (sized for its half), master (delta
  *                     1 ms, Dmax --dmax-usec) and conductor node (hako/conductor.h: the server
- *                     and one client, ZeroMQ tcp on 127.0.0.1), P/2 hosts in each.
+ *                     and one client, ZeroMQ tcp on 127.0.0.1), P/2 hosts in each;
+ *   d<N>-p2-n1-zones  two hosts of one domain in zones (samples/fleet/fleet_zones.h): the
+ *                     airspace split at x = 0, each drone an RD-Light execution unit handed to
+ *                     the other host as it crosses (its context released, activated there),
+ *                     over --zones-seconds of world time (default 8: the drones take off,
+ *                     then cross as they fly to the "HAKO" formation from 3 s on). Besides
+ *                     its row, two rows split its steps: -handoff, the world steps in which a
+ *                     host released or activated a drone (and the step after: the other host
+ *                     waits for it), and -quiet, the others; ops_per_s of each = its steps
+ *                     per wall second of those steps. The comment compares their p50.
  * Each run covers --seconds of world time (steps of 1 ms) from the start, --rounds times: from
  * the first step of the first host to the moment the last host finished its steps (in one
  * domain the hosts are in lock-step; across nodes the client may run up to Dmax ahead).
@@ -38,6 +47,7 @@
 #include "bench_common.h"
 #include "drone.h"
 #include "fleet_host.h"
+#include "fleet_zones.h"
 #include "hako/conductor.h"
 #include "hako/domain.h"
 
@@ -62,7 +72,9 @@ struct shared {
 	char error[200];
 	bench_cpu_t cpu[MAX_PROCS];
 	struct node_report node[NODES];
-	uint32_t step_ns[MAX_STEPS]; /* host 0's */
+	uint32_t step_ns[MAX_STEPS];        /* host 0's */
+	_Atomic uint8_t handoff[MAX_STEPS]; /* zones: a host released or activated a drone */
+	_Atomic uint64_t handoffs;          /* zones: releases, both hosts */
 };
 
 static char g_domain[64];
@@ -74,6 +86,9 @@ static int g_cmd[NODES] = {-1, -1};
 static struct shared *g_sh;
 static int g_verbose;
 static hako_time_t g_dmax_usec = 10000;
+static pid_t g_bench_pid;
+static char g_zones_dir[64]; /* the zones variant's RD config, written once */
+static char g_zones_rd[600];
 
 static void cleanup(void)
 {
@@ -94,6 +109,18 @@ static void cleanup(void)
 		if (g_node_domain[i][0] != '\0') {
 			hako_domain_remove(g_node_domain[i]);
 		}
+	}
+	if (g_zones_dir[0] != '\0' && getpid() == g_bench_pid) {
+		/* fleet_zones_write_config's files */
+		static const char *const files[] = {"drone_pdutypes.json", "fleet_pdudef.json",
+		                                    "fleet_rd.json"};
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			char path[128];
+			snprintf(path, sizeof(path), "%s/%s", g_zones_dir, files[i]);
+			unlink(path);
+		}
+		rmdir(g_zones_dir);
+		g_zones_dir[0] = '\0';
 	}
 }
 
@@ -120,7 +147,16 @@ struct cell {
 	int rounds;
 	hako_time_t drift_max; /* n2: the largest drift a conductor saw */
 	uint64_t drift_samples;
+	uint64_t handoffs; /* zones: drones released by a host to the other */
 };
+
+/* Samples of another cell's steps, and their count and wall time. */
+static void cell_add_step(struct cell *c, uint32_t ns)
+{
+	bench_samples_push(&c->s, ns);
+	c->steps++;
+	c->wall_ns += ns;
+}
 
 static double rate(const struct cell *c)
 {
@@ -166,9 +202,17 @@ static void run_plain(size_t n, uint64_t steps, struct cell *cell)
 
 /* ---- a host process ---- */
 
-/* Host idx of nprocs, in domain dname: drones [N idx / P, N (idx + 1) / P). Reports its first
- * step and the end of its `steps` steps; host 0 also each step's wall time. */
-static void host_main(const char *dname, int idx, int nprocs, size_t n, uint64_t steps,
+/* The hand-offs (releases and activations) this zones host has made. */
+static uint64_t zone_moves(const fleet_zones_t *z)
+{
+	return z != NULL ? fleet_zones_releases(z) + fleet_zones_activations(z) : 0;
+}
+
+/* Host idx of nprocs, in domain dname: drones [N idx / P, N (idx + 1) / P), or with zones
+ * (g_zones_rd, two hosts) the drones of zone idx + 1. Reports its first step and the end of
+ * its `steps` steps; host 0 also each step's wall time; a zones host the steps it handed a
+ * drone over in. */
+static void host_main(const char *dname, int idx, int nprocs, size_t n, int zones, uint64_t steps,
                       int ready_fd, int done_fd)
 {
 	hako_domain_t *dom;
@@ -178,8 +222,16 @@ static void host_main(const char *dname, int idx, int nprocs, size_t n, uint64_t
 	}
 	size_t first = n * (size_t)idx / (size_t)nprocs;
 	size_t last = n * (size_t)(idx + 1) / (size_t)nprocs;
-	fleet_host_t *h;
-	if ((r = fleet_host_open(dom, first, last - first, n, &h)) != 0) {
+	fleet_host_t *h = NULL;
+	fleet_zones_t *z = NULL;
+	if (zones) {
+		char why[200] = "";
+		if ((r = fleet_zones_open(dom, g_zones_rd, (uint8_t)(idx + 1), NULL, &z, why,
+		                          sizeof(why))) != 0) {
+			child_fail("host %d: zones %s: %s (%s)", idx, g_zones_rd, hako_strerror(r),
+			           why);
+		}
+	} else if ((r = fleet_host_open(dom, first, last - first, n, &h)) != 0) {
 		child_fail("host %d: %zu drones: %s", idx, last - first, hako_strerror(r));
 	}
 	char name[32];
@@ -202,20 +254,30 @@ static void host_main(const char *dname, int idx, int nprocs, size_t n, uint64_t
 	int done = 0;
 	while ((r = hako_member_step_wait(m)) == 0) {
 		int64_t now = hako_member_time(m) + DELTA_USEC;
-		if ((r = fleet_host_step(h, now)) != 0) {
-			child_fail("host %d: PDU write: %s", idx, hako_strerror(r));
+		uint64_t moves = zone_moves(z);
+		if ((r = z != NULL ? fleet_zones_step(z, now) : fleet_host_step(h, now)) != 0) {
+			child_fail("host %d: step: %s", idx, hako_strerror(r));
 		}
 		if (!done) {
 			int64_t t = bench_now_ns();
 			if (k == 0) {
 				g_sh->t_first[idx] = t;
-			} else if (idx == 0 && k - 1 < MAX_STEPS) {
-				g_sh->step_ns[k - 1] = (uint32_t)(t - prev);
+			} else if (k - 1 < MAX_STEPS) {
+				if (idx == 0) {
+					g_sh->step_ns[k - 1] = (uint32_t)(t - prev);
+				}
+				if (zone_moves(z) != moves) {
+					atomic_store_explicit(&g_sh->handoff[k - 1], 1,
+					                      memory_order_relaxed);
+				}
 			}
 			prev = t;
 			if (++k > steps) {
 				g_sh->t_end[idx] = t;
 				done = 1;
+				if (z != NULL) {
+					atomic_fetch_add(&g_sh->handoffs, fleet_zones_releases(z));
+				}
 				if (bench_write_full(done_fd, "d", 1) != 0) {
 					child_fail("host %d: done pipe", idx);
 				}
@@ -232,6 +294,7 @@ static void host_main(const char *dname, int idx, int nprocs, size_t n, uint64_t
 	}
 	hako_member_unregister(m);
 	fleet_host_close(h);
+	fleet_zones_close(z);
 	hako_domain_close(dom);
 	_exit(0);
 }
@@ -255,12 +318,14 @@ static size_t node_drones(size_t n, int nprocs, int j)
 	return sum;
 }
 
-static void size_domain(hako_domain_config_t *cfg, size_t drones, int assets)
+/* zones: every drone's RD status and context besides its PDUs (fleet-host --print-needs). */
+static void size_domain(hako_domain_config_t *cfg, size_t drones, int assets, int zones)
 {
 	hako_domain_config_default(cfg);
 	cfg->max_assets = (uint32_t)assets + 8;
-	cfg->max_channels = (uint32_t)(fleet_host_channels(drones) + 16);
-	cfg->arena_bytes = fleet_host_bytes(drones) + (1u << 20);
+	cfg->max_channels = (uint32_t)(fleet_host_channels(drones) + 16 + (zones ? 2 * drones : 0));
+	cfg->arena_bytes =
+	    fleet_host_bytes(drones) + (1u << 20) + (zones ? drones * 2 * (256 + 320) : 0);
 }
 
 /* ---- a node process of the federation variants ---- */
@@ -309,7 +374,7 @@ static void node_entry(void *arg, int cmd_fd)
 	struct node_report *rep = &g_sh->node[a->idx];
 	const char *dname = g_node_domain[a->idx];
 	hako_domain_config_t dc;
-	size_domain(&dc, a->drones, a->hosts + 1);
+	size_domain(&dc, a->drones, a->hosts + 1, 0);
 	hako_domain_t *dom;
 	int r;
 	if ((r = hako_domain_create(dname, &dc, &dom)) != 0) {
@@ -440,19 +505,22 @@ static void stop_nodes(const char *what)
 /* ---- one run of a variant ---- */
 
 /* P hosts on `nodes` nodes (1: one domain whose master runs in this process; 2: a federation
- * of two node processes). */
-static void run_hosts(size_t n, int nprocs, int nodes, uint64_t steps, struct cell *cell)
+ * of two node processes); zones: two hosts in zones, one node. */
+static void run_hosts(size_t n, int nprocs, int nodes, int zones, uint64_t steps, struct cell *cell,
+                      struct cell *hand, struct cell *quiet)
 {
 	char what[64];
-	snprintf(what, sizeof(what), "d%zu-p%d-n%d", n, nprocs, nodes);
+	snprintf(what, sizeof(what), "d%zu-p%d-n%d%s", n, nprocs, nodes, zones ? "-zones" : "");
 	hako_domain_t *dom[NODES] = {NULL, NULL};
 	hako_master_t *master = NULL;
 	int ndom = nodes == 1 ? 1 : NODES;
 	int r;
 	memset(g_sh, 0, offsetof(struct shared, step_ns));
+	memset((void *)g_sh->handoff, 0, sizeof(g_sh->handoff));
+	atomic_store(&g_sh->handoffs, 0);
 	if (nodes == 1) {
 		hako_domain_config_t cfg;
-		size_domain(&cfg, n, nprocs);
+		size_domain(&cfg, n, nprocs, zones);
 		if ((r = hako_domain_create(g_domain, &cfg, &dom[0])) != 0) {
 			bench_die("create domain %s: %s", g_domain, hako_strerror(r));
 		}
@@ -481,7 +549,7 @@ static void run_hosts(size_t n, int nprocs, int nodes, uint64_t steps, struct ce
 			close(ready[0]);
 			close(done[0]);
 			host_main(nodes == 1 ? g_domain : g_node_domain[node_of(i, nprocs)], i,
-			          nprocs, n, steps, ready[1], done[1]);
+			          nprocs, n, zones, steps, ready[1], done[1]);
 		}
 		g_children[g_nchildren++] = pid;
 	}
@@ -575,7 +643,15 @@ static void run_hosts(size_t n, int nprocs, int nodes, uint64_t steps, struct ce
 	cell->wall_ns += wall;
 	for (uint64_t i = 0; i < steps && i < MAX_STEPS; i++) {
 		bench_samples_push(&cell->s, g_sh->step_ns[i]);
+		if (zones && i > 0) {
+			/* host 0's step i: its own hand-offs, or the other host's in the step
+			 * before (host 0 waited for it at this step's barrier) */
+			int moved =
+			    atomic_load(&g_sh->handoff[i]) || atomic_load(&g_sh->handoff[i - 1]);
+			cell_add_step(moved ? hand : quiet, g_sh->step_ns[i]);
+		}
 	}
+	cell->handoffs += atomic_load(&g_sh->handoffs);
 	if (cell->rounds < 64) {
 		cell->round_rate[cell->rounds++] = (double)steps * 1e9 / (double)wall;
 	}
@@ -599,18 +675,45 @@ static void print_cell(const char *variant, size_t n, struct cell *c)
 	}
 }
 
+/* The zones variant's rows and what its hand-offs cost: step p50 with and without one. */
+static void print_zones(size_t n, struct cell *z, struct cell *hand, struct cell *quiet,
+                        const struct cell *slices)
+{
+	char variant[64], sub[80];
+	snprintf(variant, sizeof(variant), "d%zu-p2-n1-zones", n);
+	print_cell(variant, n, z);
+	snprintf(sub, sizeof(sub), "%s-handoff", variant);
+	print_cell(sub, n, hand);
+	snprintf(sub, sizeof(sub), "%s-quiet", variant);
+	print_cell(sub, n, quiet);
+	bench_stats_t h = bench_stats(&hand->s, 1.0), q = bench_stats(&quiet->s, 1.0);
+	printf("# %s: RTF %.2f (fixed slices d%zu-p2-n1: %.2f); %llu hand-offs in %d round(s), "
+	       "in %llu of %llu steps; step p50 %.1f us in those, %.1f us in the others",
+	       variant, rate(z) / 1000.0, n, rate(slices) / 1000.0, (unsigned long long)z->handoffs,
+	       z->rounds, (unsigned long long)hand->steps,
+	       (unsigned long long)(hand->steps + quiet->steps), h.p50, q.p50);
+	if (hand->steps > 0 && q.p50 > 0) {
+		printf(" (ratio %.3f)", h.p50 / q.p50);
+	}
+	printf("\n");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fleet [--drones LIST] [--procs LIST] [--nodes LIST] [--dmax-usec D]\n"
-	           "             [--seconds S] [--rounds R] [--quick] [-v]\n"
+	           "             [--seconds S] [--zones-seconds Z] [--rounds R] [--quick] [-v]\n"
 	           "  --drones LIST   fleet sizes (default 128,256,512,1024,2048)\n"
 	           "  --procs LIST    host processes (default 1,2,4)\n"
 	           "  --nodes LIST    1: one domain; 2: a federation of two nodes, half the hosts\n"
 	           "                  on each (only even process counts); default 1,2\n"
 	           "  --dmax-usec D   Dmax of the two-node federation (default 10000; >= 1000)\n"
 	           "  --seconds S     world seconds per run (default 2)\n"
+	           "  --zones-seconds Z  world seconds of the zones variant (d<N>-p2-n1-zones,\n"
+	           "                  run when the process counts have 2 and the node counts 1;\n"
+	           "                  default 8; 0: none)\n"
 	           "  --rounds R      runs of each variant (default 3)\n"
-	           "  --quick         128 and 1024 drones, 1 and 2 processes, 0.3 s, 1 round\n");
+	           "  --quick         128 and 1024 drones, 1 and 2 processes, 0.3 s (zones: 4 s\n"
+	           "                  of 128 drones), 1 round\n");
 }
 
 /* The variants of one size: every process count on one node, the even ones on two. */
@@ -624,13 +727,19 @@ int main(int argc, char **argv)
 	long nodes[NODES] = {1, 2};
 	long dmax = 10000;
 	int nsizes = 5, nprocs = 3, nnodes = 2, rounds = 3;
-	double seconds = 2.0;
-	static const struct option longopts[] = {
-	    {"drones", required_argument, NULL, 'd'},  {"procs", required_argument, NULL, 'p'},
-	    {"nodes", required_argument, NULL, 'n'},   {"dmax-usec", required_argument, NULL, 'D'},
-	    {"seconds", required_argument, NULL, 's'}, {"rounds", required_argument, NULL, 'r'},
-	    {"quick", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+	double seconds = 2.0, zones_seconds = 8.0;
+	size_t zones_max = 65536; /* the largest fleet the zones variant runs */
+	static const struct option longopts[] = {{"drones", required_argument, NULL, 'd'},
+	                                         {"procs", required_argument, NULL, 'p'},
+	                                         {"nodes", required_argument, NULL, 'n'},
+	                                         {"dmax-usec", required_argument, NULL, 'D'},
+	                                         {"seconds", required_argument, NULL, 's'},
+	                                         {"rounds", required_argument, NULL, 'r'},
+	                                         {"zones-seconds", required_argument, NULL, 'z'},
+	                                         {"quick", no_argument, NULL, 'q'},
+	                                         {"verbose", no_argument, NULL, 'v'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -639,6 +748,7 @@ int main(int argc, char **argv)
 		case 'n': nnodes = bench_parse_list(optarg, nodes, NODES); break;
 		case 'D': dmax = strtol(optarg, NULL, 10); break;
 		case 's': seconds = atof(optarg); break;
+		case 'z': zones_seconds = atof(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'q':
 			sizes[0] = 128;
@@ -648,6 +758,8 @@ int main(int argc, char **argv)
 			procs[1] = 2;
 			nprocs = 2;
 			seconds = 0.3;
+			zones_seconds = 4.0;
+			zones_max = 128;
 			rounds = 1;
 			break;
 		case 'v': g_verbose = 1; break;
@@ -656,7 +768,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (nsizes <= 0 || nprocs <= 0 || nnodes <= 0 || seconds <= 0 || seconds > 1000 ||
-	    rounds <= 0 || rounds > 64 || dmax < DELTA_USEC || dmax > 1000000) {
+	    zones_seconds < 0 || zones_seconds > 1000 || rounds <= 0 || rounds > 64 ||
+	    dmax < DELTA_USEC || dmax > 1000000) {
 		usage(stderr);
 		return 2;
 	}
@@ -673,7 +786,7 @@ int main(int argc, char **argv)
 		}
 	}
 	struct variant vars[MAX_PROCS * NODES];
-	int nvars = 0;
+	int nvars = 0, p2n1 = -1; /* the variant the zones one is compared with */
 	for (int ni = 0; ni < nnodes; ni++) {
 		if (nodes[ni] != 1 && nodes[ni] != NODES) {
 			fprintf(stderr, "fleet: --nodes %ld: 1 or %d\n", nodes[ni], NODES);
@@ -681,6 +794,7 @@ int main(int argc, char **argv)
 		}
 		for (int pi = 0; pi < nprocs; pi++) {
 			if (procs[pi] % nodes[ni] == 0) {
+				p2n1 = procs[pi] == 2 && nodes[ni] == 1 ? nvars : p2n1;
 				vars[nvars].procs = (int)procs[pi];
 				vars[nvars++].nodes = (int)nodes[ni];
 			}
@@ -688,35 +802,53 @@ int main(int argc, char **argv)
 	}
 	g_dmax_usec = dmax;
 	uint64_t steps = (uint64_t)(seconds * 1000.0);
-	if (steps > MAX_STEPS) {
-		steps = MAX_STEPS;
-	}
+	uint64_t zsteps = p2n1 >= 0 ? (uint64_t)(zones_seconds * 1000.0) : 0;
+	steps = steps > MAX_STEPS ? MAX_STEPS : steps;
+	zsteps = zsteps > MAX_STEPS ? MAX_STEPS : zsteps;
 	snprintf(g_domain, sizeof(g_domain), "bench-fleet-%d", (int)getpid());
 	for (int j = 0; j < NODES; j++) {
 		snprintf(g_node_domain[j], sizeof(g_node_domain[j]), "bench-fleet-%d-%s",
 		         (int)getpid(), node_id(j));
 	}
+	g_bench_pid = getpid();
 	bench_exit_init("fleet", cleanup, 1);
 	g_sh = bench_shared_alloc(sizeof(*g_sh));
 	if (g_sh == NULL) {
 		bench_die("shared memory");
 	}
+	if (zsteps > 0) {
+		snprintf(g_zones_dir, sizeof(g_zones_dir), "/tmp/bench-fleet-XXXXXX");
+		if (mkdtemp(g_zones_dir) == NULL) {
+			g_zones_dir[0] = '\0';
+			bench_die("mkdtemp: %s", strerror(errno));
+		}
+	}
 	printf("# fleet: drones stepped at 1 ms by hako host processes (4 PDUs per drone per step) "
 	       "against the same drones in one plain loop; %.1f s of world time, %d round(s); "
 	       "n2 = two nodes federated by conductors over tcp on 127.0.0.1, Dmax %ld us; "
-	       "RTF = ops_per_s / 1000; %d CPUs\n",
-	       seconds, rounds, dmax, bench_ncpus());
+	       "RTF = ops_per_s / 1000; zones: %.1f s; %d CPUs\n",
+	       seconds, rounds, dmax, (double)zsteps / 1000.0, bench_ncpus());
 	puts(BENCH_CSV_HEADER);
 	for (int si = 0; si < nsizes; si++) {
 		size_t n = (size_t)sizes[si];
-		struct cell plain = {0};
+		struct cell plain = {0}, zones = {0}, hand = {0}, quiet = {0};
 		struct cell hosts[MAX_PROCS * NODES];
 		memset(hosts, 0, sizeof(hosts));
+		int zoned = zsteps > 0 && n <= zones_max;
+		if (zoned && fleet_zones_write_config(g_zones_dir, n, 0, NULL, g_zones_rd,
+		                                      sizeof(g_zones_rd)) != 0) {
+			bench_die("zones: write the RD config in %s: %s", g_zones_dir,
+			          strerror(errno));
+		}
 		/* Rounds interleave the variants: a slow moment of the machine hits them all. */
 		for (int r = 0; r < rounds; r++) {
 			run_plain(n, steps, &plain);
 			for (int vi = 0; vi < nvars; vi++) {
-				run_hosts(n, vars[vi].procs, vars[vi].nodes, steps, &hosts[vi]);
+				run_hosts(n, vars[vi].procs, vars[vi].nodes, 0, steps, &hosts[vi],
+				          NULL, NULL);
+			}
+			if (zoned) {
+				run_hosts(n, 2, 1, 1, zsteps, &zones, &hand, &quiet);
 			}
 		}
 		char variant[64];
@@ -739,12 +871,19 @@ int main(int argc, char **argv)
 			}
 			printf("\n");
 		}
+		if (zoned) {
+			print_zones(n, &zones, &hand, &quiet, &hosts[p2n1]);
+		}
 		bench_samples_free(&plain.s);
+		bench_samples_free(&zones.s);
+		bench_samples_free(&hand.s);
+		bench_samples_free(&quiet.s);
 		for (int vi = 0; vi < nvars; vi++) {
 			bench_samples_free(&hosts[vi].s);
 		}
 		fflush(stdout);
 	}
 	bench_shared_free(g_sh, sizeof(*g_sh));
+	cleanup(); /* the zones' RD config */
 	return 0;
 }
