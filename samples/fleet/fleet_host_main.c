@@ -78,9 +78,35 @@ static void needs(int zones, long total, long count, size_t *ch, size_t *bytes)
 	*ch = fleet_host_channels(n) + 1; /* + the controller's */
 	*bytes = fleet_host_bytes(n) + 4096;
 	if (zones) {
-		*ch += 2 * n + 3;
+		/* + each drone's RD status and context, the monitor's orders, the hosts' loads */
+		*ch += 2 * n + 1 + FLEET_MAX_HOSTS;
 		*bytes += n * 2 * (256 + 320) + 4096;
 	}
+}
+
+/* --balance K[,K2...]: the first hosts' drones, the last host the rest. The number of hosts,
+ * or 0 if the list is not one. */
+static size_t balance_counts(const char *list, size_t total, size_t counts[FLEET_MAX_HOSTS])
+{
+	size_t hosts = 0, sum = 0;
+	const char *p = list;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long k = strtol(p, &end, 10);
+		if (end == p || errno != 0 || k < 1 || (size_t)k >= total - sum ||
+		    hosts + 1 >= FLEET_MAX_HOSTS || (*end != ',' && *end != '\0')) {
+			return 0;
+		}
+		counts[hosts++] = (size_t)k;
+		sum += (size_t)k;
+		if (*end == '\0') {
+			break;
+		}
+		p = end + 1;
+	}
+	counts[hosts++] = total - sum;
+	return hosts;
 }
 
 static void usage(FILE *f)
@@ -111,15 +137,18 @@ static void usage(FILE *f)
 	           "                  \"domain_needs\") and exit\n"
 	           "  --controller    fly what fleet-controller commands instead of the\n"
 	           "                  built-in mission\n"
-	           "  --balance K     with --write-zones: load balancing instead of zones\n"
-	           "                  (fleet-monitor moves drones), drones 1..K start on host 1,\n"
-	           "                  the others on host 2\n"
+	           "  --balance K[,K2...]  with --write-zones: load balancing instead of\n"
+	           "                  zones (fleet-monitor moves drones): host 1 starts with the\n"
+	           "                  first K drones, host 2 with the next K2, and so on; one\n"
+	           "                  host more than counts given starts with the rest (up to\n"
+	           "                  16 hosts)\n"
 	           "The domain is $HAKO_DOMAIN (hako-launch sets it).\n");
 }
 
 int main(int argc, char **argv)
 {
-	long total = -1, first = 0, count = -1, node = 0, split = 0;
+	long total = -1, first = 0, count = -1, node = 0;
+	const char *balance = NULL;
 	int controlled = 0, print_needs = 0;
 	const char *full = NULL, *conductor = NULL;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
@@ -154,7 +183,7 @@ int main(int argc, char **argv)
 		case 'n': node = strtol(optarg, NULL, 10); break;
 		case 't': trace = optarg; break;
 		case 'W': write_zones = optarg; break;
-		case 'B': split = strtol(optarg, NULL, 10); break;
+		case 'B': balance = optarg; break;
 		case 'C': controlled = 1; break;
 		case 'P': print_needs = 1; break;
 		case 'U': full = optarg; break;
@@ -165,14 +194,23 @@ int main(int argc, char **argv)
 	}
 	if (write_zones != NULL) {
 		char rd[4200];
-		if (total <= 0 || total > 65536 || split < 0 || split >= total) {
+		size_t counts[FLEET_MAX_HOSTS];
+		size_t hosts = 0;
+		if (total <= 0 || total > 65536 ||
+		    (balance != NULL &&
+		     (hosts = balance_counts(balance, (size_t)total, counts)) == 0)) {
 			fprintf(stderr,
-			        PROG ": --write-zones needs --drones 1..65536 (and --balance "
-			             "1..drones - 1)\n");
+			        PROG
+			        ": --write-zones needs --drones 1..65536 (and --balance K[,K2...]: "
+			        "at least one drone a host, at most %d hosts, fewer drones than "
+			        "--drones)\n",
+			        FLEET_MAX_HOSTS);
 			return 2;
 		}
-		if (fleet_zones_write_config(write_zones, (size_t)total, (size_t)split, full, rd,
-		                             sizeof(rd)) != 0) {
+		if ((hosts > 0 ? fleet_zones_write_balance(write_zones, (size_t)total, counts,
+		                                           hosts, rd, sizeof(rd))
+		               : fleet_zones_write_config(write_zones, (size_t)total, 0, full, rd,
+		                                          sizeof(rd))) != 0) {
 			fprintf(stderr, PROG ": --write-zones %s: %s\n", write_zones,
 			        strerror(errno));
 			return 1;
@@ -180,8 +218,9 @@ int main(int argc, char **argv)
 		printf("%s\n", rd);
 		return 0;
 	}
-	if (zones != NULL && (node < 1 || node > 2)) {
-		fprintf(stderr, PROG ": --zones needs --node 1 or 2\n");
+	if (zones != NULL && (node < 1 || node > FLEET_MAX_HOSTS)) {
+		fprintf(stderr, PROG ": --zones needs --node 1..%d (a node of the RD config)\n",
+		        FLEET_MAX_HOSTS);
 		return 2;
 	}
 	if (zones != NULL) {
@@ -439,7 +478,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": writing the trajectories: %s\n", strerror(errno));
 		rc = 1;
 	}
-	if (g_z != NULL) {
+	if (g_z != NULL && fleet_zones_balancing(g_z)) {
+		printf("%s: %llu drones handed to other hosts, %llu taken over from them, %llu "
+		       "taken from a lost host; %zu drones at the end\n",
+		       asset, (unsigned long long)fleet_zones_releases(g_z),
+		       (unsigned long long)fleet_zones_activations(g_z),
+		       (unsigned long long)fleet_zones_takeovers(g_z), fleet_zones_owned(g_z));
+	} else if (g_z != NULL) {
 		printf("%s: %llu drones handed to the other zone, %llu taken over from it, %llu "
 		       "taken from a lost host; %zu drones at the end\n",
 		       asset, (unsigned long long)fleet_zones_releases(g_z),

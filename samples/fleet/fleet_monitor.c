@@ -5,11 +5,12 @@
  *   - prints, once a second, one line for the whole fleet: world time, real-time factor, and
  *     for each host its drones, the time it spends on them a step (p50 / p99) and its CPU;
  *   - finds a host lost (its asset left the domain while the run goes on), says so, and
- *     orders the other host to take its drones over from their last checkpoints;
- *   - with --balance, evens the hosts' step times: when the busier host spends more than 15 %
- *     longer on its drones a step than the other, it orders it to hand over as many drones as
- *     carry half the difference (docs/fleet.md, "Load balancing": why this does not
- *     oscillate).
+ *     orders the live host with the fewest drones to take its drones over from their last
+ *     checkpoints;
+ *   - with --balance, evens the hosts' step times (2 to FLEET_MAX_HOSTS hosts): when the
+ *     busiest host spends more than 15 % longer on its drones a step than the least busy
+ *     one, it orders it to hand that one as many drones as carry half the difference
+ *     (docs/fleet.md, "Load balancing": why this does not oscillate).
  * It is not an asset: the world never waits for it, and hand-offs are safe whenever they
  * happen (RD-Light decides them at world times). It ends on SIGTERM / SIGINT (hako-launch
  * sends it at the end of the run) with a summary. */
@@ -30,7 +31,7 @@
 #include "hako/rd.h"
 
 #define PROG      "fleet-monitor"
-#define MAX_HOSTS 2
+#define MAX_HOSTS FLEET_MAX_HOSTS
 #define DEAD_BAND 1.15   /* busier / other step time below this: balanced */
 #define SETTLE_US 300000 /* world time after a move before its records count */
 #define RECORDS   5      /* load records of each host a decision averages */
@@ -136,9 +137,12 @@ static void find_lost(struct monitor *m, int64_t world)
 			continue;
 		}
 		h->lost = 1;
+		/* The live host with the fewest drones takes them. */
 		size_t to = m->n;
 		for (size_t j = 0; j < m->n; j++) {
-			if (j != i && !m->h[j].lost && m->h[j].seen) {
+			const struct host *o = &m->h[j];
+			if (j != i && !o->lost && o->seen &&
+			    (to == m->n || o->load.owned < m->h[to].load.owned)) {
 				to = j;
 			}
 		}
@@ -155,18 +159,36 @@ static void find_lost(struct monitor *m, int64_t world)
 	}
 }
 
-/* Balance: hand drones from the busier host to the other until their step times are even. */
+/* Balance: hand drones from the busiest host to the least busy one until the step times of
+ * all live hosts are even: one order at a time, each between those two. */
 static void balance(struct monitor *m, int64_t world)
 {
-	if (!m->balance || m->n != 2 || !order_done(m) || m->h[0].lost || m->h[1].lost ||
-	    m->h[0].records < RECORDS || m->h[1].records < RECORDS) {
+	if (!m->balance || m->n < 2 || !order_done(m)) {
 		return;
 	}
-	double b[2] = {m->h[0].sum_p50 / m->h[0].records, m->h[1].sum_p50 / m->h[1].records};
-	size_t hi = b[0] >= b[1] ? 0 : 1, lo = 1 - hi;
+	double b[MAX_HOSTS];
+	size_t hi = m->n, lo = m->n, live = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct host *h = &m->h[i];
+		if (h->lost) {
+			continue;
+		}
+		if (h->records < RECORDS) {
+			return; /* wait for settled figures of every live host */
+		}
+		b[i] = h->sum_p50 / h->records;
+		hi = hi == m->n || b[i] > b[hi] ? i : hi;
+		lo = lo == m->n || b[i] < b[lo] ? i : lo;
+		live++;
+	}
+	if (live < 2 || hi == lo) {
+		return;
+	}
 	uint32_t n_hi = m->h[hi].load.owned;
-	m->h[0].sum_p50 = m->h[1].sum_p50 = 0;
-	m->h[0].records = m->h[1].records = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		m->h[i].sum_p50 = 0;
+		m->h[i].records = 0;
+	}
 	if (b[lo] <= 0 || b[hi] < DEAD_BAND * b[lo] || n_hi < 2) {
 		return; /* even enough */
 	}
@@ -195,7 +217,7 @@ static void balance(struct monitor *m, int64_t world)
 static void status_line(struct monitor *m, int64_t world, double rtf, double wall_s,
                         const char *lead)
 {
-	char line[1024];
+	char line[2048];
 	int len = snprintf(line, sizeof(line), "%s t=%7.3f s  RTF %5.2f", lead, world / 1e6, rtf);
 	uint64_t handoffs = 0, taken = 0;
 	for (size_t i = 0; i < m->n && len < (int)sizeof(line); i++) {

@@ -16,6 +16,7 @@
 #define FLEET_SHARE_MAGIC 0x464c5431u /* "FLT1" */
 #define FLEET_LOAD_EVERY  100000      /* us of world time between two load records */
 #define FLEET_CKPT_EVERY  100000      /* us of world time between two checkpoints */
+#define FLEET_MAX_HOSTS   16          /* hosts of a fleet's RD config (balance; zones: 2) */
 
 typedef struct fleet_load {
 	uint32_t magic;

@@ -52,8 +52,8 @@ struct fleet_zones {
 	uint64_t refused;
 };
 
-int fleet_zones_write_config(const char *dir, size_t total, size_t split, const char *full,
-                             char *rd_path, size_t len)
+/* dir/drone_pdutypes.json and dir/fleet_pdudef.json: the fleet's robots and their PDUs. */
+static int write_pdu_files(const char *dir, size_t total)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/drone_pdutypes.json", dir);
@@ -89,70 +89,44 @@ int fleet_zones_write_config(const char *dir, size_t total, size_t split, const 
 		        k > 1 ? ",\n    " : "", k);
 	}
 	fprintf(f, "]}\n");
-	if (fclose(f) != 0) {
-		return -1;
-	}
+	return fclose(f) != 0 ? -1 : 0;
+}
+
+/* dir/fleet_rd.json: `head` (up to the execution units), then one EU per drone, candidates
+ * nodes 1..hosts; its first owner: with counts, host k has counts[k - 1] drones in order;
+ * without, zones: node 1 west of x = 0, node 2 east. */
+static int write_rd(const char *dir, size_t total, const char *head, size_t hosts,
+                    const size_t *counts, char *rd_path, size_t len)
+{
+	char path[4200], cand[160] = "";
 	snprintf(path, sizeof(path), "%s/fleet_rd.json", dir);
-	if ((f = fopen(path, "w")) == NULL) {
+	FILE *f = fopen(path, "w");
+	if (f == NULL) {
 		return -1;
 	}
-	drone_params_t p;
-	drone_params_default(&p);
-	if (full != NULL) {
-		/* RD-Full: the nodes are the federation's two client nodes, named as their
-		 * conductor files name them ("west,east" node ids). */
-		char west[64] = "", east[64] = "";
-		const char *comma = strchr(full, ',');
-		if (comma == NULL || comma == full || (size_t)(comma - full) >= sizeof(west) ||
-		    strlen(comma + 1) == 0 || strlen(comma + 1) >= sizeof(east)) {
-			fclose(f);
-			errno = EINVAL;
-			return -1;
-		}
-		memcpy(west, full, (size_t)(comma - full));
-		snprintf(east, sizeof(east), "%s", comma + 1);
-		fprintf(f,
-		        "{\"mode\": \"full\", \"pdudef\": \"fleet_pdudef.json\",\n"
-		        " \"nodes\": [{\"id\": 1, \"name\": \"%s\"}, {\"id\": 2, \"name\": "
-		        "\"%s\"}],\n"
-		        " \"handoff_timeout_usec\": 2000000,\n"
-		        " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": "
-		        "0.0, \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
-		        "\"low_owner\": 1, \"high_owner\": 2},\n"
-		        " \"execution_units\": [",
-		        west, east, p.v_max + 0.5);
-	} else if (split == 0) {
-		fprintf(
-		    f,
-		    "{\"pdudef\": \"fleet_pdudef.json\",\n"
-		    " \"nodes\": [{\"id\": 1, \"name\": \"west\"}, {\"id\": 2, \"name\": "
-		    "\"east\"}],\n"
-		    " \"handoff_timeout_usec\": 200000,\n"
-		    " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": 0.0, "
-		    "\"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
-		    "\"low_owner\": 1, \"high_owner\": 2},\n"
-		    " \"execution_units\": [",
-		    p.v_max + 0.5);
-	} else {
-		/* Balance: the monitor orders the moves ("manual" for the RD library). */
-		fprintf(f, "{\"pdudef\": \"fleet_pdudef.json\",\n"
-		           " \"nodes\": [{\"id\": 1, \"name\": \"host-1\"}, {\"id\": 2, \"name\": "
-		           "\"host-2\"}],\n"
-		           " \"handoff_timeout_usec\": 200000,\n"
-		           " \"trigger\": {\"type\": \"manual\"},\n"
-		           " \"execution_units\": [");
+	for (size_t k = 1; k <= hosts; k++) {
+		size_t at = strlen(cand);
+		snprintf(cand + at, sizeof(cand) - at, "%s%zu", k > 1 ? ", " : "", k);
 	}
+	fputs(head, f);
+	size_t host = 1, left = counts != NULL ? counts[0] : 0;
 	for (size_t i = 0; i < total; i++) {
 		double start[3];
 		fleet_formation_point(FLEET_GRID, i, total, start);
-		fprintf(
-		    f,
-		    "%s{\"id\": %zu, \"name\": \"drone-%zu\", \"robot\": \"Drone-%zu\", "
-		    "\"writes\": [\"motor\", \"pos\", \"velocity\", \"status\"], \"candidates\": "
-		    "[1, 2], \"initial_owner\": %d, \"max_context_bytes\": %u, \"status\": "
-		    "\"rd_status\", \"context\": \"rd_context\"}",
-		    i > 0 ? ",\n    " : "", i, i + 1, i + 1,
-		    split == 0 ? (start[0] < 0 ? 1 : 2) : (i < split ? 1 : 2), DRONE_CONTEXT_SIZE);
+		int owner = start[0] < 0 ? 1 : 2;
+		if (counts != NULL) {
+			while (left == 0 && host < hosts) {
+				left = counts[host++];
+			}
+			left -= left > 0;
+			owner = (int)host;
+		}
+		fprintf(f,
+		        "%s{\"id\": %zu, \"name\": \"drone-%zu\", \"robot\": \"Drone-%zu\", "
+		        "\"writes\": [\"motor\", \"pos\", \"velocity\", \"status\"], "
+		        "\"candidates\": [%s], \"initial_owner\": %d, \"max_context_bytes\": %u, "
+		        "\"status\": \"rd_status\", \"context\": \"rd_context\"}",
+		        i > 0 ? ",\n    " : "", i, i + 1, i + 1, cand, owner, DRONE_CONTEXT_SIZE);
 	}
 	fprintf(f, "]}\n");
 	if (fclose(f) != 0) {
@@ -163,6 +137,85 @@ int fleet_zones_write_config(const char *dir, size_t total, size_t split, const 
 		return -1;
 	}
 	return 0;
+}
+
+int fleet_zones_write_config(const char *dir, size_t total, size_t split, const char *full,
+                             char *rd_path, size_t len)
+{
+	if (split > 0) {
+		size_t counts[2] = {split, total > split ? total - split : 0};
+		return fleet_zones_write_balance(dir, total, counts, 2, rd_path, len);
+	}
+	if (write_pdu_files(dir, total) != 0) {
+		return -1;
+	}
+	drone_params_t p;
+	drone_params_default(&p);
+	char head[1024];
+	if (full != NULL) {
+		/* RD-Full: the nodes are the federation's two client nodes, named as their
+		 * conductor files name them ("west,east" node ids). */
+		char west[64] = "", east[64] = "";
+		const char *comma = strchr(full, ',');
+		if (comma == NULL || comma == full || (size_t)(comma - full) >= sizeof(west) ||
+		    strlen(comma + 1) == 0 || strlen(comma + 1) >= sizeof(east)) {
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(west, full, (size_t)(comma - full));
+		snprintf(east, sizeof(east), "%s", comma + 1);
+		snprintf(head, sizeof(head),
+		         "{\"mode\": \"full\", \"pdudef\": \"fleet_pdudef.json\",\n"
+		         " \"nodes\": [{\"id\": 1, \"name\": \"%s\"}, {\"id\": 2, \"name\": "
+		         "\"%s\"}],\n"
+		         " \"handoff_timeout_usec\": 2000000,\n"
+		         " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": "
+		         "0.0, \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
+		         "\"low_owner\": 1, \"high_owner\": 2},\n"
+		         " \"execution_units\": [",
+		         west, east, p.v_max + 0.5);
+	} else {
+		snprintf(head, sizeof(head),
+		         "{\"pdudef\": \"fleet_pdudef.json\",\n"
+		         " \"nodes\": [{\"id\": 1, \"name\": \"west\"}, {\"id\": 2, \"name\": "
+		         "\"east\"}],\n"
+		         " \"handoff_timeout_usec\": 200000,\n"
+		         " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": "
+		         "0.0, \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
+		         "\"low_owner\": 1, \"high_owner\": 2},\n"
+		         " \"execution_units\": [",
+		         p.v_max + 0.5);
+	}
+	return write_rd(dir, total, head, 2, NULL, rd_path, len);
+}
+
+int fleet_zones_write_balance(const char *dir, size_t total, const size_t *counts, size_t hosts,
+                              char *rd_path, size_t len)
+{
+	size_t sum = 0;
+	for (size_t k = 0; k < hosts && counts != NULL; k++) {
+		sum += counts[k];
+	}
+	if (counts == NULL || hosts < 2 || hosts > FLEET_MAX_HOSTS || sum != total) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (write_pdu_files(dir, total) != 0) {
+		return -1;
+	}
+	/* The monitor orders the moves ("manual" for the RD library). */
+	char head[2048];
+	int at = snprintf(head, sizeof(head), "{\"pdudef\": \"fleet_pdudef.json\",\n \"nodes\": [");
+	for (size_t k = 1; k <= hosts; k++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at,
+		               "%s{\"id\": %zu, \"name\": \"host-%zu\"}", k > 1 ? ", " : "", k, k);
+	}
+	snprintf(head + at, sizeof(head) - (size_t)at,
+	         "],\n"
+	         " \"handoff_timeout_usec\": 200000,\n"
+	         " \"trigger\": {\"type\": \"manual\"},\n"
+	         " \"execution_units\": [");
+	return write_rd(dir, total, head, hosts, counts, rd_path, len);
 }
 
 static size_t write_index(const hako_rd_eu_config_t *eu, const char *name)

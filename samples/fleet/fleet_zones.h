@@ -23,6 +23,7 @@
 
 #include "drone.h"
 #include "fleet_host.h"
+#include "fleet_share.h"
 #include "hako/domain.h"
 
 typedef struct fleet_zones fleet_zones_t;
@@ -35,6 +36,11 @@ typedef struct fleet_zones fleet_zones_t;
  * host 1, the others on host 2. 0, or -1 with errno. */
 int fleet_zones_write_config(const char *dir, size_t total, size_t split, const char *full,
                              char *rd_path, size_t len);
+/* The same files for load balancing among `hosts` hosts (2..FLEET_MAX_HOSTS, nodes 1..hosts
+ * of the RD config, every drone a candidate of each): host k starts with counts[k - 1] drones,
+ * in drone order; the counts add up to total. 0, or -1 with errno (EINVAL: bad counts). */
+int fleet_zones_write_balance(const char *dir, size_t total, const size_t *counts, size_t hosts,
+                              char *rd_path, size_t len);
 /* 1 if the RD config is RD-Full (zones across the nodes of a federation). */
 int fleet_zones_full(const fleet_zones_t *z);
 /* RD-Full: the node's conductor file, whose server this host asks to move its drones across

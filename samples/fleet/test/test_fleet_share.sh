@@ -5,6 +5,9 @@
 #   balance: the hosts start with 48 and 16 drones; the monitor moves drones from the busier
 #            host until their step times are even (at least one move, and both end with 24 to
 #            40 drones: counts, never a timing);
+#   balance3: three hosts start with 40, 16 and 8; the monitor moves drones from the busiest
+#            to the least busy, one order at a time (host 1 gives first, and the spread of the
+#            counts at the end is less than at the start);
 #   kill:    zones at x = 0; host 2 is killed with SIGKILL during the run; hako-launch says so
 #            and goes on ("on_failure": "continue"), the monitor reports the lost host and host 1
 #            takes its drones over from their last checkpoints, to the same bits;
@@ -29,11 +32,13 @@ cleanup() {
 trap cleanup EXIT
 unset HAKO_DOMAIN
 
-# launch file NAME RD EXTRA_CONDUCTOR MONITOR_ARGS: two RD hosts and the monitor.
+# launch file NAME RD EXTRA_CONDUCTOR MONITOR_ARGS [HOST_ARGS FIRST_PROCS]: $hosts RD hosts
+# (default 2) and the monitor.
+hosts=2
 write_launch() {
 	local name=$1 rd=$2 extra=$3 margs=$4 hargs=${5:-} first=${6:-} procs='' k
 	procs=$first
-	for k in 1 2; do
+	for k in $(seq 1 "$hosts"); do
 		procs="$procs{\"name\": \"host-$k\", \"command\": \"fleet-host\", \"on_failure\": \"continue\",
      \"args\": [\"--drones\", \"64\", \"--zones\", \"$rd\", \"--node\", \"$k\"$hargs,
               \"--trace\", \"$dir/$name/trace-$k.jsonl\", \"--final\", \"$dir/$name/final-$k.txt\"],
@@ -58,7 +63,7 @@ check_run() {
 	[ "$(wc -l <"$dir/$name/final.txt")" -eq 64 ] || fail "$name: not 64 final states"
 	cmp -s "$dir/$name/final.txt" "$dir/ref-sorted.txt" ||
 		fail "$name: the final states differ from one host's"
-	"$build/rd/tools/hako-rd" check "$dir/$name/trace-1.jsonl" "$dir/$name/trace-2.jsonl" \
+	"$build/rd/tools/hako-rd" check "$dir/$name"/trace-*.jsonl \
 		>"$dir/$name/check.txt" 2>&1 || {
 		fail "$name: hako-rd check"
 		show "$dir/$name/check.txt" 10
@@ -125,6 +130,31 @@ for k in 1 2; do
 done
 check_run balance
 
+# Balance among three hosts: 40 / 16 / 8 at the start.
+mkdir -p "$dir/balance3"
+"$bin/fleet-host" --drones 64 --balance 40,16 --write-zones "$dir/balance3" >/dev/null ||
+	fail "fleet-host --balance 40,16 --write-zones"
+hosts=3
+write_launch balance3 "$dir/balance3/fleet_rd.json" "" ', "--balance"'
+hosts=2
+timeout -s KILL 300 "$launch" "$dir/balance3.json" >"$dir/balance3.out" 2>&1 ||
+	{ fail "balance3: hako-launch failed"; show "$dir/balance3.out" 30; }
+start=$(sed -n 's/.*fleet-zone-\([123]\): host [123] of 64 drones, \([0-9]*\) at the start.*/\1:\2/p' \
+	"$dir/balance3.out" | sort | tr '\n' ' ')
+[ "$start" = "1:40 2:16 3:8 " ] || fail "balance3: the hosts started with '$start', not 40/16/8"
+grep -q "fleet-monitor: t=.*: host 1 spends .* on 40 drones.*moving [0-9]* drones to host [23] (order 1)" \
+	"$dir/balance3.out" || fail "balance3: the first move is not from host 1"
+min=64 max=0
+for k in 1 2 3; do
+	n=$(sed -n "s/.*fleet-zone-$k: .* \([0-9]*\) drones at the end.*/\1/p" "$dir/balance3.out")
+	[ -n "$n" ] || { fail "balance3: host $k said no count at the end"; n=0; }
+	[ "$n" -lt "$min" ] && min=$n
+	[ "$n" -gt "$max" ] && max=$n
+done
+[ $((max - min)) -lt 32 ] && [ "$max" -lt 40 ] ||
+	fail "balance3: counts at the end from $min to $max (8 to 40 at the start)"
+check_run balance3
+
 # Kill: zones, host 2 killed once the run is under way (at 2x real time: 6 s of wall time).
 mkdir -p "$dir/kill"
 "$bin/fleet-host" --drones 64 --write-zones "$dir/kill" >/dev/null || fail "fleet-host --write-zones"
@@ -185,5 +215,5 @@ sort -n "$dir/cref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
 check_run controller
 
 [ "$fails" -ne 0 ] || grep -hE "fleet-monitor: t=|drones at the end|goes on without" \
-	"$dir/balance.out" "$dir/kill.out"
+	"$dir/balance.out" "$dir/balance3.out" "$dir/kill.out"
 finish samples.fleet.share
