@@ -111,15 +111,9 @@ static void cleanup(void)
 		}
 	}
 	if (g_zones_dir[0] != '\0' && getpid() == g_bench_pid) {
-		/* fleet_zones_write_config's files */
-		static const char *const files[] = {"drone_pdutypes.json", "fleet_pdudef.json",
-		                                    "fleet_rd.json"};
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-			char path[128];
-			snprintf(path, sizeof(path), "%s/%s", g_zones_dir, files[i]);
-			unlink(path);
+		if (fleet_zones_remove_config(g_zones_dir) != 0) {
+			fprintf(stderr, "fleet: removing %s: %s\n", g_zones_dir, strerror(errno));
 		}
-		rmdir(g_zones_dir);
 		g_zones_dir[0] = '\0';
 	}
 }
@@ -318,14 +312,15 @@ static size_t node_drones(size_t n, int nprocs, int j)
 	return sum;
 }
 
-/* zones: every drone's RD status and context besides its PDUs (fleet-host --print-needs). */
+/* zones: what RD adds (each drone's status and context, the monitor's and hosts' channels). */
 static void size_domain(hako_domain_config_t *cfg, size_t drones, int assets, int zones)
 {
 	hako_domain_config_default(cfg);
 	cfg->max_assets = (uint32_t)assets + 8;
-	cfg->max_channels = (uint32_t)(fleet_host_channels(drones) + 16 + (zones ? 2 * drones : 0));
+	cfg->max_channels = (uint32_t)(fleet_host_channels(drones) + 16 +
+	                               (zones ? fleet_zones_extra_channels(drones) : 0));
 	cfg->arena_bytes =
-	    fleet_host_bytes(drones) + (1u << 20) + (zones ? drones * 2 * (256 + 320) : 0);
+	    fleet_host_bytes(drones) + (1u << 20) + (zones ? fleet_zones_extra_bytes(drones) : 0);
 }
 
 /* ---- a node process of the federation variants ---- */
@@ -835,7 +830,7 @@ int main(int argc, char **argv)
 		struct cell hosts[MAX_PROCS * NODES];
 		memset(hosts, 0, sizeof(hosts));
 		int zoned = zsteps > 0 && n <= zones_max;
-		if (zoned && fleet_zones_write_config(g_zones_dir, n, 0, NULL, g_zones_rd,
+		if (zoned && fleet_zones_write_config(g_zones_dir, n, NULL, g_zones_rd,
 		                                      sizeof(g_zones_rd)) != 0) {
 			bench_die("zones: write the RD config in %s: %s", g_zones_dir,
 			          strerror(errno));

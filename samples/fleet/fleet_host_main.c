@@ -78,9 +78,8 @@ static void needs(int zones, long total, long count, size_t *ch, size_t *bytes)
 	*ch = fleet_host_channels(n) + 1; /* + the controller's */
 	*bytes = fleet_host_bytes(n) + 4096;
 	if (zones) {
-		/* + each drone's RD status and context, the monitor's orders, the hosts' loads */
-		*ch += 2 * n + 1 + FLEET_MAX_HOSTS;
-		*bytes += n * 2 * (256 + 320) + 4096;
+		*ch += fleet_zones_extra_channels(n);
+		*bytes += fleet_zones_extra_bytes(n);
 	}
 }
 
@@ -209,7 +208,7 @@ int main(int argc, char **argv)
 		}
 		if ((hosts > 0 ? fleet_zones_write_balance(write_zones, (size_t)total, counts,
 		                                           hosts, rd, sizeof(rd))
-		               : fleet_zones_write_config(write_zones, (size_t)total, 0, full, rd,
+		               : fleet_zones_write_config(write_zones, (size_t)total, full, rd,
 		                                          sizeof(rd))) != 0) {
 			fprintf(stderr, PROG ": --write-zones %s: %s\n", write_zones,
 			        strerror(errno));

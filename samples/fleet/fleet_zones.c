@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fleet_host.h"
 #include "fleet_share.h"
@@ -52,33 +53,67 @@ struct fleet_zones {
 	uint64_t refused;
 };
 
+/* The files of a fleet's RD config, and the sizes of each drone's RD channels in them. */
+static const char *const config_files[] = {"drone_pdutypes.json", "fleet_pdudef.json",
+                                           "fleet_rd.json"};
+#define RD_STATUS_SIZE  256u
+#define RD_CONTEXT_SIZE 320u
+
+size_t fleet_zones_extra_channels(size_t n)
+{
+	return 2 * n + 1 + FLEET_MAX_HOSTS;
+}
+
+size_t fleet_zones_extra_bytes(size_t n)
+{
+	return n * 2 * (RD_STATUS_SIZE + RD_CONTEXT_SIZE) + 4096;
+}
+
+int fleet_zones_remove_config(const char *dir)
+{
+	int rc = 0;
+	for (size_t i = 0; i < sizeof(config_files) / sizeof(config_files[0]); i++) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", dir, config_files[i]);
+		if (unlink(path) != 0 && errno != ENOENT) {
+			rc = -1;
+		}
+	}
+	if (rmdir(dir) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST) {
+		rc = -1;
+	}
+	return rc;
+}
+
 /* dir/drone_pdutypes.json and dir/fleet_pdudef.json: the fleet's robots and their PDUs. */
 static int write_pdu_files(const char *dir, size_t total)
 {
 	char path[4200];
-	snprintf(path, sizeof(path), "%s/drone_pdutypes.json", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, config_files[0]);
 	FILE *f = fopen(path, "w");
 	if (f == NULL) {
 		return -1;
 	}
-	fprintf(f, "[\n"
-	           "  {\"channel_id\": 0, \"pdu_size\": 112, \"name\": \"motor\", "
-	           "\"type\": \"hako_mavlink_msgs/HakoHilActuatorControls\"},\n"
-	           "  {\"channel_id\": 1, \"pdu_size\": 72, \"name\": \"pos\", "
-	           "\"type\": \"geometry_msgs/Twist\"},\n"
-	           "  {\"channel_id\": 5, \"pdu_size\": 72, \"name\": \"velocity\", "
-	           "\"type\": \"geometry_msgs/Twist\"},\n"
-	           "  {\"channel_id\": 18, \"pdu_size\": 64, \"name\": \"status\", "
-	           "\"type\": \"hako_msgs/DroneStatus\"},\n"
-	           "  {\"channel_id\": 30, \"pdu_size\": 256, \"name\": \"rd_status\", "
-	           "\"type\": \"hako_msgs/ExecutionUnitRuntimeStatus\"},\n"
-	           "  {\"channel_id\": 31, \"pdu_size\": 320, \"name\": \"rd_context\", "
-	           "\"type\": \"hako_msgs/ExecutionUnitRuntimeContext\"}\n"
-	           "]\n");
+	fprintf(f,
+	        "[\n"
+	        "  {\"channel_id\": 0, \"pdu_size\": 112, \"name\": \"motor\", "
+	        "\"type\": \"hako_mavlink_msgs/HakoHilActuatorControls\"},\n"
+	        "  {\"channel_id\": 1, \"pdu_size\": 72, \"name\": \"pos\", "
+	        "\"type\": \"geometry_msgs/Twist\"},\n"
+	        "  {\"channel_id\": 5, \"pdu_size\": 72, \"name\": \"velocity\", "
+	        "\"type\": \"geometry_msgs/Twist\"},\n"
+	        "  {\"channel_id\": 18, \"pdu_size\": 64, \"name\": \"status\", "
+	        "\"type\": \"hako_msgs/DroneStatus\"},\n"
+	        "  {\"channel_id\": 30, \"pdu_size\": %u, \"name\": \"rd_status\", "
+	        "\"type\": \"hako_msgs/ExecutionUnitRuntimeStatus\"},\n"
+	        "  {\"channel_id\": 31, \"pdu_size\": %u, \"name\": \"rd_context\", "
+	        "\"type\": \"hako_msgs/ExecutionUnitRuntimeContext\"}\n"
+	        "]\n",
+	        RD_STATUS_SIZE, RD_CONTEXT_SIZE);
 	if (fclose(f) != 0) {
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/fleet_pdudef.json", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, config_files[1]);
 	if ((f = fopen(path, "w")) == NULL) {
 		return -1;
 	}
@@ -99,7 +134,7 @@ static int write_rd(const char *dir, size_t total, const char *head, size_t host
                     const size_t *counts, char *rd_path, size_t len)
 {
 	char path[4200], cand[160] = "";
-	snprintf(path, sizeof(path), "%s/fleet_rd.json", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, config_files[2]);
 	FILE *f = fopen(path, "w");
 	if (f == NULL) {
 		return -1;
@@ -132,20 +167,16 @@ static int write_rd(const char *dir, size_t total, const char *head, size_t host
 	if (fclose(f) != 0) {
 		return -1;
 	}
-	if (snprintf(rd_path, len, "%s/fleet_rd.json", dir) >= (int)len) {
+	if (snprintf(rd_path, len, "%s/%s", dir, config_files[2]) >= (int)len) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
 	return 0;
 }
 
-int fleet_zones_write_config(const char *dir, size_t total, size_t split, const char *full,
-                             char *rd_path, size_t len)
+int fleet_zones_write_config(const char *dir, size_t total, const char *full, char *rd_path,
+                             size_t len)
 {
-	if (split > 0) {
-		size_t counts[2] = {split, total > split ? total - split : 0};
-		return fleet_zones_write_balance(dir, total, counts, 2, rd_path, len);
-	}
 	if (write_pdu_files(dir, total) != 0) {
 		return -1;
 	}

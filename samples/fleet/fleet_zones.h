@@ -29,18 +29,24 @@
 typedef struct fleet_zones fleet_zones_t;
 
 /* Write dir/drone_pdutypes.json, dir/fleet_pdudef.json and dir/fleet_rd.json for `total`
- * drones; rd_path gets the RD config's path. full: "west,east", the node ids of two client
- * nodes of a federation: RD-Full zones across them (NULL: RD-Light, one domain). split 0:
- * zones (a boundary trigger at x = 0);
- * split > 0: balance (a manual trigger: the monitor moves drones), drones [0, split) start on
- * host 1, the others on host 2. 0, or -1 with errno. */
-int fleet_zones_write_config(const char *dir, size_t total, size_t split, const char *full,
-                             char *rd_path, size_t len);
+ * drones in zones (a boundary trigger at x = 0); rd_path gets the RD config's path. full:
+ * "west,east", the node ids of two client nodes of a federation: RD-Full zones across them
+ * (NULL: RD-Light, one domain). 0, or -1 with errno. */
+int fleet_zones_write_config(const char *dir, size_t total, const char *full, char *rd_path,
+                             size_t len);
 /* The same files for load balancing among `hosts` hosts (2..FLEET_MAX_HOSTS, nodes 1..hosts
  * of the RD config, every drone a candidate of each): host k starts with counts[k - 1] drones,
  * in drone order; the counts add up to total. 0, or -1 with errno (EINVAL: bad counts). */
 int fleet_zones_write_balance(const char *dir, size_t total, const size_t *counts, size_t hosts,
                               char *rd_path, size_t len);
+/* Remove the files fleet_zones_write_config / _balance wrote in dir, and dir if it is then
+ * empty. 0, or -1 with errno (a file that is not there is not an error). */
+int fleet_zones_remove_config(const char *dir);
+/* What an RD-mode fleet of n drones needs of its domain besides the drones' PDU channels
+ * (fleet_host_channels / fleet_host_bytes): each drone's RD status and context, the monitor's
+ * order channel and every possible host's load record. */
+size_t fleet_zones_extra_channels(size_t n);
+size_t fleet_zones_extra_bytes(size_t n);
 /* 1 if the RD config is RD-Full (zones across the nodes of a federation). */
 int fleet_zones_full(const fleet_zones_t *z);
 /* RD-Full: the node's conductor file, whose server this host asks to move its drones across

@@ -32,13 +32,12 @@ cleanup() {
 trap cleanup EXIT
 unset HAKO_DOMAIN
 
-# launch file NAME RD EXTRA_CONDUCTOR MONITOR_ARGS [HOST_ARGS FIRST_PROCS]: $hosts RD hosts
-# (default 2) and the monitor.
-hosts=2
+# launch file NAME RD EXTRA_CONDUCTOR MONITOR_ARGS [HOST_ARGS FIRST_PROCS]: RD hosts (as many
+# as $hosts says, 2 if unset: `hosts=3 write_launch ...`) and the monitor.
 write_launch() {
 	local name=$1 rd=$2 extra=$3 margs=$4 hargs=${5:-} first=${6:-} procs='' k
 	procs=$first
-	for k in $(seq 1 "$hosts"); do
+	for k in $(seq 1 "${hosts:-2}"); do
 		procs="$procs{\"name\": \"host-$k\", \"command\": \"fleet-host\", \"on_failure\": \"continue\",
      \"args\": [\"--drones\", \"64\", \"--zones\", \"$rd\", \"--node\", \"$k\"$hargs,
               \"--trace\", \"$dir/$name/trace-$k.jsonl\", \"--final\", \"$dir/$name/final-$k.txt\"],
@@ -134,9 +133,7 @@ check_run balance
 mkdir -p "$dir/balance3"
 "$bin/fleet-host" --drones 64 --balance 40,16 --write-zones "$dir/balance3" >/dev/null ||
 	fail "fleet-host --balance 40,16 --write-zones"
-hosts=3
-write_launch balance3 "$dir/balance3/fleet_rd.json" "" ', "--balance"'
-hosts=2
+hosts=3 write_launch balance3 "$dir/balance3/fleet_rd.json" "" ', "--balance"'
 timeout -s KILL 300 "$launch" "$dir/balance3.json" >"$dir/balance3.out" 2>&1 ||
 	{ fail "balance3: hako-launch failed"; show "$dir/balance3.out" 30; }
 start=$(sed -n 's/.*fleet-zone-\([123]\): host [123] of 64 drones, \([0-9]*\) at the start.*/\1:\2/p' \

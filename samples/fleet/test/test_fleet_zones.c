@@ -2,10 +2,9 @@
  * two hosts, RD-Full zones across two named nodes, balance between two hosts (a split) and
  * among three (counts); and what the writers refuse: counts that do not add up to the fleet,
  * fewer than two or more than FLEET_MAX_HOSTS hosts, an RD-Full node list that is not
- * "west,east". */
+ * "west,east"; and their removal, which leaves other files alone. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,28 +21,21 @@
 #include "formation.h"
 #include "hako/error.h"
 #include "hako/rd.h"
+#include "hako_test_util.h"
 
-static char g_dir[64];
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
+static char g_dir[256];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/test-fleet-zones-XXXXXX");
-	return mkdtemp(g_dir) == NULL ? -1 : 0;
+	return htu_tmpdir(g_dir, sizeof(g_dir)) == NULL ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	return nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	htu_remove_tmpdirs();
+	return 0;
 }
 
 static hako_rd_config_t *load(const char *path)
@@ -76,7 +69,7 @@ static void test_zones(void **state)
 {
 	(void)state;
 	char rd[600];
-	assert_int_equal(fleet_zones_write_config(g_dir, 64, 0, NULL, rd, sizeof(rd)), 0);
+	assert_int_equal(fleet_zones_write_config(g_dir, 64, NULL, rd, sizeof(rd)), 0);
 	hako_rd_config_t *cfg = load(rd);
 	assert_int_equal(cfg->mode, HAKO_RD_MODE_LIGHT);
 	assert_int_equal(cfg->node_count, 2);
@@ -98,8 +91,7 @@ static void test_full(void **state)
 {
 	(void)state;
 	char rd[600];
-	assert_int_equal(fleet_zones_write_config(g_dir, 16, 0, "cli-01,cli-02", rd, sizeof(rd)),
-	                 0);
+	assert_int_equal(fleet_zones_write_config(g_dir, 16, "cli-01,cli-02", rd, sizeof(rd)), 0);
 	hako_rd_config_t *cfg = load(rd);
 	assert_int_equal(cfg->mode, HAKO_RD_MODE_FULL);
 	assert_string_equal(cfg->node_names[0], "cli-01");
@@ -108,8 +100,7 @@ static void test_full(void **state)
 	static const char *const bad[] = {"cli-01", ",cli-02", "cli-01,", ""};
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		errno = 0;
-		assert_int_equal(fleet_zones_write_config(g_dir, 16, 0, bad[k], rd, sizeof(rd)),
-		                 -1);
+		assert_int_equal(fleet_zones_write_config(g_dir, 16, bad[k], rd, sizeof(rd)), -1);
 		assert_int_equal(errno, EINVAL);
 	}
 }
@@ -118,7 +109,8 @@ static void test_balance_two(void **state)
 {
 	(void)state;
 	char rd[600];
-	assert_int_equal(fleet_zones_write_config(g_dir, 64, 48, NULL, rd, sizeof(rd)), 0);
+	const size_t split[2] = {48, 16};
+	assert_int_equal(fleet_zones_write_balance(g_dir, 64, split, 2, rd, sizeof(rd)), 0);
 	hako_rd_config_t *cfg = load(rd);
 	assert_string_equal(cfg->trigger.type, "manual");
 	assert_int_equal(cfg->node_count, 2);
@@ -207,6 +199,30 @@ static void test_balance_refused(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
+/* The files a writer made go with fleet_zones_remove_config, and its directory with them. */
+static void test_remove(void **state)
+{
+	(void)state;
+	char rd[600], sub[300];
+	snprintf(sub, sizeof(sub), "%s/zones", g_dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(fleet_zones_write_config(sub, 8, NULL, rd, sizeof(rd)), 0);
+	assert_int_equal(access(rd, R_OK), 0);
+	assert_int_equal(fleet_zones_remove_config(sub), 0);
+	assert_int_equal(access(sub, F_OK), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(fleet_zones_remove_config(sub), 0); /* nothing left: not an error */
+	/* A directory with other files too keeps them, and itself. */
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(fleet_zones_write_config(sub, 8, NULL, rd, sizeof(rd)), 0);
+	char other[400];
+	snprintf(other, sizeof(other), "%s/notes.txt", sub);
+	assert_int_equal(htu_write_file(other, "mine"), 0);
+	assert_int_equal(fleet_zones_remove_config(sub), 0);
+	assert_int_equal(access(rd, F_OK), -1);
+	assert_int_equal(access(other, R_OK), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -215,6 +231,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_balance_two, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_three, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
