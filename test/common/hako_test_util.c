@@ -316,9 +316,14 @@ const char *htu_tmpdir(char *buf, size_t len)
 			size_t n = strnlen(buf, sizeof(tmpdirs[i]) - 1);
 			memcpy(tmpdirs[i], buf, n);
 			tmpdirs[i][n] = '\0';
-			break;
+			return buf;
 		}
 	}
+	/* Not tracked: it would outlive the test. */
+	fprintf(stderr,
+	        "htu_tmpdir: %s is left behind: %d directories are tracked at once (remove them "
+	        "in teardown with htu_remove_tmpdirs)\n",
+	        buf, MAX_TMPDIRS);
 	return buf;
 }
 

@@ -109,6 +109,7 @@ static int teardown(void **state)
 	hako_master_stop(f->master);
 	hako_domain_close(f->dom);
 	htu_remove_domain(f->name);
+	htu_remove_tmpdirs();
 	free(f);
 	return 0;
 }

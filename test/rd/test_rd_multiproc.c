@@ -203,6 +203,7 @@ static int teardown(void **state)
 	hako_domain_close(f->dom);
 	htu_remove_domain(f->name);
 	htu_shared_free(f->sh, sizeof(*f->sh));
+	htu_remove_tmpdirs();
 	free(f);
 	return 0;
 }
