@@ -22,6 +22,7 @@
 
 #include "hako/error.h"
 #include "launch_config.h"
+#include "launch_supervise.h"
 
 #define NEEDS_MAX_BYTES   4096
 #define NEEDS_TIMEOUT_MS  10000
@@ -42,15 +43,20 @@ static int fail(hako_error_t *err, const hakoi_launch_config_t *cfg, const char 
 	return HAKO_ECONFIG;
 }
 
-/* Run p's command with its needs arguments; its stdout (at most NEEDS_MAX_BYTES) in out. */
-static int run_query(const hakoi_launch_proc_t *p, char *out, size_t cap, char *why, size_t why_len)
+/* Run p's command with its needs arguments, in the environment and folder it runs in; its
+ * stdout (at most NEEDS_MAX_BYTES) in out. */
+static int run_query(const hakoi_launch_config_t *cfg, const hakoi_launch_proc_t *p, char *out,
+                     size_t cap, char *why, size_t why_len)
 {
 	size_t n = p->argc + p->needs_count;
 	char **argv = calloc(n + 1, sizeof(*argv));
+	char **env = hakoi_launch_env(cfg, p);
 	int fd[2];
-	if (argv == NULL || pipe2(fd, O_CLOEXEC) != 0) {
+	if (argv == NULL || env == NULL || pipe2(fd, O_CLOEXEC) != 0) {
+		snprintf(why, why_len, "%s",
+		         argv == NULL || env == NULL ? "out of memory" : strerror(errno));
 		free(argv);
-		snprintf(why, why_len, "%s", strerror(errno));
+		hakoi_launch_env_free(env);
 		return -1;
 	}
 	memcpy(argv, p->argv, p->argc * sizeof(*argv));
@@ -61,17 +67,11 @@ static int run_query(const hakoi_launch_proc_t *p, char *out, size_t cap, char *
 		if (p->cwd != NULL && chdir(p->cwd) != 0) {
 			_exit(127);
 		}
-		for (size_t i = 0; i < p->env_count; i++) {
-			if (p->env[i].value != NULL) {
-				setenv(p->env[i].key, p->env[i].value, 1);
-			} else {
-				unsetenv(p->env[i].key);
-			}
-		}
-		execv(p->exe, argv);
+		execve(p->exe, argv, env);
 		_exit(127);
 	}
 	free(argv);
+	hakoi_launch_env_free(env);
 	close(fd[1]);
 	if (pid < 0) {
 		close(fd[0]);
@@ -167,7 +167,7 @@ int hakoi_launch_size(hakoi_launch_config_t *cfg, hako_error_t *err)
 		}
 		char out[NEEDS_MAX_BYTES], why[300];
 		long long v[3];
-		if (run_query(p, out, sizeof(out), why, sizeof(why)) != 0 ||
+		if (run_query(cfg, p, out, sizeof(out), why, sizeof(why)) != 0 ||
 		    parse_needs(out, v, why, sizeof(why)) != 0) {
 			return fail(err, cfg,
 			            "processes[%zu] (\"%s\"): its \"domain_needs\" query: %s", i,

@@ -277,7 +277,7 @@ static char *env_entry(const char *key, const char *value)
 	return e;
 }
 
-static void free_env(char **env)
+void hakoi_launch_env_free(char **env)
 {
 	for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
 		free(env[i]);
@@ -285,9 +285,7 @@ static void free_env(char **env)
 	free(env);
 }
 
-/* Our environment, minus what the launch sets, plus HAKO_DOMAIN and friends and the process's
- * "env". Built before fork: the child of a threaded process may not allocate. */
-static char **build_env(const hakoi_launch_config_t *cfg, const hakoi_launch_proc_t *pc)
+char **hakoi_launch_env(const hakoi_launch_config_t *cfg, const hakoi_launch_proc_t *pc)
 {
 	size_t n = 0;
 	while (environ[n] != NULL) {
@@ -325,7 +323,7 @@ static char **build_env(const hakoi_launch_config_t *cfg, const hakoi_launch_pro
 	}
 	return env;
 oom:
-	free_env(env);
+	hakoi_launch_env_free(env);
 	return NULL;
 }
 
@@ -358,7 +356,7 @@ int hakoi_sup_spawn(hakoi_sup_t *s, hakoi_proc_t *p, char *why, size_t len)
 		         p->restarts, pc->max_restarts);
 		write_all(p->log_fd, mark, strlen(mark));
 	}
-	if ((env = build_env(s->cfg, pc)) == NULL) {
+	if ((env = hakoi_launch_env(s->cfg, pc)) == NULL) {
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
@@ -403,7 +401,7 @@ int hakoi_sup_spawn(hakoi_sup_t *s, hakoi_proc_t *p, char *why, size_t len)
 	close(err[1]);
 	close(devnull);
 	out[1] = err[1] = devnull = -1;
-	free_env(env);
+	hakoi_launch_env_free(env);
 	env = NULL;
 	int e = 0;
 	ssize_t got;
@@ -433,7 +431,7 @@ int hakoi_sup_spawn(hakoi_sup_t *s, hakoi_proc_t *p, char *why, size_t len)
 	p->restart_at = 0;
 	return 0;
 fail:
-	free_env(env);
+	hakoi_launch_env_free(env);
 	for (int i = 0; i < 2; i++) {
 		if (out[i] >= 0) {
 			close(out[i]);

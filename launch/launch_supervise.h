@@ -58,6 +58,12 @@ void hakoi_sup_sweep(hakoi_sup_t *s);
 /* Close every descriptor and free the table. */
 void hakoi_sup_close(hakoi_sup_t *s);
 
+/* The environment pc runs in: ours, minus what the launch sets, plus HAKO_DOMAIN,
+ * HAKO_LAUNCH_DIR, HAKO_LAUNCH_LOG_DIR and pc's "env". Built before a fork (the child of a
+ * threaded process may not allocate); NULL when out of memory. */
+char **hakoi_launch_env(const hakoi_launch_config_t *cfg, const hakoi_launch_proc_t *pc);
+void hakoi_launch_env_free(char **env);
+
 /* Start (or restart) p: its log opened (appended to on a restart), stdin from /dev/null,
  * stdout and stderr to a pipe, its own process group. 0, or -1 with why. */
 int hakoi_sup_spawn(hakoi_sup_t *s, hakoi_proc_t *p, char *why, size_t len);
