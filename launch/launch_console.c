@@ -1,12 +1,14 @@
 /* hako-launch's terminal and its own log (launch_console.h). */
 #include "launch_console.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct {
@@ -26,9 +28,35 @@ void hakoi_console_init(int quiet, int no_echo)
 	C.color = C.tty && getenv("NO_COLOR") == NULL;
 }
 
+int hakoi_log_open(const char *path)
+{
+	/* Not O_TRUNC: a file left by an earlier run keeps its mode through open, and one that is
+	 * not ours (a shared log folder) must not be emptied either. So: check, narrow, then
+	 * truncate. O_NOFOLLOW: a link planted in the folder does not redirect the log. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		return -1;
+	}
+	struct stat sb;
+	int err = 0;
+	if (fstat(fd, &sb) != 0) {
+		err = errno;
+	} else if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+		err = EPERM;
+	} else if (fchmod(fd, 0600) != 0 || ftruncate(fd, 0) != 0) {
+		err = errno;
+	}
+	if (err != 0) {
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
 void hakoi_console_open_log(const char *path)
 {
-	C.own_log = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	C.own_log = hakoi_log_open(path);
 }
 
 void hakoi_console_close_log(void)

@@ -10,6 +10,11 @@
 /* quiet: no progress lines and no status line; no_echo: no process lines. A terminal on stdout
  * gets the status line in place and, without NO_COLOR, colours. */
 void hakoi_console_init(int quiet, int no_echo);
+/* A log file of hako-launch (its own, a process's), emptied and readable by its owner only
+ * (mode 0600 whatever the umask or an earlier run left): the viewer's log and hako-launch's
+ * hold the viewer's control token. Refused (-1, errno EPERM) when the file there is not a
+ * regular file of ours. The fd, or -1 with errno set. */
+int hakoi_log_open(const char *path);
 /* hako-launch's own log (a convenience: without it, the terminal still has every line). */
 void hakoi_console_open_log(const char *path);
 void hakoi_console_close_log(void);

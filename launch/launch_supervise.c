@@ -343,10 +343,13 @@ int hakoi_sup_spawn(hakoi_sup_t *s, hakoi_proc_t *p, char *why, size_t len)
 	if (p->log_fd < 0) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s.log", s->cfg->log_dir_abs, pc->name);
-		p->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+		p->log_fd = hakoi_log_open(path);
 		if (p->log_fd < 0) {
 			snprintf(why, len, "process \"%s\": cannot create its log %s: %s", pc->name,
-			         path, strerror(errno));
+			         path,
+			         errno == EPERM || errno == ELOOP
+			             ? "a file there is not a plain file of this user"
+			             : strerror(errno));
 			return -1;
 		}
 	}
