@@ -18,14 +18,26 @@
  * library): DECLARE_READ / REQUEST_READ subscribe a channel, whose PDU then comes as PDU_DATA
  * frames when it changes (at the sampling rate); PDU_DATA and DECLARE_WRITE from a client need
  * the token (in the URL of the WebSocket: ?token=...).
+ *
+ * Who may ask: a request (a page, a WebSocket) is served only if its Host is a name of this
+ * viewer (loopback's, the bind address, --allow-host; any address when bound to all) and its
+ * Origin, if it has one, is the viewer's own page. A page of another site whose name was made to
+ * resolve to this machine (DNS rebinding) names its own host, and is refused with 403.
+ *
+ * What a peer makes us log is rationed per kind: a few lines each LOG_WINDOW, then one line
+ * with the count of those not logged, so that no client can fill the disk with refusals.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <libwebsockets.h>
 
@@ -39,6 +51,9 @@
 #define VW_SEND_LIMIT (1 << 20) /* bytes written per WRITEABLE callback at most */
 #define RD_MIN_USEC   500000    /* the RD part goes to a session at 2 Hz at most */
 #define CPU_WINDOW    1000000   /* the viewer's CPU use is measured over this (us) */
+#define LOG_BURST     5         /* lines of one kind a peer may make us log in a window */
+#define LOG_WINDOW    10000000  /* us; then one line counts those not logged */
+#define VW_HOST_MAX   256       /* a host name, an address */
 
 typedef struct vw_msg {
 	int refs;
@@ -60,6 +75,25 @@ typedef struct vw_watch {
 	vw_key_t key;
 	int index; /* as vw_sub_t.index */
 } vw_watch_t;
+
+/* The kinds of lines a peer can make us log, each rationed on its own. */
+enum { LOG_HOST, LOG_SESSIONS, LOG_TOKEN, LOG_MESSAGE, LOG_PATH, LOG_COMMAND, LOG_KINDS };
+
+static const char *const log_kind[LOG_KINDS] = {
+    "requests for another host",
+    "sessions over --max-sessions",
+    "requests without the token",
+    "bad messages",
+    "bad paths",
+    "commands and PDU writes",
+};
+
+typedef struct vw_ration {
+	hako_time_t since; /* the window began */
+	int lines;         /* logged in this window */
+	uint64_t held;     /* not logged in this window */
+	char last[64];     /* the peer of the last one held */
+} vw_ration_t;
 
 /* A session's pending messages, written in this order. */
 enum { SLOT_REPLY, SLOT_LIST, SLOT_STATE, SLOT_POSITIONS, SLOT_VALUES, SLOTS };
@@ -108,6 +142,12 @@ struct vw_server {
 	hako_time_t cpu_wall;
 	double cpu_used; /* s of CPU at cpu_wall */
 	double cpu;      /* fraction of a core over the last window */
+	vw_ration_t ration[LOG_KINDS];
+	int bound_all;                         /* bound to every address (0.0.0.0, ::) */
+	char bind[VW_HOST_MAX];                /* the bind address, lowercase */
+	char hostname[VW_HOST_MAX];            /* gethostname(), lowercase; "" if none */
+	char allow[VW_ALLOW_MAX][VW_HOST_MAX]; /* --allow-host, lowercase */
+	int nallow;
 };
 
 static void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -119,6 +159,54 @@ static void vlog(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "hako-viewer: %s\n", line);
+}
+
+/* Say how many lines of a kind were held back, and begin a new window. */
+static void ration_flush(vw_server_t *v, int kind, hako_time_t now)
+{
+	vw_ration_t *r = &v->ration[kind];
+	if (r->held > 0) {
+		vlog("%llu more %s in the last %lld s, not logged (the last from %s)",
+		     (unsigned long long)r->held, log_kind[kind],
+		     (long long)((now - r->since + 999999) / 1000000), r->last);
+	}
+	r->since = now;
+	r->lines = 0;
+	r->held = 0;
+}
+
+/* A line a peer made us log: at most LOG_BURST of a kind per LOG_WINDOW, the rest counted. */
+static void plog(vw_server_t *v, int kind, const char *peer, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void plog(vw_server_t *v, int kind, const char *peer, const char *fmt, ...)
+{
+	hako_time_t now = hako_now_usec();
+	vw_ration_t *r = &v->ration[kind];
+	if (now - r->since >= LOG_WINDOW) {
+		ration_flush(v, kind, now);
+	}
+	if (r->lines >= LOG_BURST) {
+		r->held++;
+		snprintf(r->last, sizeof(r->last), "%s", peer);
+		return;
+	}
+	r->lines++;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	vlog("%s", line);
+}
+
+/* The counts held back by windows that have ended (each tick), or by all (at the end). */
+static void ration_check(vw_server_t *v, hako_time_t now, int all)
+{
+	for (int k = 0; k < LOG_KINDS; k++) {
+		if (v->ration[k].held > 0 && (all || now - v->ration[k].since >= LOG_WINDOW)) {
+			ration_flush(v, k, now);
+		}
+	}
 }
 
 /* ---- messages ---- */
@@ -384,6 +472,7 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 	vw_server_t *v = lws_container_of(sul, vw_server_t, tick);
 	hako_time_t now = hako_now_usec();
 	adapt_rate(v, now);
+	ration_check(v, now, 0);
 	double dt = v->last_tick > 0 ? (double)(now - v->last_tick) / 1e6 : 0.0;
 	v->last_tick = now;
 	vw_sampler_tick(v->cfg.sampler);
@@ -455,28 +544,208 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 
 /* ---- sessions ---- */
 
-/* A browser sends Origin: a page of another site may open a WebSocket to a port on this machine
- * too; only the viewer's own page (Origin = http://<Host>) or a client that is no browser (no
- * Origin) may watch. */
-static int origin_ok(struct lws *wsi, char *why, size_t len)
+/* ---- who may ask ---- */
+
+/* What a client sent, fit for a log line: bytes a terminal would act on become '?'. */
+static void printable(char *text)
 {
-	char origin[256] = "", host[256] = "";
+	for (unsigned char *c = (unsigned char *)text; *c != '\0'; c++) {
+		*c = *c < 0x20 || *c >= 0x7f ? '?' : *c;
+	}
+}
+
+static int is_ipv4(const char *name)
+{
+	struct in_addr a;
+	return inet_pton(AF_INET, name, &a) == 1;
+}
+
+static int is_ipv6(const char *name)
+{
+	struct in6_addr a;
+	return inet_pton(AF_INET6, name, &a) == 1;
+}
+
+/* The name of a Host header's value ("name", "name:port", "[v6]", "[v6]:port"), lowercase and
+ * without the port (an IPv6 address without its brackets): 0, or -1 if it is none. */
+static int host_name(const char *host, char *name, size_t cap)
+{
+	const char *end, *rest;
+	int bracketed = host[0] == '[';
+	if (bracketed) {
+		host++;
+		end = strchr(host, ']');
+		if (end == NULL) {
+			return -1;
+		}
+		rest = end + 1;
+	} else {
+		end = host + strcspn(host, ":");
+		rest = end;
+	}
+	if (*rest == ':') {
+		size_t digits = strspn(rest + 1, "0123456789");
+		if (digits < 1 || digits > 5 || rest[1 + digits] != '\0') {
+			return -1;
+		}
+	} else if (*rest != '\0') {
+		return -1;
+	}
+	size_t n = (size_t)(end - host);
+	if (n == 0 || n >= cap) {
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)host[i];
+		if (!isalnum(c) && c != '.' && c != '-' && c != '_' && c != ':') {
+			return -1;
+		}
+		name[i] = (char)tolower(c);
+	}
+	name[n] = '\0';
+	/* brackets hold an IPv6 address, and only they may hold a ':' */
+	return bracketed ? (is_ipv6(name) ? 0 : -1) : (strchr(name, ':') == NULL ? 0 : -1);
+}
+
+static int is_loopback(const char *name)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (strcmp(name, "localhost") == 0) {
+		return 1;
+	}
+	if (inet_pton(AF_INET, name, &a4) == 1) {
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	}
+	return inet_pton(AF_INET6, name, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+/* The same name, or the same address however it is written ("::1", "0:0::1"). */
+static int same_host(const char *a, const char *b)
+{
+	unsigned char x[sizeof(struct in6_addr)], y[sizeof(struct in6_addr)];
+	if (strcasecmp(a, b) == 0) {
+		return 1;
+	}
+	return (inet_pton(AF_INET6, a, x) == 1 && inet_pton(AF_INET6, b, y) == 1 &&
+	        memcmp(x, y, sizeof(struct in6_addr)) == 0) ||
+	       (inet_pton(AF_INET, a, x) == 1 && inet_pton(AF_INET, b, y) == 1 &&
+	        memcmp(x, y, sizeof(struct in_addr)) == 0);
+}
+
+/* Whether a Host names this viewer. Only a name can be made to point here by someone else's
+ * DNS: loopback's names and addresses, the bind address, the machine's own name and the names
+ * the user gave are ours; when bound to all addresses, so is any address (a page at
+ * http://192.0.2.7:8080/ is this viewer's own). The port is not checked: a tunnel
+ * (ssh -L 9000:localhost:8080) changes it. */
+static int host_ok(const vw_server_t *v, const char *host)
+{
+	char name[VW_HOST_MAX];
+	if (host_name(host, name, sizeof(name)) != 0) {
+		return 0;
+	}
+	if (is_loopback(name) || same_host(name, v->bind)) {
+		return 1;
+	}
+	if (v->bound_all && (is_ipv4(name) || is_ipv6(name) || strcmp(name, v->hostname) == 0)) {
+		return 1;
+	}
+	for (int i = 0; i < v->nallow; i++) {
+		if (same_host(name, v->allow[i])) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Whether a request may be served: why not in `why` (for the log). A browser always sends
+ * Host, and Origin on a WebSocket: the page that opens it must be the viewer's own
+ * (http://<Host>), so another site open in the same browser cannot watch, nor one that made its
+ * name resolve to this machine (its Host is its own name). A client that is no browser sends no
+ * Origin. */
+static int request_ok(const vw_server_t *v, struct lws *wsi, char *why, size_t len)
+{
+	char origin[VW_HOST_MAX + 16] = "", host[VW_HOST_MAX] = "";
+	if (lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0) {
+		snprintf(why, len, "no Host header");
+		return 0;
+	}
+	if (lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST) < 0) {
+		snprintf(why, len, "a Host header of more than %d bytes", VW_HOST_MAX - 1);
+		return 0;
+	}
+	printable(host);
+	if (!host_ok(v, host)) {
+		snprintf(why, len,
+		         "Host %.100s is not a name of this viewer (bound to %s; --allow-host adds "
+		         "one)",
+		         host, v->bind);
+		return 0;
+	}
 	if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0) {
 		return 1;
 	}
-	if (lws_hdr_copy(wsi, origin, sizeof(origin), WSI_TOKEN_ORIGIN) < 0 ||
-	    lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST) < 0) {
-		snprintf(why, len, "unreadable Origin or Host header");
+	if (lws_hdr_copy(wsi, origin, sizeof(origin), WSI_TOKEN_ORIGIN) < 0) {
+		snprintf(why, len, "an Origin header of more than %d bytes",
+		         (int)sizeof(origin) - 1);
 		return 0;
 	}
+	printable(origin);
 	const char *o = strncmp(origin, "http://", 7) == 0    ? origin + 7
 	                : strncmp(origin, "https://", 8) == 0 ? origin + 8
 	                                                      : NULL;
-	if (o == NULL || strcmp(o, host) != 0) {
-		snprintf(why, len, "Origin %.100s is not this server (Host %.100s)", origin, host);
+	if (o == NULL || strcasecmp(o, host) != 0) {
+		snprintf(why, len, "Origin %.100s is not this viewer's page (Host %.100s)", origin,
+		         host);
 		return 0;
 	}
 	return 1;
+}
+
+/* The names a request may give, from the config: HAKO_EINVAL with why for a bad one. */
+static int hosts_init(vw_server_t *v, const vw_server_config_t *cfg, char *why, size_t len)
+{
+	char *b = v->bind;
+	snprintf(b, sizeof(v->bind), "%s", cfg->bind);
+	for (; *b != '\0'; b++) {
+		*b = (char)tolower((unsigned char)*b);
+	}
+	v->bound_all = strcmp(v->bind, "0.0.0.0") == 0 || strcmp(v->bind, "::") == 0;
+	if (gethostname(v->hostname, sizeof(v->hostname)) == 0) {
+		v->hostname[sizeof(v->hostname) - 1] = '\0';
+		for (b = v->hostname; *b != '\0'; b++) {
+			*b = (char)tolower((unsigned char)*b);
+		}
+	}
+	if (cfg->nallow_hosts > VW_ALLOW_MAX) {
+		snprintf(why, len, "more than %d --allow-host names", VW_ALLOW_MAX);
+		return HAKO_EINVAL;
+	}
+	for (int i = 0; i < cfg->nallow_hosts; i++) {
+		const char *a = cfg->allow_hosts[i];
+		char host[VW_HOST_MAX + 2];
+		size_t n = strlen(a);
+		/* an IPv6 address may come with or without its brackets; nothing comes with a port
+		 */
+		int ok = n > 0 && n < VW_HOST_MAX;
+		if (ok && is_ipv6(a)) {
+			snprintf(host, sizeof(host), "[%s]", a);
+		} else if (ok && (strchr(a, ':') == NULL || (a[0] == '[' && a[n - 1] == ']'))) {
+			snprintf(host, sizeof(host), "%s", a);
+		} else {
+			ok = 0;
+		}
+		if (!ok || host_name(host, v->allow[v->nallow], VW_HOST_MAX) != 0) {
+			snprintf(
+			    why, len,
+			    "--allow-host %.100s: not a host name or address (give it without a "
+			    "port: any port is accepted)",
+			    a);
+			return HAKO_EINVAL;
+		}
+		v->nallow++;
+	}
+	return 0;
 }
 
 static int sess_open(vw_server_t *v, struct lws *wsi, vw_sess_t **pss)
@@ -484,12 +753,13 @@ static int sess_open(vw_server_t *v, struct lws *wsi, vw_sess_t **pss)
 	char peer[64] = "?", why[256];
 	lws_get_peer_simple(wsi, peer, sizeof(peer));
 	if (v->nsessions >= v->cfg.max_sessions) {
-		vlog("refused a session from %s: %d sessions already (--max-sessions)", peer,
+		plog(v, LOG_SESSIONS, peer,
+		     "refused a session from %s: %d sessions already (--max-sessions)", peer,
 		     v->nsessions);
 		return -1;
 	}
-	if (!origin_ok(wsi, why, sizeof(why))) {
-		vlog("refused a session from %s: %s", peer, why);
+	if (!request_ok(v, wsi, why, sizeof(why))) {
+		plog(v, LOG_HOST, peer, "refused a WebSocket from %s: %s", peer, why);
 		return -1;
 	}
 	vw_sess_t *s = calloc(1, sizeof(*s));
@@ -506,7 +776,8 @@ static int sess_open(vw_server_t *v, struct lws *wsi, vw_sess_t **pss)
 		s->authorized = vw_token_equal(v->cfg.token, token);
 		if (!s->authorized) {
 			v->stats.refused_token++;
-			vlog("session from %s: bad token in its URL, read-only", peer);
+			plog(v, LOG_TOKEN, peer, "session from %s: bad token in its URL, read-only",
+			     peer);
 		}
 	}
 	s->next = v->sessions;
@@ -603,7 +874,7 @@ static void do_command(vw_server_t *v, vw_sess_t *s, const char *text, size_t le
 	vw_command_t c;
 	const char *why = NULL;
 	if (vw_command_parse(text, len, &c, &why) != 0) {
-		vlog("ignored a message from %s: %s", s->peer, why);
+		plog(v, LOG_MESSAGE, s->peer, "ignored a message from %s: %s", s->peer, why);
 		reply(v, s, "?", 0, why);
 		return;
 	}
@@ -627,7 +898,7 @@ static void do_command(vw_server_t *v, vw_sess_t *s, const char *text, size_t le
 	int ok = c.token[0] != '\0' ? vw_token_equal(v->cfg.token, c.token) : s->authorized;
 	if (!ok) {
 		v->stats.refused_token++;
-		vlog("refused %s from %s: %s", name, s->peer,
+		plog(v, LOG_TOKEN, s->peer, "refused %s from %s: %s", name, s->peer,
 		     c.token[0] != '\0' ? "bad token" : "no token (read-only)");
 		reply(v, s, name, 0,
 		      c.token[0] != '\0' ? "refused: bad token" : "refused: no token");
@@ -641,7 +912,8 @@ static void do_command(vw_server_t *v, vw_sess_t *s, const char *text, size_t le
 	int r = c.cmd == VW_CMD_START  ? hako_domain_start(dom)
 	        : c.cmd == VW_CMD_STOP ? hako_domain_stop(dom)
 	                               : hako_domain_reset(dom);
-	vlog("%s from %s: %s", name, s->peer, r == 0 ? "requested" : hako_strerror(r));
+	plog(v, LOG_COMMAND, s->peer, "%s from %s: %s", name, s->peer,
+	     r == 0 ? "requested" : hako_strerror(r));
 	reply(v, s, name, r == 0, r == 0 ? NULL : hako_strerror(r));
 }
 
@@ -652,7 +924,8 @@ static int do_frame(vw_server_t *v, vw_sess_t *s, const unsigned char *buf, size
 	if (hako_frame_decode_message(HAKO_FRAME_V2, buf, len, (uint32_t)v->cfg.max_message, &f,
 	                              &err) != 0) {
 		v->stats.refused_message++;
-		vlog("refused a binary message from %s: not a v2 frame: %s (closing)", s->peer,
+		plog(v, LOG_MESSAGE, s->peer,
+		     "refused a binary message from %s: not a v2 frame: %s (closing)", s->peer,
 		     err.message);
 		return -1;
 	}
@@ -667,7 +940,8 @@ static int do_frame(vw_server_t *v, vw_sess_t *s, const unsigned char *buf, size
 		}
 		if (s->nsubs >= VW_SUB_MAX) {
 			v->stats.refused_message++;
-			vlog("refused a subscription from %s: %d channels already", s->peer,
+			plog(v, LOG_MESSAGE, s->peer,
+			     "refused a subscription from %s: %d channels already", s->peer,
 			     VW_SUB_MAX);
 			return 0;
 		}
@@ -682,7 +956,8 @@ static int do_frame(vw_server_t *v, vw_sess_t *s, const unsigned char *buf, size
 	if (f.request_type == HAKO_FRAME_DECLARE_WRITE || f.request_type == HAKO_FRAME_PDU_DATA) {
 		if (!s->authorized) {
 			v->stats.refused_token++;
-			vlog("refused a PDU write to %s/%d from %s: no token (read-only)", f.robot,
+			plog(v, LOG_TOKEN, s->peer,
+			     "refused a PDU write to %s/%d from %s: no token (read-only)", f.robot,
 			     (int)f.channel_id, s->peer);
 			return 0;
 		}
@@ -694,8 +969,8 @@ static int do_frame(vw_server_t *v, vw_sess_t *s, const unsigned char *buf, size
 			r = hako_channel_write(ch, f.body, f.body_len);
 		}
 		if (r != 0) {
-			vlog("PDU %s/%d from %s not written: %s", f.robot, (int)f.channel_id,
-			     s->peer, hako_strerror(r));
+			plog(v, LOG_COMMAND, s->peer, "PDU %s/%d from %s not written: %s", f.robot,
+			     (int)f.channel_id, s->peer, hako_strerror(r));
 		}
 		return 0;
 	}
@@ -714,7 +989,8 @@ static int sess_rx(vw_server_t *v, struct lws *wsi, vw_sess_t *s, const void *in
 	size_t need = s->rx_len + len + lws_remaining_packet_payload(wsi);
 	if (need > v->cfg.max_message) {
 		v->stats.refused_message++;
-		vlog("refused a message of more than %zu bytes from %s (limit %zu; closing)",
+		plog(v, LOG_MESSAGE, s->peer,
+		     "refused a message of more than %zu bytes from %s (limit %zu; closing)",
 		     v->cfg.max_message, s->peer, v->cfg.max_message);
 		static const char why[] = "message too large";
 		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)why,
@@ -760,14 +1036,34 @@ static int http_refuse(struct lws *wsi, unsigned status)
 	return lws_http_transaction_completed(wsi) != 0 ? -1 : 0;
 }
 
+/* A WebSocket from a page that is not the viewer's own is refused before the handshake: 403,
+ * as a GET would be. 0 upgrades, 1 refused (answered), -1 hang up. */
+static int upgrade_ok(vw_server_t *v, struct lws *wsi)
+{
+	char peer[64] = "?", why[512];
+	if (request_ok(v, wsi, why, sizeof(why))) {
+		return 0;
+	}
+	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	plog(v, LOG_HOST, peer, "refused a WebSocket from %s: %s", peer, why);
+	return lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, NULL) != 0 ? -1 : 1;
+}
+
 static int http_get(vw_server_t *v, struct lws *wsi, const char *path)
 {
 	char rel[VW_PATH_MAX + 1], full[PATH_MAX * 2], real[PATH_MAX], peer[64] = "?";
+	char shown[201], host_why[512];
 	const char *why = NULL;
 	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	snprintf(shown, sizeof(shown), "%s", path);
+	printable(shown);
+	if (!request_ok(v, wsi, host_why, sizeof(host_why))) {
+		plog(v, LOG_HOST, peer, "refused GET %s from %s: %s", shown, peer, host_why);
+		return http_refuse(wsi, HTTP_STATUS_FORBIDDEN);
+	}
 	if (vw_path_check(path, rel, sizeof(rel), &why) != 0) {
 		v->stats.refused_path++;
-		vlog("refused GET %.200s from %s: %s", path, peer, why);
+		plog(v, LOG_PATH, peer, "refused GET %s from %s: %s", shown, peer, why);
 		return http_refuse(wsi, HTTP_STATUS_FORBIDDEN);
 	}
 	snprintf(full, sizeof(full), "%s/%s", v->www, rel);
@@ -780,7 +1076,8 @@ static int http_get(vw_server_t *v, struct lws *wsi, const char *path)
 	}
 	if (strncmp(real, v->www, wl) != 0 || real[wl] != '/') {
 		v->stats.refused_path++;
-		vlog("refused GET %.200s from %s: its file lies outside the static folder", path,
+		plog(v, LOG_PATH, peer,
+		     "refused GET %s from %s: its file lies outside the static folder", shown,
 		     peer);
 		return http_refuse(wsi, HTTP_STATUS_FORBIDDEN);
 	}
@@ -804,6 +1101,7 @@ static int vw_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 	}
 	switch (reason) {
 	case LWS_CALLBACK_HTTP: return http_get(v, wsi, in != NULL ? (const char *)in : "");
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: return upgrade_ok(v, wsi);
 	case LWS_CALLBACK_HTTP_FILE_COMPLETION:
 		return lws_http_transaction_completed(wsi) != 0 ? -1 : 0;
 	case LWS_CALLBACK_ESTABLISHED: return sess_open(v, wsi, pss);
@@ -825,6 +1123,11 @@ int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why
 		return HAKO_ENOMEM;
 	}
 	v->cfg = *cfg;
+	int r = hosts_init(v, cfg, why, len);
+	if (r != 0) {
+		free(v);
+		return r;
+	}
 	if (realpath(cfg->www, v->www) == NULL) {
 		snprintf(why, len, "static folder %s: not found", cfg->www);
 		free(v);
@@ -898,6 +1201,7 @@ void vw_server_destroy(vw_server_t *v)
 	}
 	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, LWS_SET_TIMER_USEC_CANCEL);
 	lws_context_destroy(v->lws); /* closes the sessions: CLOSED frees each */
+	ration_check(v, hako_now_usec(), 1);
 	msg_unref(v->list_msg);
 	frames_release(v);
 	free(v->frames);

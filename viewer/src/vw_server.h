@@ -8,8 +8,14 @@
 
 #include "viewer.h"
 
+#define VW_ALLOW_MAX 32 /* names --allow-host may add */
+
 typedef struct vw_server_config {
-	const char *bind;      /* address to listen on, "127.0.0.1" by default */
+	const char *bind; /* address to listen on, "127.0.0.1" by default */
+	/* Host names (or addresses) a request's Host may name besides loopback's and the bind's
+	 * (--allow-host): at most VW_ALLOW_MAX, without a port. */
+	const char *const *allow_hosts;
+	int nallow_hosts;
 	int port;              /* 0: any free port (vw_server_port says which) */
 	const char *www;       /* the static folder */
 	const char *token;     /* what start / stop / reset and PDU writes need */

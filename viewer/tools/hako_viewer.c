@@ -57,6 +57,33 @@ static int parse_int(const hako_cli_command_t *cmd, const char *opt, const char 
 	return -1;
 }
 
+/* $HAKO_VIEWER_ALLOW_HOSTS: more names for --allow-host, separated by commas or spaces (a launch
+ * file's viewer gets them from hako-launch's environment). -1, or the exit status of a usage
+ * error. */
+static int env_hosts(const hako_cli_command_t *cmd, const char **allow, int *n)
+{
+	static char list[8192];
+	const char *env = getenv("HAKO_VIEWER_ALLOW_HOSTS");
+	if (env == NULL) {
+		return -1;
+	}
+	if (strlen(env) >= sizeof(list)) {
+		return hako_cli_usage_error(cmd, "HAKO_VIEWER_ALLOW_HOSTS: longer than %d bytes",
+		                            (int)sizeof(list) - 1);
+	}
+	snprintf(list, sizeof(list), "%s", env);
+	char *save = NULL;
+	for (char *h = strtok_r(list, ", ", &save); h != NULL; h = strtok_r(NULL, ", ", &save)) {
+		if (*n == VW_ALLOW_MAX) {
+			return hako_cli_usage_error(
+			    cmd, "--allow-host and HAKO_VIEWER_ALLOW_HOSTS: %d names at most",
+			    VW_ALLOW_MAX);
+		}
+		allow[(*n)++] = h;
+	}
+	return -1;
+}
+
 static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"domain", required_argument, NULL, 'd'},
@@ -70,6 +97,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                                         {"max-sessions", required_argument, NULL, 's'},
 	                                         {"session-budget", required_argument, NULL, 'B'},
 	                                         {"cpu-max", required_argument, NULL, 'C'},
+	                                         {"allow-host", required_argument, NULL, 'A'},
 	                                         HAKO_CLI_HELP_VERSION,
 	                                         {NULL, 0, NULL, 0}};
 	vw_server_config_t sc = {
@@ -83,6 +111,9 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    .cpu_max = 0.10,
 	};
 	vw_sampler_config_t pc = {hako_domain_default_name(), getenv("HAKO_PDUDEF"), NULL};
+	/* --allow-host, then $HAKO_VIEWER_ALLOW_HOSTS (how a launch file's viewer gets some) */
+	const char *allow[VW_ALLOW_MAX];
+	int nallow = 0;
 	long v = 0;
 	int c, r = -1;
 	while ((c = getopt_long(argc, argv, ":d:p:hV", longopts, NULL)) != -1) {
@@ -116,6 +147,13 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			r = parse_int(cmd, "--cpu-max", optarg, 1, 100, &v);
 			sc.cpu_max = (double)v / 100.0;
 			break;
+		case 'A':
+			if (nallow == VW_ALLOW_MAX) {
+				return hako_cli_usage_error(cmd, "--allow-host: %d names at most",
+				                            VW_ALLOW_MAX);
+			}
+			allow[nallow++] = optarg;
+			break;
 		default: return hako_cli_common_option(cmd, c, argv);
 		}
 		if (r >= 0) {
@@ -128,6 +166,11 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	if (sc.www == NULL) {
 		sc.www = default_www();
 	}
+	if ((r = env_hosts(cmd, allow, &nallow)) >= 0) {
+		return r;
+	}
+	sc.allow_hosts = allow;
+	sc.nallow_hosts = nallow;
 	char token[VW_TOKEN_LEN * 2 + 1];
 	const char *env = getenv("HAKO_VIEWER_TOKEN");
 	if (env != NULL && env[0] != '\0') {
@@ -182,7 +225,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	static const hako_cli_command_t command = {
 	    "hako-viewer",
-	    "[-d DOMAIN] [--port N] [--bind ADDR] [--pdudef FILE] [--rd FILE] [--www DIR]\n"
+	    "[-d DOMAIN] [--port N] [--bind ADDR] [--allow-host NAME]... [--pdudef FILE]\n"
+	    "       [--rd FILE] [--www DIR]\n"
 	    "       [--rate-hz N] [--max-message BYTES] [--max-sessions N]\n"
 	    "       [--session-budget BYTES] [--cpu-max PERCENT]",
 	    "",
@@ -194,6 +238,10 @@ int main(int argc, char **argv)
 	    "  -d, --domain NAME     domain to show (default: $HAKO_DOMAIN, else \"default\")\n"
 	    "  -p, --port N          port to listen on (default 8080; 0: any free port)\n"
 	    "      --bind ADDR       address to listen on (default 127.0.0.1: this machine only)\n"
+	    "      --allow-host NAME  a name (or address) of this machine that requests may\n"
+	    "                        give as their Host, besides localhost, the loopback\n"
+	    "                        addresses and ADDR (repeat it; also\n"
+	    "                        $HAKO_VIEWER_ALLOW_HOSTS); other requests get 403\n"
 	    "      --pdudef FILE     PDU names and types, for values as JSON (default "
 	    "$HAKO_PDUDEF)\n"
 	    "      --rd FILE         RD config: show who owns each execution unit\n"
