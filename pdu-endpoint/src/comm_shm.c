@@ -17,6 +17,14 @@
  *    each in hako_channel_wait (which spins HAKO_SPIN_USEC first if that is set).
  *  - poll: no threads; hako_endpoint_process_recv_events checks the sequence numbers and
  *    delivers what changed.
+ *  - drain (hako_endpoint_drain, either mode): the caller's thread does what the watcher would,
+ *    now: every notified channel written since it was last read is read and delivered. A
+ *    watcher can lag behind the writers (the scheduler decides when it runs), and a domain
+ *    reset zeroes the channels: a bridge drains its sources before it acknowledges a stop or a
+ *    reset, so that nothing written before them is lost.
+ * Each notified PDU has a lock, held while it is checked and delivered (by the watcher, a poll
+ * or a drain): a write is delivered once, and a drain that returns has delivered the last
+ * write of every channel made before it began (or the watcher did, before it).
  * Every change is delivered, also the ones this endpoint (or this process) wrote itself: an
  * endpoint that both writes a PDU and is notified on it receives its own writes.
  * A domain reset restarts sequence numbers from 0; the watchers notice it (reset count) and do
@@ -32,11 +40,15 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ep_comm.h"
 #include "hako/log.h"
 
 #define WATCH_TICK_USEC 100000 /* how long stop may wait for a watcher */
+/* Tests only: the watcher sleeps this long (us, at most 1 s) after each wake-up before it reads,
+ * as a watcher the scheduler left behind would. Unset (the default): no delay. */
+#define WATCH_DELAY_ENV "HAKO_TEST_SHM_WATCH_DELAY_USEC"
 
 struct shm_comm;
 
@@ -48,7 +60,8 @@ typedef struct shm_pdu {
 	int notify; /* listed with notify_on_recv and the direction receives */
 	_Atomic(hako_channel_t *) ch;
 	atomic_int loaned; /* a hako_endpoint_loan of this PDU is open (one at a time) */
-	/* Watcher / poll state (notify only). */
+	/* Watcher / poll / drain state (notify only), under lock. */
+	pthread_mutex_t lock;
 	uint64_t seen;
 	uint32_t seen_resets;
 	uint8_t *buf; /* size bytes: only where the endpoint cannot fill its cache directly */
@@ -70,11 +83,11 @@ typedef struct shm_comm {
 	int own_dom; /* opened by start: closed by stop */
 	int started;
 	atomic_int stopping;
-	hako_time_t spin_usec; /* watchers: HAKO_SPIN_USEC, else 0 */
-	hako_waitset_t *ws;    /* callback mode: the one watcher's; NULL = a thread per PDU */
+	hako_time_t spin_usec;  /* watchers: HAKO_SPIN_USEC, else 0 */
+	hako_time_t delay_usec; /* watchers: WATCH_DELAY_ENV, else 0 */
+	hako_waitset_t *ws;     /* callback mode: the one watcher's; NULL = a thread per PDU */
 	pthread_t thread;
 	int thread_started;
-	pthread_mutex_t poll_lock; /* process() may be called from several threads */
 } shm_comm_t;
 
 static uint32_t key_hash(const char *robot, int32_t id)
@@ -180,11 +193,12 @@ static int mark_listed(shm_comm_t *c, hako_error_t *err)
 	for (size_t i = 0; i < c->count; i++) {
 		shm_pdu_t *p = &c->pdus[i];
 		if (p->notify) {
+			pthread_mutex_init(&p->lock, NULL);
+			c->notify[k++] = p; /* shm_close destroys the locks of the notify list */
 			if (c->ctx.deliver_fill == NULL && (p->buf = malloc(p->size)) == NULL) {
 				return hako_error_set(err, HAKO_ENOMEM, cfg->path, 0, 0,
 				                      "out of memory");
 			}
-			c->notify[k++] = p;
 		}
 	}
 	return 0;
@@ -204,7 +218,6 @@ static int shm_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	}
 	c->ctx = *ctx;
 	c->opt = ctx->cfg->opts;
-	pthread_mutex_init(&c->poll_lock, NULL);
 	int r = build_table(c, err);
 	if (r == 0) {
 		r = mark_listed(c, err);
@@ -241,7 +254,7 @@ static int fill_from_channel(void *arg, void *dst, size_t cap, size_t *len)
 	return r;
 }
 
-/* Deliver p's channel if it changed since the last look. Returns 1 if delivered. */
+/* Deliver p's channel if it changed since the last look. Returns 1 if delivered. p->lock held. */
 static int check_one(shm_pdu_t *p)
 {
 	shm_comm_t *c = p->comm;
@@ -290,23 +303,46 @@ static int check_one(shm_pdu_t *p)
 	return 1;
 }
 
+/* check_one under p's lock: the watcher, a poll and a drain may look at p at once. */
+static int deliver_changed(shm_pdu_t *p)
+{
+	pthread_mutex_lock(&p->lock);
+	int n = check_one(p);
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+static void watch_delay(const shm_comm_t *c)
+{
+	if (c->delay_usec > 0) {
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)c->delay_usec * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void *watch_main(void *arg)
 {
 	shm_pdu_t *p = arg;
 	shm_comm_t *c = p->comm;
 	hako_channel_t *ch = atomic_load(&p->ch);
 	while (!atomic_load_explicit(&c->stopping, memory_order_acquire)) {
-		int r = hako_channel_wait(ch, p->seen, c->spin_usec, WATCH_TICK_USEC);
+		pthread_mutex_lock(&p->lock);
+		uint64_t seen = p->seen;
+		pthread_mutex_unlock(&p->lock);
+		int r = hako_channel_wait(ch, seen, c->spin_usec, WATCH_TICK_USEC);
 		if (r != 0 && r != HAKO_ETIMEDOUT) {
 			HAKO_WARN("endpoint '%s': shm %s/%s: wait failed: %s", c->ctx.ep_name,
 			          p->key.robot, p->name, hako_strerror(r));
 			return NULL;
 		}
+		if (r == 0) {
+			watch_delay(c);
+		}
 		if (atomic_load_explicit(&c->stopping, memory_order_acquire)) {
 			break;
 		}
 		/* Also after a timeout: a reset followed by as many writes leaves seq unchanged. */
-		check_one(p);
+		deliver_changed(p);
 	}
 	return NULL;
 }
@@ -319,12 +355,15 @@ static void *watch_all(void *arg)
 	while (!atomic_load_explicit(&c->stopping, memory_order_acquire)) {
 		int n = 0;
 		int r = hako_waitset_wait(c->ws, WATCH_TICK_USEC, ev, 64, &n);
+		if (r == 0) {
+			watch_delay(c);
+		}
 		if (atomic_load_explicit(&c->stopping, memory_order_acquire)) {
 			break;
 		}
 		if (r == HAKO_ETIMEDOUT) {
 			for (size_t i = 0; i < c->notify_count; i++) {
-				check_one(c->notify[i]);
+				deliver_changed(c->notify[i]);
 			}
 			continue;
 		}
@@ -334,7 +373,7 @@ static void *watch_all(void *arg)
 			return NULL;
 		}
 		for (int i = 0; i < n; i++) {
-			check_one(ev[i].user);
+			deliver_changed(ev[i].user);
 		}
 	}
 	return NULL;
@@ -455,6 +494,11 @@ static int shm_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 	if (c->spin_usec < 0 || c->spin_usec > WATCH_TICK_USEC) {
 		c->spin_usec = c->spin_usec < 0 ? 0 : WATCH_TICK_USEC;
 	}
+	const char *delay = getenv(WATCH_DELAY_ENV);
+	c->delay_usec = delay != NULL && delay[0] != '\0' ? atol(delay) : 0;
+	if (c->delay_usec < 0 || c->delay_usec > 999999) {
+		c->delay_usec = c->delay_usec < 0 ? 0 : 999999;
+	}
 	atomic_store(&c->stopping, 0);
 	for (size_t i = 0; i < c->count; i++) {
 		shm_pdu_t *p = &c->pdus[i];
@@ -497,10 +541,12 @@ static void shm_close(void *impl)
 	for (size_t i = 0; c->pdus != NULL && i < c->count; i++) {
 		free(c->pdus[i].buf);
 	}
+	for (size_t i = 0; c->notify != NULL && i < c->notify_count && c->notify[i] != NULL; i++) {
+		pthread_mutex_destroy(&c->notify[i]->lock);
+	}
 	free(c->notify);
 	free(c->slots);
 	free(c->pdus);
-	pthread_mutex_destroy(&c->poll_lock);
 	free(c);
 }
 
@@ -624,19 +670,24 @@ static int shm_recv_direct(void *impl, const hako_pdu_key_t *key, void *buf, siz
 	return r;
 }
 
+/* Every notified channel written since it was last read, delivered in the caller's thread. */
+static int shm_drain(void *impl)
+{
+	shm_comm_t *c = impl;
+	int n = 0;
+	for (size_t i = 0; c->started && i < c->notify_count; i++) {
+		n += deliver_changed(c->notify[i]);
+	}
+	return n;
+}
+
 static int shm_process(void *impl)
 {
 	shm_comm_t *c = impl;
-	if (c->opt->impl != HAKO_SHM_POLL || !c->started) {
+	if (c->opt->impl != HAKO_SHM_POLL) {
 		return 0; /* callback: the watchers deliver */
 	}
-	int n = 0;
-	pthread_mutex_lock(&c->poll_lock);
-	for (size_t i = 0; i < c->notify_count; i++) {
-		n += check_one(c->notify[i]);
-	}
-	pthread_mutex_unlock(&c->poll_lock);
-	return n;
+	return shm_drain(c);
 }
 
 /* ---- the comm file ---- */
@@ -784,6 +835,7 @@ const hakoi_comm_t hakoi_comm_shm = {
     .send = shm_send,
     .recv_direct = shm_recv_direct,
     .process = shm_process,
+    .drain = shm_drain,
     .loan = shm_loan,
     .commit = shm_commit,
     .cancel = shm_cancel,

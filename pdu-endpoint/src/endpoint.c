@@ -603,6 +603,17 @@ int hako_endpoint_process_recv_events(hako_endpoint_t *ep)
 	return ep->ops->process(ep->comm);
 }
 
+int hako_endpoint_drain(hako_endpoint_t *ep)
+{
+	if (ep == NULL) {
+		return HAKO_EINVAL;
+	}
+	if (ep->ops == NULL || ep->ops->drain == NULL || !atomic_load(&ep->running)) {
+		return 0;
+	}
+	return ep->ops->drain(ep->comm);
+}
+
 void hako_endpoint_get_stats(const hako_endpoint_t *ep, hako_endpoint_stats_t *st)
 {
 	if (st == NULL) {

@@ -204,6 +204,9 @@ typedef struct hakoi_comm {
 	                   size_t *len);
 	/* Optional (shm poll): deliver changed channels; returns the count delivered. */
 	int (*process)(void *impl);
+	/* Optional (shm): deliver now, in the caller's thread, what reached the comm and its
+	 * threads have not delivered yet (hako_endpoint_drain); returns the count delivered. */
+	int (*drain)(void *impl);
 	/* Optional (shm): zero-copy send, see hako_endpoint_loan. Without them the endpoint lends
 	 * a heap buffer and commit sends it. */
 	int (*loan)(void *impl, const hako_pdu_key_t *key, size_t size, void **buf);

@@ -170,6 +170,17 @@ HAKO_API int hako_endpoint_set_store(hako_endpoint_t *ep, hako_cache_store_t sto
  * Returns the number of PDUs delivered (>= 0). Other comms: 0. */
 HAKO_API int hako_endpoint_process_recv_events(hako_endpoint_t *ep);
 
+/* Deliver now, in the calling thread, what reached the endpoint and is not delivered yet. shm
+ * (callback or poll): every notified channel written since the endpoint last read it is read
+ * and delivered (its latest write, once: the watcher does not deliver it again). A watcher
+ * thread may lag behind the writers, and a domain reset zeroes the channels: when this returns,
+ * the last write made to each notified channel before the call has been delivered, by this
+ * call or before it. A bridge asset drains its sources before it acknowledges a stop or a
+ * reset. Other comms deliver as they read their sockets: nothing to do. Returns the number of
+ * PDUs delivered (>= 0; 0 when the endpoint is not running), HAKO_EINVAL. Not from inside a
+ * callback of the endpoint. */
+HAKO_API int hako_endpoint_drain(hako_endpoint_t *ep);
+
 /* ---- statistics ---- */
 
 typedef struct hako_endpoint_stats {
