@@ -64,6 +64,7 @@ typedef struct xfer {
 	hako_time_t last;
 	int armed; /* ticker */
 	hako_time_t next;
+	int fresh;   /* ticker: its value has not been sent since it arrived */
 	int failing; /* a send failed and was logged; cleared by the next success */
 } xfer_t;
 
@@ -274,6 +275,7 @@ static void xfer_arrive(hako_bridge_t *b, xfer_t *x, size_t si, const hako_pdu_k
 	case HAKO_BRIDGE_TICKER:
 		if (slot_store(s, data, len) == 0) {
 			s->full = 1;
+			x->fresh = 1;
 		}
 		break;
 	}
@@ -695,6 +697,7 @@ static void xfer_tick(xfer_t *x, hako_time_t now)
 					s->full = 0; /* stale: do not count it again every tick */
 				}
 			}
+			x->fresh = 0;
 			x->next += x->interval;
 			if (now >= x->next) { /* far behind: no burst */
 				x->next = now + x->interval;
@@ -721,6 +724,83 @@ int hako_bridge_tick(hako_bridge_t *b)
 			continue;
 		}
 		xfer_tick(x, now);
+	}
+	uint64_t n = tls_forwarded - before;
+	return n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
+/* At a flush, a ticker over a source read where the PDU lives (shm) takes the value there if it
+ * differs from the one it holds (a PDU not listed with notify_on_recv never arrives: only the
+ * ticks read it), so a change since the last tick is not left behind. */
+static void poll_news(xfer_t *x, slot_t *s)
+{
+	if (!x->conn->src_direct) {
+		return;
+	}
+	size_t cap = s->cap > 0 ? s->cap : 64;
+	size_t len = 0;
+	uint8_t *buf = malloc(cap);
+	int r = buf != NULL ? hako_endpoint_read_direct(x->conn->src, &s->key, buf, cap, &len)
+	                    : HAKO_ENOMEM;
+	if (r == HAKO_ETOOBIG) {
+		uint8_t *big = realloc(buf, len);
+		r = big != NULL ? hako_endpoint_read_direct(x->conn->src, &s->key, big, len, &len)
+		                : HAKO_ENOMEM;
+		buf = big != NULL ? big : buf;
+	}
+	if (r == 0 && (!s->full || len != s->len || (len > 0 && memcmp(buf, s->data, len) != 0)) &&
+	    slot_store(s, buf, len) == 0) {
+		s->full = 1;
+		x->fresh = 1;
+	}
+	free(buf);
+}
+
+/* What a policy holds back leaves now, whatever the time: a throttle's trailing value, a
+ * ticker's value not sent since it changed. */
+static void xfer_flush(xfer_t *x, hako_time_t now)
+{
+	slot_t *s = &x->slots[0];
+	pthread_mutex_lock(&x->lock);
+	if (x->type == HAKO_BRIDGE_THROTTLE && s->full) {
+		if (epoch_ok(x->conn, s->data, s->len)) {
+			send_one(x, &s->key, s->data, s->len);
+		}
+		s->full = 0;
+		x->sent_once = 1;
+		x->last = now;
+	} else if (x->type == HAKO_BRIDGE_TICKER) {
+		poll_news(x, s);
+		if (s->full && x->fresh) {
+			if (epoch_ok(x->conn, s->data, s->len)) {
+				send_one(x, &s->key, s->data, s->len);
+			} else {
+				s->full = 0;
+			}
+		}
+		x->fresh = 0;
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+int hako_bridge_flush(hako_bridge_t *b)
+{
+	if (b == NULL) {
+		return HAKO_EINVAL;
+	}
+	uint64_t before = tls_forwarded;
+	/* First what the sources have not delivered yet: it may end in a throttle or a ticker. */
+	for (size_t i = 0; i < b->nsrcs; i++) {
+		hako_endpoint_drain(b->srcs[i]);
+	}
+	hako_time_t now = now_of(b);
+	for (size_t i = 0; i < b->nxfers; i++) {
+		xfer_t *x = &b->xfers[i];
+		if (x->type == HAKO_BRIDGE_IMMEDIATE ||
+		    !atomic_load_explicit(&x->conn->active, memory_order_acquire)) {
+			continue;
+		}
+		xfer_flush(x, now);
 	}
 	uint64_t n = tls_forwarded - before;
 	return n > INT32_MAX ? INT32_MAX : (int)n;

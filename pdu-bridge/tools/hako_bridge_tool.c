@@ -500,9 +500,22 @@ static int conductor_check(hako_domain_t *dom)
 	return 0;
 }
 
+/* Before an acknowledgement or the exit: what the sources hold and the policies hold back
+ * leaves now. A reset zeroes the channels once every asset has acknowledged it, and the shm
+ * watcher may not have read them yet; nothing ticks while the simulation is stopped. */
+static void flush(hako_bridge_t *b)
+{
+	follow_rd();
+	int n = hako_bridge_flush(b);
+	if (n > 0) {
+		HAKO_DEBUG("flushed %d PDU(s)", n);
+	}
+}
+
 /* As a core asset: ack every event, tick once per step while running. step_poll (not the
  * blocking step_wait) keeps signals and statistics requests served while other assets lag; it
- * neither refreshes the heartbeat nor looks for a dead conductor, so this loop does both. */
+ * neither refreshes the heartbeat nor looks for a dead conductor, so this loop does both. A stop
+ * or a reset is acknowledged after a flush: nothing written before it is lost. */
 static int run_asset(hako_bridge_t *b, hako_domain_t *dom, hako_member_t *m, hako_time_t delta)
 {
 	int running = 0;
@@ -520,6 +533,9 @@ static int run_asset(hako_bridge_t *b, hako_domain_t *dom, hako_member_t *m, hak
 			running = ev == HAKO_EVENT_START;
 			if (ev == HAKO_EVENT_ERROR) {
 				HAKO_WARN("the simulation is in error; waiting for a reset");
+			}
+			if (ev != HAKO_EVENT_START) {
+				flush(b);
 			}
 			int r = hako_member_ack(m, ev);
 			if (r != 0 && r != HAKO_ESTATE) {
@@ -824,6 +840,9 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	}
 	if (quit_signal) {
 		HAKO_INFO("signal %d: stopping", (int)quit_signal);
+		/* Not follow_rd: after a reset the EUs' state is back at epoch 0, and the routes of
+		 * the run that ended are the ones its last PDUs (and the summary) belong to. */
+		hako_bridge_flush(b);
 	}
 out:
 	control_close(&ctl);

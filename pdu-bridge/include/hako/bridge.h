@@ -61,6 +61,18 @@ HAKO_API void hako_bridge_destroy(hako_bridge_t *b);
  * the number of PDUs forwarded (>= 0). */
 HAKO_API int hako_bridge_tick(hako_bridge_t *b);
 
+/* Let nothing reach its destinations late: what the sources have not delivered yet is delivered
+ * (hako_endpoint_drain: an shm source reads every channel written since its watcher last read
+ * it), then every value a policy holds back is sent at once, whatever the time: a throttle's
+ * trailing value (its window starts again now), a ticker's value that changed since its last
+ * send (a ticker over an shm source also reads the channel; its timer does not move). An atomic
+ * frame still missing members is kept, and a paused connection keeps what it holds. When it
+ * returns, the last PDU written to each source before the call has been handed to the
+ * destinations (hako_endpoint_send; sent to the peer or queued for it). hako-bridge --asset
+ * calls it before it acknowledges a stop or a reset, and when it exits. Returns the number of
+ * PDUs forwarded (>= 0), HAKO_EINVAL. Not from inside a callback of its sources. */
+HAKO_API int hako_bridge_flush(hako_bridge_t *b);
+
 /* The earliest time a tick has work to do (a throttle window end or a ticker), or -1 if none:
  * the daemon may sleep until then. */
 HAKO_API hako_time_t hako_bridge_next_due(hako_bridge_t *b);

@@ -1,0 +1,406 @@
+/* hako-bridge --asset at a stop and a reset: nothing written before the stop is lost (issue 21,
+ * the samples.bridge flake "node B's last counter is 2997, node A's writer's 3000").
+ *
+ * This process creates a private domain, runs its master (free-running) and a tcp server (rx),
+ * the bridge's destination. The daemon runs `--asset bridge` with one shm source (callback
+ * mode, notified on R/count, R/thr, R/tick) and three connections to rx:
+ *  - c_imm: R/count, immediate;
+ *  - c_thr: R/thr, throttle 100 ms (of world time: the first value of a run is sent, the next
+ *    ones are held inside the window);
+ *  - c_tick: R/tick, ticker 10 s (never due in these short runs).
+ * Its shm watcher is made late, as the scheduler may leave it: HAKO_TEST_SHM_WATCH_DELAY_USEC
+ * = 30000, so it reads the channels 30 ms after it is woken.
+ *
+ * Each of 100 rounds does what hako-launch does at the end of a run: start, write N values to
+ * each channel (this process writes them), stop, wait for stopped, reset, wait for stopped.
+ * Then every PDU the daemon forwarded has reached rx (its counters, read from the control
+ * socket), and rx's last value of each PDU is the last one written. Before the fix the daemon
+ * acknowledged the stop and the reset at once: the reset zeroed the channels before the late
+ * watcher read them (c_imm lost its last values), and the throttle and the ticker held theirs.
+ * Nothing is asserted on wall-clock time.
+ *
+ * argv[1]: the hako-bridge executable. */
+#define _GNU_SOURCE
+
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hako/endpoint.h"
+#include "bridge_stats.h"
+#include "hako_test_util.h"
+
+#define PDU_SIZE 32
+#define DELTA    1000
+#define NPDUS    3   /* R/count, R/thr, R/tick: channels 0, 1, 2 */
+#define ROUNDS   100 /* stop + reset, as hako-launch does them */
+#define WRITES   5   /* values written to each channel right before each stop */
+#define LATE     "30000"
+
+static const char *tool;
+static const char *const conns[NPDUS] = {"c_imm", "c_thr", "c_tick"};
+
+struct fx {
+	char dir[256];
+	char dom_name[HAKO_NAME_MAX];
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char log[400];
+	hako_domain_t *dom;
+	hako_master_t *master;
+	hako_channel_t *ch[NPDUS];
+	hako_endpoint_t *rx;
+	pid_t pid;
+	int ctl_fd;
+};
+
+static atomic_int rx_count;
+static _Atomic uint64_t rx_last[NPDUS];
+
+static void on_rx(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	(void)user;
+	uint64_t v = 0;
+	if (len == PDU_SIZE) {
+		memcpy(&v, data, sizeof(v));
+	}
+	if (key->channel_id >= 0 && key->channel_id < NPDUS) {
+		atomic_store(&rx_last[key->channel_id], v);
+	}
+	atomic_fetch_add(&rx_count, 1);
+}
+
+static const char *path_in(struct fx *f, const char *name)
+{
+	static char p[4][400];
+	static int i;
+	i = (i + 1) % 4;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", f->dir, name);
+	return p[i];
+}
+
+static void put(struct fx *f, const char *name, const char *fmt, ...)
+{
+	char text[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	assert_int_equal(htu_write_file(path_in(f, name), text), 0);
+}
+
+/* ---- the files ---- */
+
+static void write_common(struct fx *f)
+{
+	put(f, "pdudef.json",
+	    "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [\n"
+	    "  {\"type\": \"t/Data\", \"org_name\": \"count\", \"channel_id\": 0, \"pdu_size\": "
+	    "%d},\n"
+	    "  {\"type\": \"t/Data\", \"org_name\": \"thr\", \"channel_id\": 1, \"pdu_size\": "
+	    "%d},\n"
+	    "  {\"type\": \"t/Data\", \"org_name\": \"tick\", \"channel_id\": 2, \"pdu_size\": "
+	    "%d}],\n"
+	    " \"shm_pdu_writers\": []}]}\n",
+	    PDU_SIZE, PDU_SIZE, PDU_SIZE);
+	put(f, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
+}
+
+static void write_tcp_endpoint(struct fx *f, const char *name, int server, unsigned port)
+{
+	char comm[64], ep[64];
+	snprintf(comm, sizeof(comm), "%s_comm.json", name);
+	snprintf(ep, sizeof(ep), "%s.json", name);
+	put(f, comm,
+	    "{\"protocol\": \"tcp\", \"name\": \"%s\", \"direction\": \"inout\", \"role\": \"%s\", "
+	    "\"%s\": {\"address\": \"127.0.0.1\", \"port\": %u}, "
+	    "\"options\": {\"connect_timeout_ms\": 200}}\n",
+	    name, server ? "server" : "client", server ? "local" : "remote", port);
+	put(f, ep,
+	    "{\"name\": \"%s\", \"cache\": \"cache.json\", \"comm\": \"%s\", "
+	    "\"pdu_def_path\": \"pdudef.json\"}\n",
+	    name, comm);
+}
+
+static void write_config(struct fx *f, unsigned rx_port)
+{
+	put(f, "src_comm.json",
+	    "{\"protocol\": \"shm\", \"impl_type\": \"callback\", \"asset_name\": \"bridge\",\n"
+	    " \"io\": {\"robots\": [{\"name\": \"R\", \"pdu\": [\n"
+	    "   {\"name\": \"count\", \"notify_on_recv\": true},\n"
+	    "   {\"name\": \"thr\", \"notify_on_recv\": true},\n"
+	    "   {\"name\": \"tick\", \"notify_on_recv\": true}]}]}}\n");
+	put(f, "src.json",
+	    "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
+	    "\"pdu_def_path\": \"pdudef.json\"}\n");
+	write_tcp_endpoint(f, "dst", 0, rx_port);
+	put(f, "container.json",
+	    "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
+	    "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
+	    "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
+	put(f, "bridge.json",
+	    "{\"version\": \"2.0.0\",\n"
+	    " \"transferPolicies\": {\"imm\": {\"type\": \"immediate\"},\n"
+	    "   \"thr\": {\"type\": \"throttle\", \"intervalMs\": 100},\n"
+	    "   \"tick\": {\"type\": \"ticker\", \"intervalMs\": 10000}},\n"
+	    " \"nodes\": [{\"id\": \"n1\"}],\n"
+	    " \"endpoints_config_path\": \"container.json\",\n"
+	    " \"pduKeyGroups\": {\n"
+	    "   \"g_count\": [{\"id\": \"R.count\", \"robot_name\": \"R\", \"pdu_name\": "
+	    "\"count\"}],\n"
+	    "   \"g_thr\": [{\"id\": \"R.thr\", \"robot_name\": \"R\", \"pdu_name\": \"thr\"}],\n"
+	    "   \"g_tick\": [{\"id\": \"R.tick\", \"robot_name\": \"R\", \"pdu_name\": "
+	    "\"tick\"}]},\n"
+	    " \"connections\": [\n"
+	    "  {\"id\": \"c_imm\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
+	    "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
+	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g_count\", \"policyId\": \"imm\"}]},\n"
+	    "  {\"id\": \"c_thr\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
+	    "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
+	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g_thr\", \"policyId\": \"thr\"}]},\n"
+	    "  {\"id\": \"c_tick\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
+	    "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
+	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g_tick\", \"policyId\": \"tick\"}]}]}\n");
+}
+
+/* ---- the daemon ---- */
+
+static void wait_log(struct fx *f, const char *what)
+{
+	int ok;
+	HTU_WAIT_UNTIL(ok, strstr(htu_slurp(f->log), what) != NULL || htu_child_exited(f->pid),
+	               HTU_TIMEOUT_USEC);
+	if (!ok || strstr(htu_slurp(f->log), what) == NULL) {
+		fail_msg("no '%s' in %s:\n%s", what, f->log, htu_slurp(f->log));
+	}
+}
+
+static void ctl_connect(struct fx *f)
+{
+	int ok = 0;
+	hako_time_t deadline = hako_now_usec() + HTU_TIMEOUT_USEC;
+	while (!ok && hako_now_usec() < deadline) {
+		f->ctl_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		struct sockaddr_un sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sun_family = AF_UNIX;
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->sock);
+		ok = connect(f->ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (!ok) {
+			close(f->ctl_fd);
+			f->ctl_fd = -1;
+			htu_sleep_usec(10000);
+		}
+	}
+	assert_true(ok);
+}
+
+/* The daemon with a late shm watcher: running, connected to rx, registered. */
+static void start_daemon(struct fx *f)
+{
+	snprintf(f->log, sizeof(f->log), "%s", path_in(f, "bridge.log"));
+	snprintf(f->sock, sizeof(f->sock), "%s", path_in(f, "ctl.sock"));
+	htu_exec_t x;
+	memset(&x, 0, sizeof(x));
+	const char *args[] = {tool,           path_in(f, "bridge.json"),
+	                      "--node",       "n1",
+	                      "--asset",      "bridge",
+	                      "--domain",     f->dom_name,
+	                      "--delta-usec", "1000",
+	                      "--control",    f->sock,
+	                      "-v",           NULL};
+	for (int i = 0; args[i] != NULL; i++) {
+		x.argv[i] = (char *)args[i];
+	}
+	x.log = f->log;
+	assert_int_equal(setenv("HAKO_TEST_SHM_WATCH_DELAY_USEC", LATE, 1), 0);
+	f->pid = htu_fork(htu_exec_main, &x);
+	assert_int_equal(unsetenv("HAKO_TEST_SHM_WATCH_DELAY_USEC"), 0);
+	assert_true(f->pid > 0);
+	wait_log(f, "node 'n1': 3 connection(s), 2 endpoint(s), world time (asset)");
+	ctl_connect(f);
+	hako_endpoint_stats_t es;
+	int ok;
+	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(f->rx, &es), es.peers > 0), HTU_TIMEOUT_USEC);
+	if (!ok) {
+		fail_msg("the bridge's tcp destination never connected:\n%s", htu_slurp(f->log));
+	}
+	wait_log(f, "endpoint 'dst': connected to");
+}
+
+/* "stats" over the control socket: the answer up to its "ok" line. */
+static const char *ctl_stats(struct fx *f)
+{
+	static char ans[4096];
+	size_t used = 0;
+	assert_int_equal(send(f->ctl_fd, "stats\n", 6, MSG_NOSIGNAL), 6);
+	for (;;) {
+		assert_true(used < sizeof(ans) - 1);
+		ssize_t n = recv(f->ctl_fd, ans + used, sizeof(ans) - 1 - used, 0);
+		assert_true(n > 0);
+		used += (size_t)n;
+		ans[used] = '\0';
+		if (used >= 3 && strcmp(ans + used - 3, "ok\n") == 0) {
+			return ans;
+		}
+	}
+}
+
+static void expect_state(struct fx *f, int state)
+{
+	int r = hako_domain_wait_state(f->dom, state, HTU_TIMEOUT_USEC);
+	int st = hako_domain_state(f->dom);
+	if (r != 0 || st != state) {
+		hako_domain_info_t info;
+		hako_domain_get_info(f->dom, &info);
+		fail_msg("state %s, expected %s (%s)\n%s", hako_state_name(st),
+		         hako_state_name(state), info.error_reason, htu_slurp(f->log));
+	}
+}
+
+static void write_value(hako_channel_t *ch, uint64_t v)
+{
+	uint8_t buf[PDU_SIZE];
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, &v, sizeof(v));
+	assert_int_equal(hako_channel_write(ch, buf, sizeof(buf)), 0);
+}
+
+/* ---- the test ---- */
+
+static void test_stop_reset_loses_nothing(void **state)
+{
+	struct fx *f = *state;
+	start_daemon(f);
+	int lost = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		uint64_t last = (uint64_t)(round + 1) * WRITES;
+		assert_int_equal(hako_domain_start(f->dom), 0);
+		expect_state(f, HAKO_STATE_RUNNING);
+		for (uint64_t v = last - WRITES + 1; v <= last; v++) {
+			for (int p = 0; p < NPDUS; p++) {
+				write_value(f->ch[p], v);
+			}
+		}
+		/* hako-launch's shutdown: stop, then reset once stopped */
+		assert_int_equal(hako_domain_stop(f->dom), 0);
+		expect_state(f, HAKO_STATE_STOPPED);
+		assert_int_equal(hako_domain_reset(f->dom), 0);
+		expect_state(f, HAKO_STATE_STOPPED);
+
+		/* what the daemon forwarded has reached rx */
+		const char *st = ctl_stats(f);
+		uint64_t total = 0;
+		for (int p = 0; p < NPDUS; p++) {
+			total += bst_stat_of(st, conns[p], "forwarded");
+			assert_int_equal(bst_stat_of(st, conns[p], "send_failed"), 0);
+		}
+		int ok;
+		HTU_WAIT_UNTIL(ok, (uint64_t)atomic_load(&rx_count) == total, HTU_TIMEOUT_USEC);
+		if (!ok) {
+			fail_msg("round %d: rx got %d PDUs, the daemon forwarded %" PRIu64, round,
+			         atomic_load(&rx_count), total);
+		}
+		for (int p = 0; p < NPDUS; p++) {
+			uint64_t got = atomic_load(&rx_last[p]);
+			if (got != last) {
+				print_error("round %d: %s: rx's last value %" PRIu64
+				            ", the last written %" PRIu64 "\n",
+				            round, conns[p], got, last);
+				lost++;
+			}
+		}
+	}
+	if (lost > 0) {
+		fail_msg("%d last value(s) lost at a stop + reset in %d rounds:\n%s", lost, ROUNDS,
+		         ctl_stats(f));
+	}
+}
+
+/* ---- fixture ---- */
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	*state = f;
+	f->ctl_fd = -1;
+	atomic_store(&rx_count, 0);
+	for (int p = 0; p < NPDUS; p++) {
+		atomic_store(&rx_last[p], 0);
+	}
+	assert_non_null(htu_tmpdir(f->dir, sizeof(f->dir)));
+	htu_domain_name("brstop", f->dom_name, sizeof(f->dom_name));
+	hako_domain_config_t cfg;
+	hako_domain_config_default(&cfg);
+	cfg.max_assets = 4;
+	cfg.max_channels = 8;
+	cfg.arena_bytes = 1 << 20;
+	assert_int_equal(hako_domain_create(f->dom_name, &cfg, &f->dom), 0);
+	hako_master_config_t mc = {
+	    .delta_usec = DELTA, .max_delay_usec = DELTA, .real_time_factor = 0};
+	assert_int_equal(hako_master_start(f->dom, &mc, &f->master), 0);
+	for (int p = 0; p < NPDUS; p++) {
+		assert_int_equal(hako_channel_create(f->dom, "R", p, PDU_SIZE, &f->ch[p]), 0);
+	}
+
+	/* rx: this process's tcp server, the bridge's destination */
+	hako_error_t err;
+	write_common(f);
+	write_tcp_endpoint(f, "rx", 1, 0);
+	assert_int_equal(hako_endpoint_open(path_in(f, "rx.json"), &f->rx, &err), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->rx, NULL, on_rx, NULL, NULL), 0);
+	assert_int_equal(hako_endpoint_start(f->rx, &err), 0);
+	unsigned port = hako_endpoint_local_port(f->rx);
+	assert_true(port != 0);
+	write_config(f, port);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	if (f->ctl_fd >= 0) {
+		close(f->ctl_fd);
+	}
+	if (f->pid > 0 && !htu_child_exited(f->pid)) {
+		kill(f->pid, SIGTERM);
+		int status = 0;
+		if (htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status) != 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->log));
+		}
+	}
+	htu_kill_children();
+	hako_endpoint_close(f->rx);
+	hako_master_stop(f->master);
+	hako_domain_close(f->dom);
+	htu_remove_domain(f->dom_name);
+	htu_remove_tmpdirs();
+	free(f);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s PATH_TO_HAKO_BRIDGE\n", argv[0]);
+		return 2;
+	}
+	tool = argv[1];
+	htu_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_stop_reset_loses_nothing, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
