@@ -34,6 +34,7 @@
 #include <zmq.h>
 
 #include "bench_common.h"
+#include "bench_keys.h"
 #include "hako/conductor.h"
 #include "hako/domain.h"
 #include "hako/log.h"
@@ -107,6 +108,7 @@ struct cell {
 };
 
 static char g_domain[MAX_NODES][64];
+static char g_keys[64]; /* the nodes' keys (bench_keys.h) */
 static pid_t g_nodes[MAX_NODES];
 static int g_cmd[MAX_NODES] = {-1, -1, -1, -1}; /* write ends: 'i', then EOF = quit */
 static bench_relay_t g_relay = BENCH_RELAY_INIT;
@@ -130,6 +132,8 @@ static void cleanup(void)
 			hako_domain_remove(g_domain[i]);
 		}
 	}
+	bench_keys_remove(g_keys);
+	g_keys[0] = '\0';
 }
 
 static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -203,6 +207,7 @@ static void fill_config(hako_conductor_config_t *c, int idx, const struct varian
 	c->peer_timeout_ms = 1000;
 	c->on_client_loss = HAKO_CLIENT_LOSS_ERROR;
 	c->config_hash = config_hash(v);
+	snprintf(c->keys_dir, sizeof(c->keys_dir), "%s", g_keys);
 }
 
 /* The asset: as fast as the clock allows, timing the grants while the bench measures. */
@@ -547,6 +552,13 @@ static int64_t progress(const struct variant *v, hako_domain_t **dom, int i)
 static void start_nodes(const struct variant *v)
 {
 	char ctl[64] = "", tim[64] = "", cctl[64] = "", ctim[64] = "";
+	if (v->conductor) { /* the same node ids in every variant: made once, then kept */
+		static hako_conductor_config_t cfgs[MAX_NODES];
+		for (int i = 0; i < v->nodes; i++) {
+			fill_config(&cfgs[i], i, v, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2");
+		}
+		bench_keys_make(cfgs, v->nodes, g_keys);
+	}
 	for (int attempt = 0;; attempt++) {
 		int cp = bench_free_port(), tp = bench_free_port();
 		if (cp == tp) {

@@ -38,6 +38,7 @@
 #include <zmq.h>
 
 #include "bench_common.h"
+#include "bench_keys.h"
 #include "hako/conductor.h"
 #include "hako/domain.h"
 #include "hako/log.h"
@@ -498,6 +499,7 @@ static struct rdf_shared *g_fx;
 static size_t g_fctx_bytes; /* the RD-Full context: --context, at most RDF_CTX_MAX */
 static char g_fdom[RDF_NODES][64];
 static char g_fd_path[128]; /* the RD-Full config */
+static char g_keys[64];     /* the nodes' keys (bench_keys.h) */
 static pid_t g_fnodes[RDF_NODES];
 static int g_fcmd[RDF_NODES] = {-1, -1, -1}; /* write ends: EOF = tear down */
 static pid_t g_echo;                         /* the ZeroMQ echo of the baselines */
@@ -507,6 +509,8 @@ static double g_relay_ms = 1.0;
 
 static void rdf_cleanup(void)
 {
+	bench_keys_remove(g_keys);
+	g_keys[0] = '\0';
 	for (int i = 0; i < RDF_NODES; i++) {
 		if (g_fnodes[i] > 0) {
 			kill(g_fnodes[i], SIGKILL);
@@ -583,6 +587,7 @@ static void rdf_config(hako_conductor_config_t *c, int idx, const struct rdf_var
 	c->peer_timeout_ms = 1000;
 	c->on_client_loss = HAKO_CLIENT_LOSS_ERROR;
 	snprintf(c->rd_config_path, sizeof(c->rd_config_path), "%s", g_fd_path);
+	snprintf(c->keys_dir, sizeof(c->keys_dir), "%s", g_keys);
 	/* what every node must agree on (FNV-1a, as conductor_rate) */
 	char text[64];
 	int n =
@@ -892,6 +897,11 @@ static int rdf_wait_ready(int idx, const char *what)
 static void rdf_start(const struct rdf_variant *v, char *req_ctl, char *req_ctl_relay, size_t len)
 {
 	char ctl[64], tim[64], cctl[64], ctim[64];
+	static hako_conductor_config_t cfgs[RDF_NODES]; /* the same ids every time: kept */
+	for (int i = 0; i < RDF_NODES; i++) {
+		rdf_config(&cfgs[i], i, v, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2");
+	}
+	bench_keys_make(cfgs, RDF_NODES, g_keys);
 	for (int attempt = 0;; attempt++) {
 		int cp = bench_free_port(), tp = bench_free_port();
 		if (cp == tp) {
@@ -1066,8 +1076,10 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 	}
 	char ctl[HAKO_CONDUCTOR_ADDR_MAX], ctl_relay[HAKO_CONDUCTOR_ADDR_MAX];
 	rdf_start(v, ctl, ctl_relay, sizeof(ctl));
-	snprintf(req[0].control_address, sizeof(req[0].control_address), "%s", ctl);
-	snprintf(req[1].control_address, sizeof(req[1].control_address), "%s", ctl_relay);
+	/* The requests go with the server's key, as hako-rd monitor on the server's file does. */
+	for (int i = 0; i < 2; i++) {
+		rdf_config(&req[i], 0, v, i == 0 ? ctl : ctl_relay, "tcp://127.0.0.1:1");
+	}
 	/* The hand-offs are asked on a kept connection (hako_conductor_rd_requester), as an
 	 * ExMonitor does; the refused-reply baseline opens one per call. */
 	hako_conductor_rd_requester_t *rq = NULL;

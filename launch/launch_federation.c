@@ -123,6 +123,33 @@ static void stop_nodes(int sig, long long grace_ms)
 	handle_exits();
 }
 
+/* Every node runs here: the federation's keys are this machine's to make. A node's pair that
+ * exists is kept (hako_conductor_keygen), the public keys are written again. */
+static void make_keys(const hakoi_launch_config_t *cfg)
+{
+	const hako_conductor_config_t *cfgs[HAKO_CONDUCTOR_MAX_CLIENTS + 1];
+	size_t n = 0;
+	for (size_t i = 0; i < cfg->node_count && n < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		const hako_conductor_config_t *c = cfg->nodes[i].cfg->federation;
+		if (c->auth == HAKO_CONDUCTOR_AUTH_CURVE) {
+			cfgs[n++] = c;
+		}
+	}
+	if (n == 0) {
+		return;
+	}
+	hako_error_t err;
+	int created = 0;
+	if (hako_conductor_keygen(cfgs, n, &created, &err) != 0) {
+		char line[1600];
+		failed("the federation's keys: %s", hako_error_format(&err, line, sizeof(line)));
+	} else if (created > 0) {
+		hakoi_say("made %d key pair(s) for the control plane (each node's keys folder, "
+		          "mode 0600)",
+		          created);
+	}
+}
+
 int hakoi_launch_run_federation(hakoi_launch_config_t *cfg)
 {
 	char why[1024];
@@ -143,6 +170,9 @@ int hakoi_launch_run_federation(hakoi_launch_config_t *cfg)
 		hakoi_say(
 		    "federation of %zu nodes, each its own hako-launch and domain; logs in %s",
 		    cfg->node_count, cfg->log_dir);
+	}
+	if (failure[0] == '\0') {
+		make_keys(cfg);
 	}
 	for (int i = 0; i < S.nprocs && failure[0] == '\0' && S.interrupted == 0; i++) {
 		hakoi_proc_t *p = &S.procs[i];

@@ -14,6 +14,7 @@
 
 static const char *const publish_names[] = {"immediate", "delta_boundary", NULL};
 static const char *const loss_names[] = {"error", "drop", NULL};
+static const char *const auth_names[] = {"curve", "none", NULL};
 static const char *const time_source_names[] = {"hakoniwa_poll", "hakoniwa_callback", "hakoniwa",
                                                 "real",          "virtual",           NULL};
 
@@ -152,6 +153,19 @@ static int read_clients(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fiel
 	return 0;
 }
 
+/* A ZeroMQ address only this machine can reach. */
+static int is_loopback(const char *a)
+{
+	static const char *const local[] = {
+	    "tcp://127.", "tcp://localhost:", "tcp://[::1]:", "ipc://", "inproc://", NULL};
+	for (int i = 0; local[i] != NULL; i++) {
+		if (strncmp(a, local[i], strlen(local[i])) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int check_all(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
 	(void)v;
@@ -193,6 +207,23 @@ static int check_all(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t
 		                       "peer_timeout_ms (%u) must be more than heartbeat_ms (%u)",
 		                       c->peer_timeout_ms, c->heartbeat_ms);
 	}
+	if (c->auth == HAKO_CONDUCTOR_AUTH_NONE &&
+	    (!is_loopback(c->control_address) || !is_loopback(c->time_address))) {
+		int ctl = !is_loopback(c->control_address);
+		hakoi_walk_push_key(w, "auth");
+		return hakoi_walk_fail(
+		    w,
+		    "\"none\" is for a federation on loopback only, and %s %s is "
+		    "not loopback: anyone who reaches it could drive the federation",
+		    ctl ? "control_address" : "time_address",
+		    ctl ? c->control_address : c->time_address);
+	}
+	if (c->keys_dir[0] == '\0') {
+		int r = hakoi_walk_resolve(w, "keys", c->keys_dir, sizeof(c->keys_dir));
+		if (r != 0) {
+			return r;
+		}
+	}
 	c->config_hash = federation_hash(c);
 	return 0;
 }
@@ -225,6 +256,8 @@ static const hakoi_field_t fields[] = {
     HAKOI_INT("peer_timeout_ms", HAKOI_F_UNSIGNED, CFG, peer_timeout_ms, 2, MAX_MS),
     HAKOI_ENUM("on_client_loss", 0, CFG, on_client_loss, loss_names, NULL),
     HAKOI_PATH("rd_config_path", 0, CFG, rd_config_path),
+    HAKOI_ENUM("auth", 0, CFG, auth, auth_names, NULL),
+    HAKOI_PATH("keys_dir", 0, CFG, keys_dir),
     HAKOI_CHECK(check_all),
     HAKOI_END,
 };

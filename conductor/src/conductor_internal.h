@@ -8,6 +8,7 @@
 
 #include "hako/conductor.h"
 #include "hako/rd_master.h"
+#include "auth.h"
 #include "wire.h"
 
 /* The status a node writes into its own domain, read by hako-conductor status and hako-cmd
@@ -45,12 +46,19 @@ hako_time_t hakoi_ring_percentile(const hakoi_ring_t *r, double p);
 void hakoi_ring_p50_p95(hakoi_ring_t *r, int exact, hako_time_t *p50, hako_time_t *p95);
 void hakoi_ring_free(hakoi_ring_t *r);
 
+/* A ROUTER routing id: a client's control socket is "<id>#c<incarnation>", its time socket
+ * "<id>#t<incarnation>", so that a second process with the same node id has routes of its own
+ * (it is refused by name, and never takes the live one's route). */
+#define HAKOI_ROUTE_MAX (HAKO_CONDUCTOR_ID_MAX + 20)
+
 struct hakoi_peer {
 	char id[HAKO_CONDUCTOR_ID_MAX];
-	hako_member_t *proxy; /* in this node's domain; NULL once dropped */
+	char route[HAKOI_ROUTE_MAX]; /* server: the joined client's control socket */
+	hako_member_t *proxy;        /* in this node's domain; NULL once dropped */
 	int joined;
 	int dropped;
-	uint64_t incarnation; /* of the peer process we joined with */
+	uint64_t incarnation;         /* of the peer process we joined with */
+	uint64_t refused_incarnation; /* server: the last claimant refused (logged once) */
 	hako_time_t known_time;
 	hako_time_t last_heard; /* hako_now_usec of the last message, 0 = never */
 	uint32_t last_seq;
@@ -106,6 +114,7 @@ struct hako_conductor_node {
 	uint32_t last_state; /* main thread: the domain state it last acted on */
 	FILE *trace;
 	uint64_t garbage_unknown; /* frames from nobody we know */
+	hakoi_auth_t auth;
 	/* RD-Full (cfg.rd_config_path; rd_link.c). */
 	hako_rd_config_t *rd;
 	uint8_t rd_self;             /* this node's id in the RD config, 0 if none */

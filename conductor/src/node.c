@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -213,7 +214,7 @@ void hakoi_base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type)
 /* Main thread: a control message to a peer (server: through the ROUTER to the client). */
 void hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m)
 {
-	int r = hakoi_send_msg(n->ctl, n->cfg.role == HAKO_CONDUCTOR_SERVER ? p->id : NULL, m);
+	int r = hakoi_send_msg(n->ctl, n->cfg.role == HAKO_CONDUCTOR_SERVER ? p->route : NULL, m);
 	pthread_mutex_lock(&n->stats_lock);
 	p->messages_out += r == 0;
 	pthread_mutex_unlock(&n->stats_lock);
@@ -491,6 +492,15 @@ static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_
 		         "config hash 0x%08x of '%.40s' differs from 0x%08x of server '%.40s': the "
 		         "conductor files disagree",
 		         m->config_hash, m->node, n->cfg.config_hash, n->cfg.node_id);
+	} else if (p->joined && p->incarnation != m->incarnation &&
+	           hako_now_usec() - p->last_heard <= (hako_time_t)n->cfg.peer_timeout_ms * 1000) {
+		/* Another process with the id of a live client (the same file run twice, or an
+		 * impostor with its key): refused; the live one goes on. */
+		r.result = HAKO_EBUSY;
+		snprintf(r.reason, sizeof(r.reason),
+		         "node '%s' is joined already and alive (heard %lld ms ago): a second "
+		         "process with its id is refused",
+		         p->id, (long long)((hako_now_usec() - p->last_heard) / 1000));
 	} else if ((p->joined && p->incarnation != m->incarnation) || p->proxy == NULL) {
 		/* A restarted client (or a dropped one): only into a federation that is stopped
 		 * and reset, the only place its fresh world can start from. */
@@ -523,12 +533,17 @@ static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_
 		p->joined = 1;
 		p->dropped = 0;
 		p->incarnation = m->incarnation;
+		snprintf(p->route, sizeof(p->route), "%s", from);
 		p->last_heard = hako_now_usec();
 		p->known_time = -1;
 		p->pending_op = 0;
 		note_peer(p, "%s", "");
-	} else {
+	} else if (p == NULL || p->refused_incarnation != m->incarnation) {
+		/* Once per claimant: a refused node retries its join every few hundred ms. */
 		HAKO_WARN("conductor %s: refused %s: %s", n->cfg.node_id, m->node, r.reason);
+		if (p != NULL) {
+			p->refused_incarnation = m->incarnation;
+		}
 	}
 	hakoi_send_msg(n->ctl, from, &r);
 	if (r.result == 0) {
@@ -669,17 +684,16 @@ static void on_get_sim_state(hako_conductor_node_t *n, const char *from)
 	hakoi_send_msg(n->ctl, from, &r);
 }
 
-/* One frame from `from` (a ROUTER identity, or the server for a client). */
-static void dispatch(hako_conductor_node_t *n, const char *from, const uint8_t *buf, size_t len)
+/* One frame from `from` (a ROUTER routing id, or the server for a client); user: the node
+ * whose key the connection proved (ZAP's User-Id; NULL without authentication). */
+static void dispatch(hako_conductor_node_t *n, const char *from, const char *user,
+                     const uint8_t *buf, size_t len)
 {
 	hakoi_msg_t m;
-	char why[160];
-	/* The sender as it named itself at the socket level: a time DEALER is "<id>#t". */
-	char who[HAKO_CONDUCTOR_ID_MAX + 2] = "";
+	char why[256];
+	/* The sender as it named itself at the socket level: "<id>#c..." or "<id>#t...". */
+	char who[HAKOI_ROUTE_MAX] = "";
 	snprintf(who, sizeof(who), "%s", from != NULL ? from : n->peers[0].id);
-	/* "<id>#..." speaks for node <id> (its time socket is "<id>#t"). Nothing proves it: the
-	 * control plane has no authentication (docs/conductor.md: loopback by default, a trusted
-	 * network otherwise); what a message may do is checked against the node it names. */
 	char *hash = strchr(who, '#');
 	if (hash != NULL) {
 		*hash = '\0';
@@ -690,6 +704,30 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const uint8_t *
 		return;
 	}
 	int server = n->cfg.role == HAKO_CONDUCTOR_SERVER;
+	/* With authentication the connection proved a node's key: a message speaks for that
+	 * node only. A tool (GET_SIM_STATE, RD_REQUEST) needs a node's key but names none. */
+	if (server && n->auth.on &&
+	    (user == NULL || user[0] == '\0' ||
+	     (m.type != HAKOI_MSG_GET_SIM_STATE && m.type != HAKOI_MSG_RD_REQUEST &&
+	      (strcmp(user, m.node) != 0 || strcmp(user, who) != 0)))) {
+		snprintf(why, sizeof(why),
+		         "claims node '%.60s' on a connection with the key of '%.60s'", m.node,
+		         user != NULL ? user : "nobody");
+		count_garbage(n, hakoi_peer_by_id(n, user != NULL ? user : ""),
+		              user != NULL && user[0] ? user : who, why);
+		return;
+	}
+	/* A message of another process of a joined peer's id (an earlier run, a second one):
+	 * not the one that joined. A client's server that restarted is told by its times. */
+	if (p != NULL && p->joined && m.incarnation != p->incarnation && m.type != HAKOI_MSG_JOIN &&
+	    (server || m.type != HAKOI_MSG_TIME)) {
+		snprintf(why, sizeof(why),
+		         "a message of incarnation %016llx of '%.60s', which joined as %016llx",
+		         (unsigned long long)m.incarnation, p->id,
+		         (unsigned long long)p->incarnation);
+		count_garbage(n, p, who, why);
+		return;
+	}
 	if (server && m.type == HAKOI_MSG_GET_SIM_STATE) {
 		on_get_sim_state(n, from);
 		return;
@@ -781,7 +819,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const uint8_t *
 static void drain(hako_conductor_node_t *n, void *s, int routed)
 {
 	for (;;) {
-		char from[HAKO_CONDUCTOR_ID_MAX + 2] = "";
+		char from[HAKOI_ROUTE_MAX] = "";
 		zmq_msg_t part;
 		if (routed) {
 			zmq_msg_init(&part);
@@ -818,7 +856,9 @@ static void drain(hako_conductor_node_t *n, void *s, int routed)
 			}
 			more = zmq_msg_more(&payload);
 		}
-		dispatch(n, routed ? from : NULL, zmq_msg_data(&part), zmq_msg_size(&part));
+		/* The node whose key the connection proved (a server's sockets, authenticated). */
+		const char *user = routed && n->auth.on ? zmq_msg_gets(&part, "User-Id") : NULL;
+		dispatch(n, routed ? from : NULL, user, zmq_msg_data(&part), zmq_msg_size(&part));
 		n->rd_payload = NULL;
 		n->rd_payload_len = 0;
 		zmq_msg_close(&payload);
@@ -1036,14 +1076,17 @@ static void write_status(hako_conductor_node_t *n)
 	static __thread char buf[HAKOI_STATUS_BYTES];
 	pthread_mutex_lock(&n->stats_lock);
 	unsigned long long unknown = n->garbage_unknown;
+	unsigned long long refused = n->auth.refused;
 	pthread_mutex_unlock(&n->stats_lock);
 	int len =
 	    snprintf(buf, sizeof(buf),
 	             "{\"node\":\"%s\",\"role\":\"%s\",\"server\":\"%s\",\"dmax_usec\":%lld,"
-	             "\"world_time_usec\":%lld,\"garbage_unknown\":%llu,\"peers\":[",
+	             "\"world_time_usec\":%lld,\"garbage_unknown\":%llu,\"auth\":\"%s\","
+	             "\"auth_refused\":%llu,\"peers\":[",
 	             n->cfg.node_id, n->cfg.role == HAKO_CONDUCTOR_SERVER ? "server" : "client",
 	             n->cfg.server_id, (long long)n->cfg.max_delay_usec,
-	             (long long)hako_domain_world_time(n->dom), unknown);
+	             (long long)hako_domain_world_time(n->dom), unknown,
+	             n->auth.on ? "curve" : "none", refused);
 	for (int i = 0; i < count && len > 0 && (size_t)len < sizeof(buf) - 512; i++) {
 		len += snprintf(
 		    buf + len, sizeof(buf) - (size_t)len,
@@ -1070,12 +1113,15 @@ static void *net_main(void *arg)
 	hako_conductor_node_t *n = arg;
 	int server = n->cfg.role == HAKO_CONDUCTOR_SERVER;
 	while (!atomic_load(&n->stop)) {
-		zmq_pollitem_t items[3] = {
+		zmq_pollitem_t items[4] = {
 		    {n->ctl, 0, ZMQ_POLLIN, 0},
 		    {NULL, n->wake_fd, ZMQ_POLLIN, 0},
-		    {n->tsub, 0, ZMQ_POLLIN, 0},
+		    {server ? n->auth.zap : n->tsub, 0, ZMQ_POLLIN, 0},
+		    {n->auth.monitor, 0, ZMQ_POLLIN, 0},
 		};
-		int rc = zmq_poll(items, server ? 2 : 3, HAKOI_NET_POLL_MS);
+		/* Without authentication a server has neither ZAP nor monitor: 2 items. */
+		int nitems = items[2].socket == NULL ? 2 : items[3].socket == NULL ? 3 : 4;
+		int rc = zmq_poll(items, nitems, HAKOI_NET_POLL_MS);
 		if (rc < 0 && errno != EINTR) {
 			HAKO_ERROR("conductor %s: zmq_poll: %s", n->cfg.node_id,
 			           zmq_strerror(errno));
@@ -1091,6 +1137,13 @@ static void *net_main(void *arg)
 		}
 		if (!server && (items[2].revents & ZMQ_POLLIN)) {
 			drain(n, n->tsub, 0);
+		}
+		if ((server && (items[2].revents & ZMQ_POLLIN)) ||
+		    (nitems == 4 && (items[3].revents & ZMQ_POLLIN))) {
+			pthread_mutex_lock(&n->stats_lock); /* the status reads the counts */
+			hakoi_auth_zap_serve(&n->auth);
+			hakoi_auth_monitor_serve(&n->auth);
+			pthread_mutex_unlock(&n->stats_lock);
 		}
 		if (server) {
 			server_progress(n);
@@ -1148,17 +1201,37 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 {
 	const hako_conductor_config_t *c = &n->cfg;
 	int r = 0, one = 1;
+	if ((r = hakoi_auth_load(c, &n->auth, err)) != 0) {
+		return r;
+	}
 	n->zctx = zmq_ctx_new();
 	if (n->zctx == NULL) {
 		return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "zmq_ctx_new failed");
 	}
 	if (c->role == HAKO_CONDUCTOR_SERVER) {
+		/* The ZAP handler first: a CURVE socket that listens before it would let anyone
+		 * with the server's public key in. */
+		if (hakoi_auth_zap_open(&n->auth, n->zctx) != 0) {
+			return hako_error_set(err, HAKO_EIO, c->path, 0, 0,
+			                      "cannot start the authentication handler: %s",
+			                      zmq_strerror(errno));
+		}
 		if ((n->ctl = socket_or(n, ZMQ_ROUTER, err, &r)) == NULL ||
 		    (n->tout = socket_or(n, ZMQ_PUB, err, &r)) == NULL) {
 			return r;
 		}
-		/* A restarted client with the same id takes its place at once. */
-		zmq_setsockopt(n->ctl, ZMQ_ROUTER_HANDOVER, &one, sizeof(one));
+		/* Not ZMQ_ROUTER_HANDOVER: a connection never takes another's route (a second
+		 * process of a client's id has routes of its own and is refused at its join). */
+		zmq_setsockopt(n->ctl, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+		if (hakoi_auth_server_socket(&n->auth, n->ctl) != 0 ||
+		    hakoi_auth_server_socket(&n->auth, n->tout) != 0) {
+			return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "CURVE: %s",
+			                      zmq_strerror(errno));
+		}
+		if (hakoi_auth_monitor_open(&n->auth, n->zctx, n->ctl) != 0) {
+			return hako_error_set(err, HAKO_EIO, c->path, 0, 0,
+			                      "zmq_socket_monitor: %s", zmq_strerror(errno));
+		}
 		if (zmq_bind(n->ctl, c->control_address) != 0 ||
 		    zmq_bind(n->tout, c->time_address) != 0) {
 			return hako_error_set(err, HAKO_EIO, c->path, 0, 0,
@@ -1167,14 +1240,25 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 		}
 		return 0;
 	}
-	char tid[HAKO_CONDUCTOR_ID_MAX + 2];
-	snprintf(tid, sizeof(tid), "%s#t", c->node_id);
+	char cid[HAKOI_ROUTE_MAX], tid[HAKOI_ROUTE_MAX];
+	snprintf(cid, sizeof(cid), "%s#c%016llx", c->node_id, (unsigned long long)n->incarnation);
+	snprintf(tid, sizeof(tid), "%s#t%016llx", c->node_id, (unsigned long long)n->incarnation);
 	if ((n->ctl = socket_or(n, ZMQ_DEALER, err, &r)) == NULL ||
 	    (n->tout = socket_or(n, ZMQ_DEALER, err, &r)) == NULL ||
 	    (n->tsub = socket_or(n, ZMQ_SUB, err, &r)) == NULL) {
 		return r;
 	}
-	zmq_setsockopt(n->ctl, ZMQ_ROUTING_ID, c->node_id, strlen(c->node_id));
+	if (hakoi_auth_client_socket(&n->auth, n->ctl) != 0 ||
+	    hakoi_auth_client_socket(&n->auth, n->tout) != 0 ||
+	    hakoi_auth_client_socket(&n->auth, n->tsub) != 0) {
+		return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "CURVE: %s",
+		                      zmq_strerror(errno));
+	}
+	zmq_setsockopt(n->ctl, ZMQ_ROUTING_ID, cid, strlen(cid));
+	if (hakoi_auth_monitor_open(&n->auth, n->zctx, n->ctl) != 0) {
+		return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "zmq_socket_monitor: %s",
+		                      zmq_strerror(errno));
+	}
 	zmq_setsockopt(n->tout, ZMQ_ROUTING_ID, tid, strlen(tid));
 	/* Only the newest time matters, but drain() reads every publication queued and an older
 	 * one says less than the newest. Not ZMQ_CONFLATE: libzmq 4.3.4 leaks the message it
@@ -1210,6 +1294,7 @@ static void free_node(hako_conductor_node_t *n)
 			zmq_close(socks[i]);
 		}
 	}
+	hakoi_auth_close(&n->auth);
 	if (n->zctx != NULL) {
 		zmq_ctx_term(n->zctx);
 	}
@@ -1252,7 +1337,10 @@ int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t 
 	n->cfg = *cfg;
 	n->dom = dom;
 	n->wake_fd = -1;
-	n->incarnation = ((uint64_t)getpid() << 40) ^ (uint64_t)hako_now_usec();
+	/* Random: an earlier process, or a second one, of the same node never has it. */
+	if (getrandom(&n->incarnation, sizeof(n->incarnation), 0) != sizeof(n->incarnation)) {
+		n->incarnation = ((uint64_t)getpid() << 40) ^ (uint64_t)hako_now_usec();
+	}
 	pthread_mutex_init(&n->stats_lock, NULL);
 	pthread_mutex_init(&n->send_lock, NULL);
 	n->last_sent = -1;

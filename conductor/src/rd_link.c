@@ -230,7 +230,7 @@ static void send_context(hako_conductor_node_t *n, uint32_t eu, uint8_t to, cons
 	m.rd_epoch = epoch;
 	m.rd_release = release;
 	m.rd_commit = -1;
-	if (send_with_payload(n->ctl, p->id, &m, pdu, len) != 0) {
+	if (send_with_payload(n->ctl, p->route, &m, pdu, len) != 0) {
 		HAKO_WARN("conductor %s: EU %" PRIu32 ": cannot send the context to %s: %s",
 		          n->cfg.node_id, eu, p->id, zmq_strerror(errno));
 	}
@@ -599,6 +599,21 @@ int hako_conductor_rd_requester_open(const hako_conductor_config_t *cfg,
 	int linger = 0;
 	zmq_setsockopt(rq->s, ZMQ_ROUTING_ID, id, strlen(id));
 	zmq_setsockopt(rq->s, ZMQ_LINGER, &linger, sizeof(linger));
+	/* The server takes requests from the holders of a node's key only: this node's. */
+	hakoi_auth_t auth;
+	hako_error_t err;
+	hako_error_clear(&err);
+	int r = hakoi_auth_load(cfg, &auth, &err);
+	if (r == 0 && hakoi_auth_client_socket(&auth, rq->s) != 0) {
+		r = HAKO_EIO;
+	}
+	hakoi_auth_close(&auth);
+	if (r != 0) {
+		char line[1600];
+		HAKO_ERROR("%s", hako_error_format(&err, line, sizeof(line)));
+		hako_conductor_rd_requester_close(rq);
+		return r;
+	}
 	if (zmq_connect(rq->s, cfg->control_address) != 0) {
 		hako_conductor_rd_requester_close(rq);
 		return HAKO_EIO;

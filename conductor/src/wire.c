@@ -10,9 +10,9 @@
 enum {
 	B_NODE = 0,
 	B_REST = HAKOI_WIRE_ID,
-	LEN_JOIN = HAKOI_WIRE_ID + 16,                           /* hash, pad, incarnation */
-	LEN_JOIN_REPLY = HAKOI_WIRE_ID + 16 + HAKOI_WIRE_REASON, /* hash, result, incarnation */
-	LEN_TIME = HAKOI_WIRE_ID + 40, /* time, steps, state, seq, sent, incarnation */
+	LEN_JOIN = HAKOI_WIRE_ID + 8,                           /* hash, pad */
+	LEN_JOIN_REPLY = HAKOI_WIRE_ID + 8 + HAKOI_WIRE_REASON, /* hash, result, reason */
+	LEN_TIME = HAKOI_WIRE_ID + 32,                          /* time, steps, state, seq, sent */
 	/* op, request, result, pad, stop time, reason */
 	LEN_OP = HAKOI_WIRE_ID + 24 + HAKOI_WIRE_REASON,
 	LEN_NODE = HAKOI_WIRE_ID,           /* LEAVE, GET_SIM_STATE */
@@ -113,18 +113,15 @@ size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf)
 	buf[6] = (uint8_t)m->type;
 	buf[7] = (uint8_t)(m->type >> 8);
 	put32(buf + 8, (uint32_t)len);
+	put64(buf + 12, m->incarnation);
 	put_str(b + B_NODE, m->node, HAKOI_WIRE_ID);
 	uint8_t *r = b + B_REST;
 	switch (m->type) {
-	case HAKOI_MSG_JOIN:
-		put32(r, m->config_hash);
-		put64(r + 8, m->incarnation);
-		break;
+	case HAKOI_MSG_JOIN: put32(r, m->config_hash); break;
 	case HAKOI_MSG_JOIN_REPLY:
 		put32(r, m->config_hash);
 		put32(r + 4, (uint32_t)m->result);
-		put64(r + 8, m->incarnation);
-		put_str(r + 16, m->reason, HAKOI_WIRE_REASON);
+		put_str(r + 8, m->reason, HAKOI_WIRE_REASON);
 		break;
 	case HAKOI_MSG_TIME:
 		put64(r, (uint64_t)m->world_time);
@@ -132,7 +129,6 @@ size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf)
 		put32(r + 16, m->state);
 		put32(r + 20, m->seq);
 		put64(r + 24, (uint64_t)m->sent_real_ns);
-		put64(r + 32, m->incarnation);
 		break;
 	case HAKOI_MSG_SIM_CONTROL:
 	case HAKOI_MSG_EVENT:
@@ -207,21 +203,18 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		         m->type, blen, len, want);
 		return HAKO_EPROTO;
 	}
+	m->incarnation = get64(buf + 12);
 	const uint8_t *b = buf + HAKOI_WIRE_HEADER;
 	const uint8_t *r = b + B_REST;
 	if (get_str(b + B_NODE, m->node, HAKOI_WIRE_ID) != 0 || m->node[0] == '\0') {
 		return bad(why, why_len, "a node id that is empty or not terminated");
 	}
 	switch (m->type) {
-	case HAKOI_MSG_JOIN:
-		m->config_hash = get32(r);
-		m->incarnation = get64(r + 8);
-		break;
+	case HAKOI_MSG_JOIN: m->config_hash = get32(r); break;
 	case HAKOI_MSG_JOIN_REPLY:
 		m->config_hash = get32(r);
 		m->result = (int32_t)get32(r + 4);
-		m->incarnation = get64(r + 8);
-		if (get_str(r + 16, m->reason, HAKOI_WIRE_REASON) != 0) {
+		if (get_str(r + 8, m->reason, HAKOI_WIRE_REASON) != 0) {
 			return bad(why, why_len, "a reason that is not terminated");
 		}
 		break;
@@ -231,7 +224,6 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		m->state = get32(r + 16);
 		m->seq = get32(r + 20);
 		m->sent_real_ns = (int64_t)get64(r + 24);
-		m->incarnation = get64(r + 32);
 		if (m->world_time < 0 || m->world_time > (1ll << 60) || m->state > 16) {
 			return bad(why, why_len, "a world time or state out of range");
 		}

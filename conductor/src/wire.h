@@ -1,5 +1,8 @@
 /* The conductor's control-plane messages on ZeroMQ: one frame each, a fixed header (magic
- * "HKCD", version, type, body length) and a fixed-size body per type, little-endian. Every
+ * "HKCD", version, type, body length, the sender's incarnation) and a fixed-size body per type,
+ * little-endian. The incarnation (a random number drawn when a node process starts) is in every
+ * message, so that a message of an earlier or a second process of the same node is told apart
+ * from the live one's (version 2; version 1 had it in JOIN and TIME only). Every
  * received frame is checked (size, magic, version, type, body length, strings terminated)
  * before a field is read; a frame that fails is counted and dropped by the caller.
  *
@@ -14,8 +17,8 @@
 #include "hako/domain.h"
 
 #define HAKOI_WIRE_MAGIC   0x44434b48u /* "HKCD" */
-#define HAKOI_WIRE_VERSION 1u
-#define HAKOI_WIRE_HEADER  12u
+#define HAKOI_WIRE_VERSION 2u
+#define HAKOI_WIRE_HEADER  20u
 #define HAKOI_WIRE_ID      64u /* node ids on the wire: NUL-padded, at most 63 bytes */
 #define HAKOI_WIRE_REASON  192u
 
@@ -51,10 +54,10 @@ typedef enum hakoi_op {
 typedef struct hakoi_msg {
 	uint16_t type;
 	char node[HAKOI_WIRE_ID]; /* the sender */
+	uint64_t incarnation;     /* every message: the sender's process (random per process) */
 	/* JOIN, JOIN_REPLY */
 	uint32_t config_hash;
-	uint64_t incarnation; /* the sender's process: pid << 32 ^ start time */
-	int32_t result;       /* JOIN_REPLY, ACK_EVENT: 0 or a HAKO_E* code */
+	int32_t result; /* JOIN_REPLY, ACK_EVENT: 0 or a HAKO_E* code */
 	char reason[HAKOI_WIRE_REASON];
 	/* TIME */
 	int64_t world_time;

@@ -1,6 +1,7 @@
 /* hako-conductor gen: the command line of the generator (conductor_gen.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +61,31 @@ static void summary(const hakoi_gen_t *g, const char *dir, size_t files)
 		       g->eu_count, g->eu_count == 1 ? "" : "s", g->rd_trigger_type,
 		       HAKOI_GEN_RD_FILE);
 	}
+	printf("  control plane keys:         <node>/conductor/keys (the node's pair, mode 0600, "
+	       "and every node's public key)\n");
 	printf("  every node on this machine: hako-launch %s/federation.json\n", dir);
 	printf("  one node:                   hako-launch %s/<node>/launch.json\n", dir);
+}
+
+/* The control plane's keys in every node's conductor folder (a pair made once, then kept). */
+static int gen_keys(const hakoi_gen_t *g, const char *dir, hako_error_t *err)
+{
+	hako_conductor_config_t *cfgs[HAKOI_GEN_MAX_NODES] = {NULL};
+	int r = 0;
+	for (size_t i = 0; i < g->node_count && r == 0; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s/conductor/%s.json", dir, g->nodes[i].id,
+		         g->nodes[i].id);
+		r = hako_conductor_config_load(path, &cfgs[i], err);
+	}
+	if (r == 0) {
+		r = hako_conductor_keygen((const hako_conductor_config_t *const *)cfgs,
+		                          g->node_count, NULL, err);
+	}
+	for (size_t i = 0; i < g->node_count; i++) {
+		hako_conductor_config_free(cfgs[i]);
+	}
+	return r;
 }
 
 int hakoi_gen_command(const hako_cli_command_t *cmd, int argc, char **argv)
@@ -151,6 +175,9 @@ int hakoi_gen_command(const hako_cli_command_t *cmd, int argc, char **argv)
 	}
 	size_t files = 0;
 	r = hakoi_gen_write(g, dir, &files, &err);
+	if (r == 0) {
+		r = gen_keys(g, dir, &err);
+	}
 	if (r != 0) {
 		fprintf(stderr, "hako-conductor gen: %s\n",
 		        hako_error_format(&err, msg, sizeof(msg)));

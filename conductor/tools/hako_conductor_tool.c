@@ -255,6 +255,11 @@ static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 		st[n].garbage = (uint64_t)json_integer_value(json_object_get(p, "garbage"));
 	}
 	print_peers(stdout, st, n, json_integer_value(json_object_get(root, "dmax_usec")));
+	json_int_t refused = json_integer_value(json_object_get(root, "auth_refused"));
+	if (refused > 0) {
+		printf("%lld connection(s) without a key of the federation were refused\n",
+		       (long long)refused);
+	}
 	json_int_t unknown = json_integer_value(json_object_get(root, "garbage_unknown"));
 	if (unknown > 0) {
 		printf("%lld message(s) from senders that are no peer of this node were dropped\n",
@@ -263,6 +268,53 @@ static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 	json_decref(root);
 	hako_domain_close(dom);
 	return 0;
+}
+
+/* ---- keygen ---- */
+
+static int cmd_keygen(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {HAKO_CLI_HELP_VERSION, {NULL, 0, NULL, 0}};
+	int c;
+	while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
+		return hako_cli_common_option(cmd, c, argv);
+	}
+	int n = argc - optind;
+	if (n < 1) {
+		return hako_cli_usage_error(cmd, "the conductor files of the federation, please");
+	}
+	hako_conductor_config_t **cfgs = calloc((size_t)n, sizeof(*cfgs));
+	hako_error_t err;
+	int rc = cfgs == NULL;
+	for (int i = 0; i < n && rc == 0; i++) {
+		if (hako_conductor_config_load(argv[optind + i], &cfgs[i], &err) != 0) {
+			char line[1600];
+			errf("%s", hako_error_format(&err, line, sizeof(line)));
+			rc = 1;
+		}
+	}
+	int created = 0;
+	if (rc == 0 && hako_conductor_keygen((const hako_conductor_config_t *const *)cfgs,
+	                                     (size_t)n, &created, &err) != 0) {
+		char line[1600];
+		errf("%s", hako_error_format(&err, line, sizeof(line)));
+		rc = 1;
+	}
+	if (rc == 0) {
+		printf(
+		    "%d key pair(s) made, %d kept; every node's keys folder has the public keys of "
+		    "all %d nodes\n",
+		    created, n - created, n);
+		for (int i = 0; i < n; i++) {
+			printf("  %-12s %s/%s.key\n", cfgs[i]->node_id, cfgs[i]->keys_dir,
+			       cfgs[i]->node_id);
+		}
+	}
+	for (int i = 0; cfgs != NULL && i < n; i++) {
+		hako_conductor_config_free(cfgs[i]);
+	}
+	free(cfgs);
+	return rc;
 }
 
 /* ---- check ---- */
@@ -457,6 +509,12 @@ static const hako_cli_command_t commands[] = {
      "  -n, --dry-run              print the federation as read; write nothing\n"
      "  -q, --quiet                no summary\n",
      hakoi_gen_command},
+    {"keygen", "CONDUCTOR.json...", "the federation's keys (authenticated control plane)",
+     "Give every node of the files a CURVE key pair (keys_dir/<node>.key, mode 0600; one that "
+     "exists is kept) and put the public key of every node into every node's keys_dir "
+     "(<node>.pub). Name all nodes of the federation. A node's folder then has all it needs: "
+     "copy it to the node's machine (docs/conductor.md).",
+     "", cmd_keygen},
     {"help", "[COMMAND]", "help on a command", NULL, NULL, hako_cli_help},
 };
 

@@ -9,9 +9,49 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "hako/conductor.h"
+
 #ifndef HAKO_CONDUCTOR_EXE
 #error "HAKO_CONDUCTOR_EXE, HAKO_CMD_EXE, HAKO_RELAY_EXE: the programs under test"
 #endif
+
+static int write_config(fed_t *f, int i);
+
+/* The federation's keys (its files as they are now: the addresses change, the ids do not). */
+int fed_keygen(fed_t *f)
+{
+	hako_conductor_config_t *cfgs[FED_MAX_NODES] = {NULL};
+	hako_error_t err;
+	int r = 0;
+	/* Before fed_start the files have no addresses yet: placeholders (only the ids count). */
+	fed_t saved = *f;
+	if (f->client_ctl[0] == '\0') {
+		f->ctl_port = 1;
+		f->time_port = 2;
+		snprintf(f->client_ctl, sizeof(f->client_ctl), "tcp://127.0.0.1:1");
+		snprintf(f->client_time, sizeof(f->client_time), "tcp://127.0.0.1:2");
+	}
+	for (int i = 0; i < f->n && r == 0; i++) {
+		r = write_config(f, i) != 0
+		        ? -1
+		        : hako_conductor_config_load(f->node[i].config, &cfgs[i], &err);
+	}
+	if (r == 0) {
+		r = hako_conductor_keygen((const hako_conductor_config_t *const *)cfgs,
+		                          (size_t)f->n, NULL, &err);
+	}
+	if (r != 0) {
+		fprintf(stderr, "fed_keygen: %s: %s\n", err.file, err.message);
+	}
+	for (int i = 0; i < f->n; i++) {
+		hako_conductor_config_free(cfgs[i]);
+	}
+	f->ctl_port = saved.ctl_port;
+	f->time_port = saved.time_port;
+	memcpy(f->client_ctl, saved.client_ctl, sizeof(f->client_ctl));
+	memcpy(f->client_time, saved.client_time, sizeof(f->client_time));
+	return r;
+}
 
 int fed_init(fed_t *f, const char *name, int nclients, hako_time_t delta, hako_time_t dmax)
 {
@@ -42,7 +82,7 @@ int fed_init(fed_t *f, const char *name, int nclients, hako_time_t delta, hako_t
 			return -1;
 		}
 	}
-	return 0;
+	return fed_keygen(f);
 }
 
 static int write_config(fed_t *f, int i)

@@ -65,7 +65,10 @@ typedef struct fed_peer_row {
 	unsigned long long garbage;
 } fed_peer_row_t;
 
-/* Fill f for a server and nclients clients; nothing runs yet. 0 or -1. */
+/* Every node's key pair and the public keys, in <dir>/keys (fed_init does it once; again after
+ * a node's extra fields changed its id or keys_dir). */
+int fed_keygen(fed_t *f);
+/* Fill f for a server and nclients clients, with their keys; nothing runs yet. 0 or -1. */
 int fed_init(fed_t *f, const char *name, int nclients, hako_time_t delta, hako_time_t dmax);
 /* Start the server on free ports (new ones if another process took them meanwhile). With a
  * delay >= 0 a hako-relay (that delay and jitter) stands between the clients and the server.

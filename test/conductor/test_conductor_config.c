@@ -38,6 +38,11 @@ static void run_case(const char *dir, const char *input, char *out, size_t len, 
 	htc_append(out, len, "heartbeat %u timeout %u loss %s\n", c->heartbeat_ms,
 	           c->peer_timeout_ms,
 	           c->on_client_loss == HAKO_CLIENT_LOSS_DROP ? "drop" : "error");
+	/* The keys folder is resolved against the file's: its last part. */
+	const char *slash = strrchr(c->keys_dir, '/');
+	htc_append(out, len, "auth %s keys %s\n",
+	           c->auth == HAKO_CONDUCTOR_AUTH_NONE ? "none" : "curve",
+	           slash != NULL ? slash + 1 : c->keys_dir);
 	hako_conductor_config_free(c);
 }
 
@@ -47,6 +52,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s CASES_DIR\n", argv[0]);
 		return 2;
 	}
-	return htc_run_cases("conductor_config", argv[1], "conductor.json", 15, HTC_EVERY_DIR,
+	return htc_run_cases("conductor_config", argv[1], "conductor.json", 18, HTC_EVERY_DIR,
 	                     run_case, NULL);
 }

@@ -10,6 +10,8 @@
  *                 rejoin, and the federation starts again
  *   hash          a client with another Dmax is refused, both logs name both hashes
  *   garbage       junk on the server's sockets is counted and survived
+ *   forged        TIME, LEAVE, stop and FAILED for a client, without the key: refused
+ *   duplicate     a second process of a client's id, an old version, another incarnation
  *   lifecycle     start, stop, reset from the server and from the clients reach every node
  *   status_after_reset  hako-conductor status works right after a reset
  *   long_outage   a client holds through an outage longer than the core's heartbeat timeout
@@ -668,6 +670,64 @@ static int send_bad_frames(void *s)
 	return n;
 }
 
+/* The key (Z85) on the line "<tag> ..." of a key file of the federation's keys folder. */
+static void read_key(const char *file, const char *tag, char out[41])
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/keys/%s", F.dir, file);
+	char line[16];
+	snprintf(line, sizeof(line), "\n%s ", tag); /* the line, not the comment above it */
+	const char *text = htu_slurp(path), *at = strstr(text, line);
+	assert_non_null(at);
+	assert_int_equal(sscanf(at + strlen(line), "%40s", out), 1);
+}
+
+/* A socket of type `type` for the server's ports that authenticates as node `as` (its key
+ * pair), with a key pair of its own nobody knows ("?"), or not at all (NULL). */
+static void *socket_as(void *ctx, int type, const char *as)
+{
+	void *s = zmq_socket(ctx, type);
+	int zero = 0;
+	assert_non_null(s);
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	if (as == NULL) {
+		return s;
+	}
+	char server[41], pub[41], sec[41], file[96];
+	read_key("srv-01.pub", "public", server);
+	if (strcmp(as, "?") == 0) {
+		assert_int_equal(zmq_curve_keypair(pub, sec), 0);
+	} else {
+		snprintf(file, sizeof(file), "%s.key", as);
+		read_key(file, "public", pub);
+		read_key(file, "secret", sec);
+	}
+	assert_int_equal(zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server, 41), 0);
+	assert_int_equal(zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 41), 0);
+	assert_int_equal(zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 41), 0);
+	return s;
+}
+
+/* The server's count of refused connections (hako-conductor status), -1 if none printed. */
+static long long refused_connections(void)
+{
+	char status[512];
+	const char *argv[] = {HAKO_CONDUCTOR_EXE, "status", "-d", F.node[0].domain, NULL};
+	if (fed_run(&F, status, sizeof(status), argv) != 0) {
+		return -1;
+	}
+	const char *text = htu_slurp(status);
+	const char *at =
+	    strstr(text, " connection(s) without a key of the federation were refused");
+	if (at == NULL) {
+		return -1;
+	}
+	while (at > text && at[-1] >= '0' && at[-1] <= '9') {
+		at--;
+	}
+	return atoll(at);
+}
+
 /* Raw TCP: bytes that are not ZMTP at all. */
 static void raw_garbage(int port)
 {
@@ -735,25 +795,29 @@ static void test_garbage(void **state)
 
 	void *ctx = zmq_ctx_new();
 	assert_non_null(ctx);
-	int zero = 0;
 	char addr[64];
 	snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%d", F.ctl_port);
-	/* Named like a client's socket: counted against that client, and shown. */
-	void *named = zmq_socket(ctx, ZMQ_DEALER);
-	zmq_setsockopt(named, ZMQ_LINGER, &zero, sizeof(zero));
+	/* With cli-01's key and named like its socket: counted against that client, and shown
+	 * (a client that goes wrong, not an intruder: one has no key, below). */
+	void *named = socket_as(ctx, ZMQ_DEALER, "cli-01");
 	zmq_setsockopt(named, ZMQ_ROUTING_ID, "cli-01#g", 8);
 	assert_int_equal(zmq_connect(named, addr), 0);
 	int expected = send_bad_frames(named);
 	int unknown = 0;
-	/* Unnamed: nobody's. */
-	void *anon = zmq_socket(ctx, ZMQ_DEALER);
-	zmq_setsockopt(anon, ZMQ_LINGER, &zero, sizeof(zero));
+	/* With the server's own key (a tool's), unnamed: nobody's. */
+	void *anon = socket_as(ctx, ZMQ_DEALER, "srv-01");
 	assert_int_equal(zmq_connect(anon, addr), 0);
 	unknown += send_bad_frames(anon);
+	/* Without a key of the federation: refused before a frame is read. */
+	void *nokey = socket_as(ctx, ZMQ_DEALER, NULL);
+	assert_int_equal(zmq_connect(nokey, addr), 0);
+	send_bad_frames(nokey);
+	void *otherkey = socket_as(ctx, ZMQ_DEALER, "?");
+	assert_int_equal(zmq_connect(otherkey, addr), 0);
+	send_bad_frames(otherkey);
 	/* The time port is a PUB: what a subscriber sends it are subscriptions, junk ones here. */
 	snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%d", F.time_port);
-	void *xsub = zmq_socket(ctx, ZMQ_XSUB);
-	zmq_setsockopt(xsub, ZMQ_LINGER, &zero, sizeof(zero));
+	void *xsub = socket_as(ctx, ZMQ_XSUB, "cli-01");
 	assert_int_equal(zmq_connect(xsub, addr), 0);
 	send_bad_frames(xsub);
 	raw_garbage(F.ctl_port);
@@ -800,9 +864,197 @@ static void test_garbage(void **state)
 	assert_int_equal(fed_state(&F, 0), HAKO_STATE_RUNNING);
 	assert_int_equal(fed_status_row(&F, 0, "cli-02", &row), 0);
 	assert_string_equal(row.state, "ok");
+	/* The connections without a key of the federation: refused, counted, each kind logged
+	 * once (however often they try again). */
+	HTU_WAIT_UNTIL(ok, refused_connections() >= 2, FED_WAIT_USEC);
+	assert_true(ok);
+	assert_int_equal(count_in_file(F.node[0].log, "refused a connection that does not use"), 1);
+	assert_int_equal(count_in_file(F.node[0].log, "refused a connection from 127.0.0.1"), 1);
 	zmq_close(named);
 	zmq_close(anon);
+	zmq_close(nokey);
+	zmq_close(otherkey);
 	zmq_close(xsub);
+	zmq_ctx_term(ctx);
+	cmd_ok(0, "stop");
+	wait_all_state(HAKO_STATE_STOPPED);
+	F.passed = 1;
+}
+
+/* ---- an intruder: the message format, not the key ---- */
+
+/* TIME (far ahead), LEAVE, a stop request and FAILED, all for cli-01, `rounds` times, without
+ * waiting (a socket that never completed its hand-shake takes nothing). */
+static void send_forgeries(void *s, int rounds, uint64_t incarnation)
+{
+	uint8_t buf[512];
+	hakoi_msg_t m;
+	static const uint16_t types[] = {HAKOI_MSG_TIME, HAKOI_MSG_LEAVE, HAKOI_MSG_SIM_CONTROL,
+	                                 HAKOI_MSG_FAILED};
+	for (int i = 0; i < rounds; i++) {
+		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+			memset(&m, 0, sizeof(m));
+			m.type = types[t];
+			m.incarnation = incarnation;
+			snprintf(m.node, sizeof(m.node), "cli-01");
+			m.world_time = 1000 * SEC + i;
+			m.seq = (uint32_t)i;
+			m.op = HAKOI_OP_STOP;
+			m.request = (uint32_t)i + 1;
+			snprintf(m.reason, sizeof(m.reason), "forged");
+			zmq_send(s, buf, hakoi_wire_encode(&m, buf), ZMQ_DONTWAIT);
+		}
+	}
+}
+
+/* The run goes on as if nothing was sent: running, within the bound, cli-01 joined and
+ * nothing of the forgeries counted as its messages (garbage: what got through and was dropped;
+ * -1: not checked). */
+static void assert_unharmed(long long garbage)
+{
+	char out[512];
+	hako_time_t now = fed_world(&F, 0);
+	pid_t check = fed_check_begin(&F, 1000, out, sizeof(out));
+	wait_all_world(now + SEC / 2);
+	assert_int_equal(fed_check_end(&F, check, out), 0);
+	for (int i = 0; i < F.n; i++) {
+		assert_int_equal(fed_state(&F, i), HAKO_STATE_RUNNING);
+	}
+	fed_peer_row_t row;
+	for (int c = 1; c < F.n; c++) {
+		assert_int_equal(fed_status_row(&F, 0, F.node[c].id, &row), 0);
+		assert_string_equal(row.state, "ok");
+		if (c > 1 || garbage >= 0) {
+			assert_int_equal(row.garbage, c == 1 ? garbage : 0);
+		}
+		assert_true(row.known <= fed_world(&F, c));
+	}
+}
+
+static void test_forged(void **state)
+{
+	(void)state;
+	assert_int_equal(fed_init(&F, "forged", 2, 1000, 10000), 0);
+	assert_int_equal(fed_start(&F, -1, 0), 0);
+	start_assets();
+	cmd_ok(0, "start");
+	wait_all_world(SEC / 4);
+
+	void *ctx = zmq_ctx_new();
+	assert_non_null(ctx);
+	char ctl[64], tim[64];
+	snprintf(ctl, sizeof(ctl), "tcp://127.0.0.1:%d", F.ctl_port);
+	snprintf(tim, sizeof(tim), "tcp://127.0.0.1:%d", F.time_port);
+	/* No key, named like cli-01's time socket; a key of its own, named like its control
+	 * socket; and a listener of the server's times without a key. */
+	void *nokey = socket_as(ctx, ZMQ_DEALER, NULL);
+	zmq_setsockopt(nokey, ZMQ_ROUTING_ID, "cli-01#t", 8);
+	void *otherkey = socket_as(ctx, ZMQ_DEALER, "?");
+	zmq_setsockopt(otherkey, ZMQ_ROUTING_ID, "cli-01#c", 8);
+	void *sub = socket_as(ctx, ZMQ_SUB, NULL);
+	zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
+	assert_int_equal(zmq_connect(nokey, ctl), 0);
+	assert_int_equal(zmq_connect(otherkey, ctl), 0);
+	assert_int_equal(zmq_connect(sub, tim), 0);
+	/* Until both were refused (they try again and again), then more. */
+	int ok;
+	hako_time_t until = hako_now_usec() + FED_WAIT_USEC;
+	while (refused_connections() < 2 && hako_now_usec() < until) {
+		send_forgeries(nokey, 100, 0);
+		send_forgeries(otherkey, 100, 0);
+	}
+	assert_true(refused_connections() >= 2);
+	send_forgeries(nokey, 1000, 0);
+	send_forgeries(otherkey, 1000, 0);
+	assert_unharmed(0);
+	/* The listener heard none of the times the server published meanwhile. */
+	uint8_t buf[512];
+	assert_int_equal(zmq_recv(sub, buf, sizeof(buf), ZMQ_DONTWAIT), -1);
+	HTU_WAIT_UNTIL(ok, file_has(F.node[0].log, "refused a connection from 127.0.0.1"),
+	               FED_WAIT_USEC);
+	assert_true(ok);
+	zmq_close(nokey);
+	zmq_close(otherkey);
+	zmq_close(sub);
+	zmq_ctx_term(ctx);
+	cmd_ok(0, "stop");
+	wait_all_state(HAKO_STATE_STOPPED);
+	for (int i = 0; i < F.n; i++) {
+		assert_int_equal(fed_stop_node(&F, i), 0); /* "every node ended well" is true */
+	}
+	F.passed = 1;
+}
+
+/* A second process with cli-01's id (its own file run again, on another domain): refused at
+ * its join, logged once; the live cli-01 runs on. Then cli-01's key on another connection:
+ * the protocol's old version, and messages of another incarnation (an earlier process, a
+ * replay): counted and dropped. */
+static void test_duplicate(void **state)
+{
+	(void)state;
+	assert_int_equal(fed_init(&F, "dup", 2, 1000, 10000), 0);
+	assert_int_equal(fed_start(&F, -1, 0), 0);
+	start_assets();
+	cmd_ok(0, "start");
+	wait_all_world(SEC / 4);
+
+	char domain[HAKO_NAME_MAX], log[600];
+	htu_domain_name("dup_twin", domain, sizeof(domain));
+	snprintf(log, sizeof(log), "%s/twin.log", F.dir);
+	const char *argv[] = {HAKO_CONDUCTOR_EXE, "run", "-d", domain, F.node[1].config, NULL};
+	htu_exec_t x;
+	memset(&x, 0, sizeof(x));
+	memcpy(x.argv, argv, sizeof(argv));
+	x.log = log;
+	pid_t twin = htu_fork(htu_exec_main, &x);
+	assert_true(twin > 0);
+	int ok;
+	HTU_WAIT_UNTIL(ok, file_has(log, "joined already and alive") || htu_child_exited(twin),
+	               FED_WAIT_USEC);
+	if (!ok || !file_has(log, "joined already and alive")) {
+		fail_msg("the twin was not refused:\n%s", htu_slurp(log));
+	}
+	/* The twin's times are another incarnation's: dropped, counted against cli-01. */
+	assert_unharmed(-1);
+	assert_int_equal(count_in_file(F.node[0].log, "refused cli-01"), 1);
+	assert_false(file_has(log, "joined server"));
+	htu_kill_child(twin);
+	fed_peer_row_t row;
+	assert_int_equal(fed_status_row(&F, 0, "cli-01", &row), 0);
+	unsigned long long base = row.garbage;
+
+	void *ctx = zmq_ctx_new();
+	char ctl[64];
+	snprintf(ctl, sizeof(ctl), "tcp://127.0.0.1:%d", F.ctl_port);
+	void *s = socket_as(ctx, ZMQ_DEALER, "cli-01");
+	zmq_setsockopt(s, ZMQ_ROUTING_ID, "cli-01#cold", 11);
+	assert_int_equal(zmq_connect(s, ctl), 0);
+	uint8_t buf[512];
+	hakoi_msg_t m;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.node, sizeof(m.node), "cli-01");
+	m.type = HAKOI_MSG_JOIN; /* version 1: refused, cli-01 keeps its place */
+	size_t len = hakoi_wire_encode(&m, buf);
+	buf[4] = 1;
+	send_frame(s, buf, len);
+	m.type = HAKOI_MSG_LEAVE;
+	len = hakoi_wire_encode(&m, buf);
+	buf[4] = 1;
+	send_frame(s, buf, len);
+	/* Another incarnation: a time far ahead, a leave, a failure. */
+	m.incarnation = 0x5eed;
+	m.type = HAKOI_MSG_TIME;
+	m.world_time = 1000 * SEC;
+	send_frame(s, buf, hakoi_wire_encode(&m, buf));
+	m.type = HAKOI_MSG_LEAVE;
+	send_frame(s, buf, hakoi_wire_encode(&m, buf));
+	m.type = HAKOI_MSG_FAILED;
+	send_frame(s, buf, hakoi_wire_encode(&m, buf));
+	HTU_WAIT_UNTIL(ok, fed_status_row(&F, 0, "cli-01", &row) == 0 && row.garbage >= base + 5,
+	               FED_WAIT_USEC);
+	assert_true(ok);
+	assert_unharmed(-1);
+	zmq_close(s);
 	zmq_ctx_term(ctx);
 	cmd_ok(0, "stop");
 	wait_all_state(HAKO_STATE_STOPPED);
@@ -964,6 +1216,8 @@ int main(int argc, char **argv)
 	    {"restart", test_restart},
 	    {"hash", test_hash},
 	    {"garbage", test_garbage},
+	    {"forged", test_forged},
+	    {"duplicate", test_duplicate},
 	    {"lifecycle", test_lifecycle},
 	    {"status_after_reset", test_status_after_reset},
 	    {"long_outage", test_long_outage},
@@ -978,7 +1232,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr,
 	        "usage: %s SCENARIO (three_nodes, relay, lost_error, lost_drop, restart, "
-	        "hash, garbage, lifecycle, status_after_reset)\n",
+	        "hash, garbage, forged, duplicate, lifecycle, status_after_reset, long_outage)\n",
 	        argv[0]);
 	return 2;
 }

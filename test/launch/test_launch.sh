@@ -12,6 +12,7 @@ SCENARIO=$1
 LAUNCH=$2
 ASSET_DIR=$(cd "$(dirname "$3")" && pwd -P)
 HAKO_CMD=$4
+CONDUCTOR=${5:-}
 
 unset HAKO_DOMAIN HAKO_CORE_CONFIG HAKO_LOG NO_COLOR
 tmp=$(mktemp -d) || exit 1
@@ -484,9 +485,17 @@ fed_sigint)
 	all_gone
 	;;
 fed_join_timeout)
-	# A server node alone: its client never joins; the launch fails naming it.
+	# A server node alone: without the federation's keys it does not start, and says how to
+	# make them; with them its client never joins, and the launch fails naming it.
 	fed_files 0
 	sed -i 's/"start_timeout_ms": 20000/"start_timeout_ms": 500/' srv/launch.json
+	"$LAUNCH" --path "$ASSET_DIR" srv/launch.json >out-nokeys.txt 2>&1
+	rc=$?
+	[ "$rc" -eq 1 ] || { fail "hako-launch without keys exited $rc, expected 1"; show out-nokeys.txt; }
+	file_has out-nokeys.txt "^hako-launch: FAILED: .*/srv/keys/srv\.key: cannot read the node's own key: No such file or directory: make the federation's keys with \`hako-conductor keygen\`"
+	"$CONDUCTOR" keygen srv/srv.json cli/cli.json >out-keygen.txt 2>&1 || { fail "keygen failed"; show out-keygen.txt; }
+	[ "$(stat -c %a srv/keys/srv.key)" = 600 ] || fail "srv.key is not mode 600"
+	[ "$(stat -c %a srv/keys)" = 700 ] || fail "the keys folder is not mode 700"
 	"$LAUNCH" --path "$ASSET_DIR" srv/launch.json >out-alone.txt 2>&1
 	rc=$?
 	[ "$rc" -eq 1 ] || { fail "hako-launch exited $rc, expected 1"; show out-alone.txt; }

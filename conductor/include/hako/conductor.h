@@ -43,6 +43,11 @@ typedef enum hako_conductor_client_loss {
 	HAKO_CLIENT_LOSS_DROP = 1,  /* the client's proxy leaves; the others go on */
 } hako_conductor_client_loss_t;
 
+typedef enum hako_conductor_auth {
+	HAKO_CONDUCTOR_AUTH_CURVE = 0, /* ZeroMQ CURVE, a key pair per node (default) */
+	HAKO_CONDUCTOR_AUTH_NONE = 1,  /* no authentication: loopback addresses only */
+} hako_conductor_auth_t;
+
 /* One node's conductor file: Hakoniwa's srv-NN.json / cli-NN.json, with hako's own fields (the
  * ZeroMQ addresses and the fault policy) defaulted. */
 typedef struct hako_conductor_config {
@@ -70,6 +75,10 @@ typedef struct hako_conductor_config {
 	 * over its EUs (hako/rd_master.h); every node writes the EUs' state into its domain and
 	 * relays what its executors write. */
 	char rd_config_path[HAKO_CONDUCTOR_PATH_MAX];
+	/* "auth": "curve" (default) or "none"; "keys_dir": where keys/<id>.key and <peer>.pub
+	 * are (default "keys" beside the file), resolved. docs/conductor.md, threat model. */
+	hako_conductor_auth_t auth;
+	char keys_dir[HAKO_CONDUCTOR_PATH_MAX];
 	uint32_t config_hash; /* of what all nodes must agree on (docs/conductor.md) */
 } hako_conductor_config_t;
 
@@ -83,6 +92,14 @@ HAKO_API void hako_conductor_config_free(hako_conductor_config_t *cfg);
 HAKO_API int hako_conductor_check_timing(hako_time_t delta_usec, hako_time_t max_delay_usec,
                                          hako_conductor_publish_t mode, hako_time_t interval_usec,
                                          char *why, size_t why_len);
+
+/* Make the keys of a federation whose nodes' files are cfgs (every node of it, or those that
+ * run on this machine): each node's own key pair in its keys_dir (<id>.key, mode 0600; one that
+ * exists is kept) and the public key of every node in every node's keys_dir (<id>.pub). The
+ * folder of a node then holds all that node needs; copy it to the node's machine. *created:
+ * the pairs made. */
+HAKO_API int hako_conductor_keygen(const hako_conductor_config_t *const *cfgs, size_t n,
+                                   int *created, hako_error_t *err);
 
 /* A running node: its proxies in the domain, its ZeroMQ sockets, its threads. */
 typedef struct hako_conductor_node hako_conductor_node_t;
