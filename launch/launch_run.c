@@ -55,6 +55,7 @@ static struct launcher {
 	int restarts_of_domain;
 	hako_conductor_node_t *node;       /* a federation node's link to the others */
 	uint32_t resets_at_start;          /* a federation node's reset count before its start */
+	uint32_t server_restarts;          /* a client: its server's restarts when its run began */
 	char viewer_url[VIEWER_URL_BYTES]; /* read-only */
 	char viewer_ctl[VIEWER_URL_BYTES]; /* with ?token= */
 } L;
@@ -512,11 +513,13 @@ static int wait_assets(enum exit_mode mode)
 	return 0;
 }
 
-static int start_processes(void)
+/* The "run" processes, in order (again: only those that are not running). */
+static int start_processes(int again)
 {
 	for (int i = 0; i < S.nprocs; i++) {
 		hakoi_proc_t *p = &S.procs[i];
-		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || p->cfg->viewer) {
+		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || p->cfg->viewer ||
+		    (again && hakoi_sup_running(p))) {
 			continue;
 		}
 		if (S.interrupted || failing() || spawn(p) != 0) {
@@ -620,6 +623,8 @@ static int link_federation(void)
 		failed("%s", hako_error_format(&err, msg, sizeof(msg)));
 		return -1;
 	}
+	/* After a restart of the server, the processes first (rejoin_restarted_server). */
+	hako_conductor_node_hold_rejoin(L.node, 1);
 	if (c->role == HAKO_CONDUCTOR_SERVER) {
 		hakoi_say("federation server %s on %s: waiting for %zu client%s to join",
 		          c->node_id, c->control_address, c->client_count,
@@ -653,6 +658,18 @@ static void start_timed_out(const hako_conductor_peer_stats_t *st, int n, int jo
 		failed("could not join server %s at %s within %lld ms", c->server_id,
 		       c->control_address, ms);
 	}
+}
+
+/* A client: how often its server restarted (hako_conductor_peer_stats_t.restarts). */
+static uint32_t server_restarts(void)
+{
+	hako_conductor_peer_stats_t st;
+	int n = 0;
+	if (!is_client() || L.node == NULL || hako_conductor_node_stats(L.node, &st, 1, &n) != 0 ||
+	    n < 1) {
+		return 0;
+	}
+	return st.restarts;
 }
 
 /* Server: until every client has joined. Client: until the server started the federation. */
@@ -742,6 +759,7 @@ static int start_simulation(void)
 		return -1;
 	}
 	if (is_client()) {
+		L.server_restarts = server_restarts();
 		hakoi_say("server %s started the federation", L.cfg->federation->server_id);
 	} else if (L.cfg->stop_at_usec > 0 &&
 	           (r = hako_domain_set_stop_time(L.dom, L.cfg->stop_at_usec)) != 0) {
@@ -839,6 +857,85 @@ static int all_run_processes_done(void)
 	return runs > 0;
 }
 
+/* End the "run" processes that still run (SIGTERM, then SIGKILL after grace_ms), as at the end
+ * of a run. 0, or -1 on a signal. */
+static int end_run_processes(void)
+{
+	for (int i = 0; i < S.nprocs; i++) {
+		hakoi_proc_t *p = &S.procs[i];
+		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !p->cfg->viewer &&
+		    hakoi_sup_running(p) && !p->signalled) {
+			hakoi_sup_signal(p, SIGTERM);
+		}
+	}
+	hako_time_t deadline = hako_now_usec() + L.cfg->grace_ms * 1000;
+	for (int killed = 0;;) {
+		int left = 0;
+		for (int i = 0; i < S.nprocs; i++) {
+			const hakoi_proc_t *p = &S.procs[i];
+			left += p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !p->cfg->viewer &&
+			        (hakoi_sup_running(p) || p->exit_pending);
+		}
+		if (left == 0) {
+			return 0;
+		}
+		if (S.interrupted) {
+			return -1;
+		}
+		if (!killed && hako_now_usec() >= deadline) {
+			killed = 1;
+			for (int i = 0; i < S.nprocs; i++) {
+				hakoi_proc_t *p = &S.procs[i];
+				if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !p->cfg->viewer &&
+				    hakoi_sup_running(p)) {
+					hakoi_say("%s (pid %d) ignored SIGTERM: SIGKILL",
+					          p->cfg->name, (int)p->pid);
+					hakoi_sup_signal(p, SIGKILL);
+				}
+			}
+		}
+		pump(20000);
+		handle_exits(MODE_SHUTDOWN);
+	}
+}
+
+/* A client whose server restarted: its conductor stopped and resets the domain, and joins the
+ * new server, which starts a new run from world time 0 (docs/conductor.md, Faults). This node
+ * begins its run again too: its processes end as at the end of a run and start again, and then
+ * the conductor may join (it holds the join until then). 0, or -1 (failed). */
+static int rejoin_restarted_server(hako_time_t stopped_at)
+{
+	char t[48];
+	hakoi_say("server %s restarted: the run stopped at world time %s s; this node resets and "
+	          "runs again when the new server starts the federation",
+	          L.cfg->federation->server_id, fmt_time(stopped_at, t, sizeof(t)));
+	hako_time_t deadline = hako_now_usec() + STATE_WAIT_USEC;
+	while (hako_domain_state(L.dom) != HAKO_STATE_STOPPED ||
+	       hako_domain_world_time(L.dom) != 0) {
+		if (hako_domain_state(L.dom) == HAKO_STATE_ERROR) {
+			return domain_error();
+		}
+		if (S.interrupted || hako_now_usec() >= deadline) {
+			if (!S.interrupted) {
+				failed("the domain was not reset after the server's restart within "
+				       "%d s",
+				       STATE_WAIT_USEC / 1000000);
+			}
+			return -1;
+		}
+		pump(10000);
+		handle_exits(MODE_SHUTDOWN); /* an asset may end with the run */
+		if (failing()) {
+			return -1;
+		}
+	}
+	if (end_run_processes() != 0 || failing() || start_processes(1) != 0) {
+		return -1;
+	}
+	hako_conductor_node_rejoin(L.node);
+	return start_simulation();
+}
+
 /* Run until the stop time, a signal, a failure, or the end of every process. */
 static int run_simulation(void)
 {
@@ -890,6 +987,15 @@ static int run_simulation(void)
 				continue;
 			}
 			return failing() ? -1 : domain_error();
+		}
+		/* Before the stop and the processes' ends are taken for the run's: they may be the
+		 * server's restart, which this node's conductor carries out. */
+		if (is_client() && server_restarts() != L.server_restarts) {
+			if (rejoin_restarted_server(last_world) != 0) {
+				return -1;
+			}
+			last_world = 0;
+			continue;
 		}
 		if (st == HAKO_STATE_STOPPED) {
 			L.wall_end = hako_now_usec();
@@ -1187,7 +1293,7 @@ int hakoi_launch_run(hakoi_launch_config_t *cfg)
 	}
 	describe_setup();
 
-	int ok = start_viewer() == 0 && start_processes() == 0 &&
+	int ok = start_viewer() == 0 && start_processes(0) == 0 &&
 	         (L.cfg->federation == NULL || link_federation() == 0) && start_simulation() == 0 &&
 	         run_simulation() == 0;
 	if (L.wall_end == 0) {

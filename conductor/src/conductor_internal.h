@@ -78,6 +78,7 @@ struct hakoi_peer {
 	hakoi_ring_t age;
 	uint64_t messages_in, messages_out, garbage;
 	int garbage_logged;
+	uint32_t restarts; /* new incarnations after the first (hako_conductor_peer_stats_t) */
 };
 
 struct hako_conductor_node {
@@ -115,6 +116,9 @@ struct hako_conductor_node {
 	FILE *trace;
 	uint64_t garbage_unknown; /* frames from nobody we know */
 	hakoi_auth_t auth;
+	/* Client: after a server restart, wait for hako_conductor_node_rejoin (hold_rejoin) before
+	 * joining the new server (join_held). */
+	_Atomic int hold_rejoin, join_held;
 	/* RD-Full (cfg.rd_config_path; rd_link.c). */
 	hako_rd_config_t *rd;
 	uint8_t rd_self;             /* this node's id in the RD config, 0 if none */

@@ -415,6 +415,10 @@ static void on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_
 		    "conductor %s: server %s restarted; stopping and resetting to join it again",
 		    n->cfg.node_id, p->id);
 		p->joined = 0;
+		atomic_store(&n->join_held, atomic_load(&n->hold_rejoin));
+		pthread_mutex_lock(&n->stats_lock);
+		p->restarts++;
+		pthread_mutex_unlock(&n->stats_lock);
 		note_peer(p, "server restarted: resetting to rejoin");
 		int st = hako_domain_state(n->dom);
 		if (st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE) {
@@ -529,6 +533,11 @@ static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_
 	if (r.result == 0) {
 		if (!p->joined || p->incarnation != m->incarnation) {
 			HAKO_INFO("conductor %s: client %s joined", n->cfg.node_id, p->id);
+		}
+		if (p->incarnation != 0 && p->incarnation != m->incarnation) {
+			pthread_mutex_lock(&n->stats_lock);
+			p->restarts++;
+			pthread_mutex_unlock(&n->stats_lock);
 		}
 		p->joined = 1;
 		p->dropped = 0;
@@ -1016,7 +1025,7 @@ static void check_peers(hako_conductor_node_t *n, hako_time_t now)
 			note_peer(p, "server unreachable for %.1f s: world clock held",
 			          (double)(now - p->last_heard) / 1e6);
 		}
-		if (!p->joined && now >= n->next_join) {
+		if (!p->joined && now >= n->next_join && !atomic_load(&n->join_held)) {
 			hakoi_msg_t m;
 			hakoi_base_msg(n, &m, HAKOI_MSG_JOIN);
 			hakoi_send_ctl(n, p, &m);
@@ -1419,6 +1428,23 @@ void hako_conductor_node_stop(hako_conductor_node_t *n)
 	free_node(n);
 }
 
+void hako_conductor_node_hold_rejoin(hako_conductor_node_t *n, int hold)
+{
+	if (n != NULL) {
+		atomic_store(&n->hold_rejoin, hold != 0);
+		if (!hold) {
+			atomic_store(&n->join_held, 0);
+		}
+	}
+}
+
+void hako_conductor_node_rejoin(hako_conductor_node_t *n)
+{
+	if (n != NULL) {
+		atomic_store(&n->join_held, 0);
+	}
+}
+
 static int node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
                       int *count, int exact)
 {
@@ -1446,6 +1472,7 @@ static int node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out
 		o->messages_in = p->messages_in;
 		o->messages_out = p->messages_out;
 		o->garbage = p->garbage;
+		o->restarts = p->restarts;
 	}
 	pthread_mutex_unlock(&n->stats_lock);
 	if (count != NULL) {

@@ -484,6 +484,39 @@ fed_sigint)
 	file_has out-fed.txt '^hako-launch: stopping node srv \(pid [0-9]+\): SIGINT$'
 	all_gone
 	;;
+fed_server_restart)
+	# One hako-launch per node, as on two machines. The server's is killed mid-run (SIGKILL:
+	# its conductor and its domain gone at once) and started again: the client says so,
+	# resets, joins the new server and runs its run to the stop time; both end well.
+	fed_files 1000000
+	"$CONDUCTOR" keygen srv/srv.json cli/cli.json >out-keygen.txt 2>&1 || fail "keygen failed"
+	"$LAUNCH" --path "$ASSET_DIR" cli/launch.json >out-cli.txt 2>&1 &
+	cli=$!
+	bg_pids+=("$cli")
+	"$LAUNCH" --path "$ASSET_DIR" srv/launch.json >out-srv1.txt 2>&1 &
+	srv=$!
+	bg_pids+=("$srv")
+	wait_for_line out-cli.txt '^hako-launch: server srv started the federation$' 20
+	wait_for_line logs/srv/sa.log '^t=300000$' 20 && kill -KILL "$srv"
+	timeout 30 tail --pid="$srv" -f /dev/null
+	timeout -s KILL 60 "$LAUNCH" --path "$ASSET_DIR" srv/launch.json >out-srv2.txt 2>&1
+	rc=$?
+	[ "$rc" -eq 0 ] || { fail "the new server's hako-launch exited $rc, expected 0"; show out-srv2.txt; }
+	file_has out-srv2.txt '^hako-launch: stop time reached: the simulation stopped at world time 1\.000 s$'
+	timeout 30 tail --pid="$cli" -f /dev/null
+	wait "$cli"
+	rc=$?
+	[ "$rc" -eq 0 ] || { fail "the client's hako-launch exited $rc, expected 0"; show out-cli.txt; }
+	file_has out-cli.txt '^hako-launch: server srv restarted: the run stopped at world time 0\.[0-9]+ s; this node resets and runs again when the new server starts the federation$'
+	[ "$(grep -c '^hako-launch: server srv started the federation$' out-cli.txt)" -eq 2 ] ||
+		{ fail "the client did not start twice"; show out-cli.txt; }
+	file_has out-cli.txt '^hako-launch: done: world time 1\.000 s in '
+	# Every process ended, the killed server's too (its segment stays: its creator was killed;
+	# the cleanup removes it).
+	for p in $(logged_pids); do
+		alive "$p" && fail "process $p is still alive"
+	done
+	;;
 fed_join_timeout)
 	# A server node alone: without the federation's keys it does not start, and says how to
 	# make them; with them its client never joins, and the launch fails naming it.

@@ -110,6 +110,13 @@ typedef struct hako_conductor_node hako_conductor_node_t;
  * server does not start before its clients joined. */
 HAKO_API int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t *dom,
                                        hako_conductor_node_t **out, hako_error_t *err);
+/* A client whose server restarted stops and resets its domain and joins the new server: at once
+ * (the default), or, with hold on, only once hako_conductor_node_rejoin is called. hako-launch
+ * holds it to start the node's processes again first, as a node joins only once its assets are
+ * ready. No effect on a server. */
+HAKO_API void hako_conductor_node_hold_rejoin(hako_conductor_node_t *node, int hold);
+HAKO_API void hako_conductor_node_rejoin(hako_conductor_node_t *node);
+
 /* Leave the federation (peers are told), unregister the proxies, free. Accepts NULL. */
 HAKO_API void hako_conductor_node_stop(hako_conductor_node_t *node);
 
@@ -144,6 +151,9 @@ typedef struct hako_conductor_peer_stats {
 	hako_time_t drift_p50_usec, drift_p95_usec, drift_max_usec;
 	hako_time_t age_p50_usec, age_max_usec; /* message age on arrival (sender's clock) */
 	uint64_t messages_in, messages_out, garbage;
+	/* The peer's processes after the first one this node saw: a client counts its server's
+	 * restarts (it stops, resets and joins the new one), a server its clients' (rejoined). */
+	uint32_t restarts;
 } hako_conductor_peer_stats_t;
 
 HAKO_API int hako_conductor_node_stats(hako_conductor_node_t *node,
