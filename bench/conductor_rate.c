@@ -80,14 +80,15 @@ struct variant {
 	int dmax_steps; /* Dmax / delta */
 	int relay;      /* a hako-relay of one-way delay g_relay_ms between client and server */
 	int zmq;        /* no domain: two processes in lock-step over a ZeroMQ PAIR */
+	int noauth;     /* "auth": "none": the control plane without CURVE (its cost) */
 };
 
 static const struct variant g_variants[] = {
-    {"single", 2, 0, 1, 0, 0},         {"zmq-lockstep", 2, 0, 1, 0, 1},
-    {"n2-lock", 2, 1, 1, 0, 0},        {"n2-dmax10", 2, 1, 10, 0, 0},
-    {"n2-dmax20", 2, 1, 20, 0, 0},     {"single-n4", 4, 0, 1, 0, 0},
-    {"n4-lock", 4, 1, 1, 0, 0},        {"n4-dmax20", 4, 1, 20, 0, 0},
-    {"relay5-dmax20", 2, 1, 20, 1, 0},
+    {"single", 2, 0, 1, 0, 0, 0},         {"zmq-lockstep", 2, 0, 1, 0, 1, 0},
+    {"n2-lock", 2, 1, 1, 0, 0, 0},        {"n2-dmax10", 2, 1, 10, 0, 0, 0},
+    {"n2-dmax20", 2, 1, 20, 0, 0, 0},     {"single-n4", 4, 0, 1, 0, 0, 0},
+    {"n4-lock", 4, 1, 1, 0, 0, 0},        {"n4-dmax20", 4, 1, 20, 0, 0, 0},
+    {"relay5-dmax20", 2, 1, 20, 1, 0, 0}, {"n2-lock-noauth", 2, 1, 1, 0, 0, 1},
 };
 #define NVARIANTS ((int)(sizeof(g_variants) / sizeof(g_variants[0])))
 
@@ -208,6 +209,7 @@ static void fill_config(hako_conductor_config_t *c, int idx, const struct varian
 	c->on_client_loss = HAKO_CLIENT_LOSS_ERROR;
 	c->config_hash = config_hash(v);
 	snprintf(c->keys_dir, sizeof(c->keys_dir), "%s", g_keys);
+	c->auth = v->noauth ? HAKO_CONDUCTOR_AUTH_NONE : HAKO_CONDUCTOR_AUTH_CURVE;
 }
 
 /* The asset: as fast as the clock allows, timing the grants while the bench measures. */
@@ -552,7 +554,7 @@ static int64_t progress(const struct variant *v, hako_domain_t **dom, int i)
 static void start_nodes(const struct variant *v)
 {
 	char ctl[64] = "", tim[64] = "", cctl[64] = "", ctim[64] = "";
-	if (v->conductor) { /* the same node ids in every variant: made once, then kept */
+	if (v->conductor && !v->noauth) { /* the same ids in every variant: made once, kept */
 		static hako_conductor_config_t cfgs[MAX_NODES];
 		for (int i = 0; i < v->nodes; i++) {
 			fill_config(&cfgs[i], i, v, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2");
@@ -857,7 +859,8 @@ static void usage(FILE *f)
 	       "  --seconds S        timed wall time per variant and round (default 1)\n"
 	       "  --warmup S         wall time from Running to the timed window (default 0.3)\n"
 	       "  --variants LIST    of single,zmq-lockstep,n2-lock,n2-dmax10,n2-dmax20,\n"
-	       "                     single-n4,n4-lock,n4-dmax20,relay5-dmax20 (default all)\n"
+	       "                     single-n4,n4-lock,n4-dmax20,relay5-dmax20,n2-lock-noauth\n"
+	       "                     (default all)\n"
 	       "  --relay PATH       hako-relay (default: the one of the build tree)\n"
 	       "  --relay-ms L       its one-way delay (default 5)\n"
 	       "  --idle-seconds S   CPU of stopped 4-node federations over S s (default 3; 0 = "
@@ -1070,6 +1073,12 @@ int main(int argc, char **argv)
 	if (enabled[lock] && enabled[zl] && rate(&cells[zl]) > 0) {
 		printf("# ratio n2-lock/zmq-lockstep steps/s: %.3f (the ZeroMQ lock-step floor)\n",
 		       rate(&cells[lock]) / rate(&cells[zl]));
+	}
+	int na = find_variant("n2-lock-noauth");
+	if (enabled[lock] && enabled[na] && rate(&cells[na]) > 0) {
+		printf("# ratio n2-lock/n2-lock-noauth steps/s: %.3f (what CURVE costs in "
+		       "lock-step)\n",
+		       rate(&cells[lock]) / rate(&cells[na]));
 	}
 	const double relay_dmax = (double)g_variants[relay_idx].dmax_steps * DELTA_USEC;
 	double rtf = 0, bound = relay_dmax / (g_relay_ms * 1000.0);
