@@ -37,14 +37,32 @@
  * sent, not for what its header announced. A protocol error closes that peer (rejected); a
  * frame that stays incomplete with no byte arriving for read_timeout_ms, or that is not whole
  * frame_timeout_ms after its first byte (a trickle does not extend that), drops the peer (an
- * idle peer without a partial frame is kept).
+ * idle peer without a partial frame is kept, once it has sent a frame: see below).
  * Limits across peers (a server's memory must not be linear in hostile peers): at most
- * max_clients peers (more are accepted and closed at once, counted as rejected, logged once
- * until one is accepted again), and the receive buffers of all peers together, beyond the
- * RX_CHUNK each reads into (so small frames are always served), stay within max_buffered_bytes:
- * a peer whose buffer would have to grow past it, once the buffers kept by idle peers are
- * released, is dropped (rejected, with the reason). A listening socket's backlog is SOMAXCONN
- * unless the file sets one.
+ * max_clients peers, and the receive buffers of all peers together, beyond the RX_CHUNK each
+ * reads into (so small frames are always served), stay within max_buffered_bytes: a peer whose
+ * buffer would have to grow past it, once the buffers kept by idle peers are released, is
+ * dropped (rejected, with the reason). A listening socket's backlog is SOMAXCONN unless the
+ * file sets one.
+ * Places that idle peers cannot hold (server): connections that never send a frame must not
+ * lock out the peers that do.
+ *  - First frame: a peer of a server that takes input (direction in or inout) must have sent a
+ *    whole frame FIRST_FRAME_MS after it connected, or it is dropped (disconnects); a first
+ *    frame in progress then has frame_timeout_ms from its first byte instead, if that is set.
+ *    A peer that sent nothing at all may be a client that only listens: it is kept while the
+ *    server is less than half full (then it gives way like any idle peer, below). A server
+ *    that only sends (out) waits for nothing from its peers.
+ *  - Per address: one address (IPv6: one /64) holds at most per_addr peers, half of
+ *    max_clients (at least PER_ADDR_MIN, or max_clients if smaller), so that a single host
+ *    cannot take every place.
+ *  - Making room: a connection that finds its address's places or all places taken takes the
+ *    place of an idle peer (of its address, or of any): one that never sent a frame and
+ *    connected EVICT_NEW_MS ago or more (the oldest; those with nothing of a frame first),
+ *    else one whose last frame is EVICT_IDLE_MS old or more (the longest idle). A peer that
+ *    streams, or one that just connected, never gives way. With no such peer, the connection
+ *    is accepted and closed at once (rejected). All peers may share one address (127.0.0.1 in
+ *    tests, a proxy): a new client of it still gets in, in the place of its oldest idle peer.
+ * Each of these is logged once (until a peer sends its first frame), then at debug level.
  * Receive buffer policy (memory per peer): RX_CHUNK (128 KiB) at least; a buffer grown for a big
  * frame is kept for the next one as long as it is at most RX_KEEP_MAX (4 MiB), because a freshly
  * allocated big buffer is freshly mapped memory (glibc mmaps allocations above its threshold):
@@ -107,7 +125,12 @@
 #define BACKOFF_MAX_MS    1000u
 #define ACCEPT_PAUSE_MS   100u /* after EMFILE & co: do not spin on the listening socket */
 #define DEFAULT_CONN_TOUT 1000u
-#define STOP_DRAIN_MS     1000u /* write_timeout_ms 0 */
+#define STOP_DRAIN_MS     1000u  /* write_timeout_ms 0 */
+#define FIRST_FRAME_MS    5000u  /* a server's peer must send a whole frame within this */
+#define EVICT_NEW_MS      1000u  /* a peer with no frame yet is idle after this ... */
+#define EVICT_IDLE_MS     30000u /* ... one that sent frames after this long without one */
+#define PER_ADDR_MIN      16u    /* peers per address: max_clients / 2, at least this */
+#define MS_NS(ms)         ((uint64_t)(ms)*1000000u)
 
 enum { DEAD_NONE = 0, DEAD_BROKEN, DEAD_STUCK };
 
@@ -140,6 +163,10 @@ typedef struct tcp_peer {
 	size_t rneed;       /* bytes of the partial frame at rbuf (0: not known yet) */
 	uint64_t rx_ns;     /* last bytes received */
 	uint64_t fstart_ns; /* first bytes of the partial frame at rbuf (0: none) */
+	uint64_t since_ns;  /* connected */
+	uint64_t frame_ns;  /* last whole frame received (0: none yet) */
+	uint8_t akey[16];   /* its address for the per-address limit (addr_key) */
+	int listener;       /* silent at its first-frame deadline while there was room: kept */
 	int bye;            /* stop: queue written, FIN sent */
 	int eof;            /* stop: the peer's EOF (or an error) read */
 } tcp_peer_t;
@@ -168,7 +195,10 @@ struct tcp_comm {
 	hakoi_timer_t fctimer; /* the big send buffers' idle release */
 	hakoi_task_t work;     /* posted by senders: frames queued, a peer found dead */
 	size_t rx_total;       /* rx_held of the peers' buffers together (<= max_buffered_bytes) */
-	int full_logged;       /* max_clients reached and said so */
+	int full_logged;       /* a connection refused for the limits, and said so */
+	int quiet_logged;      /* a peer dropped for no first frame, and said so */
+	int evict_logged;      /* a peer dropped to make room, and said so */
+	uint32_t per_addr;     /* server: peers one address may hold */
 
 	/* Client (loop thread). */
 	struct sockaddr_storage raddr;
@@ -239,6 +269,22 @@ static void set_sockopts(const tcp_comm_t *c, int fd)
 static void peer_io(hakoi_io_t *io, short revents);
 static void peer_timer(hakoi_timer_t *t);
 
+/* What a peer's address counts as for the per-address limit: an IPv4 address (also one mapped
+ * into IPv6) as such, an IPv6 address by its /64, what one host or site is given. */
+static void addr_key(const struct sockaddr *sa, uint8_t key[16])
+{
+	memset(key, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		key[10] = 0xff;
+		key[11] = 0xff;
+		memcpy(key + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		memcpy(key, a->s6_addr, IN6_IS_ADDR_V4MAPPED(a) ? 16 : 8);
+	}
+}
+
 /* Add a connected socket as a peer (loop thread). NULL on ENOMEM (fd closed then). */
 static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
 {
@@ -252,9 +298,11 @@ static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
 	p->fd = fd;
 	p->comm = c;
 	hakoi_sockaddr_str(sa, p->addr, sizeof(p->addr));
+	addr_key(sa, p->akey);
 	pthread_mutex_init(&p->lock, NULL);
 	hakoi_cond_init(&p->room);
 	p->rx_ns = now_ns();
+	p->since_ns = p->rx_ns;
 	p->io = (hakoi_io_t){.fd = fd, .events = POLLIN, .cb = peer_io, .arg = p, .owner = c};
 	p->timer = (hakoi_timer_t){.cb = peer_timer, .arg = p, .owner = c};
 
@@ -805,6 +853,12 @@ enum { RX_OK = 0, RX_EOF, RX_LOST, RX_REJECT };
 
 static void handle_frame(tcp_comm_t *c, tcp_peer_t *p, const hako_frame_t *fr)
 {
+	if (p->frame_ns == 0) {
+		/* A peer speaks the protocol: the next limit that strikes is said again. */
+		c->quiet_logged = 0;
+		c->evict_logged = 0;
+	}
+	p->frame_ns = p->rx_ns;
 	if (fr->request_type != HAKO_FRAME_PDU_DATA) {
 		hakoi_count(&c->ctx.ctr->recv_ignored, 1);
 		HAKO_DEBUG("endpoint '%s': peer %s: ignored a frame of type 0x%08x (not PDU data)",
@@ -1094,6 +1148,90 @@ static void client_try_connect(tcp_comm_t *c, uint64_t now)
 
 /* ---- server accept (loop thread) ---- */
 
+static uint64_t peer_deadline(const tcp_comm_t *c, const tcp_peer_t *p);
+
+/* Close p for one of the limits on idle peers (counted in disconnects). The first of each kind
+ * (*said) is a warning, the next ones are debug lines until a peer sends its first frame. */
+static void limit_drop(tcp_comm_t *c, tcp_peer_t *p, int *said, const char *why)
+{
+	if (!*said) {
+		HAKO_WARN("endpoint '%s': peer %s: %s; connection closed (more of these at debug "
+		          "level)",
+		          c->ctx.ep_name, p->addr, why);
+		*said = 1;
+	} else {
+		HAKO_DEBUG("endpoint '%s': peer %s: %s; connection closed", c->ctx.ep_name, p->addr,
+		           why);
+	}
+	hakoi_count(&c->ctx.ctr->disconnects, 1);
+	peer_remove(c, p, 1);
+}
+
+/* Whether p may give way to a new peer (it is idle: see the top comment), and its place in the
+ * order in which idle peers give way: *tier (peers that never sent a frame, those with nothing
+ * of one first; then those that did), then *t, the oldest first. */
+static int idle_order(const tcp_peer_t *p, uint64_t now, int *tier, uint64_t *t)
+{
+	if (p->frame_ns == 0) {
+		*tier = p->rlen > 0;
+		*t = p->since_ns;
+		return now - p->since_ns >= MS_NS(EVICT_NEW_MS);
+	}
+	*tier = 2;
+	*t = p->frame_ns;
+	return now - p->frame_ns >= MS_NS(EVICT_IDLE_MS);
+}
+
+/* Whether a connection from key may come in: 1 with *victim NULL (there is room) or the peer
+ * whose place it takes (of its address when that one holds per_addr peers), 0 if it may not. */
+static int admit(tcp_comm_t *c, const uint8_t key[16], uint64_t now, tcp_peer_t **victim)
+{
+	size_t same = 0;
+	for (size_t i = 0; i < c->npeers; i++) {
+		same += memcmp(c->peers[i]->akey, key, 16) == 0;
+	}
+	int addr_full = same >= c->per_addr;
+	*victim = NULL;
+	if (!addr_full && c->npeers < c->cfg->max_clients) {
+		return 1;
+	}
+	int best_tier = 0;
+	uint64_t best_t = 0;
+	for (size_t i = 0; i < c->npeers; i++) {
+		tcp_peer_t *p = c->peers[i];
+		int tier;
+		uint64_t t;
+		if ((addr_full && memcmp(p->akey, key, 16) != 0) ||
+		    !idle_order(p, now, &tier, &t)) {
+			continue;
+		}
+		if (*victim == NULL || tier < best_tier || (tier == best_tier && t < best_t)) {
+			*victim = p;
+			best_tier = tier;
+			best_t = t;
+		}
+	}
+	return *victim != NULL;
+}
+
+/* A connection refused (accepted and closed at once rather than left in the backlog: a connect
+ * that hangs tells its program nothing). */
+static void refuse(tcp_comm_t *c, int fd, const char *addr)
+{
+	close(fd);
+	hakoi_count(&c->ctx.ctr->rejected, 1);
+	if (!c->full_logged) {
+		HAKO_WARN("endpoint '%s': peer %s closed at once: %zu peers connected (max_clients "
+		          "%u, %u per address) and none idle long enough to give way (more of "
+		          "these at debug level)",
+		          c->ctx.ep_name, addr, c->npeers, (unsigned)c->cfg->max_clients,
+		          (unsigned)c->per_addr);
+		c->full_logged = 1;
+	} else {
+		HAKO_DEBUG("endpoint '%s': peer %s closed at once: no place", c->ctx.ep_name, addr);
+	}
+}
+
 static void server_accept(tcp_comm_t *c)
 {
 	for (;;) {
@@ -1114,31 +1252,44 @@ static void server_accept(tcp_comm_t *c)
 			}
 			return;
 		}
-		if (c->npeers >= c->cfg->max_clients) {
-			/* Closed at once rather than left in the backlog: a connect that hangs
-			 * tells its program nothing. */
-			char addr[64];
-			hakoi_sockaddr_str((const struct sockaddr *)&ss, addr, sizeof(addr));
-			close(fd);
-			hakoi_count(&c->ctx.ctr->rejected, 1);
-			if (!c->full_logged) {
-				HAKO_WARN(
-				    "endpoint '%s': %u peers connected (max_clients); peer %s "
-				    "and any more are closed at once",
-				    c->ctx.ep_name, (unsigned)c->cfg->max_clients, addr);
-				c->full_logged = 1;
-			} else {
-				HAKO_DEBUG("endpoint '%s': peer %s closed: max_clients reached",
-				           c->ctx.ep_name, addr);
-			}
+		char addr[64];
+		uint8_t key[16];
+		uint64_t now = now_ns();
+		tcp_peer_t *victim = NULL;
+		hakoi_sockaddr_str((const struct sockaddr *)&ss, addr, sizeof(addr));
+		addr_key((const struct sockaddr *)&ss, key);
+		if (!admit(c, key, now, &victim)) {
+			refuse(c, fd, addr);
 			continue;
 		}
-		c->full_logged = 0;
+		if (victim != NULL) {
+			char why[160];
+			if (victim->frame_ns == 0) {
+				snprintf(
+				    why, sizeof(why),
+				    "no frame in the %llu ms since it connected; its place goes "
+				    "to %s",
+				    (unsigned long long)((now - victim->since_ns) / 1000000u),
+				    addr);
+			} else {
+				snprintf(why, sizeof(why),
+				         "no frame for %llu ms; its place goes to %s",
+				         (unsigned long long)((now - victim->frame_ns) / 1000000u),
+				         addr);
+			}
+			limit_drop(c, victim, &c->evict_logged, why);
+		} else {
+			c->full_logged = 0;
+		}
 		set_sockopts(c, fd);
 		tcp_peer_t *p = peer_add(c, fd, (const struct sockaddr *)&ss);
 		if (p == NULL) {
 			HAKO_WARN("endpoint '%s': out of memory for a new peer", c->ctx.ep_name);
 			continue;
+		}
+		uint64_t d = peer_deadline(c, p);
+		if (d != 0) {
+			hakoi_timer_set(c->loop, &p->timer, d);
 		}
 		hakoi_count(&c->ctx.ctr->accepted, 1);
 		HAKO_INFO("endpoint '%s': peer %s connected", c->ctx.ep_name, p->addr);
@@ -1194,8 +1345,18 @@ static void drop_peer(tcp_comm_t *c, tcp_peer_t *p, int kind, const char *why)
 	}
 }
 
-/* The next time p's timer has something to check (0: none): its partial frame's deadlines,
- * or the release of an idle big buffer. */
+/* When p must have sent its first frame (0: it need not, or did): see the top comment. */
+static uint64_t first_deadline(const tcp_comm_t *c, const tcp_peer_t *p)
+{
+	if (!c->server || c->cfg->direction == HAKO_COMM_OUT || p->frame_ns != 0 || p->listener ||
+	    (p->rlen > 0 && c->cfg->frame_timeout_ms > 0)) {
+		return 0;
+	}
+	return p->since_ns + MS_NS(FIRST_FRAME_MS);
+}
+
+/* The next time p's timer has something to check (0: none): its first frame's or partial
+ * frame's deadlines, or the release of an idle big buffer. */
 static uint64_t peer_deadline(const tcp_comm_t *c, const tcp_peer_t *p)
 {
 	const uint64_t rto_ns = (uint64_t)c->opt->read_timeout_ms * 1000000u;
@@ -1210,6 +1371,10 @@ static uint64_t peer_deadline(const tcp_comm_t *c, const tcp_peer_t *p)
 		}
 	} else if (p->rcap > RX_CHUNK) {
 		d = p->rx_ns + RX_IDLE_NS;
+	}
+	uint64_t first = first_deadline(c, p);
+	if (first != 0 && (d == 0 || first < d)) {
+		d = first;
 	}
 	return d;
 }
@@ -1260,6 +1425,20 @@ static void peer_serve(tcp_comm_t *c, tcp_peer_t *p, short rev)
 	}
 	if (kind != RX_OK) {
 		drop_peer(c, p, kind, why[0] != '\0' ? why : NULL);
+		return;
+	}
+	uint64_t first = first_deadline(c, p);
+	if (first != 0 && now >= first && p->rlen == 0 && c->npeers * 2 < c->cfg->max_clients) {
+		/* Nothing at all (a client that only listens, as to an inout server): kept while
+		 * the server has room; an idle peer gives way to a new connection anyway. */
+		p->listener = 1;
+		first = 0;
+	}
+	if (first != 0 && now >= first) {
+		snprintf(why, sizeof(why),
+		         "no whole frame within %u ms of connecting (%zu bytes of one received)",
+		         FIRST_FRAME_MS, p->rlen);
+		limit_drop(c, p, &c->quiet_logged, why);
 		return;
 	}
 	if (p->rcap > RX_CHUNK && p->rlen == 0 && now >= p->rx_ns + RX_IDLE_NS) {
@@ -1331,6 +1510,9 @@ static void tcp_attach(void *arg)
 {
 	tcp_comm_t *c = arg;
 	c->attached = 1;
+	c->full_logged = 0;
+	c->quiet_logged = 0;
+	c->evict_logged = 0;
 	c->ctimer = (hakoi_timer_t){.cb = comm_timer, .arg = c, .owner = c};
 	c->fctimer = (hakoi_timer_t){.cb = fcache_timer, .arg = c, .owner = c};
 	int r = hakoi_timer_add(c->loop, &c->ctimer);
@@ -1514,6 +1696,10 @@ static int tcp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	c->opt = cfg->opts;
 	c->ver = cfg->raw_version == 1 ? HAKO_FRAME_V1 : HAKO_FRAME_V2;
 	c->server = cfg->role == HAKO_COMM_SERVER;
+	c->per_addr = cfg->max_clients / 2;
+	if (c->per_addr < PER_ADDR_MIN) {
+		c->per_addr = cfg->max_clients < PER_ADDR_MIN ? cfg->max_clients : PER_ADDR_MIN;
+	}
 	c->lfd = -1;
 	c->cfd = -1;
 	c->loop = ctx->loop;

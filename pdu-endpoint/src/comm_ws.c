@@ -28,8 +28,10 @@
  *  - ping_interval_sec: lws's validity policy (lws_retry_bo_t on the vhost and the client
  *    connection): a PING after that many idle seconds, the connection hung up when nothing
  *    validates it (a PONG or any data) within 3 intervals. 0 = no pings, no idle hang-up.
- *  - handshake_timeout_ms: the vhost's timeout_secs (rounded up to seconds), which lws applies
- *    to its network round trips: the HTTP upgrade request / response, the close handshake.
+ *  - handshake_timeout_ms: the context's timeout_secs (rounded up to seconds), which lws
+ *    applies to its network round trips: the HTTP upgrade request / response, the close
+ *    handshake (lws 4.1 reads it from the context, not from the vhost). A server also closes a
+ *    connection with no whole message that long after it was accepted (max_clients below).
  *  - connect_timeout_ms: the vhost's connect_timeout_secs (client; rounded up to seconds).
  *  - read_timeout_ms: a message begun (a fragment, or part of one, delivered) with no byte of
  *    it for that long closes the session; frame_timeout_ms: a message not whole that long after
@@ -42,9 +44,26 @@
  *    (the frame counted in send_dropped). blocking false: the oldest queued frame is dropped
  *    (counted). A send from the service thread itself (a subscriber) cannot wait for it: it
  *    drops the oldest.
- *  - max_clients (server): sessions at once; a connection over it is closed as lws accepts it
- *    (FILTER_NETWORK_CONNECTION; one upgraded meanwhile is refused at ESTABLISHED), counted
- *    as rejected, logged once until a session opens again.
+ *  - max_clients (server): connections at once, upgraded or not (each is a socket, and lws's
+ *    buffers once upgraded). A server keeps a record of every connection it accepted
+ *    (ws_conn_t: SERVER_NEW_CLIENT_INSTANTIATED .. WSI_DESTROY) so that idle ones cannot hold
+ *    the places, as tcp's peers (comm_tcp.c):
+ *     - first message: a connection must have upgraded and sent a whole message
+ *       handshake_timeout_ms after it was accepted, or it is closed (a session: counted in
+ *       disconnects); a message in progress then has frame_timeout_ms instead, if set. A
+ *       session upgraded and silent (a client that only listens) is kept while fewer than
+ *       half of max_clients places are taken (listener). A server that only sends (direction
+ *       out) asks only for the upgrade. One lws timer
+ *       (first_sul) runs to the next of these deadlines;
+ *     - per address: one address (IPv6: one /64) holds at most per_addr connections, half of
+ *       max_clients (at least WS_PER_ADDR_MIN, or max_clients if smaller);
+ *     - making room: a connection that finds its address's places or all places taken takes
+ *       the place of an idle one (of its address, or of any), decided in
+ *       FILTER_NETWORK_CONNECTION: one that never sent a message and is WS_EVICT_NEW_MS old or
+ *       more (the oldest; not upgraded first, then upgraded with nothing of a message, then
+ *       with part of one), else one whose last message is WS_EVICT_IDLE_MS old or more (the
+ *       longest idle). With no such connection, it is closed as lws accepts it (rejected).
+ *    Each is logged once (until a session sends its first message), then at debug level.
  *  - max_buffered_bytes: the sessions' message buffers together, beyond the first WS_RX_CHUNK
  *    of each (so small messages are always served): a session whose message would need more,
  *    once idle sessions' kept buffers are freed, is refused (rejected). lws's own per-session
@@ -100,8 +119,13 @@
 #define WS_BACKOFF_MAX   1000u
 #define WS_FD_LIMIT      4096u
 #define WS_CLOSE_WAIT_MS 1000u
-#define WS_DRAIN_WAIT_MS 1000u /* write_timeout_ms 0 */
-#define WS_STOP_TICK_US  5000  /* stop's service loop wakes at least this often */
+#define WS_DRAIN_WAIT_MS 1000u  /* write_timeout_ms 0 */
+#define WS_STOP_TICK_US  5000   /* stop's service loop wakes at least this often */
+#define WS_EVICT_NEW_MS  1000u  /* a connection with no message yet is idle after this ... */
+#define WS_EVICT_IDLE_MS 30000u /* ... one that sent messages after this long without one */
+#define WS_PER_ADDR_MIN  16u    /* connections per address: max_clients / 2, at least this */
+
+struct ws_conn;
 
 typedef struct ws_sess {
 	struct ws_sess *next;
@@ -122,11 +146,25 @@ typedef struct ws_sess {
 	int timer_on;         /* the lws timer checking those is armed */
 	int dropping;         /* closing for a timeout: its bytes are ignored */
 	int rejected;
-	int bye;            /* stop: close it at its next WRITEABLE (service thread) */
-	int unflushed;      /* a message lws took but has partly buffered, not counted yet */
-	size_t unflushed_b; /* its body bytes */
+	int bye;              /* stop: close it at its next WRITEABLE (service thread) */
+	int unflushed;        /* a message lws took but has partly buffered, not counted yet */
+	size_t unflushed_b;   /* its body bytes */
+	struct ws_conn *conn; /* server: its connection's record */
 	char peer[80];
 } ws_sess_t;
+
+/* A connection a server accepted, upgraded or not (service thread): for the limits on idle
+ * connections (see the top comment). */
+typedef struct ws_conn {
+	struct lws *wsi;
+	ws_sess_t *sess;   /* once upgraded, until the session closes */
+	uint64_t since_ms; /* accepted */
+	uint64_t msg_ms;   /* last whole message (0: none yet) */
+	uint8_t akey[16];  /* its address for the per-address limit (addr_key) */
+	int killed;        /* lws was asked to close it */
+	int listener;      /* upgraded, silent at its deadline while there was room: kept */
+	char peer[80];
+} ws_conn_t;
 
 typedef struct ws_comm {
 	hakoi_comm_ctx_t ctx;
@@ -160,8 +198,17 @@ typedef struct ws_comm {
 	int retry_pending;
 	uint32_t backoff_ms;
 	int ever_connected;
-	size_t rx_total; /* ws_held of the sessions' message buffers together */
-	int full_logged; /* max_clients reached and said so */
+	size_t rx_total;  /* ws_held of the sessions' message buffers together */
+	int full_logged;  /* a connection refused for the limits, and said so */
+	int quiet_logged; /* a connection closed for no first message, and said so */
+	int evict_logged; /* a connection closed to make room, and said so */
+	/* Server (service thread): the connections it accepted. */
+	ws_conn_t **conns;
+	size_t nconn;
+	size_t conn_cap;
+	uint32_t per_addr;                /* connections one address may hold */
+	lws_sorted_usec_list_t first_sul; /* the next first-message deadline */
+	int first_armed;
 } ws_comm_t;
 
 /* The comm whose service thread this is (a send from inside a subscriber must not wait). */
@@ -257,29 +304,254 @@ static void connect_now(ws_comm_t *c)
 	}
 }
 
-/* ---- sessions (service thread) ---- */
+/* ---- connections of a server, the limits on idle ones (service thread) ---- */
 
-/* A server at max_clients: one more connection is refused (counted; logged once until a
- * session opens again). */
-static int over_max_clients(ws_comm_t *c, const char *peer)
+static void rx_free(ws_comm_t *c, ws_sess_t *s);
+
+/* What an address counts as for the per-address limit: an IPv4 address (also one mapped into
+ * IPv6) as such, an IPv6 address by its /64. */
+static void addr_key(const struct sockaddr *sa, uint8_t key[16])
 {
-	pthread_mutex_lock(&c->lock);
-	int full = !c->client && c->nsess >= c->cfg->max_clients;
-	pthread_mutex_unlock(&c->lock);
-	if (!full) {
+	memset(key, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		key[10] = 0xff;
+		key[11] = 0xff;
+		memcpy(key + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		memcpy(key, a->s6_addr, IN6_IS_ADDR_V4MAPPED(a) ? 16 : 8);
+	}
+}
+
+static ws_conn_t *conn_find(const ws_comm_t *c, const struct lws *wsi)
+{
+	for (size_t i = 0; i < c->nconn; i++) {
+		if (c->conns[i]->wsi == wsi) {
+			return c->conns[i];
+		}
+	}
+	return NULL;
+}
+
+/* When k must have sent its first message (0: it need not, or did; see the top comment). */
+static uint64_t first_deadline(const ws_comm_t *c, const ws_conn_t *k)
+{
+	const ws_sess_t *s = k->sess;
+	if (k->killed || k->msg_ms != 0 || k->listener) {
 		return 0;
+	}
+	if (s != NULL && (c->cfg->direction == HAKO_COMM_OUT || s->dropping || s->rejected ||
+	                  (s->rx_len > 0 && c->cfg->frame_timeout_ms > 0))) {
+		return 0;
+	}
+	return k->since_ms + c->opt->handshake_timeout_ms;
+}
+
+/* Close k for one of the limits on idle connections. The first of each kind (*said) is a
+ * warning, the next ones are debug lines until a session sends its first message. */
+static void conn_kill(ws_comm_t *c, ws_conn_t *k, int *said, const char *why)
+{
+	if (!*said) {
+		HAKO_WARN("endpoint '%s': websocket peer %s: %s; connection closed (more of these "
+		          "at debug level)",
+		          c->ctx.ep_name, k->peer, why);
+		*said = 1;
+	} else {
+		HAKO_DEBUG("endpoint '%s': websocket peer %s: %s; connection closed",
+		           c->ctx.ep_name, k->peer, why);
+	}
+	k->killed = 1;
+	if (k->sess != NULL) {
+		k->sess->dropping = 1; /* what lws still hands over is ignored */
+		rx_free(c, k->sess);
+	}
+	lws_set_timeout(k->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
+static void first_cb(lws_sorted_usec_list_t *sul);
+
+/* The first-message timer at the earliest deadline of the connections (none: not armed). */
+static void first_arm(ws_comm_t *c, uint64_t now)
+{
+	uint64_t next = 0;
+	for (size_t i = 0; i < c->nconn; i++) {
+		uint64_t d = first_deadline(c, c->conns[i]);
+		if (d != 0 && (next == 0 || d < next)) {
+			next = d;
+		}
+	}
+	c->first_armed = next != 0;
+	lws_sul_schedule(c->lws, 0, &c->first_sul, first_cb,
+	                 next == 0     ? LWS_SET_TIMER_USEC_CANCEL
+	                 : next <= now ? 1
+	                               : (lws_usec_t)(next - now) * LWS_US_PER_MS);
+}
+
+/* Close the connections past their first-message deadline. */
+static void first_cb(lws_sorted_usec_list_t *sul)
+{
+	ws_comm_t *c = lws_container_of(sul, ws_comm_t, first_sul);
+	uint64_t now = now_ms();
+	c->first_armed = 0;
+	for (size_t i = 0; i < c->nconn; i++) {
+		ws_conn_t *k = c->conns[i];
+		uint64_t d = first_deadline(c, k);
+		if (d == 0 || now < d) {
+			continue;
+		}
+		/* Upgraded and silent (a client that only listens, as to an inout server): kept
+		 * while the server has room; an idle one gives way to a new connection anyway. */
+		if (k->sess != NULL && k->sess->rx_len == 0 && c->nconn * 2 < c->cfg->max_clients) {
+			k->listener = 1;
+			continue;
+		}
+		char why[128];
+		snprintf(why, sizeof(why), "%s within %u ms of connecting (handshake_timeout_ms)",
+		         k->sess == NULL ? "no websocket upgrade" : "no whole message",
+		         (unsigned)c->opt->handshake_timeout_ms);
+		conn_kill(c, k, &c->quiet_logged, why); /* off the list at WSI_DESTROY */
+	}
+	first_arm(c, now);
+}
+
+/* Whether k may give way to a new connection (it is idle), and its place in the order in which
+ * idle ones give way: *tier (no message yet: not upgraded, upgraded with nothing of a message,
+ * with part of one; then those that sent messages), then *t, the oldest first. */
+static int idle_order(const ws_conn_t *k, uint64_t now, int *tier, uint64_t *t)
+{
+	if (k->msg_ms == 0) {
+		*tier = k->sess == NULL ? 0 : k->sess->rx_len > 0 ? 2 : 1;
+		*t = k->since_ms;
+		return now - k->since_ms >= WS_EVICT_NEW_MS;
+	}
+	*tier = 3;
+	*t = k->msg_ms;
+	return now - k->msg_ms >= WS_EVICT_IDLE_MS;
+}
+
+/* FILTER_NETWORK_CONNECTION of a server: whether a connection from sa may come in, in the
+ * place of an idle one if need be (closed then); refused ones are counted and said once. */
+static int admit(ws_comm_t *c, const struct sockaddr *sa)
+{
+	char peer[80] = "?";
+	uint8_t key[16];
+	uint64_t now = now_ms();
+	hakoi_sockaddr_str(sa, peer, sizeof(peer));
+	addr_key(sa, key);
+	size_t live = 0;
+	size_t same = 0;
+	for (size_t i = 0; i < c->nconn; i++) {
+		if (!c->conns[i]->killed) {
+			live++;
+			same += memcmp(c->conns[i]->akey, key, 16) == 0;
+		}
+	}
+	int addr_full = same >= c->per_addr;
+	if (!addr_full && live < c->cfg->max_clients) {
+		c->full_logged = 0;
+		return 1;
+	}
+	ws_conn_t *victim = NULL;
+	int best_tier = 0;
+	uint64_t best_t = 0;
+	for (size_t i = 0; i < c->nconn; i++) {
+		ws_conn_t *k = c->conns[i];
+		int tier;
+		uint64_t t;
+		if (k->killed || (addr_full && memcmp(k->akey, key, 16) != 0) ||
+		    !idle_order(k, now, &tier, &t)) {
+			continue;
+		}
+		if (victim == NULL || tier < best_tier || (tier == best_tier && t < best_t)) {
+			victim = k;
+			best_tier = tier;
+			best_t = t;
+		}
+	}
+	if (victim != NULL) {
+		char why[160];
+		if (victim->msg_ms == 0) {
+			snprintf(
+			    why, sizeof(why),
+			    "no message in the %llu ms since it connected; its place goes to %s",
+			    (unsigned long long)(now - victim->since_ms), peer);
+		} else {
+			snprintf(why, sizeof(why), "no message for %llu ms; its place goes to %s",
+			         (unsigned long long)(now - victim->msg_ms), peer);
+		}
+		conn_kill(c, victim, &c->evict_logged, why);
+		return 1;
 	}
 	hakoi_count(&c->ctx.ctr->rejected, 1);
 	if (!c->full_logged) {
-		HAKO_WARN("endpoint '%s': %u websocket sessions (max_clients); %s and any more are "
-		          "closed at once",
-		          c->ctx.ep_name, (unsigned)c->cfg->max_clients, peer);
+		HAKO_WARN(
+		    "endpoint '%s': websocket peer %s closed at once: %zu connections (max_clients "
+		    "%u, %u per address) and none idle long enough to give way (more of these "
+		    "at debug level)",
+		    c->ctx.ep_name, peer, live, (unsigned)c->cfg->max_clients,
+		    (unsigned)c->per_addr);
 		c->full_logged = 1;
 	} else {
-		HAKO_DEBUG("endpoint '%s': %s closed: max_clients reached", c->ctx.ep_name, peer);
+		HAKO_DEBUG("endpoint '%s': websocket peer %s closed at once: no place",
+		           c->ctx.ep_name, peer);
 	}
-	return 1;
+	return 0;
 }
+
+/* SERVER_NEW_CLIENT_INSTANTIATED: the record of an accepted connection. -1 (lws closes it)
+ * when out of memory. */
+static int conn_add(ws_comm_t *c, struct lws *wsi)
+{
+	ws_conn_t *k = calloc(1, sizeof(*k));
+	if (k == NULL) {
+		return -1;
+	}
+	if (c->nconn == c->conn_cap) {
+		size_t cap = c->conn_cap ? c->conn_cap * 2 : 16;
+		ws_conn_t **n = realloc(c->conns, cap * sizeof(*n));
+		if (n == NULL) {
+			free(k);
+			return -1;
+		}
+		c->conns = n;
+		c->conn_cap = cap;
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	memset(&ss, 0, sizeof(ss));
+	snprintf(k->peer, sizeof(k->peer), "?");
+	if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&ss, &sl) == 0) {
+		hakoi_sockaddr_str((struct sockaddr *)&ss, k->peer, sizeof(k->peer));
+		addr_key((struct sockaddr *)&ss, k->akey);
+	}
+	k->wsi = wsi;
+	k->since_ms = now_ms();
+	c->conns[c->nconn++] = k;
+	if (!c->first_armed) {
+		/* Armed, it runs to an earlier deadline than this one's. */
+		first_arm(c, k->since_ms);
+	}
+	return 0;
+}
+
+/* WSI_DESTROY: the connection is gone. */
+static void conn_remove(ws_comm_t *c, const struct lws *wsi)
+{
+	for (size_t i = 0; i < c->nconn; i++) {
+		ws_conn_t *k = c->conns[i];
+		if (k->wsi == wsi) {
+			if (k->sess != NULL) {
+				k->sess->conn = NULL;
+			}
+			c->conns[i] = c->conns[--c->nconn];
+			free(k);
+			return;
+		}
+	}
+}
+
+/* ---- sessions (service thread) ---- */
 
 static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 {
@@ -293,8 +565,10 @@ static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 	if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&ss, &sl) == 0) {
 		hakoi_sockaddr_str((struct sockaddr *)&ss, peer, sizeof(peer));
 	}
-	/* Connections upgraded while the last places were taken. */
-	if (over_max_clients(c, peer)) {
+	/* A server's connection has its place since it was accepted (admit), unless it gave it
+	 * up meanwhile. */
+	ws_conn_t *k = NULL;
+	if (!c->client && ((k = conn_find(c, wsi)) == NULL || k->killed)) {
 		return -1;
 	}
 	ws_sess_t *s = calloc(1, sizeof(*s));
@@ -305,6 +579,10 @@ static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 	}
 	s->wsi = wsi;
 	s->refs = 1;
+	s->conn = k;
+	if (k != NULL) {
+		k->sess = s;
+	}
 	memcpy(s->peer, peer, sizeof(s->peer));
 	int one = 1;
 	setsockopt(lws_get_socket_fd(wsi), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -313,7 +591,6 @@ static int sess_open(ws_comm_t *c, struct lws *wsi, ws_sess_t **pss)
 	c->sessions = s;
 	c->nsess++;
 	pthread_mutex_unlock(&c->lock);
-	c->full_logged = 0;
 	*pss = s;
 	hakoi_ep_counters_t *ctr = c->ctx.ctr;
 	atomic_fetch_add_explicit(&ctr->peers, 1, memory_order_relaxed);
@@ -364,6 +641,10 @@ static void sess_close(ws_comm_t *c, ws_sess_t **pss)
 	}
 	*pss = NULL;
 	rx_free(c, s);
+	if (s->conn != NULL) {
+		s->conn->sess = NULL;
+		s->conn = NULL;
+	}
 	pthread_mutex_lock(&c->lock);
 	for (ws_sess_t **pp = &c->sessions; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == s) {
@@ -574,6 +855,14 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 		return reject(c, wsi, s, LWS_CLOSE_STATUS_POLICY_VIOLATION,
 		              e.message[0] != '\0' ? e.message : hako_strerror(r));
 	}
+	if (s->conn != NULL) {
+		if (s->conn->msg_ms == 0) {
+			/* A peer speaks the protocol: the next limit that strikes is said again. */
+			c->quiet_logged = 0;
+			c->evict_logged = 0;
+		}
+		s->conn->msg_ms = now;
+	}
 	if (fr.request_type != HAKO_FRAME_PDU_DATA || c->cfg->direction == HAKO_COMM_OUT) {
 		hakoi_count(&c->ctx.ctr->recv_ignored, 1);
 	} else {
@@ -708,13 +997,12 @@ static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 	case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: {
 		/* user is lws_filter_network_conn_args here, not a session. */
 		const struct lws_filter_network_conn_args *a = user;
-		char peer[80] = "?";
-		if (a != NULL) {
-			hakoi_sockaddr_str((const struct sockaddr *)&a->cli_addr, peer,
-			                   sizeof(peer));
+		if (c->client || a == NULL) {
+			return 0;
 		}
-		return over_max_clients(c, peer) ? -1 : 0;
+		return admit(c, (const struct sockaddr *)&a->cli_addr) ? 0 : -1;
 	}
+	case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: return c->client ? 0 : conn_add(c, wsi);
 	case LWS_CALLBACK_TIMER: rx_timer(c, wsi, pss != NULL ? *pss : NULL); return 0;
 	case LWS_CALLBACK_ESTABLISHED:
 	case LWS_CALLBACK_CLIENT_ESTABLISHED: return sess_open(c, wsi, pss);
@@ -736,6 +1024,9 @@ static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 		schedule_retry(c);
 		return 0;
 	case LWS_CALLBACK_WSI_DESTROY:
+		if (!c->client) {
+			conn_remove(c, wsi);
+		}
 		if (c->client && wsi == c->client_wsi) {
 			c->client_wsi = NULL;
 			schedule_retry(c);
@@ -831,6 +1122,9 @@ static void *svc_thread(void *arg)
 	ws_comm_t *c = arg;
 	tl_svc_comm = c;
 	c->closing = 0;
+	c->full_logged = 0;
+	c->quiet_logged = 0;
+	c->evict_logged = 0;
 	if (c->client) {
 		c->backoff_ms = WS_BACKOFF_MIN;
 		connect_now(c);
@@ -894,6 +1188,10 @@ static void ws_free(ws_comm_t *c)
 		free(s);
 		s = next;
 	}
+	for (size_t i = 0; i < c->nconn; i++) { /* the same */
+		free(c->conns[i]);
+	}
+	free(c->conns);
 	pthread_cond_destroy(&c->room);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -944,6 +1242,11 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	c->cfg = cfg;
 	c->opt = cfg->opts;
 	c->client = cfg->role == HAKO_COMM_CLIENT;
+	c->per_addr = cfg->max_clients / 2;
+	if (c->per_addr < WS_PER_ADDR_MIN) {
+		c->per_addr =
+		    cfg->max_clients < WS_PER_ADDR_MIN ? cfg->max_clients : WS_PER_ADDR_MIN;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	hakoi_cond_init(&c->room);
 	c->msg_limit = (size_t)cfg->max_body_bytes + (cfg->raw_version == HAKO_FRAME_V1
@@ -981,6 +1284,7 @@ static int ws_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.fd_limit_per_thread = WS_FD_LIMIT;
 	info.pt_serv_buf_size = WS_SERV_BUF;
+	info.timeout_secs = ms_to_secs(c->opt->handshake_timeout_ms);
 	info.user = c;
 	info.gid = -1;
 	info.uid = -1;

@@ -171,7 +171,8 @@ typedef struct hako_comm_config {
 	uint32_t max_body_bytes;
 	uint32_t send_queue_depth;
 	/* tcp and websocket (hako's own; see docs/endpoint.md). max_clients: a server's peers at
-	 * once, more are accepted and closed at once. max_buffered_bytes: the receive buffers of
+	 * once (one address: at most half); one more takes the place of an idle peer, or is
+	 * accepted and closed at once. max_buffered_bytes: the receive buffers of
 	 * all peers together (partial frames, websocket fragments, buffers kept for reuse); a peer
 	 * that would need more is dropped. frame_timeout_ms: once a frame (message) has begun, all
 	 * of it must be there within this (0 = no limit); a trickle of bytes does not extend it. */
