@@ -31,6 +31,7 @@ typedef struct forklift_record {
 	int32_t phase;
 	double x, y, yaw, v, lift;
 	uint64_t hash; /* forklift_state_hash after the step */
+	uint8_t lost;  /* 1: not recorded, lost with a killed host (see forklift_run_t) */
 } forklift_record_t;
 
 typedef struct forklift_steps_info {
@@ -57,9 +58,13 @@ typedef struct forklift_steps {
 	forklift_steps_info_t info;
 	forklift_record_t *rec;
 	size_t count;
+	int cut_line; /* a last line cut short, skipped (0: the file ends with a whole line) */
 } forklift_steps_t;
 
-/* Load a steps file. 0, or -1 with why = "file:line: what". */
+/* Load a steps file. 0, or -1 with why = "file:line: what". A host writes whole lines, so a
+ * last line without its newline was cut short by a kill: it is skipped (cut_line) and why
+ * says so, "file:line: the last line is cut short (...): skipped"; why is "" otherwise. A
+ * malformed whole line is an error wherever it is. */
 int forklift_steps_load(const char *path, forklift_steps_t *out, char *why, size_t len);
 void forklift_steps_free(forklift_steps_t *s);
 
@@ -82,10 +87,16 @@ typedef struct forklift_run {
 	forklift_handoff_t *handoffs; /* hand-offs and reclaims, in order */
 	size_t handoff_count;
 	size_t reclaims;
+	size_t lost;         /* steps whose records were lost with a killed host */
+	char lost_note[256]; /* the first such stretch, said ("" if none) */
 } forklift_run_t;
 
 /* Merge the hosts' records: every step from 1 to the last must have been run exactly once.
- * 0, or -1 with why ("step 1234 was run twice: by node 1 (epoch 2) and node 2 (epoch 3)"). */
+ * 0, or -1 with why ("step 1234 was run twice: by node 1 (epoch 2) and node 2 (epoch 3)").
+ * A host writes its records through a buffer, so a host killed loses the last ones it ran:
+ * steps without a record right after the last record of a file cut short (cut_line) are
+ * those, not steps never run. They are counted in `lost`, marked `lost` and filled in by
+ * forklift_run_replay; any other step without a record is an error. */
 int forklift_run_merge(const forklift_steps_t *files, size_t count, forklift_run_t *run, char *why,
                        size_t len);
 void forklift_run_free(forklift_run_t *run);
@@ -93,8 +104,9 @@ void forklift_run_free(forklift_run_t *run);
 /* Run the model from the mission in this process, without RD, for run->steps steps and compare
  * every step with the record: the hash of the whole packed state and every field, exactly.
  * Returns the number of identical steps before the first mismatch (run->steps if none); why
- * describes the first mismatch. */
-size_t forklift_run_replay(const forklift_run_t *run, const forklift_mission_t *m, char *why,
-                           size_t len);
+ * describes the first mismatch. Lost records are filled in from this run instead: the killed
+ * host computed the same (the next owner started from its context, and its first record is
+ * compared). */
+size_t forklift_run_replay(forklift_run_t *run, const forklift_mission_t *m, char *why, size_t len);
 
 #endif

@@ -77,6 +77,9 @@ static int load_records(struct report *R)
 			fprintf(stderr, "forklift-report: %s\n", why);
 			return -1;
 		}
+		if (why[0] != '\0') {
+			printf("forklift-report: %s\n", why); /* a last line cut short, skipped */
+		}
 		R->nfiles++;
 		if (R->nfiles == 1) {
 			snprintf(R->domain, sizeof(R->domain), "%s", f->info.domain);
@@ -343,6 +346,10 @@ static void print_summary(struct report *R)
 		printf("  longest gap    %.0f ms of world time without a stepping owner (epoch %u, "
 		       "t=%.3f s)\n",
 		       R->longest_gap / 1e3, h->epoch, h->t_usec / 1e6);
+	}
+	if (R->merged && R->run.lost > 0) {
+		printf("  lost records   %zu: %s; filled in from the single-process run\n",
+		       R->run.lost, R->run.lost_note);
 	}
 	if (!R->merged) {
 		printf("  continuity     BROKEN: %s\n", R->merge_error);

@@ -2,7 +2,9 @@
  * process hand the model back and forth through its packed context, as forklift-host does;
  * merging finds every hand-off, the replay finds the run identical to a single-process one, and
  * every way of breaking continuity (a step run twice or never, a restore that loses a PID term,
- * a record off by one bit) is found and named. The plot is written and looked at.
+ * a record off by one bit) is found and named. A host killed while writing leaves its file cut
+ * short: the cut line is skipped and said, and the steps whose records the kill lost are told
+ * from steps never run. The plot is written and looked at.
  *
  * FORKLIFT_TEST_KEEP=DIR keeps the records and the plot in DIR. */
 #define _GNU_SOURCE /* mkdtemp */
@@ -32,6 +34,7 @@ enum fault {
 	FAULT_LOSE_INTEGRAL, /* the new owner restores all but the speed PID's integral */
 	FAULT_REPEAT_STEP,   /* the new owner runs the old owner's last step again */
 	FAULT_SKIP_STEP,     /* the new owner skips a step */
+	FAULT_KILLED_HOST,   /* node 2 is killed after its first stretch: node 1 runs the rest */
 };
 
 static char dir[256];
@@ -67,7 +70,7 @@ static void synth(enum fault fault, size_t *handoffs)
 		                     (uint8_t)(owner + 1), epoch);
 		int release = owner == 0 ? s.x >= BOUNDARY - MARGIN && s.v > 0
 		                         : s.x <= BOUNDARY + MARGIN && s.v < 0;
-		if (!release || s.step == STEPS) {
+		if (!release || s.step == STEPS || (fault == FAULT_KILLED_HOST && *handoffs == 2)) {
 			continue;
 		}
 		uint8_t ctx[FORKLIFT_CONTEXT_SIZE];
@@ -237,6 +240,23 @@ static void test_malformed_files(void **state)
 	fclose(f);
 	assert_int_equal(forklift_steps_load(path, &s, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "bad.csv:5: malformed record"));
+	/* A record cut short in the middle of the file is corruption, not a kill. */
+	f = fopen(path, "w");
+	fputs("# forklift steps v1\n# node=1 domain=x delta_usec=1000 dmax_usec=0\n"
+	      "step,model_usec,world_usec,node,epoch,phase,x,y,yaw,v,lift,hash\n"
+	      "1,1000,1000,1,0,0,0.5,0,0,0,0,00ff\n"
+	      "2,2000,2000,1,0,0,0.5,0,0,0\n"
+	      "3,3000,3000,1,0,0,0.5,0,0,0,0,00ff\n",
+	      f);
+	fclose(f);
+	assert_int_equal(forklift_steps_load(path, &s, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "bad.csv:5: malformed record"));
+	/* A file cut short in its first line has nothing to skip to. */
+	f = fopen(path, "w");
+	fputs("# forklift st", f);
+	fclose(f);
+	assert_int_equal(forklift_steps_load(path, &s, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "bad.csv: empty"));
 	f = fopen(path, "w");
 	fputs("x,y\n", f);
 	fclose(f);
@@ -245,6 +265,146 @@ static void test_malformed_files(void **state)
 	snprintf(path, sizeof(path), "%s/none.csv", dir);
 	assert_int_equal(forklift_steps_load(path, &s, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "none.csv"));
+}
+
+/* A host killed while its records were on their way to the file: the file keeps its lines up
+ * to the record of step `keep`, then `cut_at` bytes of the next line (no newline), no more.
+ * Returns the number of that cut line. */
+static int cut_file(const char *path, uint64_t keep, size_t cut_at)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	static char text[8 << 20];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char prefix[32];
+	snprintf(prefix, sizeof(prefix), "\n%llu,", (unsigned long long)keep + 1);
+	char *next = strstr(text, prefix);
+	assert_non_null(next);
+	next++;
+	assert_true(strchr(next, '\n') - next > (ptrdiff_t)cut_at);
+	int line = 1;
+	for (const char *p = text; p < next; p++) {
+		line += *p == '\n';
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, (size_t)(next - text) + cut_at, f),
+	                 (size_t)(next - text) + cut_at);
+	assert_int_equal(fclose(f), 0);
+	return line;
+}
+
+/* The final owner killed while writing its last record: that record, cut inside its hash
+ * (which still parses as a number), is skipped and said; the rest of the run is exact. */
+static void test_cut_last_line_skipped(void **state)
+{
+	(void)state;
+	size_t handoffs;
+	synth(FAULT_NONE, &handoffs);
+	forklift_run_t run;
+	forklift_mission_t m;
+	char why[512];
+	assert_int_equal(load_run(&run, &m, why, sizeof(why)), 0);
+	unsigned last_node = run.rec[STEPS - 1].node;
+	forklift_run_free(&run);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/forklift-%u.steps.csv", dir, last_node);
+	/* step,model_usec,world_usec,node,epoch,phase,x,y,yaw,v,lift,hash: all but the hash's
+	 * last 3 digits of step STEPS. */
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	static char line[1024], prev[1024];
+	while (fgets(line, sizeof(line), f) != NULL) {
+		memcpy(prev, line, sizeof(line));
+	}
+	fclose(f);
+	int lineno = cut_file(path, STEPS - 1, strlen(prev) - 4);
+
+	forklift_steps_t s;
+	assert_int_equal(forklift_steps_load(path, &s, why, sizeof(why)), 0);
+	char want[400];
+	snprintf(want, sizeof(want), "forklift-%u.steps.csv:%d: the last line is cut short",
+	         last_node, lineno);
+	assert_non_null(strstr(why, want));
+	assert_non_null(strstr(why, "skipped"));
+	assert_int_equal(s.cut_line, lineno);
+	assert_int_equal(s.rec[s.count - 1].step, STEPS - 1);
+	forklift_steps_free(&s);
+
+	assert_int_equal(load_run(&run, &m, why, sizeof(why)), 0);
+	assert_int_equal(run.steps, STEPS - 1);
+	assert_int_equal(run.lost, 0);
+	assert_int_equal(forklift_run_replay(&run, &m, why, sizeof(why)), STEPS - 1);
+	assert_string_equal(why, "");
+	forklift_run_free(&run);
+}
+
+/* Node 2 killed after it handed the EU back, its last records still in its buffer: its file
+ * ends cut short inside its last stretch. The steps after its last whole record are lost, not
+ * "never run"; the replay fills them in and the run is exact to its end. */
+static void test_killed_host_records_lost(void **state)
+{
+	(void)state;
+	size_t handoffs;
+	synth(FAULT_KILLED_HOST, &handoffs);
+	assert_int_equal(handoffs, 2);
+	forklift_run_t run;
+	forklift_mission_t m;
+	char why[512];
+	assert_int_equal(load_run(&run, &m, why, sizeof(why)), 0);
+	assert_int_equal(run.handoff_count, 2);
+	size_t first = run.handoffs[0].index,
+	       back = run.handoffs[1].index; /* node 2: [first, back) */
+	double x_back = run.handoffs[1].x;
+	assert_true(back - first > 100);
+	forklift_run_free(&run);
+	uint64_t keep = (uint64_t)(first + back) / 2; /* node 2's last whole record */
+	char path[300];
+	snprintf(path, sizeof(path), "%s/forklift-2.steps.csv", dir);
+	int lineno = cut_file(path, keep, 32); /* inside x */
+
+	assert_int_equal(load_run(&run, &m, why, sizeof(why)), 0);
+	assert_int_equal(run.steps, STEPS);
+	assert_int_equal(run.lost, back - keep);
+	char want[200];
+	snprintf(want, sizeof(want), "steps %llu..%zu ", (unsigned long long)keep + 1, back);
+	assert_non_null(strstr(run.lost_note, want));
+	snprintf(want, sizeof(want), "node 2's records end cut short at step %llu (line %d",
+	         (unsigned long long)keep, lineno);
+	assert_non_null(strstr(run.lost_note, want));
+	assert_int_equal(run.handoff_count, 2);
+	assert_int_equal(run.handoffs[1].index, back);
+	assert_true(run.rec[keep].lost && run.rec[back - 1].lost && !run.rec[back].lost);
+	assert_int_equal(forklift_run_replay(&run, &m, why, sizeof(why)), STEPS);
+	assert_string_equal(why, "");
+	assert_true(run.handoffs[1].x == x_back);
+	assert_int_equal(run.rec[back - 1].node, 2);
+	forklift_run_free(&run);
+}
+
+/* Steps missing after a whole last line are still never run: only a cut file loses steps. */
+static void test_missing_steps_after_whole_file_found(void **state)
+{
+	(void)state;
+	size_t handoffs;
+	synth(FAULT_KILLED_HOST, &handoffs);
+	forklift_run_t run;
+	forklift_mission_t m;
+	char why[512];
+	assert_int_equal(load_run(&run, &m, why, sizeof(why)), 0);
+	size_t first = run.handoffs[0].index, back = run.handoffs[1].index;
+	forklift_run_free(&run);
+	uint64_t keep = (uint64_t)(first + back) / 2;
+	char path[300];
+	snprintf(path, sizeof(path), "%s/forklift-2.steps.csv", dir);
+	cut_file(path, keep, 0); /* ends with the whole line of step `keep` */
+	assert_int_equal(load_run(&run, &m, why, sizeof(why)), -1);
+	char want[100];
+	snprintf(want, sizeof(want), "step %llu (t=", (unsigned long long)keep + 1);
+	assert_non_null(strstr(why, want));
+	assert_non_null(strstr(why, "was never run"));
 }
 
 static int setup(void **state)
@@ -279,9 +439,15 @@ int main(void)
 {
 	/* test_exact_run last: with FORKLIFT_TEST_KEEP the kept files are the good run's. */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_lost_integral_found), cmocka_unit_test(test_repeated_step_found),
-	    cmocka_unit_test(test_skipped_step_found),  cmocka_unit_test(test_one_bit_found),
-	    cmocka_unit_test(test_malformed_files),     cmocka_unit_test(test_exact_run),
+	    cmocka_unit_test(test_lost_integral_found),
+	    cmocka_unit_test(test_repeated_step_found),
+	    cmocka_unit_test(test_skipped_step_found),
+	    cmocka_unit_test(test_one_bit_found),
+	    cmocka_unit_test(test_malformed_files),
+	    cmocka_unit_test(test_cut_last_line_skipped),
+	    cmocka_unit_test(test_killed_host_records_lost),
+	    cmocka_unit_test(test_missing_steps_after_whole_file_found),
+	    cmocka_unit_test(test_exact_run),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
