@@ -293,7 +293,11 @@ static uint32_t buffer_open(struct hakoi_channel *c, unsigned b)
 {
 	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed);
 	s += s & 1; /* a writer that died mid-write left it odd */
-	atomic_store_explicit(&c->buf_seq[b], s + 1, memory_order_relaxed);
+	/* Release: a reader that sees this buffer open (and so takes the other one) also sees the
+	 * other one's last close, which came before; relaxed, a weakly ordered CPU could show it
+	 * the other buffer a write older than one it already returned. The fence keeps the data
+	 * stores after the odd word. */
+	atomic_store_explicit(&c->buf_seq[b], s + 1, memory_order_release);
 	atomic_thread_fence(memory_order_release);
 	return s;
 }
@@ -437,17 +441,18 @@ static int newest_write(const struct hakoi_channel *c, unsigned *buf, uint32_t *
 			continue;
 		}
 		sched_yield(); /* the writer may be preempted mid-copy */
-		/* Both open for long, and nobody (alive) writing: no write will ever close them.
-		 * Both are open only while a writer takes over from one that died mid-write, which
-		 * closes one at once: a reader gives up after HAKOI_READ_STUCK_USEC even with a
-		 * live lock holder (a pid a corrupted segment names), not after a writer's lock
-		 * timeout, so a tool reading a broken segment is slowed, never stalled, channel
-		 * after channel. */
+		/* Both open, and nobody (alive) writing: no write will ever close them. Both are
+		 * open only while a writer takes over from one that died mid-write, which closes
+		 * one at once: a reader gives up after HAKOI_READ_STUCK_USEC even with a live lock
+		 * holder (a pid a corrupted segment names), not after a writer's lock timeout, so a
+		 * tool reading a broken segment is slowed, never stalled, channel after channel.
+		 * A snapshot that keeps changing is a writer at work, whose lock is free between
+		 * two writes: only the deadline ends that, never the lock word. */
 		uint32_t holder = atomic_load_explicit(&c->wlock, memory_order_relaxed);
 		hako_time_t now = hako_now_usec();
 		if (deadline == 0) {
 			deadline = now + HAKOI_READ_STUCK_USEC;
-		} else if ((holder == 0 || holder_dead(holder)) || now >= deadline) {
+		} else if ((stable && (holder == 0 || holder_dead(holder))) || now >= deadline) {
 			return HAKO_ECORRUPT;
 		}
 	}

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hako/domain.h"
@@ -285,18 +287,50 @@ static void test_seq_and_latest(void **state)
 	assert_int_equal(info.seq, 1000);
 }
 
-struct delayed_write {
-	hako_channel_t *ch;
-	hako_time_t delay;
+/* The state letter of thread `tid` of this process (R running, S sleeping, ...), '?' if unknown. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		return '?';
+	}
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold anything: the state follows ") " */
+	return p != NULL && p[1] == ' ' ? p[2] : '?';
+}
+
+/* A waiter that must be asleep before the event that wakes it, so that the wake-up is what is
+ * tested. In the waits below the waiting thread sleeps only on the channel's futex, and it
+ * cannot return before the event: seen asleep, it sleeps there. */
+struct wake_after_sleep {
+	pid_t waiter;
+	_Atomic int saw_sleep; /* the waiter was asleep when the event came */
+	hako_channel_t *ch;    /* the event: a write to ch, or (ch NULL) a reset of dom */
+	hako_domain_t *dom;
 };
 
-static void *delayed_writer(void *p)
+static void *wake_after_sleep_main(void *p)
 {
-	struct delayed_write *w = p;
-	htu_sleep_usec(w->delay);
-	uint32_t v = 42;
-	hako_channel_write(w->ch, &v, sizeof(v));
+	struct wake_after_sleep *w = p;
+	int ok;
+	HTU_WAIT_UNTIL(ok, thread_state(w->waiter) == 'S', HTU_TIMEOUT_USEC);
+	atomic_store(&w->saw_sleep, ok);
+	if (w->ch != NULL) {
+		uint32_t v = 42;
+		hako_channel_write(w->ch, &v, sizeof(v));
+	} else {
+		hako_domain_reset(w->dom);
+	}
 	return NULL;
+}
+
+static pid_t self_tid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
 }
 
 SETUP(wait_wakes, 16, 1 << 20)
@@ -307,17 +341,19 @@ static void test_wait_wakes(void **state)
 	assert_int_equal(hako_channel_create(f->dom, "r", 1, 4, &ch), 0);
 	uint64_t seen = hako_channel_seq(ch);
 
-	/* Sleeping on the futex at once (spin 0) and after a spin phase. */
+	/* Sleeping on the futex at once (spin 0) and after a spin phase; written once asleep. */
 	for (int spin = 0; spin <= 1; spin++) {
-		static struct delayed_write w;
+		static struct wake_after_sleep w;
+		memset(&w, 0, sizeof(w));
+		w.waiter = self_tid();
 		w.ch = ch;
-		w.delay = 30000;
-		assert_int_equal(pthread_create(&f->thread, NULL, delayed_writer, &w), 0);
+		assert_int_equal(pthread_create(&f->thread, NULL, wake_after_sleep_main, &w), 0);
 		f->thread_started = 1;
 		assert_int_equal(hako_channel_wait(ch, seen, spin ? 200 : 0, HTU_TIMEOUT_USEC), 0);
 		assert_true(hako_channel_seq(ch) == seen + 1);
 		pthread_join(f->thread, NULL);
 		f->thread_started = 0;
+		assert_true(atomic_load(&w.saw_sleep));
 		seen = hako_channel_seq(ch);
 	}
 	/* Already newer than `seen`: returns at once. */
@@ -415,15 +451,7 @@ static void test_reset_zeroes(void **state)
 	assert_memory_equal(buf, "newer", 5);
 }
 
-static void *reset_waker(void *p)
-{
-	struct fx *f = p;
-	htu_sleep_usec(30000);
-	hako_domain_reset(f->dom);
-	return NULL;
-}
-
-/* A reader waiting for a write wakes when a reset changes the sequence number. */
+/* A reader waiting for a write (asleep) wakes when a reset changes the sequence number. */
 SETUP(reset_wakes_waiter, 16, 1 << 20)
 static void test_reset_wakes_waiter(void **state)
 {
@@ -431,10 +459,17 @@ static void test_reset_wakes_waiter(void **state)
 	hako_channel_t *ch;
 	assert_int_equal(hako_channel_create(f->dom, "r", 1, 8, &ch), 0);
 	assert_int_equal(hako_channel_write(ch, "12345678", 8), 0);
-	assert_int_equal(pthread_create(&f->thread, NULL, reset_waker, f), 0);
+	static struct wake_after_sleep w;
+	memset(&w, 0, sizeof(w));
+	w.waiter = self_tid();
+	w.dom = f->dom;
+	assert_int_equal(pthread_create(&f->thread, NULL, wake_after_sleep_main, &w), 0);
 	f->thread_started = 1;
 	assert_int_equal(hako_channel_wait(ch, 1, 0, HTU_TIMEOUT_USEC), 0);
 	assert_int_equal(hako_channel_seq(ch), 0);
+	pthread_join(f->thread, NULL);
+	f->thread_started = 0;
+	assert_true(atomic_load(&w.saw_sleep));
 }
 
 /* Threads with their own domain handles create the same keys at the same time: one channel
@@ -531,12 +566,18 @@ static void test_threads_never_torn(void **state)
 	assert_int_equal(pthread_create(&f->thread, NULL, hammer_writer, &h), 0);
 	f->thread_started = 1;
 	uint64_t w[HAMMER_WORDS], expect[HAMMER_WORDS], last = 0, distinct = 0, torn = 0;
-	uint64_t older = 0;
+	uint64_t older = 0, failed = 0;
 	hako_time_t end = hako_now_usec() + 300000;
 	while (hako_now_usec() < end || distinct < 100) {
 		size_t len = 0;
 		uint64_t seq = 0;
-		if (hako_channel_read(h.ch, w, sizeof(w), &len, &seq) != 0 || seq == 0) {
+		if (hako_channel_read(h.ch, w, sizeof(w), &len, &seq) != 0) {
+			failed++; /* a channel being written is never corrupt */
+		}
+		if (hako_now_usec() > end + HTU_TIMEOUT_USEC) {
+			break;
+		}
+		if (seq == 0) {
 			continue;
 		}
 		uint64_t k = w[HAMMER_WORDS - 1];
@@ -550,13 +591,11 @@ static void test_threads_never_torn(void **state)
 			distinct++;
 			last = k;
 		}
-		if (hako_now_usec() > end + HTU_TIMEOUT_USEC) {
-			break;
-		}
 	}
 	atomic_store(&h.stop, 1);
 	pthread_join(f->thread, NULL);
 	f->thread_started = 0;
+	assert_int_equal(failed, 0);
 	assert_int_equal(torn, 0);
 	assert_int_equal(older, 0);
 	assert_true(distinct >= 100);
@@ -566,8 +605,11 @@ static void test_threads_never_torn(void **state)
 /* A reader must not see a PDU and then an older one, and the sequence number returned with a
  * PDU is the number of that write. Small PDUs written as fast as possible make the race
  * windows (a writer completing writes between the reader's load of the sequence number and
- * its copy) likely; the test reads for up to a second and stops at the first violation. It
- * cannot fail without a bug, it can only miss one. */
+ * its copy) likely; the test reads for a second and until it has seen a newer write
+ * GO_BACK_DISTINCT times (on a loaded machine the writer may not have run at all in that
+ * second; on one CPU each time is a turn of the writer), and stops at the first violation.
+ * It cannot fail without a bug, it can only miss one. */
+#define GO_BACK_DISTINCT 100
 struct counter_writer {
 	hako_channel_t *ch;
 	_Atomic int stop;
@@ -591,17 +633,22 @@ static void test_reads_never_go_back(void **state)
 	assert_int_equal(hako_channel_create(f->dom, "r", 1, sizeof(uint64_t), &c.ch), 0);
 	assert_int_equal(pthread_create(&f->thread, NULL, counter_writer_main, &c), 0);
 	f->thread_started = 1;
-	uint64_t last = 0, last_seq = 0, reads = 0, back = 0, mislabelled = 0;
+	uint64_t last = 0, last_seq = 0, back = 0, mislabelled = 0, distinct = 0, failed = 0;
 	uint64_t ex_k = 0, ex_seq = 0, ex_last = 0;
-	hako_time_t end = hako_now_usec() + 1000000;
-	while (back == 0 && mislabelled == 0 && hako_now_usec() < end) {
+	hako_time_t start = hako_now_usec(), end = start + 1000000;
+	while (back == 0 && mislabelled == 0 &&
+	       (hako_now_usec() < end || distinct < GO_BACK_DISTINCT) &&
+	       hako_now_usec() < start + HTU_TIMEOUT_USEC) {
 		for (int i = 0; i < 1000; i++) {
 			uint64_t k = 0, seq = 0;
 			size_t len = 0;
-			if (hako_channel_read(c.ch, &k, sizeof(k), &len, &seq) != 0 || seq == 0) {
+			if (hako_channel_read(c.ch, &k, sizeof(k), &len, &seq) != 0) {
+				failed++;
 				continue;
 			}
-			reads++;
+			if (seq == 0) {
+				continue;
+			}
 			if (k < last && back++ == 0) {
 				ex_k = k;
 				ex_seq = seq;
@@ -611,6 +658,7 @@ static void test_reads_never_go_back(void **state)
 				ex_seq = seq;
 				ex_last = last_seq;
 			}
+			distinct += k > last;
 			last = k > last ? k : last;
 			last_seq = seq;
 		}
@@ -627,7 +675,8 @@ static void test_reads_never_go_back(void **state)
 		fail_msg("read PDU %llu labelled with seq %llu", (unsigned long long)ex_k,
 		         (unsigned long long)ex_seq);
 	}
-	assert_true(reads > 0);
+	assert_int_equal(failed, 0);
+	assert_true(distinct >= GO_BACK_DISTINCT);
 }
 
 /* Loans: commit publishes in place, cancel leaves the previous write, misuse is refused. */
@@ -734,12 +783,18 @@ static void test_loan_never_torn(void **state)
 	assert_int_equal(pthread_create(&f->thread, NULL, lap_writer, &l), 0);
 	f->thread_started = 1;
 	static uint64_t w[LAP_WORDS];
-	uint64_t torn = 0, mislabelled = 0, distinct = 0, last_seq = 0, back = 0;
+	uint64_t torn = 0, mislabelled = 0, distinct = 0, last_seq = 0, back = 0, failed = 0;
 	hako_time_t end = hako_now_usec() + 300000;
 	while (hako_now_usec() < end || distinct < 50) {
 		size_t len = 0;
 		uint64_t seq = 0;
-		if (hako_channel_read(l.ch, w, sizeof(w), &len, &seq) != 0 || seq == 0) {
+		if (hako_channel_read(l.ch, w, sizeof(w), &len, &seq) != 0) {
+			failed++;
+		}
+		if (hako_now_usec() > end + HTU_TIMEOUT_USEC) {
+			break;
+		}
+		if (seq == 0) {
 			continue;
 		}
 		uint64_t k = w[0];
@@ -756,13 +811,11 @@ static void test_loan_never_torn(void **state)
 			distinct++;
 			last_seq = seq;
 		}
-		if (hako_now_usec() > end + HTU_TIMEOUT_USEC) {
-			break;
-		}
 	}
 	atomic_store(&l.stop, 1);
 	pthread_join(f->thread, NULL);
 	f->thread_started = 0;
+	assert_int_equal(failed, 0);
 	assert_int_equal(torn, 0);
 	assert_int_equal(mislabelled, 0);
 	assert_int_equal(back, 0);
@@ -805,11 +858,9 @@ static void test_killed_loaner(void **state)
 	struct killed_loaner *k = htu_shared_alloc(sizeof(*k));
 	snprintf(k->name, sizeof(k->name), "%s", f->name);
 	pid_t pid = htu_fork(killed_loaner_child, k);
-	hako_time_t end = hako_now_usec() + HTU_TIMEOUT_USEC;
-	while (!atomic_load(&k->loaned) && !htu_child_exited(pid) && hako_now_usec() < end) {
-		htu_sleep_usec(1000);
-	}
-	assert_true(atomic_load(&k->loaned));
+	int ok;
+	HTU_WAIT_UNTIL(ok, atomic_load(&k->loaned) || htu_child_exited(pid), HTU_TIMEOUT_USEC);
+	assert_true(ok && atomic_load(&k->loaned));
 	size_t len = 0;
 	uint64_t seq = 0;
 	assert_int_equal(hako_channel_read(ch, out, sizeof(out), &len, &seq), 0);
