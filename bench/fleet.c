@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_keys.h"
 #include "drone.h"
 #include "fleet_host.h"
 #include "fleet_zones.h"
@@ -88,6 +89,7 @@ static int g_verbose;
 static hako_time_t g_dmax_usec = 10000;
 static pid_t g_bench_pid;
 static char g_zones_dir[64]; /* the zones variant's RD config, written once */
+static char g_keys[64];      /* the nodes' keys (bench_keys.h) */
 static char g_zones_rd[600];
 
 static void cleanup(void)
@@ -109,6 +111,10 @@ static void cleanup(void)
 		if (g_node_domain[i][0] != '\0') {
 			hako_domain_remove(g_node_domain[i]);
 		}
+	}
+	if (getpid() == g_bench_pid) {
+		bench_keys_remove(g_keys);
+		g_keys[0] = '\0';
 	}
 	if (g_zones_dir[0] != '\0' && getpid() == g_bench_pid) {
 		if (fleet_zones_remove_config(g_zones_dir) != 0) {
@@ -352,6 +358,7 @@ static void fill_conductor(hako_conductor_config_t *c, int idx, const char *ctl,
 	c->peer_timeout_ms = 1000;
 	c->on_client_loss = HAKO_CLIENT_LOSS_ERROR;
 	c->config_hash = 0x666c6565u ^ (uint32_t)g_dmax_usec; /* the same on both nodes */
+	snprintf(c->keys_dir, sizeof(c->keys_dir), "%s", g_keys);
 }
 
 struct node_args {
@@ -448,6 +455,13 @@ static void start_nodes(size_t n, int nprocs, const char *what)
 	char ctl[64], tim[64];
 	struct node_args a[NODES];
 	memset(g_sh->node, 0, sizeof(g_sh->node));
+	if (g_keys[0] == '\0') { /* made once: the same two nodes in every variant */
+		hako_conductor_config_t cfgs[NODES];
+		for (int j = 0; j < NODES; j++) {
+			fill_conductor(&cfgs[j], j, "tcp://127.0.0.1:1", "tcp://127.0.0.1:2");
+		}
+		bench_keys_make(cfgs, NODES, g_keys);
+	}
 	for (int j = 0; j < NODES; j++) {
 		a[j].idx = j;
 		a[j].drones = node_drones(n, nprocs, j);
