@@ -50,7 +50,11 @@ start_sample() {
 
 # start_viewer [OPTION...]: hako-viewer on a free port; sets VPORT and TOKEN.
 start_viewer() {
-	"$VIEWER" --port 0 --pdudef "$PDUDEF" "$@" >"$tmp/viewer.out" 2>"$tmp/viewer.err" &
+	# Emptied here, not by the redirection below: that one happens in the background job,
+	# maybe after wait_for_line has read an earlier viewer's lines (its port, its token).
+	: >"$tmp/viewer.out"
+	: >"$tmp/viewer.err"
+	"$VIEWER" --port 0 --pdudef "$PDUDEF" "$@" >>"$tmp/viewer.out" 2>>"$tmp/viewer.err" &
 	VIEWER_PID=$!
 	pids+=("$VIEWER_PID")
 	wait_for_line "$tmp/viewer.out" '\?token=' 10 || die "hako-viewer did not start"
