@@ -707,14 +707,17 @@ static void xfer_tick(xfer_t *x, hako_time_t now)
 	pthread_mutex_unlock(&x->lock);
 }
 
-int hako_bridge_tick(hako_bridge_t *b)
+/* The sources' news first (take: process or drain them), then each active timed policy
+ * (each: tick or flush it). The PDUs forwarded meanwhile. */
+static int sweep(hako_bridge_t *b, int (*take)(hako_endpoint_t *),
+                 void (*each)(xfer_t *, hako_time_t))
 {
 	if (b == NULL) {
 		return HAKO_EINVAL;
 	}
 	uint64_t before = tls_forwarded;
 	for (size_t i = 0; i < b->nsrcs; i++) {
-		hako_endpoint_process_recv_events(b->srcs[i]);
+		take(b->srcs[i]);
 	}
 	hako_time_t now = now_of(b);
 	for (size_t i = 0; i < b->nxfers; i++) {
@@ -723,10 +726,15 @@ int hako_bridge_tick(hako_bridge_t *b)
 		    !atomic_load_explicit(&x->conn->active, memory_order_acquire)) {
 			continue;
 		}
-		xfer_tick(x, now);
+		each(x, now);
 	}
 	uint64_t n = tls_forwarded - before;
 	return n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
+int hako_bridge_tick(hako_bridge_t *b)
+{
+	return sweep(b, hako_endpoint_process_recv_events, xfer_tick);
 }
 
 /* At a flush, a ticker over a source read where the PDU lives (shm) takes the value there if it
@@ -785,25 +793,8 @@ static void xfer_flush(xfer_t *x, hako_time_t now)
 
 int hako_bridge_flush(hako_bridge_t *b)
 {
-	if (b == NULL) {
-		return HAKO_EINVAL;
-	}
-	uint64_t before = tls_forwarded;
 	/* First what the sources have not delivered yet: it may end in a throttle or a ticker. */
-	for (size_t i = 0; i < b->nsrcs; i++) {
-		hako_endpoint_drain(b->srcs[i]);
-	}
-	hako_time_t now = now_of(b);
-	for (size_t i = 0; i < b->nxfers; i++) {
-		xfer_t *x = &b->xfers[i];
-		if (x->type == HAKO_BRIDGE_IMMEDIATE ||
-		    !atomic_load_explicit(&x->conn->active, memory_order_acquire)) {
-			continue;
-		}
-		xfer_flush(x, now);
-	}
-	uint64_t n = tls_forwarded - before;
-	return n > INT32_MAX ? INT32_MAX : (int)n;
+	return sweep(b, hako_endpoint_drain, xfer_flush);
 }
 
 hako_time_t hako_bridge_next_due(hako_bridge_t *b)
