@@ -165,7 +165,7 @@ typedef struct tcp_peer {
 	uint64_t fstart_ns; /* first bytes of the partial frame at rbuf (0: none) */
 	uint64_t since_ns;  /* connected */
 	uint64_t frame_ns;  /* last whole frame received (0: none yet) */
-	uint8_t akey[16];   /* its address for the per-address limit (addr_key) */
+	uint8_t akey[16];   /* its address for the per-address limit (hakoi_addr_key) */
 	int listener;       /* silent at its first-frame deadline while there was room: kept */
 	int bye;            /* stop: queue written, FIN sent */
 	int eof;            /* stop: the peer's EOF (or an error) read */
@@ -269,22 +269,6 @@ static void set_sockopts(const tcp_comm_t *c, int fd)
 static void peer_io(hakoi_io_t *io, short revents);
 static void peer_timer(hakoi_timer_t *t);
 
-/* What a peer's address counts as for the per-address limit: an IPv4 address (also one mapped
- * into IPv6) as such, an IPv6 address by its /64, what one host or site is given. */
-static void addr_key(const struct sockaddr *sa, uint8_t key[16])
-{
-	memset(key, 0, 16);
-	if (sa->sa_family == AF_INET) {
-		key[10] = 0xff;
-		key[11] = 0xff;
-		memcpy(key + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a =
-		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-		memcpy(key, a->s6_addr, IN6_IS_ADDR_V4MAPPED(a) ? 16 : 8);
-	}
-}
-
 /* Add a connected socket as a peer (loop thread). NULL on ENOMEM (fd closed then). */
 static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
 {
@@ -298,7 +282,7 @@ static tcp_peer_t *peer_add(tcp_comm_t *c, int fd, const struct sockaddr *sa)
 	p->fd = fd;
 	p->comm = c;
 	hakoi_sockaddr_str(sa, p->addr, sizeof(p->addr));
-	addr_key(sa, p->akey);
+	hakoi_addr_key(sa, p->akey);
 	pthread_mutex_init(&p->lock, NULL);
 	hakoi_cond_init(&p->room);
 	p->rx_ns = now_ns();
@@ -1257,7 +1241,7 @@ static void server_accept(tcp_comm_t *c)
 		uint64_t now = now_ns();
 		tcp_peer_t *victim = NULL;
 		hakoi_sockaddr_str((const struct sockaddr *)&ss, addr, sizeof(addr));
-		addr_key((const struct sockaddr *)&ss, key);
+		hakoi_addr_key((const struct sockaddr *)&ss, key);
 		if (!admit(c, key, now, &victim)) {
 			refuse(c, fd, addr);
 			continue;

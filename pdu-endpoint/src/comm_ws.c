@@ -160,7 +160,7 @@ typedef struct ws_conn {
 	ws_sess_t *sess;   /* once upgraded, until the session closes */
 	uint64_t since_ms; /* accepted */
 	uint64_t msg_ms;   /* last whole message (0: none yet) */
-	uint8_t akey[16];  /* its address for the per-address limit (addr_key) */
+	uint8_t akey[16];  /* its address for the per-address limit (hakoi_addr_key) */
 	int killed;        /* lws was asked to close it */
 	int listener;      /* upgraded, silent at its deadline while there was room: kept */
 	char peer[80];
@@ -308,22 +308,6 @@ static void connect_now(ws_comm_t *c)
 
 static void rx_free(ws_comm_t *c, ws_sess_t *s);
 
-/* What an address counts as for the per-address limit: an IPv4 address (also one mapped into
- * IPv6) as such, an IPv6 address by its /64. */
-static void addr_key(const struct sockaddr *sa, uint8_t key[16])
-{
-	memset(key, 0, 16);
-	if (sa->sa_family == AF_INET) {
-		key[10] = 0xff;
-		key[11] = 0xff;
-		memcpy(key + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a =
-		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-		memcpy(key, a->s6_addr, IN6_IS_ADDR_V4MAPPED(a) ? 16 : 8);
-	}
-}
-
 static ws_conn_t *conn_find(const ws_comm_t *c, const struct lws *wsi)
 {
 	for (size_t i = 0; i < c->nconn; i++) {
@@ -438,7 +422,7 @@ static int admit(ws_comm_t *c, const struct sockaddr *sa)
 	uint8_t key[16];
 	uint64_t now = now_ms();
 	hakoi_sockaddr_str(sa, peer, sizeof(peer));
-	addr_key(sa, key);
+	hakoi_addr_key(sa, key);
 	size_t live = 0;
 	size_t same = 0;
 	for (size_t i = 0; i < c->nconn; i++) {
@@ -523,7 +507,7 @@ static int conn_add(ws_comm_t *c, struct lws *wsi)
 	snprintf(k->peer, sizeof(k->peer), "?");
 	if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&ss, &sl) == 0) {
 		hakoi_sockaddr_str((struct sockaddr *)&ss, k->peer, sizeof(k->peer));
-		addr_key((struct sockaddr *)&ss, k->akey);
+		hakoi_addr_key((struct sockaddr *)&ss, k->akey);
 	}
 	k->wsi = wsi;
 	k->since_ms = now_ms();

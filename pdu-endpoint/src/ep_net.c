@@ -42,6 +42,20 @@ int hakoi_sockaddr(const hako_comm_addr_t *a, struct sockaddr_storage *ss, sockl
 	return 0;
 }
 
+void hakoi_addr_key(const struct sockaddr *sa, uint8_t key[16])
+{
+	memset(key, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		key[10] = 0xff;
+		key[11] = 0xff;
+		memcpy(key + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		memcpy(key, a->s6_addr, IN6_IS_ADDR_V4MAPPED(a) ? 16 : 8);
+	}
+}
+
 const char *hakoi_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
 	char host[INET6_ADDRSTRLEN] = "?";

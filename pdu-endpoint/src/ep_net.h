@@ -18,6 +18,10 @@ int hakoi_sockaddr(const hako_comm_addr_t *a, struct sockaddr_storage *ss, sockl
 /* "127.0.0.1:54001" / "[::1]:54001" of a sockaddr, for log lines. */
 const char *hakoi_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
 int hakoi_set_nonblock(int fd);
+/* What a peer's address counts as for a server's per-address limit (tcp, websocket): an IPv4
+ * address (also one mapped into IPv6) as such, an IPv6 address by its /64, what one host or
+ * site is given. */
+void hakoi_addr_key(const struct sockaddr *sa, uint8_t key[16]);
 
 /* A frame: the encoded bytes with `headroom` free bytes before them (websocket needs
  * LWS_PRE). refs counts the peer queues holding it (a send to N peers encodes once). */
