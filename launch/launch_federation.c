@@ -19,6 +19,7 @@
 
 #include "launch_console.h"
 #include "launch_supervise.h"
+#include "hakoi/file.h"
 
 static hakoi_sup_t S = {.sigfd = -1};
 
@@ -46,22 +47,6 @@ static void describe(int status, char *buf, size_t len)
 	} else {
 		snprintf(buf, len, "ended with status 0x%x", status);
 	}
-}
-
-static int mkdirs(const char *path)
-{
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *s = buf + 1; *s != '\0'; s++) {
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-				return -1;
-			}
-			*s = '/';
-		}
-	}
-	return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int running(void)
@@ -161,7 +146,7 @@ int hakoi_launch_run_federation(hakoi_launch_config_t *cfg)
 		hakoi_launch_free(cfg);
 		return HAKOI_LAUNCH_EXIT_FAILED;
 	}
-	if (mkdirs(cfg->log_dir_abs) != 0) {
+	if (hakoi_mkdirs(cfg->log_dir_abs, 0755) != 0) {
 		failed("cannot create the log folder %s: %s", cfg->log_dir, strerror(errno));
 	} else {
 		char own[PATH_MAX];

@@ -19,6 +19,7 @@
 #include "hako/error.h"
 #include "launch_console.h"
 #include "launch_supervise.h"
+#include "hakoi/file.h"
 
 #define STATE_WAIT_USEC  10000000 /* each transition of the domain */
 #define STATUS_TTY_USEC  200000
@@ -1144,22 +1145,6 @@ static int run_after(void)
 
 /* ---- setup ---- */
 
-static int mkdirs(const char *path)
-{
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *s = buf + 1; *s != '\0'; s++) {
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-				return -1;
-			}
-			*s = '/';
-		}
-	}
-	return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int create_domain(void)
 {
 	const char *name = L.cfg->domain;
@@ -1280,7 +1265,7 @@ int hakoi_launch_run(hakoi_launch_config_t *cfg)
 		hakoi_complain("%s", why);
 		return finish(HAKOI_LAUNCH_EXIT_FAILED);
 	}
-	if (mkdirs(cfg->log_dir_abs) != 0) {
+	if (hakoi_mkdirs(cfg->log_dir_abs, 0755) != 0) {
 		failed("cannot create the log folder %s: %s", cfg->log_dir, strerror(errno));
 		return finish(HAKOI_LAUNCH_EXIT_FAILED);
 	}

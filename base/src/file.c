@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,4 +90,23 @@ int hakoi_read_file_code(int e)
 		return HAKO_ENOENT;
 	}
 	return e == ENOMEM ? HAKO_ENOMEM : HAKO_EIO;
+}
+
+int hakoi_mkdirs(const char *path, unsigned mode)
+{
+	char buf[PATH_MAX];
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *s = buf + 1; *s != '\0'; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+				return -1;
+			}
+			*s = '/';
+		}
+	}
+	return mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST ? -1 : 0;
 }

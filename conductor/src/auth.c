@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include "hako/log.h"
+#include "hakoi/file.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define KEY_FILE_MAX 1024
@@ -405,22 +406,6 @@ void hakoi_auth_close(hakoi_auth_t *a)
 
 /* ---- hako_conductor_keygen ---- */
 
-static int mkdir_private(const char *dir)
-{
-	char p[HAKO_CONDUCTOR_PATH_MAX];
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s != '\0'; s++) {
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-				return -1;
-			}
-			*s = '/';
-		}
-	}
-	return mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* Write text to path with mode (created 0600 whatever the umask, then given its mode), through
  * a temporary file renamed into place. */
 static int write_key_file(const char *path, const char *text, mode_t mode)
@@ -466,7 +451,7 @@ int hako_conductor_keygen(const hako_conductor_config_t *const *cfgs, size_t n, 
 		const hako_conductor_config_t *c = cfgs[i];
 		char secret[HAKOI_Z85_KEY];
 		if (key_path(path, sizeof(path), c->keys_dir, c->node_id, ".key") != 0 ||
-		    mkdir_private(c->keys_dir) != 0) {
+		    hakoi_mkdirs(c->keys_dir, 0700) != 0) {
 			r = hako_error_set(err, HAKO_EIO, c->keys_dir, 0, 0,
 			                   "cannot make the folder: %s", strerror(errno));
 			break;

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "conductor_gen.h"
+#include "hakoi/file.h"
 
 struct out {
 	const hakoi_gen_t *g;
@@ -27,21 +28,6 @@ struct out {
 	size_t files;
 	hako_error_t *err;
 };
-
-static int mkdirs(char *path)
-{
-	for (char *s = path + 1; *s != '\0'; s++) {
-		if (*s == '/') {
-			*s = '\0';
-			int r = mkdir(path, 0755);
-			*s = '/';
-			if (r != 0 && errno != EEXIST) {
-				return -1;
-			}
-		}
-	}
-	return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
 
 /* Write doc (taken) to dir/rel, creating the folders on the way. */
 static int put(struct out *o, const char *rel, json_t *doc)
@@ -53,7 +39,7 @@ static int put(struct out *o, const char *rel, json_t *doc)
 	}
 	char *slash = strrchr(path, '/');
 	*slash = '\0';
-	int bad = mkdirs(path);
+	int bad = hakoi_mkdirs(path, 0755);
 	*slash = '/';
 	if (bad) {
 		int e = errno;

@@ -18,4 +18,8 @@ const char *hakoi_read_file_strerror(int e);
 /* ... and as a HAKO_E* code: HAKO_ENOENT for a missing file, HAKO_ENOMEM, else HAKO_EIO. */
 int hakoi_read_file_code(int e);
 
+/* Make the folder path and its missing parents (mode 0755); the folder itself, if it is made,
+ * gets mode (a private one: 0700). 0, or -1 with errno (ENAMETOOLONG past PATH_MAX). */
+int hakoi_mkdirs(const char *path, unsigned mode);
+
 #endif
