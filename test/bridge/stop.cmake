@@ -1,7 +1,7 @@
 # hako-bridge --asset at a stop and a reset with a late shm watcher: nothing written before the
 # stop is lost (100 rounds of start, writes, stop, reset)
 add_executable(test_bridge_stop ${CMAKE_CURRENT_SOURCE_DIR}/test_bridge_stop.c
-               ${CMAKE_CURRENT_SOURCE_DIR}/bridge_stats.c)
+               ${CMAKE_CURRENT_SOURCE_DIR}/bridge_asset_kit.c ${CMAKE_CURRENT_SOURCE_DIR}/bridge_stats.c)
 target_link_libraries(test_bridge_stop PRIVATE hako_endpoint hako_core hako_testutil
                       PkgConfig::CMOCKA Threads::Threads)
 add_dependencies(test_bridge_stop hako-bridge)

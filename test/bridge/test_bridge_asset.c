@@ -40,9 +40,12 @@
 #include <cmocka.h>
 
 #include "hako/endpoint.h"
+#include "bridge_asset_kit.h"
 #include "bridge_stats.h"
 #include "hako_test_util.h"
 
+/* The daemon's line once its connections run. */
+#define READY     "node 'n1': 2 connection(s), 2 endpoint(s), world time (asset)"
 #define PDU_SIZE  32
 #define DELTA     1000
 #define TICK_USEC 10000 /* the ticker's intervalMs, in us */
@@ -50,17 +53,9 @@
 static const char *tool;
 
 struct fx {
-	char dir[256];
-	char dom_name[HAKO_NAME_MAX];
-	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char log[400];
-	hako_domain_t *dom;
+	bak_t k; /* dir, dom_name, sock, log, dom, rx, pid, ctl_fd, starts */
 	hako_master_t *master;
 	hako_channel_t *ch; /* the bridge's source: R/0 */
-	hako_endpoint_t *rx;
-	pid_t pid;
-	int ctl_fd;
-	int starts; /* daemons started: each gets its own log */
 };
 
 static atomic_int rx_count;
@@ -78,168 +73,51 @@ static void on_rx(void *user, const hako_pdu_key_t *key, const void *data, size_
 	atomic_fetch_add(&rx_count, 1);
 }
 
-static const char *path_in(struct fx *f, const char *name)
-{
-	static char p[4][400];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(p[i], sizeof(p[i]), "%s/%s", f->dir, name);
-	return p[i];
-}
-
-static void put(struct fx *f, const char *name, const char *fmt, ...)
-{
-	char text[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	assert_int_equal(htu_write_file(path_in(f, name), text), 0);
-}
-
 /* ---- the files ---- */
-
-static void write_tcp_endpoint(struct fx *f, const char *name, int server, unsigned port)
-{
-	char comm[64], ep[64];
-	snprintf(comm, sizeof(comm), "%s_comm.json", name);
-	snprintf(ep, sizeof(ep), "%s.json", name);
-	put(f, comm,
-	    "{\"protocol\": \"tcp\", \"name\": \"%s\", \"direction\": \"inout\", \"role\": \"%s\", "
-	    "\"%s\": {\"address\": \"127.0.0.1\", \"port\": %u}, "
-	    "\"options\": {\"connect_timeout_ms\": 200}}\n",
-	    name, server ? "server" : "client", server ? "local" : "remote", port);
-	put(f, ep,
-	    "{\"name\": \"%s\", \"cache\": \"cache.json\", \"comm\": \"%s\", "
-	    "\"pdu_def_path\": \"pdudef.json\"}\n",
-	    name, comm);
-}
 
 static void write_config(struct fx *f, unsigned rx_port)
 {
-	put(f, "pdudef.json",
-	    "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [{\"type\": \"t/Data\", "
-	    "\"org_name\": \"data\", \"channel_id\": 0, \"pdu_size\": %d}], "
-	    "\"shm_pdu_writers\": []}]}\n",
-	    PDU_SIZE);
-	put(f, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
-	put(f, "src_comm.json",
-	    "{\"protocol\": \"shm\", \"impl_type\": \"callback\", \"asset_name\": \"bridge\",\n"
-	    " \"io\": {\"robots\": [{\"name\": \"R\", \"pdu\": [{\"name\": \"data\", "
-	    "\"notify_on_recv\": true}]}]}}\n");
-	put(f, "src.json",
-	    "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
-	    "\"pdu_def_path\": \"pdudef.json\"}\n");
-	write_tcp_endpoint(f, "dst", 0, rx_port);
-	put(f, "container.json",
-	    "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
-	    "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
-	    "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
-	put(f, "bridge.json",
-	    "{\"version\": \"2.0.0\",\n"
-	    " \"transferPolicies\": {\"tick\": {\"type\": \"ticker\", \"intervalMs\": %d},\n"
-	    "                      \"imm\": {\"type\": \"immediate\"}},\n"
-	    " \"nodes\": [{\"id\": \"n1\"}],\n"
-	    " \"endpoints_config_path\": \"container.json\",\n"
-	    " \"pduKeyGroups\": {\"g\": [{\"id\": \"R.data\", \"robot_name\": \"R\", "
-	    "\"pdu_name\": \"data\"}]},\n"
-	    " \"connections\": [\n"
-	    "  {\"id\": \"ct\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
-	    "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
-	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"tick\"}]},\n"
-	    "  {\"id\": \"ci\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
-	    "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
-	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"imm\"}]}]}\n",
-	    TICK_USEC / 1000);
+	bak_put(&f->k, "pdudef.json",
+	        "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [{\"type\": \"t/Data\", "
+	        "\"org_name\": \"data\", \"channel_id\": 0, \"pdu_size\": %d}], "
+	        "\"shm_pdu_writers\": []}]}\n",
+	        PDU_SIZE);
+	bak_put(&f->k, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
+	bak_put(&f->k, "src_comm.json",
+	        "{\"protocol\": \"shm\", \"impl_type\": \"callback\", \"asset_name\": \"bridge\",\n"
+	        " \"io\": {\"robots\": [{\"name\": \"R\", \"pdu\": [{\"name\": \"data\", "
+	        "\"notify_on_recv\": true}]}]}}\n");
+	bak_put(&f->k, "src.json",
+	        "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
+	        "\"pdu_def_path\": \"pdudef.json\"}\n");
+	bak_write_tcp_endpoint(&f->k, "dst", 0, rx_port);
+	bak_put(&f->k, "container.json",
+	        "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
+	        "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
+	        "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
+	bak_put(&f->k, "bridge.json",
+	        "{\"version\": \"2.0.0\",\n"
+	        " \"transferPolicies\": {\"tick\": {\"type\": \"ticker\", \"intervalMs\": %d},\n"
+	        "                      \"imm\": {\"type\": \"immediate\"}},\n"
+	        " \"nodes\": [{\"id\": \"n1\"}],\n"
+	        " \"endpoints_config_path\": \"container.json\",\n"
+	        " \"pduKeyGroups\": {\"g\": [{\"id\": \"R.data\", \"robot_name\": \"R\", "
+	        "\"pdu_name\": \"data\"}]},\n"
+	        " \"connections\": [\n"
+	        "  {\"id\": \"ct\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
+	        "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
+	        "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"tick\"}]},\n"
+	        "  {\"id\": \"ci\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"src\"},\n"
+	        "   \"destinations\": [{\"endpointId\": \"dst\"}],\n"
+	        "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"imm\"}]}]}\n",
+	        TICK_USEC / 1000);
 }
 
 /* ---- the daemon ---- */
 
-/* Wait for `what` in the daemon's log. Fails if the daemon exits first. */
-static void wait_log(struct fx *f, const char *what)
-{
-	int ok;
-	HTU_WAIT_UNTIL(ok, strstr(htu_slurp(f->log), what) != NULL || htu_child_exited(f->pid),
-	               HTU_TIMEOUT_USEC);
-	if (!ok || strstr(htu_slurp(f->log), what) == NULL) {
-		fail_msg("no '%s' in %s:\n%s", what, f->log, htu_slurp(f->log));
-	}
-}
-
-static void ctl_connect(struct fx *f)
-{
-	int ok = 0;
-	hako_time_t deadline = hako_now_usec() + HTU_TIMEOUT_USEC;
-	while (!ok && hako_now_usec() < deadline) {
-		f->ctl_fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		struct sockaddr_un sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sun_family = AF_UNIX;
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->sock);
-		ok = connect(f->ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-		if (!ok) {
-			close(f->ctl_fd);
-			f->ctl_fd = -1;
-			htu_sleep_usec(10000);
-		}
-	}
-	assert_true(ok);
-}
-
-/* Start the daemon, wait until it runs, is connected to rx and is listed as an asset. */
-static void start_daemon(struct fx *f)
-{
-	char name[64];
-	snprintf(name, sizeof(name), "bridge-%d.log", ++f->starts);
-	snprintf(f->log, sizeof(f->log), "%s", path_in(f, name));
-	snprintf(f->sock, sizeof(f->sock), "%s", path_in(f, "ctl.sock"));
-	htu_exec_t x;
-	memset(&x, 0, sizeof(x));
-	const char *args[] = {tool,           path_in(f, "bridge.json"),
-	                      "--node",       "n1",
-	                      "--asset",      "bridge",
-	                      "--domain",     f->dom_name,
-	                      "--delta-usec", "1000",
-	                      "--control",    f->sock,
-	                      "-v",           NULL};
-	for (int i = 0; args[i] != NULL; i++) {
-		x.argv[i] = (char *)args[i];
-	}
-	x.log = f->log;
-	f->pid = htu_fork(htu_exec_main, &x);
-	assert_true(f->pid > 0);
-	wait_log(f, "node 'n1': 2 connection(s), 2 endpoint(s), world time (asset)");
-	ctl_connect(f);
-	hako_endpoint_stats_t es;
-	int ok;
-	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(f->rx, &es), es.peers > 0), HTU_TIMEOUT_USEC);
-	if (!ok) {
-		fail_msg("the bridge's tcp destination never connected:\n%s", htu_slurp(f->log));
-	}
-	wait_log(f, "endpoint 'dst': connected to");
-}
-
-/* "stats" over the control socket: the answer up to its "ok" line. */
-static const char *ctl_stats(struct fx *f)
-{
-	static char ans[4096];
-	size_t used = 0;
-	assert_int_equal(send(f->ctl_fd, "stats\n", 6, MSG_NOSIGNAL), 6);
-	for (;;) {
-		assert_true(used < sizeof(ans) - 1);
-		ssize_t n = recv(f->ctl_fd, ans + used, sizeof(ans) - 1 - used, 0);
-		assert_true(n > 0);
-		used += (size_t)n;
-		ans[used] = '\0';
-		if (used >= 3 && strcmp(ans + used - 3, "ok\n") == 0) {
-			return ans;
-		}
-	}
-}
-
 static uint64_t fwd(struct fx *f, const char *conn)
 {
-	return bst_stat_of(ctl_stats(f), conn, "forwarded");
+	return bst_stat_of(bak_ctl_stats(&f->k), conn, "forwarded");
 }
 
 /* Write value v to the source channel and wait until the immediate connection forwarded it
@@ -253,18 +131,19 @@ static void write_src(struct fx *f, uint64_t v, uint64_t want)
 	memcpy(buf, &v, sizeof(v));
 	hako_time_t deadline = hako_now_usec() + HTU_TIMEOUT_USEC;
 	for (;;) {
-		uint64_t failed = bst_stat_of(ctl_stats(f), "ci", "send_failed");
+		uint64_t failed = bst_stat_of(bak_ctl_stats(&f->k), "ci", "send_failed");
 		assert_int_equal(hako_channel_write(f->ch, buf, sizeof(buf)), 0);
 		int ok;
 		HTU_WAIT_UNTIL(ok,
 		               fwd(f, "ci") == want ||
-		                   bst_stat_of(ctl_stats(f), "ci", "send_failed") > failed,
+		                   bst_stat_of(bak_ctl_stats(&f->k), "ci", "send_failed") > failed,
 		               HTU_TIMEOUT_USEC);
 		if (fwd(f, "ci") == want) {
 			return;
 		}
 		if (!ok || hako_now_usec() > deadline) {
-			fail_msg("ci did not forward value %" PRIu64 ":\n%s", v, ctl_stats(f));
+			fail_msg("ci did not forward value %" PRIu64 ":\n%s", v,
+			         bak_ctl_stats(&f->k));
 		}
 		htu_sleep_usec(10000);
 	}
@@ -275,7 +154,7 @@ static int find_bridge(struct fx *f, hako_asset_info_t *out)
 {
 	hako_asset_info_t a[8];
 	int n = 0;
-	assert_int_equal(hako_domain_list_assets(f->dom, a, 8, &n), 0);
+	assert_int_equal(hako_domain_list_assets(f->k.dom, a, 8, &n), 0);
 	for (int i = 0; i < n && i < 8; i++) {
 		if (strcmp(a[i].name, "bridge") == 0) {
 			*out = a[i];
@@ -283,18 +162,6 @@ static int find_bridge(struct fx *f, hako_asset_info_t *out)
 		}
 	}
 	return 0;
-}
-
-static void expect_state(struct fx *f, int state)
-{
-	int r = hako_domain_wait_state(f->dom, state, HTU_TIMEOUT_USEC);
-	int st = hako_domain_state(f->dom);
-	if (r != 0 || st != state) {
-		hako_domain_info_t info;
-		hako_domain_get_info(f->dom, &info);
-		fail_msg("state %s, expected %s (%s)\n%s", hako_state_name(st),
-		         hako_state_name(state), info.error_reason, htu_slurp(f->log));
-	}
 }
 
 /* Ticker sends over a run of the world from `from` to `to` (us): one per 10 ms, +-1. */
@@ -314,11 +181,11 @@ static void expect_ticks(uint64_t got, hako_time_t from, hako_time_t to)
 static uint64_t run_until(struct fx *f, hako_time_t stop_at)
 {
 	uint64_t before = fwd(f, "ct");
-	hako_time_t t0 = hako_domain_world_time(f->dom);
-	assert_int_equal(hako_domain_set_stop_time(f->dom, stop_at), 0);
-	assert_int_equal(hako_domain_start(f->dom), 0);
-	expect_state(f, HAKO_STATE_STOPPED);
-	hako_time_t w = hako_domain_world_time(f->dom);
+	hako_time_t t0 = hako_domain_world_time(f->k.dom);
+	assert_int_equal(hako_domain_set_stop_time(f->k.dom, stop_at), 0);
+	assert_int_equal(hako_domain_start(f->k.dom), 0);
+	bak_expect_state(&f->k, HAKO_STATE_STOPPED);
+	hako_time_t w = hako_domain_world_time(f->k.dom);
 	assert_int_equal(w, stop_at);
 	hako_asset_info_t a;
 	assert_true(find_bridge(f, &a));
@@ -331,7 +198,7 @@ static uint64_t run_until(struct fx *f, hako_time_t stop_at)
 /* Every PDU the daemon forwarded reached rx (tcp), and the last one carries `v`. */
 static void expect_rx(struct fx *f, uint64_t v)
 {
-	const char *st = ctl_stats(f);
+	const char *st = bak_ctl_stats(&f->k);
 	uint64_t total = bst_stat_of(st, "ct", "forwarded") + bst_stat_of(st, "ci", "forwarded");
 	assert_int_equal(bst_stat_of(st, "ct", "send_failed"), 0); /* connected before any tick */
 	int ok;
@@ -346,21 +213,21 @@ static void expect_rx(struct fx *f, uint64_t v)
 /* SIGTERM: exit 0, the log with its final statistics. */
 static char *term_daemon(struct fx *f)
 {
-	if (f->ctl_fd >= 0) {
-		close(f->ctl_fd);
-		f->ctl_fd = -1;
+	if (f->k.ctl_fd >= 0) {
+		close(f->k.ctl_fd);
+		f->k.ctl_fd = -1;
 	}
-	assert_int_equal(kill(f->pid, SIGTERM), 0);
+	assert_int_equal(kill(f->k.pid, SIGTERM), 0);
 	int status = 0;
-	assert_int_equal(htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status), 0);
-	f->pid = 0;
-	char *log = htu_slurp(f->log);
+	assert_int_equal(htu_wait_child(f->k.pid, HTU_TIMEOUT_USEC, &status), 0);
+	f->k.pid = 0;
+	char *log = htu_slurp(f->k.log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fail_msg("hako-bridge: no clean exit (status 0x%x):\n%s", status, log);
 	}
 	assert_non_null(strstr(log, "hako-bridge: connection ct: forwarded="));
 	assert_non_null(strstr(log, "hako-bridge: connection ci: forwarded="));
-	assert_int_equal(access(f->sock, F_OK), -1);
+	assert_int_equal(access(f->k.sock, F_OK), -1);
 	hako_asset_info_t a;
 	assert_false(find_bridge(f, &a));
 	return log;
@@ -371,14 +238,14 @@ static char *term_daemon(struct fx *f)
 static void test_asset_runs(void **state)
 {
 	struct fx *f = *state;
-	start_daemon(f);
+	bak_start_daemon(&f->k, tool, READY, NULL);
 
 	/* (1) registered as an asset of the domain, with its delta */
 	hako_asset_info_t a;
 	assert_true(find_bridge(f, &a));
 	assert_int_equal(a.delta_usec, DELTA);
 	assert_int_equal(a.time_usec, 0);
-	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_state(f->k.dom), HAKO_STATE_STOPPED);
 
 	/* immediate forwards on arrival, whatever the state; the ticker waits for world time */
 	write_src(f, 1, 1);
@@ -389,17 +256,17 @@ static void test_asset_runs(void **state)
 	expect_rx(f, 1);
 	/* stopped: nothing ticks */
 	uint64_t ct = fwd(f, "ct");
-	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_state(f->k.dom), HAKO_STATE_STOPPED);
 
 	/* a second run without a reset goes on from the world time reached */
 	run_until(f, 350000);
 
 	/* (3) reset while the daemon runs: acknowledged, back to stopped at world time 0 */
-	uint32_t resets = hako_domain_reset_count(f->dom);
-	assert_int_equal(hako_domain_reset(f->dom), 0);
-	expect_state(f, HAKO_STATE_STOPPED);
-	assert_int_equal(hako_domain_world_time(f->dom), 0);
-	assert_int_equal(hako_domain_reset_count(f->dom), resets + 1);
+	uint32_t resets = hako_domain_reset_count(f->k.dom);
+	assert_int_equal(hako_domain_reset(f->k.dom), 0);
+	bak_expect_state(&f->k, HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_world_time(f->k.dom), 0);
+	assert_int_equal(hako_domain_reset_count(f->k.dom), resets + 1);
 	assert_true(find_bridge(f, &a));
 	assert_int_equal(a.time_usec, 0);
 
@@ -410,25 +277,25 @@ static void test_asset_runs(void **state)
 
 	/* stop by hand in the middle of a free run: acknowledged, stopped, ticks match */
 	ct = fwd(f, "ct");
-	hako_time_t t0 = hako_domain_world_time(f->dom);
-	assert_int_equal(hako_domain_start(f->dom), 0);
-	assert_int_equal(hako_domain_wait_world_time(f->dom, t0 + 150000, HTU_TIMEOUT_USEC), 0);
-	assert_int_equal(hako_domain_stop(f->dom), 0);
-	expect_state(f, HAKO_STATE_STOPPED);
-	hako_time_t w = hako_domain_world_time(f->dom);
+	hako_time_t t0 = hako_domain_world_time(f->k.dom);
+	assert_int_equal(hako_domain_start(f->k.dom), 0);
+	assert_int_equal(hako_domain_wait_world_time(f->k.dom, t0 + 150000, HTU_TIMEOUT_USEC), 0);
+	assert_int_equal(hako_domain_stop(f->k.dom), 0);
+	bak_expect_state(&f->k, HAKO_STATE_STOPPED);
+	hako_time_t w = hako_domain_world_time(f->k.dom);
 	expect_ticks(fwd(f, "ct") - ct, t0, w);
 	assert_true(find_bridge(f, &a));
 	assert_true(a.time_usec == w || a.time_usec == w - DELTA);
 
 	/* and a reset after a stop by hand */
-	assert_int_equal(hako_domain_reset(f->dom), 0);
-	expect_state(f, HAKO_STATE_STOPPED);
-	assert_int_equal(hako_domain_world_time(f->dom), 0);
+	assert_int_equal(hako_domain_reset(f->k.dom), 0);
+	bak_expect_state(&f->k, HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_world_time(f->k.dom), 0);
 	run_until(f, 50000);
 	expect_rx(f, 2);
 
 	/* (4) SIGTERM while stopped: exit 0, statistics, unregistered */
-	const char *st = ctl_stats(f);
+	const char *st = bak_ctl_stats(&f->k);
 	uint64_t ct_end = bst_stat_of(st, "ct", "forwarded");
 	uint64_t ci_end = bst_stat_of(st, "ci", "forwarded");
 	char *log = term_daemon(f);
@@ -437,7 +304,7 @@ static void test_asset_runs(void **state)
 	assert_non_null(strstr(log, want));
 	snprintf(want, sizeof(want), "connection ci: forwarded=%" PRIu64 " ", ci_end);
 	assert_non_null(strstr(log, want));
-	assert_int_equal(hako_domain_state(f->dom), HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_state(f->k.dom), HAKO_STATE_STOPPED);
 }
 
 /* SIGTERM while the simulation runs: the daemon leaves cleanly (exit 0, statistics,
@@ -445,25 +312,25 @@ static void test_asset_runs(void **state)
 static void test_term_while_running(void **state)
 {
 	struct fx *f = *state;
-	start_daemon(f);
+	bak_start_daemon(&f->k, tool, READY, NULL);
 	write_src(f, 7, 1);
-	assert_int_equal(hako_domain_start(f->dom), 0);
-	assert_int_equal(hako_domain_wait_world_time(f->dom, 50000, HTU_TIMEOUT_USEC), 0);
+	assert_int_equal(hako_domain_start(f->k.dom), 0);
+	assert_int_equal(hako_domain_wait_world_time(f->k.dom, 50000, HTU_TIMEOUT_USEC), 0);
 	assert_true(fwd(f, "ct") >= 3);
 	term_daemon(f);
-	int st = hako_domain_state(f->dom);
+	int st = hako_domain_state(f->k.dom);
 	if (st != HAKO_STATE_RUNNING) {
 		hako_domain_info_t info;
-		hako_domain_get_info(f->dom, &info);
+		hako_domain_get_info(f->k.dom, &info);
 		fail_msg("state %s after the bridge left a running simulation (%s)",
 		         hako_state_name(st), info.error_reason);
 	}
-	assert_int_equal(hako_domain_stop(f->dom), 0);
-	expect_state(f, HAKO_STATE_STOPPED);
-	assert_int_equal(hako_domain_reset(f->dom), 0);
-	expect_state(f, HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_stop(f->k.dom), 0);
+	bak_expect_state(&f->k, HAKO_STATE_STOPPED);
+	assert_int_equal(hako_domain_reset(f->k.dom), 0);
+	bak_expect_state(&f->k, HAKO_STATE_STOPPED);
 	/* the name is free again: a new daemon registers */
-	start_daemon(f);
+	bak_start_daemon(&f->k, tool, READY, NULL);
 	hako_asset_info_t a;
 	assert_true(find_bridge(f, &a));
 	term_daemon(f);
@@ -474,13 +341,13 @@ static void test_term_while_running(void **state)
 static void test_conductor_gone(void **state)
 {
 	struct fx *f = *state;
-	start_daemon(f);
+	bak_start_daemon(&f->k, tool, READY, NULL);
 	hako_master_stop(f->master);
 	f->master = NULL;
 	int status = 0;
-	assert_int_equal(htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status), 0);
-	f->pid = 0;
-	char *log = htu_slurp(f->log);
+	assert_int_equal(htu_wait_child(f->k.pid, HTU_TIMEOUT_USEC, &status), 0);
+	f->k.pid = 0;
+	char *log = htu_slurp(f->k.log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) {
 		fail_msg("hako-bridge: expected exit 1 (status 0x%x):\n%s", status, log);
 	}
@@ -496,35 +363,36 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	*state = f;
-	f->ctl_fd = -1;
+	f->k.ctl_fd = -1;
 	atomic_store(&rx_count, 0);
 	atomic_store(&rx_last, 0);
-	assert_non_null(htu_tmpdir(f->dir, sizeof(f->dir)));
-	htu_domain_name("brasset", f->dom_name, sizeof(f->dom_name));
+	assert_non_null(htu_tmpdir(f->k.dir, sizeof(f->k.dir)));
+	htu_domain_name("brasset", f->k.dom_name, sizeof(f->k.dom_name));
 	hako_domain_config_t cfg;
 	hako_domain_config_default(&cfg);
 	cfg.max_assets = 4;
 	cfg.max_channels = 8;
 	cfg.arena_bytes = 1 << 20;
-	assert_int_equal(hako_domain_create(f->dom_name, &cfg, &f->dom), 0);
+	assert_int_equal(hako_domain_create(f->k.dom_name, &cfg, &f->k.dom), 0);
 	hako_master_config_t mc = {
 	    .delta_usec = DELTA, .max_delay_usec = DELTA, .real_time_factor = 0};
-	assert_int_equal(hako_master_start(f->dom, &mc, &f->master), 0);
-	assert_int_equal(hako_channel_create(f->dom, "R", 0, PDU_SIZE, &f->ch), 0);
+	assert_int_equal(hako_master_start(f->k.dom, &mc, &f->master), 0);
+	assert_int_equal(hako_channel_create(f->k.dom, "R", 0, PDU_SIZE, &f->ch), 0);
 
 	/* rx: this process's tcp server, the bridge's destination */
 	hako_error_t err;
-	put(f, "pdudef.json",
-	    "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [{\"type\": \"t/Data\", "
-	    "\"org_name\": \"data\", \"channel_id\": 0, \"pdu_size\": %d}], "
-	    "\"shm_pdu_writers\": []}]}\n",
-	    PDU_SIZE);
-	put(f, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
-	write_tcp_endpoint(f, "rx", 1, 0);
-	assert_int_equal(hako_endpoint_open(path_in(f, "rx.json"), &f->rx, &err), 0);
-	assert_int_equal(hako_endpoint_subscribe_by_name(f->rx, "R", "data", on_rx, NULL, NULL), 0);
-	assert_int_equal(hako_endpoint_start(f->rx, &err), 0);
-	unsigned port = hako_endpoint_local_port(f->rx);
+	bak_put(&f->k, "pdudef.json",
+	        "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [{\"type\": \"t/Data\", "
+	        "\"org_name\": \"data\", \"channel_id\": 0, \"pdu_size\": %d}], "
+	        "\"shm_pdu_writers\": []}]}\n",
+	        PDU_SIZE);
+	bak_put(&f->k, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
+	bak_write_tcp_endpoint(&f->k, "rx", 1, 0);
+	assert_int_equal(hako_endpoint_open(bak_path(&f->k, "rx.json"), &f->k.rx, &err), 0);
+	assert_int_equal(hako_endpoint_subscribe_by_name(f->k.rx, "R", "data", on_rx, NULL, NULL),
+	                 0);
+	assert_int_equal(hako_endpoint_start(f->k.rx, &err), 0);
+	unsigned port = hako_endpoint_local_port(f->k.rx);
 	assert_true(port != 0);
 	write_config(f, port);
 	return 0;
@@ -533,17 +401,17 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	if (f->ctl_fd >= 0) {
-		close(f->ctl_fd);
+	if (f->k.ctl_fd >= 0) {
+		close(f->k.ctl_fd);
 	}
-	if (f->pid > 0 && !htu_child_exited(f->pid)) {
-		fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->log));
+	if (f->k.pid > 0 && !htu_child_exited(f->k.pid)) {
+		fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->k.log));
 	}
 	htu_kill_children(); /* the daemon, when a test failed before stopping it */
-	hako_endpoint_close(f->rx);
+	hako_endpoint_close(f->k.rx);
 	hako_master_stop(f->master);
-	hako_domain_close(f->dom);
-	htu_remove_domain(f->dom_name);
+	hako_domain_close(f->k.dom);
+	htu_remove_domain(f->k.dom_name);
 	htu_remove_tmpdirs();
 	free(f);
 	return 0;

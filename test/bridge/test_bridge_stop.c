@@ -38,9 +38,12 @@
 #include <cmocka.h>
 
 #include "hako/endpoint.h"
+#include "bridge_asset_kit.h"
 #include "bridge_stats.h"
 #include "hako_test_util.h"
 
+/* The daemon's line once its connections run. */
+#define READY    "node 'n1': 3 connection(s), 2 endpoint(s), world time (asset)"
 #define PDU_SIZE 32
 #define DELTA    1000
 #define NPDUS    3   /* R/count, R/thr, R/tick: channels 0, 1, 2 */
@@ -52,16 +55,9 @@ static const char *tool;
 static const char *const conns[NPDUS] = {"c_imm", "c_thr", "c_tick"};
 
 struct fx {
-	char dir[256];
-	char dom_name[HAKO_NAME_MAX];
-	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char log[400];
-	hako_domain_t *dom;
+	bak_t k; /* dir, dom_name, sock, log, dom, rx, pid, ctl_fd, starts */
 	hako_master_t *master;
 	hako_channel_t *ch[NPDUS];
-	hako_endpoint_t *rx;
-	pid_t pid;
-	int ctl_fd;
 };
 
 static atomic_int rx_count;
@@ -80,30 +76,12 @@ static void on_rx(void *user, const hako_pdu_key_t *key, const void *data, size_
 	atomic_fetch_add(&rx_count, 1);
 }
 
-static const char *path_in(struct fx *f, const char *name)
-{
-	static char p[4][400];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(p[i], sizeof(p[i]), "%s/%s", f->dir, name);
-	return p[i];
-}
-
-static void put(struct fx *f, const char *name, const char *fmt, ...)
-{
-	char text[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	assert_int_equal(htu_write_file(path_in(f, name), text), 0);
-}
-
 /* ---- the files ---- */
 
 static void write_common(struct fx *f)
 {
-	put(f, "pdudef.json",
+	bak_put(
+	    &f->k, "pdudef.json",
 	    "{\"robots\": [{\"name\": \"R\", \"shm_pdu_readers\": [\n"
 	    "  {\"type\": \"t/Data\", \"org_name\": \"count\", \"channel_id\": 0, \"pdu_size\": "
 	    "%d},\n"
@@ -113,42 +91,27 @@ static void write_common(struct fx *f)
 	    "%d}],\n"
 	    " \"shm_pdu_writers\": []}]}\n",
 	    PDU_SIZE, PDU_SIZE, PDU_SIZE);
-	put(f, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
-}
-
-static void write_tcp_endpoint(struct fx *f, const char *name, int server, unsigned port)
-{
-	char comm[64], ep[64];
-	snprintf(comm, sizeof(comm), "%s_comm.json", name);
-	snprintf(ep, sizeof(ep), "%s.json", name);
-	put(f, comm,
-	    "{\"protocol\": \"tcp\", \"name\": \"%s\", \"direction\": \"inout\", \"role\": \"%s\", "
-	    "\"%s\": {\"address\": \"127.0.0.1\", \"port\": %u}, "
-	    "\"options\": {\"connect_timeout_ms\": 200}}\n",
-	    name, server ? "server" : "client", server ? "local" : "remote", port);
-	put(f, ep,
-	    "{\"name\": \"%s\", \"cache\": \"cache.json\", \"comm\": \"%s\", "
-	    "\"pdu_def_path\": \"pdudef.json\"}\n",
-	    name, comm);
+	bak_put(&f->k, "cache.json", "{\"type\": \"buffer\", \"store\": {\"mode\": \"latest\"}}\n");
 }
 
 static void write_config(struct fx *f, unsigned rx_port)
 {
-	put(f, "src_comm.json",
-	    "{\"protocol\": \"shm\", \"impl_type\": \"callback\", \"asset_name\": \"bridge\",\n"
-	    " \"io\": {\"robots\": [{\"name\": \"R\", \"pdu\": [\n"
-	    "   {\"name\": \"count\", \"notify_on_recv\": true},\n"
-	    "   {\"name\": \"thr\", \"notify_on_recv\": true},\n"
-	    "   {\"name\": \"tick\", \"notify_on_recv\": true}]}]}}\n");
-	put(f, "src.json",
-	    "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
-	    "\"pdu_def_path\": \"pdudef.json\"}\n");
-	write_tcp_endpoint(f, "dst", 0, rx_port);
-	put(f, "container.json",
-	    "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
-	    "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
-	    "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
-	put(f, "bridge.json",
+	bak_put(&f->k, "src_comm.json",
+	        "{\"protocol\": \"shm\", \"impl_type\": \"callback\", \"asset_name\": \"bridge\",\n"
+	        " \"io\": {\"robots\": [{\"name\": \"R\", \"pdu\": [\n"
+	        "   {\"name\": \"count\", \"notify_on_recv\": true},\n"
+	        "   {\"name\": \"thr\", \"notify_on_recv\": true},\n"
+	        "   {\"name\": \"tick\", \"notify_on_recv\": true}]}]}}\n");
+	bak_put(&f->k, "src.json",
+	        "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
+	        "\"pdu_def_path\": \"pdudef.json\"}\n");
+	bak_write_tcp_endpoint(&f->k, "dst", 0, rx_port);
+	bak_put(&f->k, "container.json",
+	        "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
+	        "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
+	        "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
+	bak_put(
+	    &f->k, "bridge.json",
 	    "{\"version\": \"2.0.0\",\n"
 	    " \"transferPolicies\": {\"imm\": {\"type\": \"immediate\"},\n"
 	    "   \"thr\": {\"type\": \"throttle\", \"intervalMs\": 100},\n"
@@ -175,99 +138,6 @@ static void write_config(struct fx *f, unsigned rx_port)
 
 /* ---- the daemon ---- */
 
-static void wait_log(struct fx *f, const char *what)
-{
-	int ok;
-	HTU_WAIT_UNTIL(ok, strstr(htu_slurp(f->log), what) != NULL || htu_child_exited(f->pid),
-	               HTU_TIMEOUT_USEC);
-	if (!ok || strstr(htu_slurp(f->log), what) == NULL) {
-		fail_msg("no '%s' in %s:\n%s", what, f->log, htu_slurp(f->log));
-	}
-}
-
-static void ctl_connect(struct fx *f)
-{
-	int ok = 0;
-	hako_time_t deadline = hako_now_usec() + HTU_TIMEOUT_USEC;
-	while (!ok && hako_now_usec() < deadline) {
-		f->ctl_fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		struct sockaddr_un sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sun_family = AF_UNIX;
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->sock);
-		ok = connect(f->ctl_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-		if (!ok) {
-			close(f->ctl_fd);
-			f->ctl_fd = -1;
-			htu_sleep_usec(10000);
-		}
-	}
-	assert_true(ok);
-}
-
-/* The daemon with a late shm watcher: running, connected to rx, registered. */
-static void start_daemon(struct fx *f)
-{
-	snprintf(f->log, sizeof(f->log), "%s", path_in(f, "bridge.log"));
-	snprintf(f->sock, sizeof(f->sock), "%s", path_in(f, "ctl.sock"));
-	htu_exec_t x;
-	memset(&x, 0, sizeof(x));
-	const char *args[] = {tool,           path_in(f, "bridge.json"),
-	                      "--node",       "n1",
-	                      "--asset",      "bridge",
-	                      "--domain",     f->dom_name,
-	                      "--delta-usec", "1000",
-	                      "--control",    f->sock,
-	                      "-v",           NULL};
-	for (int i = 0; args[i] != NULL; i++) {
-		x.argv[i] = (char *)args[i];
-	}
-	x.log = f->log;
-	assert_int_equal(setenv("HAKO_TEST_SHM_WATCH_DELAY_USEC", LATE, 1), 0);
-	f->pid = htu_fork(htu_exec_main, &x);
-	assert_int_equal(unsetenv("HAKO_TEST_SHM_WATCH_DELAY_USEC"), 0);
-	assert_true(f->pid > 0);
-	wait_log(f, "node 'n1': 3 connection(s), 2 endpoint(s), world time (asset)");
-	ctl_connect(f);
-	hako_endpoint_stats_t es;
-	int ok;
-	HTU_WAIT_UNTIL(ok, (hako_endpoint_get_stats(f->rx, &es), es.peers > 0), HTU_TIMEOUT_USEC);
-	if (!ok) {
-		fail_msg("the bridge's tcp destination never connected:\n%s", htu_slurp(f->log));
-	}
-	wait_log(f, "endpoint 'dst': connected to");
-}
-
-/* "stats" over the control socket: the answer up to its "ok" line. */
-static const char *ctl_stats(struct fx *f)
-{
-	static char ans[4096];
-	size_t used = 0;
-	assert_int_equal(send(f->ctl_fd, "stats\n", 6, MSG_NOSIGNAL), 6);
-	for (;;) {
-		assert_true(used < sizeof(ans) - 1);
-		ssize_t n = recv(f->ctl_fd, ans + used, sizeof(ans) - 1 - used, 0);
-		assert_true(n > 0);
-		used += (size_t)n;
-		ans[used] = '\0';
-		if (used >= 3 && strcmp(ans + used - 3, "ok\n") == 0) {
-			return ans;
-		}
-	}
-}
-
-static void expect_state(struct fx *f, int state)
-{
-	int r = hako_domain_wait_state(f->dom, state, HTU_TIMEOUT_USEC);
-	int st = hako_domain_state(f->dom);
-	if (r != 0 || st != state) {
-		hako_domain_info_t info;
-		hako_domain_get_info(f->dom, &info);
-		fail_msg("state %s, expected %s (%s)\n%s", hako_state_name(st),
-		         hako_state_name(state), info.error_reason, htu_slurp(f->log));
-	}
-}
-
 static void write_value(hako_channel_t *ch, uint64_t v)
 {
 	uint8_t buf[PDU_SIZE];
@@ -281,25 +151,25 @@ static void write_value(hako_channel_t *ch, uint64_t v)
 static void test_stop_reset_loses_nothing(void **state)
 {
 	struct fx *f = *state;
-	start_daemon(f);
+	bak_start_daemon(&f->k, tool, READY, "HAKO_TEST_SHM_WATCH_DELAY_USEC=" LATE);
 	int lost = 0;
 	for (int round = 0; round < ROUNDS; round++) {
 		uint64_t last = (uint64_t)(round + 1) * WRITES;
-		assert_int_equal(hako_domain_start(f->dom), 0);
-		expect_state(f, HAKO_STATE_RUNNING);
+		assert_int_equal(hako_domain_start(f->k.dom), 0);
+		bak_expect_state(&f->k, HAKO_STATE_RUNNING);
 		for (uint64_t v = last - WRITES + 1; v <= last; v++) {
 			for (int p = 0; p < NPDUS; p++) {
 				write_value(f->ch[p], v);
 			}
 		}
 		/* hako-launch's shutdown: stop, then reset once stopped */
-		assert_int_equal(hako_domain_stop(f->dom), 0);
-		expect_state(f, HAKO_STATE_STOPPED);
-		assert_int_equal(hako_domain_reset(f->dom), 0);
-		expect_state(f, HAKO_STATE_STOPPED);
+		assert_int_equal(hako_domain_stop(f->k.dom), 0);
+		bak_expect_state(&f->k, HAKO_STATE_STOPPED);
+		assert_int_equal(hako_domain_reset(f->k.dom), 0);
+		bak_expect_state(&f->k, HAKO_STATE_STOPPED);
 
 		/* what the daemon forwarded has reached rx */
-		const char *st = ctl_stats(f);
+		const char *st = bak_ctl_stats(&f->k);
 		uint64_t total = 0;
 		for (int p = 0; p < NPDUS; p++) {
 			total += bst_stat_of(st, conns[p], "forwarded");
@@ -323,7 +193,7 @@ static void test_stop_reset_loses_nothing(void **state)
 	}
 	if (lost > 0) {
 		fail_msg("%d last value(s) lost at a stop + reset in %d rounds:\n%s", lost, ROUNDS,
-		         ctl_stats(f));
+		         bak_ctl_stats(&f->k));
 	}
 }
 
@@ -334,34 +204,34 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	*state = f;
-	f->ctl_fd = -1;
+	f->k.ctl_fd = -1;
 	atomic_store(&rx_count, 0);
 	for (int p = 0; p < NPDUS; p++) {
 		atomic_store(&rx_last[p], 0);
 	}
-	assert_non_null(htu_tmpdir(f->dir, sizeof(f->dir)));
-	htu_domain_name("brstop", f->dom_name, sizeof(f->dom_name));
+	assert_non_null(htu_tmpdir(f->k.dir, sizeof(f->k.dir)));
+	htu_domain_name("brstop", f->k.dom_name, sizeof(f->k.dom_name));
 	hako_domain_config_t cfg;
 	hako_domain_config_default(&cfg);
 	cfg.max_assets = 4;
 	cfg.max_channels = 8;
 	cfg.arena_bytes = 1 << 20;
-	assert_int_equal(hako_domain_create(f->dom_name, &cfg, &f->dom), 0);
+	assert_int_equal(hako_domain_create(f->k.dom_name, &cfg, &f->k.dom), 0);
 	hako_master_config_t mc = {
 	    .delta_usec = DELTA, .max_delay_usec = DELTA, .real_time_factor = 0};
-	assert_int_equal(hako_master_start(f->dom, &mc, &f->master), 0);
+	assert_int_equal(hako_master_start(f->k.dom, &mc, &f->master), 0);
 	for (int p = 0; p < NPDUS; p++) {
-		assert_int_equal(hako_channel_create(f->dom, "R", p, PDU_SIZE, &f->ch[p]), 0);
+		assert_int_equal(hako_channel_create(f->k.dom, "R", p, PDU_SIZE, &f->ch[p]), 0);
 	}
 
 	/* rx: this process's tcp server, the bridge's destination */
 	hako_error_t err;
 	write_common(f);
-	write_tcp_endpoint(f, "rx", 1, 0);
-	assert_int_equal(hako_endpoint_open(path_in(f, "rx.json"), &f->rx, &err), 0);
-	assert_int_equal(hako_endpoint_subscribe(f->rx, NULL, on_rx, NULL, NULL), 0);
-	assert_int_equal(hako_endpoint_start(f->rx, &err), 0);
-	unsigned port = hako_endpoint_local_port(f->rx);
+	bak_write_tcp_endpoint(&f->k, "rx", 1, 0);
+	assert_int_equal(hako_endpoint_open(bak_path(&f->k, "rx.json"), &f->k.rx, &err), 0);
+	assert_int_equal(hako_endpoint_subscribe(f->k.rx, NULL, on_rx, NULL, NULL), 0);
+	assert_int_equal(hako_endpoint_start(f->k.rx, &err), 0);
+	unsigned port = hako_endpoint_local_port(f->k.rx);
 	assert_true(port != 0);
 	write_config(f, port);
 	return 0;
@@ -370,22 +240,22 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	if (f->ctl_fd >= 0) {
-		close(f->ctl_fd);
+	if (f->k.ctl_fd >= 0) {
+		close(f->k.ctl_fd);
 	}
-	if (f->pid > 0 && !htu_child_exited(f->pid)) {
-		kill(f->pid, SIGTERM);
+	if (f->k.pid > 0 && !htu_child_exited(f->k.pid)) {
+		kill(f->k.pid, SIGTERM);
 		int status = 0;
-		if (htu_wait_child(f->pid, HTU_TIMEOUT_USEC, &status) != 0 || !WIFEXITED(status) ||
-		    WEXITSTATUS(status) != 0) {
-			fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->log));
+		if (htu_wait_child(f->k.pid, HTU_TIMEOUT_USEC, &status) != 0 ||
+		    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->k.log));
 		}
 	}
 	htu_kill_children();
-	hako_endpoint_close(f->rx);
+	hako_endpoint_close(f->k.rx);
 	hako_master_stop(f->master);
-	hako_domain_close(f->dom);
-	htu_remove_domain(f->dom_name);
+	hako_domain_close(f->k.dom);
+	htu_remove_domain(f->k.dom_name);
 	htu_remove_tmpdirs();
 	free(f);
 	return 0;
