@@ -86,9 +86,9 @@ struct hako_conductor_node {
 	hako_domain_t *dom;
 	uint64_t incarnation;
 	void *zctx;
-	void *ctl;   /* main thread: server ROUTER (bound) / client DEALER (identity = node id) */
+	void *ctl;   /* main thread: server ROUTER (bound) / client DEALER ("<id>#c<inc>") */
 	void *tsub;  /* main thread, client: SUB of the server's times (conflated) */
-	void *tout;  /* watcher thread: server PUB (bound) / client DEALER ("<id>#t") */
+	void *tout;  /* watcher thread: server PUB (bound) / client DEALER ("<id>#t<inc>") */
 	int wake_fd; /* eventfd: the watcher tells the main thread the domain changed */
 	pthread_t main_thread, watch_thread;
 	int threads;
