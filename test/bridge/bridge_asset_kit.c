@@ -16,6 +16,48 @@
 
 #include "hako_test_util.h"
 
+void bak_open(bak_t *k, const char *test)
+{
+	k->ctl_fd = -1;
+	assert_non_null(htu_tmpdir(k->dir, sizeof(k->dir)));
+	htu_domain_name(test, k->dom_name, sizeof(k->dom_name));
+	hako_domain_config_t cfg;
+	hako_domain_config_default(&cfg);
+	cfg.max_assets = 4;
+	cfg.max_channels = 8;
+	cfg.arena_bytes = 1 << 20;
+	assert_int_equal(hako_domain_create(k->dom_name, &cfg, &k->dom), 0);
+	hako_master_config_t mc = {
+	    .delta_usec = 1000, .max_delay_usec = 1000, .real_time_factor = 0};
+	assert_int_equal(hako_master_start(k->dom, &mc, &k->master), 0);
+}
+
+void bak_close(bak_t *k)
+{
+	if (k->ctl_fd >= 0) {
+		close(k->ctl_fd);
+		k->ctl_fd = -1;
+	}
+	htu_kill_children(); /* the daemon, when a test failed before stopping it */
+	hako_endpoint_close(k->rx);
+	hako_master_stop(k->master);
+	hako_domain_close(k->dom);
+	htu_remove_domain(k->dom_name);
+	htu_remove_tmpdirs();
+}
+
+void bak_write_endpoints(bak_t *k, unsigned rx_port)
+{
+	bak_put(k, "src.json",
+	        "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
+	        "\"pdu_def_path\": \"pdudef.json\"}\n");
+	bak_write_tcp_endpoint(k, "dst", 0, rx_port);
+	bak_put(k, "container.json",
+	        "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
+	        "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
+	        "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
+}
+
 const char *bak_path(bak_t *k, const char *name)
 {
 	static char p[4][400];

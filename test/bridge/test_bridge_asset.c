@@ -53,8 +53,7 @@
 static const char *tool;
 
 struct fx {
-	bak_t k; /* dir, dom_name, sock, log, dom, rx, pid, ctl_fd, starts */
-	hako_master_t *master;
+	bak_t k;            /* dir, dom_name, sock, log, dom, rx, pid, ctl_fd, starts */
 	hako_channel_t *ch; /* the bridge's source: R/0 */
 };
 
@@ -87,14 +86,7 @@ static void write_config(struct fx *f, unsigned rx_port)
 	        "{\"protocol\": \"shm\", \"impl_type\": \"callback\", \"asset_name\": \"bridge\",\n"
 	        " \"io\": {\"robots\": [{\"name\": \"R\", \"pdu\": [{\"name\": \"data\", "
 	        "\"notify_on_recv\": true}]}]}}\n");
-	bak_put(&f->k, "src.json",
-	        "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
-	        "\"pdu_def_path\": \"pdudef.json\"}\n");
-	bak_write_tcp_endpoint(&f->k, "dst", 0, rx_port);
-	bak_put(&f->k, "container.json",
-	        "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
-	        "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
-	        "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
+	bak_write_endpoints(&f->k, rx_port);
 	bak_put(&f->k, "bridge.json",
 	        "{\"version\": \"2.0.0\",\n"
 	        " \"transferPolicies\": {\"tick\": {\"type\": \"ticker\", \"intervalMs\": %d},\n"
@@ -215,7 +207,6 @@ static char *term_daemon(struct fx *f)
 {
 	if (f->k.ctl_fd >= 0) {
 		close(f->k.ctl_fd);
-		f->k.ctl_fd = -1;
 	}
 	assert_int_equal(kill(f->k.pid, SIGTERM), 0);
 	int status = 0;
@@ -342,8 +333,8 @@ static void test_conductor_gone(void **state)
 {
 	struct fx *f = *state;
 	bak_start_daemon(&f->k, tool, READY, NULL);
-	hako_master_stop(f->master);
-	f->master = NULL;
+	hako_master_stop(f->k.master);
+	f->k.master = NULL;
 	int status = 0;
 	assert_int_equal(htu_wait_child(f->k.pid, HTU_TIMEOUT_USEC, &status), 0);
 	f->k.pid = 0;
@@ -366,17 +357,7 @@ static int setup(void **state)
 	f->k.ctl_fd = -1;
 	atomic_store(&rx_count, 0);
 	atomic_store(&rx_last, 0);
-	assert_non_null(htu_tmpdir(f->k.dir, sizeof(f->k.dir)));
-	htu_domain_name("brasset", f->k.dom_name, sizeof(f->k.dom_name));
-	hako_domain_config_t cfg;
-	hako_domain_config_default(&cfg);
-	cfg.max_assets = 4;
-	cfg.max_channels = 8;
-	cfg.arena_bytes = 1 << 20;
-	assert_int_equal(hako_domain_create(f->k.dom_name, &cfg, &f->k.dom), 0);
-	hako_master_config_t mc = {
-	    .delta_usec = DELTA, .max_delay_usec = DELTA, .real_time_factor = 0};
-	assert_int_equal(hako_master_start(f->k.dom, &mc, &f->master), 0);
+	bak_open(&f->k, "brasset");
 	assert_int_equal(hako_channel_create(f->k.dom, "R", 0, PDU_SIZE, &f->ch), 0);
 
 	/* rx: this process's tcp server, the bridge's destination */
@@ -401,18 +382,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	if (f->k.ctl_fd >= 0) {
-		close(f->k.ctl_fd);
-	}
 	if (f->k.pid > 0 && !htu_child_exited(f->k.pid)) {
 		fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->k.log));
 	}
-	htu_kill_children(); /* the daemon, when a test failed before stopping it */
-	hako_endpoint_close(f->k.rx);
-	hako_master_stop(f->master);
-	hako_domain_close(f->k.dom);
-	htu_remove_domain(f->k.dom_name);
-	htu_remove_tmpdirs();
+	bak_close(&f->k);
 	free(f);
 	return 0;
 }

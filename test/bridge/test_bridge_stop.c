@@ -56,7 +56,6 @@ static const char *const conns[NPDUS] = {"c_imm", "c_thr", "c_tick"};
 
 struct fx {
 	bak_t k; /* dir, dom_name, sock, log, dom, rx, pid, ctl_fd, starts */
-	hako_master_t *master;
 	hako_channel_t *ch[NPDUS];
 };
 
@@ -102,14 +101,7 @@ static void write_config(struct fx *f, unsigned rx_port)
 	        "   {\"name\": \"count\", \"notify_on_recv\": true},\n"
 	        "   {\"name\": \"thr\", \"notify_on_recv\": true},\n"
 	        "   {\"name\": \"tick\", \"notify_on_recv\": true}]}]}}\n");
-	bak_put(&f->k, "src.json",
-	        "{\"name\": \"src\", \"cache\": \"cache.json\", \"comm\": \"src_comm.json\", "
-	        "\"pdu_def_path\": \"pdudef.json\"}\n");
-	bak_write_tcp_endpoint(&f->k, "dst", 0, rx_port);
-	bak_put(&f->k, "container.json",
-	        "[{\"nodeId\": \"n1\", \"endpoints\": [\n"
-	        "   {\"id\": \"src\", \"config_path\": \"src.json\"},\n"
-	        "   {\"id\": \"dst\", \"config_path\": \"dst.json\"}]}]\n");
+	bak_write_endpoints(&f->k, rx_port);
 	bak_put(
 	    &f->k, "bridge.json",
 	    "{\"version\": \"2.0.0\",\n"
@@ -204,22 +196,11 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	*state = f;
-	f->k.ctl_fd = -1;
 	atomic_store(&rx_count, 0);
 	for (int p = 0; p < NPDUS; p++) {
 		atomic_store(&rx_last[p], 0);
 	}
-	assert_non_null(htu_tmpdir(f->k.dir, sizeof(f->k.dir)));
-	htu_domain_name("brstop", f->k.dom_name, sizeof(f->k.dom_name));
-	hako_domain_config_t cfg;
-	hako_domain_config_default(&cfg);
-	cfg.max_assets = 4;
-	cfg.max_channels = 8;
-	cfg.arena_bytes = 1 << 20;
-	assert_int_equal(hako_domain_create(f->k.dom_name, &cfg, &f->k.dom), 0);
-	hako_master_config_t mc = {
-	    .delta_usec = DELTA, .max_delay_usec = DELTA, .real_time_factor = 0};
-	assert_int_equal(hako_master_start(f->k.dom, &mc, &f->master), 0);
+	bak_open(&f->k, "brstop");
 	for (int p = 0; p < NPDUS; p++) {
 		assert_int_equal(hako_channel_create(f->k.dom, "R", p, PDU_SIZE, &f->ch[p]), 0);
 	}
@@ -240,9 +221,6 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	if (f->k.ctl_fd >= 0) {
-		close(f->k.ctl_fd);
-	}
 	if (f->k.pid > 0 && !htu_child_exited(f->k.pid)) {
 		kill(f->k.pid, SIGTERM);
 		int status = 0;
@@ -251,12 +229,7 @@ static int teardown(void **state)
 			fprintf(stderr, "daemon log:\n%s\n", htu_slurp(f->k.log));
 		}
 	}
-	htu_kill_children();
-	hako_endpoint_close(f->k.rx);
-	hako_master_stop(f->master);
-	hako_domain_close(f->k.dom);
-	htu_remove_domain(f->k.dom_name);
-	htu_remove_tmpdirs();
+	bak_close(&f->k);
 	free(f);
 	return 0;
 }
