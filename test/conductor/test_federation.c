@@ -153,6 +153,17 @@ static void cmd_ok(int i, const char *verb)
 	}
 }
 
+/* A server and two clients (delta 1 ms, Dmax dmax_usec) with their assets, started and run
+ * to world time `world` on every node. */
+static void run_two_clients(const char *name, hako_time_t dmax_usec, hako_time_t world)
+{
+	assert_int_equal(fed_init(&F, name, 2, 1000, dmax_usec), 0);
+	assert_int_equal(fed_start(&F, -1, 0), 0);
+	start_assets();
+	cmd_ok(0, "start");
+	wait_all_world(world);
+}
+
 static int file_has(const char *path, const char *text)
 {
 	return strstr(htu_slurp(path), text) != NULL;
@@ -495,11 +506,7 @@ static void test_lost_drop(void **state)
 static void test_restart(void **state)
 {
 	(void)state;
-	assert_int_equal(fed_init(&F, "restart", 2, 1000, 5000), 0);
-	assert_int_equal(fed_start(&F, -1, 0), 0);
-	start_assets();
-	cmd_ok(0, "start");
-	wait_all_world(SEC / 2);
+	run_two_clients("restart", 5000, SEC / 2);
 	fed_kill_asset(&F, 0);
 	fed_kill_node(&F, 0);
 	/* The clients hold their clocks: once both noticed, nothing moves. */
@@ -787,11 +794,7 @@ static int oversize_frame_closed(int port)
 static void test_garbage(void **state)
 {
 	(void)state;
-	assert_int_equal(fed_init(&F, "garbage", 2, 1000, 5000), 0);
-	assert_int_equal(fed_start(&F, -1, 0), 0);
-	start_assets();
-	cmd_ok(0, "start");
-	wait_all_world(SEC / 4);
+	run_two_clients("garbage", 5000, SEC / 4);
 
 	void *ctx = zmq_ctx_new();
 	assert_non_null(ctx);
@@ -934,11 +937,7 @@ static void assert_unharmed(long long garbage)
 static void test_forged(void **state)
 {
 	(void)state;
-	assert_int_equal(fed_init(&F, "forged", 2, 1000, 10000), 0);
-	assert_int_equal(fed_start(&F, -1, 0), 0);
-	start_assets();
-	cmd_ok(0, "start");
-	wait_all_world(SEC / 4);
+	run_two_clients("forged", 10000, SEC / 4);
 
 	void *ctx = zmq_ctx_new();
 	assert_non_null(ctx);
@@ -992,11 +991,7 @@ static void test_forged(void **state)
 static void test_duplicate(void **state)
 {
 	(void)state;
-	assert_int_equal(fed_init(&F, "dup", 2, 1000, 10000), 0);
-	assert_int_equal(fed_start(&F, -1, 0), 0);
-	start_assets();
-	cmd_ok(0, "start");
-	wait_all_world(SEC / 4);
+	run_two_clients("dup", 10000, SEC / 4);
 
 	char domain[HAKO_NAME_MAX], log[600];
 	htu_domain_name("dup_twin", domain, sizeof(domain));
