@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,16 @@ int ept_group_setup(void **state)
 {
 	(void)state;
 	return ept_setup_dir("hako_ep_test");
+}
+
+int ept_group_setup_many_fds(void **state)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096) {
+		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return ept_group_setup(state);
 }
 
 int ept_group_teardown(void **state)

@@ -22,6 +22,9 @@ const char *ept_dir(void);
 /* cmocka group setup / teardown: ept_setup_dir("hako_ep_test") / ept_remove_dir(). */
 int ept_group_setup(void **state);
 int ept_group_teardown(void **state);
+/* ept_group_setup for a test that holds many sockets (both ends of each connection): the soft
+ * limit of open files raised to 4096 (or the hard limit) first. */
+int ept_group_setup_many_fds(void **state);
 
 /* <dir>/<name> := text. */
 void ept_write_file(const char *name, const char *text);

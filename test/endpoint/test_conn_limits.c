@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -90,17 +89,6 @@ typedef struct seen {
 } seen_t;
 
 static seen_t g_seen;
-
-static int group_setup(void **state)
-{
-	/* Both ends of every connection are in this process: over 2,000 descriptors. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096) {
-		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return ept_group_setup(state);
-}
 
 static int teardown(void **state)
 {
@@ -459,6 +447,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_tcp_silent_closed, teardown),
 	    cmocka_unit_test_teardown(test_ws_silent_closed, teardown),
 	};
-	return cmocka_run_group_tests_name("endpoint.conn_limits", tests, group_setup,
+	/* Both ends of every connection are in this process: over 2,000 descriptors. */
+	return cmocka_run_group_tests_name("endpoint.conn_limits", tests, ept_group_setup_many_fds,
 	                                   ept_group_teardown);
 }

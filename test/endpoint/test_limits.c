@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -91,17 +90,6 @@ typedef struct hostile {
 } hostile_t;
 
 static hostile_t g_h[NPEERS];
-
-static int group_setup(void **state)
-{
-	/* 200 peers are 400 descriptors in this process (both ends). */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096) {
-		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return ept_group_setup(state);
-}
 
 static int close_hostiles(void **state)
 {
@@ -508,6 +496,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_tcp_slow_peers, close_hostiles),
 	    cmocka_unit_test_teardown(test_ws_silent_sessions, close_hostiles),
 	};
-	return cmocka_run_group_tests_name("endpoint.limits", tests, group_setup,
+	/* 200 peers are 400 descriptors in this process (both ends). */
+	return cmocka_run_group_tests_name("endpoint.limits", tests, ept_group_setup_many_fds,
 	                                   ept_group_teardown);
 }
