@@ -60,9 +60,11 @@ typedef struct shm_pdu {
 	int notify; /* listed with notify_on_recv and the direction receives */
 	_Atomic(hako_channel_t *) ch;
 	atomic_int loaned; /* a hako_endpoint_loan of this PDU is open (one at a time) */
-	/* Watcher / poll / drain state (notify only), under lock. */
+	/* Watcher / poll / drain state (notify only), under lock. seen is also read without it:
+	 * the watcher's wait needs only a recent value (a stale one returns at once, and the check
+	 * under the lock decides). */
 	pthread_mutex_t lock;
-	uint64_t seen;
+	_Atomic uint64_t seen;
 	uint32_t seen_resets;
 	uint8_t *buf; /* size bytes: only where the endpoint cannot fill its cache directly */
 	pthread_t thread;
@@ -262,9 +264,9 @@ static int check_one(shm_pdu_t *p)
 	uint32_t resets = hako_domain_reset_count(c->dom);
 	if (resets != p->seen_resets) {
 		p->seen_resets = resets;
-		p->seen = 0;
+		atomic_store_explicit(&p->seen, 0, memory_order_relaxed);
 	}
-	if (hako_channel_seq(ch) == p->seen) {
+	if (hako_channel_seq(ch) == atomic_load_explicit(&p->seen, memory_order_relaxed)) {
 		return 0;
 	}
 	size_t len = 0;
@@ -273,17 +275,18 @@ static int check_one(shm_pdu_t *p)
 		int r =
 		    c->ctx.deliver_fill(c->ctx.ep, &p->key, p->size, fill_from_channel, &f, &len);
 		if (r == HAKO_EAGAIN) {
-			p->seen = 0;
+			atomic_store_explicit(&p->seen, 0, memory_order_relaxed);
 			return 0;
 		}
 		if (r != 0) {
 			/* Skip this write (else the watcher would spin on it). */
 			HAKO_WARN("endpoint '%s': shm %s/%s: read failed: %s", c->ctx.ep_name,
 			          p->key.robot, p->name, hako_strerror(r));
-			p->seen = f.seq != 0 ? f.seq : hako_channel_seq(ch);
+			atomic_store_explicit(&p->seen, f.seq != 0 ? f.seq : hako_channel_seq(ch),
+			                      memory_order_relaxed);
 			return 0;
 		}
-		p->seen = f.seq;
+		atomic_store_explicit(&p->seen, f.seq, memory_order_relaxed);
 		return 1;
 	}
 	uint64_t seq = 0;
@@ -292,10 +295,10 @@ static int check_one(shm_pdu_t *p)
 		/* Only a channel larger than the pdudef says could do this (created elsewhere). */
 		HAKO_WARN("endpoint '%s': shm %s/%s: read failed: %s", c->ctx.ep_name, p->key.robot,
 		          p->name, hako_strerror(r));
-		p->seen = seq;
+		atomic_store_explicit(&p->seen, seq, memory_order_relaxed);
 		return 0;
 	}
-	p->seen = seq;
+	atomic_store_explicit(&p->seen, seq, memory_order_relaxed);
 	if (seq == 0) {
 		return 0; /* reset since the last look: nothing written */
 	}
@@ -326,9 +329,7 @@ static void *watch_main(void *arg)
 	shm_comm_t *c = p->comm;
 	hako_channel_t *ch = atomic_load(&p->ch);
 	while (!atomic_load_explicit(&c->stopping, memory_order_acquire)) {
-		pthread_mutex_lock(&p->lock);
-		uint64_t seen = p->seen;
-		pthread_mutex_unlock(&p->lock);
+		uint64_t seen = atomic_load_explicit(&p->seen, memory_order_relaxed);
 		int r = hako_channel_wait(ch, seen, c->spin_usec, WATCH_TICK_USEC);
 		if (r != 0 && r != HAKO_ETIMEDOUT) {
 			HAKO_WARN("endpoint '%s': shm %s/%s: wait failed: %s", c->ctx.ep_name,
@@ -391,7 +392,9 @@ static int start_watchers(shm_comm_t *c, hako_error_t *err)
 	if (r == 0) {
 		/* What is there now is old: only later writes are delivered. */
 		for (size_t i = 0; i < c->notify_count; i++) {
-			c->notify[i]->seen = hako_channel_seq(atomic_load(&c->notify[i]->ch));
+			atomic_store_explicit(&c->notify[i]->seen,
+			                      hako_channel_seq(atomic_load(&c->notify[i]->ch)),
+			                      memory_order_relaxed);
 		}
 		if ((r = pthread_create(&c->thread, NULL, watch_all, c)) != 0) {
 			return hako_error_set(err, HAKO_ENOMEM, path, 0, 0,
@@ -521,7 +524,8 @@ static int shm_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 	for (size_t i = 0; i < c->notify_count; i++) {
 		shm_pdu_t *p = c->notify[i];
 		p->seen_resets = hako_domain_reset_count(dom);
-		p->seen = hako_channel_seq(atomic_load(&p->ch));
+		atomic_store_explicit(&p->seen, hako_channel_seq(atomic_load(&p->ch)),
+		                      memory_order_relaxed);
 	}
 	if (c->opt->impl == HAKO_SHM_CALLBACK && c->notify_count > 0 &&
 	    (r = start_watchers(c, err)) != 0) {
