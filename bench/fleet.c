@@ -50,6 +50,7 @@
 #include "fleet_host.h"
 #include "fleet_zones.h"
 #include "hako/conductor.h"
+#include "hako/rd_full.h"
 #include "hako/domain.h"
 
 #define MAX_PROCS  16
@@ -391,7 +392,7 @@ static void node_entry(void *arg, int cmd_fd)
 	hako_error_t err;
 	hako_conductor_node_t *cn;
 	fill_conductor(&cfg, a->idx, a->ctl, a->tim);
-	if (hako_conductor_node_start(&cfg, dom, &cn, &err) != 0) {
+	if (hako_rd_full_node_start(&cfg, dom, &cn, &err) != 0) {
 		if (a->idx == 0 && strstr(err.message, "cannot listen") != NULL) {
 			atomic_store(&rep->listen_failed, 1);
 			hako_master_stop(master);

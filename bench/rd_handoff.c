@@ -40,6 +40,7 @@
 #include "bench_common.h"
 #include "bench_keys.h"
 #include "hako/conductor.h"
+#include "hako/rd_full.h"
 #include "hako/domain.h"
 #include "hako/log.h"
 #include "hako/msg.h"
@@ -437,7 +438,7 @@ static void run(void)
  * nodes cli-01 and cli-02. The server's main thread is a plain asset; each client's is the
  * executor of the EU (RD node 1 or 2, test/conductor/test_federation_rd.c's loop: a model whose
  * steps are exact, a --context-byte context). This process is the requester: it asks the
- * server (hako_conductor_rd_request, on the server's own address) to move the EU to the other
+ * server (hako_rd_full_request, on the server's own address) to move the EU to the other
  * client, waits until the new owner activated and the old one saw RELEASED, and again. The
  * relay variants put a hako-relay (one-way delay L) between the clients and the server. */
 
@@ -778,7 +779,7 @@ static void rdf_node_main(int idx, const struct rdf_variant *v, const char *ctl,
 	hako_conductor_config_t cfg;
 	hako_error_t err;
 	rdf_config(&cfg, idx, v, ctl, tim);
-	if (hako_conductor_node_start(&cfg, dom, &cn, &err) != 0) {
+	if (hako_rd_full_node_start(&cfg, dom, &cn, &err) != 0) {
 		if (idx == 0 && strstr(err.message, "cannot listen") != NULL) {
 			g_fx->listen_failed = 1; /* the bench tries other ports */
 			hako_master_stop(master);
@@ -1032,7 +1033,7 @@ static void *echo_dealer(void *ctx, const char *addr)
 	return s;
 }
 
-/* What hako_conductor_rd_request does around its message (a requester that is not kept): a
+/* What hako_rd_full_request does around its message (a requester that is not kept): a
  * context, a socket and a connection of its own, closed after the answer. */
 static int64_t echo_fresh(const char *addr)
 {
@@ -1053,7 +1054,7 @@ static int64_t rdf_refused(const hako_conductor_config_t *req, uint8_t owner, co
 {
 	char why[256];
 	int64_t t0 = bench_now_ns();
-	int r = hako_conductor_rd_request(req, EU, owner, RDF_REQ_MS, NULL, why, sizeof(why));
+	int r = hako_rd_full_request(req, EU, owner, RDF_REQ_MS, NULL, why, sizeof(why));
 	int64_t t1 = bench_now_ns();
 	if (r != HAKO_EEXIST) {
 		bench_die("%s: a request to the owner (node %u) via %s: %s (%s), not refused as "
@@ -1080,10 +1081,10 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 	for (int i = 0; i < 2; i++) {
 		rdf_config(&req[i], 0, v, i == 0 ? ctl : ctl_relay, "tcp://127.0.0.1:1");
 	}
-	/* The hand-offs are asked on a kept connection (hako_conductor_rd_requester), as an
+	/* The hand-offs are asked on a kept connection (hako_rd_full_requester), as an
 	 * ExMonitor does; the refused-reply baseline opens one per call. */
-	hako_conductor_rd_requester_t *rq = NULL;
-	if (hako_conductor_rd_requester_open(&req[0], &rq) != 0) {
+	hako_rd_full_requester_t *rq = NULL;
+	if (hako_rd_full_requester_open(&req[0], &rq) != 0) {
 		bench_die("%s: cannot open a requester to %s", v->name, ctl);
 	}
 	hako_domain_t *dom[RDF_NODES];
@@ -1167,7 +1168,7 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 		atomic_store(&g_fx->watch, 1);
 		hako_time_t before = hako_domain_world_time(dom[0]);
 		int64_t t0 = bench_now_ns();
-		r = hako_conductor_rd_requester_ask(rq, EU, to, RDF_REQ_MS, &c, why, sizeof(why));
+		r = hako_rd_full_requester_ask(rq, EU, to, RDF_REQ_MS, &c, why, sizeof(why));
 		int64_t t1 = bench_now_ns();
 		hako_time_t after = hako_domain_world_time(dom[0]);
 		if (r != 0) {
@@ -1276,7 +1277,7 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 		hako_domain_remove(g_fdom[i]); /* gone already, unless a node could not */
 		g_fdom[i][0] = '\0';
 	}
-	hako_conductor_rd_requester_close(rq);
+	hako_rd_full_requester_close(rq);
 	free(req);
 }
 
@@ -1596,7 +1597,7 @@ int main(int argc, char **argv)
 		    "refused-reply (baseline) = a request to the owner, refused, the same path%s; "
 		    "zmq-fresh-rt / zmq-kept-rt (baselines, libzmq) = a 384-byte round trip to a "
 		    "ZeroMQ echo ROUTER (a process on 127.0.0.1) with a context, socket and "
-		    "connection per call as hako_conductor_rd_request makes / on a kept socket; "
+		    "connection per call as hako_rd_full_request makes / on a kept socket; "
 		    "to-commit-point = request -> the old owner's COMMIT poll; context-path = that "
 		    "-> the new owner's activation poll; gap = A - delta - C, world time the EU "
 		    "was not stepped; cpu = the node processes over the timed hand-offs\n",

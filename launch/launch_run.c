@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hako/conductor.h"
+#include "hako/rd_full.h"
 #include "hako/domain.h"
 #include "hako/error.h"
 #include "launch_console.h"
@@ -620,7 +621,7 @@ static int link_federation(void)
 	const hako_conductor_config_t *c = L.cfg->federation;
 	hako_error_t err;
 	char msg[1200];
-	if (hako_conductor_node_start(c, L.dom, &L.node, &err) != 0) {
+	if (hako_rd_full_node_start(c, L.dom, &L.node, &err) != 0) {
 		failed("%s", hako_error_format(&err, msg, sizeof(msg)));
 		return -1;
 	}

@@ -7,14 +7,11 @@
 #include <stdio.h>
 
 #include "hako/conductor.h"
-#include "hako/rd_master.h"
+#include "hako/conductor_ext.h"
 #include "auth.h"
 #include "wire.h"
 
-/* The status a node writes into its own domain, read by hako-conductor status and hako-cmd
- * watch: JSON text in channel (HAKOI_STATUS_ROBOT, 0). */
-#define HAKOI_STATUS_ROBOT  "_hako_conductor"
-#define HAKOI_STATUS_BYTES  16384
+/* The status a node writes into its own domain (hako_conductor_status_t) so often. */
 #define HAKOI_STATUS_PERIOD 200000 /* us */
 /* The main thread wakes at least this often (lost peers, proxies' heartbeats, the status)
  * when no message or event comes; everything else wakes it at once. */
@@ -71,8 +68,6 @@ struct hakoi_peer {
 	uint32_t requested_op;
 	/* Client: the server's last refusal to let us join (logged once). */
 	char refusal[HAKOI_WIRE_REASON];
-	/* RD-Full: the peer's node id in the RD config (0: it hosts no EU). */
-	uint8_t rd_id;
 	/* Statistics (under node->stats_lock). */
 	hakoi_ring_t drift;
 	hakoi_ring_t age;
@@ -119,51 +114,43 @@ struct hako_conductor_node {
 	/* Client: after a server restart, wait for hako_conductor_node_rejoin (hold_rejoin) before
 	 * joining the new server (join_held). */
 	_Atomic int hold_rejoin, join_held;
-	/* RD-Full (cfg.rd_config_path; rd_link.c). */
-	hako_rd_config_t *rd;
-	uint8_t rd_self;             /* this node's id in the RD config, 0 if none */
-	hako_rd_master_t *rd_auth;   /* server: the commit authority (main thread) */
-	hako_rd_mirror_t *rd_mirror; /* this domain's EU channels (under send_lock) */
-	hako_member_t *rd_barrier;   /* server: holds the world while a commit is unacknowledged */
-	hako_time_t rd_barrier_at;
-	const void *rd_payload; /* the second part of the RD_CONTEXT being dispatched */
-	size_t rd_payload_len;
-	/* Client: holds this node's world at a commit point whose new owner is here until the
-	 * owner's context arrived (per EU, by index in the RD config: the commit point and epoch
-	 * waited for, -1 if none; and when the wait began, wall time). */
-	hako_member_t *rd_hold;
-	hako_time_t rd_hold_at;
-	/* per EU of rd (rd->eu_count), allocated with it */
-	hako_time_t *rd_wait_commit;
-	uint8_t *rd_wait_epoch;
-	hako_time_t *rd_wait_since;
-	uint32_t *rd_changed;
-	uint32_t rd_resets; /* a reset ends every wait */
+	/* Extensions (hako/conductor_ext.h), in the order given; opened ones have opened set. */
+	struct hakoi_ext {
+		const hako_conductor_ext_ops_t *ops;
+		void *state;
+		int opened;
+	} exts[HAKO_CONDUCTOR_EXT_MAX];
+	size_t next;
+	size_t ext_payload_max; /* the largest second part an extension takes */
+	/* The second part of the message being dispatched (an EXT's payload) */
+	const void *payload;
+	size_t payload_len;
 };
 
-/* node.c, for rd_link.c */
+/* node.c, for ext.c */
 struct hakoi_peer *hakoi_peer_by_id(hako_conductor_node_t *n, const char *id);
 int hakoi_send_msg(void *s, const char *to, hakoi_msg_t *m);
+/* The same with a second part (payload, len bytes; NULL: none). */
+int hakoi_send_msg2(void *s, const char *to, hakoi_msg_t *m, const void *payload, size_t len);
 void hakoi_base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type);
-void hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m);
+/* 0 or -1; counted in the peer's messages_out. */
+int hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m);
+int hakoi_send_ctl2(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m,
+                    const void *payload, size_t len);
 
-/* rd_link.c: RD-Full in the conductor. All no-ops without cfg.rd_config_path. */
-int hakoi_rd_link_open(hako_conductor_node_t *n, hako_error_t *err);
-void hakoi_rd_link_close(hako_conductor_node_t *n);
-/* Server, main thread: a client joined (it gets every EU's state); a message of RD_*; the
- * decisions due; a client lost or back. */
-void hakoi_rd_joined(hako_conductor_node_t *n, struct hakoi_peer *p);
-void hakoi_rd_server_msg(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
-                         const hakoi_msg_t *m);
-void hakoi_rd_tick(hako_conductor_node_t *n);
-void hakoi_rd_peer_time(hako_conductor_node_t *n, struct hakoi_peer *p, hako_time_t world);
-void hakoi_rd_peer_lost(hako_conductor_node_t *n, struct hakoi_peer *p);
-void hakoi_rd_peer_back(hako_conductor_node_t *n, struct hakoi_peer *p);
-/* Client, main thread: a message of RD_* from the server; the hold's upkeep. */
-void hakoi_rd_client_msg(hako_conductor_node_t *n, const hakoi_msg_t *m);
-void hakoi_rd_client_tick(hako_conductor_node_t *n);
-/* Client, under send_lock, before a TIME is sent on the time socket: relay what the node's
- * executors wrote (so the server has it before any later time). */
-void hakoi_rd_relay(hako_conductor_node_t *n);
+/* ext.c: an EXT message to its extension (main thread). from: the sender's route (server),
+ * p: its peer (NULL: a tool). A tool's message for no extension here is answered with a
+ * refusal; a node's is counted as garbage by the caller (non-zero). */
+int hakoi_ext_dispatch(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
+                       const hakoi_msg_t *m);
+/* The extensions' ops, each one that has it, in order. */
+void hakoi_ext_tick(hako_conductor_node_t *n);
+void hakoi_ext_joined(hako_conductor_node_t *n, struct hakoi_peer *p);
+void hakoi_ext_peer_time(hako_conductor_node_t *n, struct hakoi_peer *p, hako_time_t world);
+void hakoi_ext_peer_lost(hako_conductor_node_t *n, struct hakoi_peer *p);
+void hakoi_ext_before_publish(hako_conductor_node_t *n);
+int hakoi_ext_wants_tick(hako_conductor_node_t *n);
+int hakoi_ext_open_all(hako_conductor_node_t *n, hako_error_t *err);
+void hakoi_ext_close_all(hako_conductor_node_t *n);
 
 #endif

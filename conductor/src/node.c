@@ -192,14 +192,25 @@ struct hakoi_peer *hakoi_peer_by_id(hako_conductor_node_t *n, const char *id)
 
 /* Send m on socket s (to `to` through a ROUTER when not NULL). Never blocks: a peer that cannot
  * take it misses it (times are sent again, requests are retried). 0 or -1. */
-int hakoi_send_msg(void *s, const char *to, hakoi_msg_t *m)
+int hakoi_send_msg2(void *s, const char *to, hakoi_msg_t *m, const void *payload, size_t len)
 {
-	uint8_t buf[512];
-	size_t len = hakoi_wire_encode(m, buf);
+	uint8_t buf[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16 + HAKO_CONDUCTOR_EXT_BODY_MAX];
+	size_t flen = hakoi_wire_encode(m, buf);
 	if (to != NULL && zmq_send(s, to, strlen(to), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
 		return -1;
 	}
-	return zmq_send(s, buf, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+	if (payload == NULL) {
+		return zmq_send(s, buf, flen, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+	}
+	if (zmq_send(s, buf, flen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+		return -1;
+	}
+	return zmq_send(s, payload, len, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+}
+
+int hakoi_send_msg(void *s, const char *to, hakoi_msg_t *m)
+{
+	return hakoi_send_msg2(s, to, m, NULL, 0);
 }
 
 void hakoi_base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type)
@@ -212,12 +223,20 @@ void hakoi_base_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t type)
 }
 
 /* Main thread: a control message to a peer (server: through the ROUTER to the client). */
-void hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m)
+int hakoi_send_ctl2(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m,
+                    const void *payload, size_t len)
 {
-	int r = hakoi_send_msg(n->ctl, n->cfg.role == HAKO_CONDUCTOR_SERVER ? p->route : NULL, m);
+	int r = hakoi_send_msg2(n->ctl, n->cfg.role == HAKO_CONDUCTOR_SERVER ? p->route : NULL, m,
+	                        payload, len);
 	pthread_mutex_lock(&n->stats_lock);
 	p->messages_out += r == 0;
 	pthread_mutex_unlock(&n->stats_lock);
+	return r;
+}
+
+int hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *m)
+{
+	return hakoi_send_ctl2(n, p, m, NULL, 0);
 }
 
 static void send_op(hako_conductor_node_t *n, struct hakoi_peer *p, uint16_t type, uint32_t op,
@@ -306,13 +325,7 @@ static int needs_main(hako_conductor_node_t *n, uint32_t *last_state, uint32_t *
 		work = p->proxy != NULL && hako_member_event(p->proxy) > HAKO_EVENT_NONE;
 	}
 	pthread_mutex_unlock(&n->stats_lock);
-	if (!work && n->rd_barrier != NULL) {
-		work = hako_member_event(n->rd_barrier) > HAKO_EVENT_NONE;
-	}
-	if (!work && n->rd_hold != NULL) {
-		work = hako_member_event(n->rd_hold) > HAKO_EVENT_NONE;
-	}
-	return work;
+	return work || hakoi_ext_wants_tick(n);
 }
 
 /* Send this node's world time if it moved (by the publish mode), the state changed, or a
@@ -325,9 +338,10 @@ static void publish_time(hako_conductor_node_t *n)
 	const hako_time_t beat = (hako_time_t)n->cfg.heartbeat_ms * 1000;
 	pthread_mutex_lock(&n->send_lock);
 	hako_time_t world = hako_domain_world_time(n->dom);
-	/* Read after the world time: what the executors wrote before the world got there is
-	 * relayed before that time is sent (rd_link.c). */
-	hakoi_rd_relay(n);
+	/* After the world time is read: what an extension sends now (hako_conductor_ext_send_
+	 * ordered, e.g. what RD-Full's executors wrote before the world got there) goes before
+	 * that time. */
+	hakoi_ext_before_publish(n);
 	uint32_t st = (uint32_t)hako_domain_state(n->dom);
 	hako_time_t now = hako_now_usec();
 	if (publish_due(n, n->last_sent, world) || st != n->last_sent_state ||
@@ -438,7 +452,7 @@ static void on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_
 		note_peer(p, "%s", "");
 	}
 	p->last_seq = m->seq;
-	hakoi_rd_peer_time(n, p, m->world_time);
+	hakoi_ext_peer_time(n, p, m->world_time);
 	if (m->world_time != p->known_time && p->proxy != NULL) {
 		p->known_time = m->world_time;
 		update_need(n);
@@ -556,7 +570,7 @@ static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_
 	}
 	hakoi_send_msg(n->ctl, from, &r);
 	if (r.result == 0) {
-		hakoi_rd_joined(n, p); /* after the reply: the client takes the states joined */
+		hakoi_ext_joined(n, p); /* after the reply: what they send comes after it */
 	}
 }
 
@@ -714,10 +728,12 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 	}
 	int server = n->cfg.role == HAKO_CONDUCTOR_SERVER;
 	/* With authentication the connection proved a node's key: a message speaks for that
-	 * node only. A tool (GET_SIM_STATE, RD_REQUEST) needs a node's key but names none. */
+	 * node only. A tool (GET_SIM_STATE; EXT from a session: routing id and node id both
+	 * "#...") needs a node's key but names none. */
+	int tool = who[0] == '\0' && m.node[0] == '#';
 	if (server && n->auth.on &&
 	    (user == NULL || user[0] == '\0' ||
-	     (m.type != HAKOI_MSG_GET_SIM_STATE && m.type != HAKOI_MSG_RD_REQUEST &&
+	     (m.type != HAKOI_MSG_GET_SIM_STATE && !(m.type == HAKOI_MSG_EXT && tool) &&
 	      (strcmp(user, m.node) != 0 || strcmp(user, who) != 0)))) {
 		snprintf(why, sizeof(why),
 		         "claims node '%.60s' on a connection with the key of '%.60s'", m.node,
@@ -741,8 +757,8 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 		on_get_sim_state(n, from);
 		return;
 	}
-	if (server && m.type == HAKOI_MSG_RD_REQUEST) { /* from a client or a tool */
-		hakoi_rd_server_msg(n, p, from, &m);
+	if (server && m.type == HAKOI_MSG_EXT && tool) {
+		hakoi_ext_dispatch(n, NULL, from, &m);
 		return;
 	}
 	if (server && m.type == HAKOI_MSG_JOIN) {
@@ -790,27 +806,8 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 			return;
 		}
 		break;
-	case HAKOI_MSG_RD_ACK:
-	case HAKOI_MSG_RD_ACTIVATED:
-		if (server && p->joined) {
-			hakoi_rd_server_msg(n, p, from, &m);
-			return;
-		}
-		break;
-	case HAKOI_MSG_RD_CONTEXT:
-		if (server && p->joined) {
-			hakoi_rd_server_msg(n, p, from, &m);
-			return;
-		}
-		if (!server && p->joined) {
-			hakoi_rd_client_msg(n, &m);
-			return;
-		}
-		break;
-	case HAKOI_MSG_RD_STATE:
-	case HAKOI_MSG_RD_REPLY:
-		if (!server && p->joined) {
-			hakoi_rd_client_msg(n, &m);
+	case HAKOI_MSG_EXT:
+		if (p->joined && hakoi_ext_dispatch(n, p, from, &m) == 0) {
 			return;
 		}
 		break;
@@ -850,26 +847,25 @@ static void drain(hako_conductor_node_t *n, void *s, int routed)
 			return;
 		}
 		int more = zmq_msg_more(&part);
-		/* An RD_CONTEXT carries its PDU in a second part (bounded before it is used). */
+		/* An extension's message may carry a second part (bounded before it is used). */
 		const uint8_t *head = zmq_msg_data(&part);
 		zmq_msg_t payload;
 		zmq_msg_init(&payload);
-		n->rd_payload = NULL;
-		n->rd_payload_len = 0;
-		if (more && zmq_msg_size(&part) > 7 &&
-		    (head[6] | head[7] << 8) == HAKOI_MSG_RD_CONTEXT) {
+		n->payload = NULL;
+		n->payload_len = 0;
+		if (more && zmq_msg_size(&part) > 7 && (head[6] | head[7] << 8) == HAKOI_MSG_EXT) {
 			if (zmq_msg_recv(&payload, s, 0) >= 0 &&
-			    zmq_msg_size(&payload) <= HAKOI_WIRE_RD_PAYLOAD_MAX) {
-				n->rd_payload = zmq_msg_data(&payload);
-				n->rd_payload_len = zmq_msg_size(&payload);
+			    zmq_msg_size(&payload) <= n->ext_payload_max) {
+				n->payload = zmq_msg_data(&payload);
+				n->payload_len = zmq_msg_size(&payload);
 			}
 			more = zmq_msg_more(&payload);
 		}
 		/* The node whose key the connection proved (a server's sockets, authenticated). */
 		const char *user = routed && n->auth.on ? zmq_msg_gets(&part, "User-Id") : NULL;
 		dispatch(n, routed ? from : NULL, user, zmq_msg_data(&part), zmq_msg_size(&part));
-		n->rd_payload = NULL;
-		n->rd_payload_len = 0;
+		n->payload = NULL;
+		n->payload_len = 0;
 		zmq_msg_close(&payload);
 		zmq_msg_close(&part);
 		while (more) { /* a peer that sent more parts than a message has: drop the rest */
@@ -1048,7 +1044,7 @@ static void check_peers(hako_conductor_node_t *n, hako_time_t now)
 		HAKO_WARN("conductor %s: client %s lost (no message for %lld ms)", n->cfg.node_id,
 		          p->id, (long long)((now - p->last_heard) / 1000));
 		p->joined = 0;
-		hakoi_rd_peer_lost(n, p);
+		hakoi_ext_peer_lost(n, p);
 		p->pending_op = 0;
 		if (st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR) {
 			note_peer(p, "lost");
@@ -1079,41 +1075,26 @@ static void write_status(hako_conductor_node_t *n)
 	if (n->status == NULL) {
 		return;
 	}
-	hako_conductor_peer_stats_t st[HAKO_CONDUCTOR_MAX_CLIENTS];
-	int count = 0;
-	node_stats(n, st, HAKO_CONDUCTOR_MAX_CLIENTS, &count, 0);
-	static __thread char buf[HAKOI_STATUS_BYTES];
-	pthread_mutex_lock(&n->stats_lock);
-	unsigned long long unknown = n->garbage_unknown;
-	unsigned long long refused = n->auth.refused;
-	pthread_mutex_unlock(&n->stats_lock);
-	int len =
-	    snprintf(buf, sizeof(buf),
-	             "{\"node\":\"%s\",\"role\":\"%s\",\"server\":\"%s\",\"dmax_usec\":%lld,"
-	             "\"world_time_usec\":%lld,\"garbage_unknown\":%llu,\"auth\":\"%s\","
-	             "\"auth_refused\":%llu,\"peers\":[",
-	             n->cfg.node_id, n->cfg.role == HAKO_CONDUCTOR_SERVER ? "server" : "client",
-	             n->cfg.server_id, (long long)n->cfg.max_delay_usec,
-	             (long long)hako_domain_world_time(n->dom), unknown,
-	             n->auth.on ? "curve" : "none", refused);
-	for (int i = 0; i < count && len > 0 && (size_t)len < sizeof(buf) - 512; i++) {
-		len += snprintf(
-		    buf + len, sizeof(buf) - (size_t)len,
-		    "%s{\"id\":\"%s\",\"joined\":%d,\"connected\":%d,\"known_time_usec\":%lld,"
-		    "\"last_heard_usec\":%lld,\"samples\":%llu,\"drift_p50_usec\":%lld,"
-		    "\"drift_p95_usec\":%lld,\"drift_max_usec\":%lld,\"age_p50_usec\":%lld,"
-		    "\"age_max_usec\":%lld,\"in\":%llu,\"out\":%llu,\"garbage\":%llu}",
-		    i ? "," : "", st[i].node_id, st[i].joined, st[i].connected,
-		    (long long)st[i].known_time, (long long)st[i].last_heard_usec,
-		    (unsigned long long)st[i].samples, (long long)st[i].drift_p50_usec,
-		    (long long)st[i].drift_p95_usec, (long long)st[i].drift_max_usec,
-		    (long long)st[i].age_p50_usec, (long long)st[i].age_max_usec,
-		    (unsigned long long)st[i].messages_in, (unsigned long long)st[i].messages_out,
-		    (unsigned long long)st[i].garbage);
+	static __thread hako_conductor_status_t st;
+	static __thread char buf[HAKO_CONDUCTOR_STATUS_BYTES];
+	memset(&st, 0, sizeof(st));
+	node_stats(n, st.peers, HAKO_CONDUCTOR_MAX_CLIENTS, &st.peer_count, 0);
+	if (st.peer_count > HAKO_CONDUCTOR_MAX_CLIENTS) {
+		st.peer_count = HAKO_CONDUCTOR_MAX_CLIENTS;
 	}
-	if (len > 0 && (size_t)len < sizeof(buf) - 4) {
-		len += snprintf(buf + len, sizeof(buf) - (size_t)len, "]}");
-		hako_channel_write(n->status, buf, (size_t)len + 1);
+	snprintf(st.node_id, sizeof(st.node_id), "%s", n->cfg.node_id);
+	snprintf(st.server_id, sizeof(st.server_id), "%s", n->cfg.server_id);
+	st.role = n->cfg.role;
+	st.dmax_usec = n->cfg.max_delay_usec;
+	st.world_time_usec = hako_domain_world_time(n->dom);
+	st.auth = n->auth.on ? HAKO_CONDUCTOR_AUTH_CURVE : HAKO_CONDUCTOR_AUTH_NONE;
+	pthread_mutex_lock(&n->stats_lock);
+	st.garbage_unknown = n->garbage_unknown;
+	st.auth_refused = n->auth.refused;
+	pthread_mutex_unlock(&n->stats_lock);
+	size_t len = 0;
+	if (hako_conductor_status_format(&st, buf, sizeof(buf), &len) == 0) {
+		hako_channel_write(n->status, buf, len + 1);
 	}
 }
 
@@ -1156,11 +1137,10 @@ static void *net_main(void *arg)
 		}
 		if (server) {
 			server_progress(n);
-			hakoi_rd_tick(n);
 		} else {
 			client_progress(n);
-			hakoi_rd_client_tick(n);
 		}
+		hakoi_ext_tick(n);
 		hako_time_t now = hako_now_usec();
 		check_peers(n, now);
 		/* A proxy's heartbeat is this process's business, not its peer's: its liveness
@@ -1197,11 +1177,8 @@ static void *socket_or(hako_conductor_node_t *n, int type, hako_error_t *err, in
 	/* Our frames are a few hundred bytes. Without a bound libzmq allocates whatever length a
 	 * peer announces before a byte of it arrived (garbage on the port: gigabytes, or an
 	 * abort); with one it drops that peer. */
-	/* RD-Full carries context PDUs up to the RD config's max_context_bytes (+ its headers). */
-	int64_t max = 4096;
-	if (n->cfg.rd_config_path[0] != '\0') {
-		max += (int64_t)HAKOI_WIRE_RD_PAYLOAD_MAX;
-	}
+	/* An extension's message may have a second part of up to its payload_max. */
+	int64_t max = 4096 + (int64_t)n->ext_payload_max;
 	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
 	return s;
 }
@@ -1290,7 +1267,7 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 
 static void free_node(hako_conductor_node_t *n)
 {
-	hakoi_rd_link_close(n);
+	hakoi_ext_close_all(n);
 	for (size_t i = 0; i < n->npeers; i++) {
 		hako_member_unregister(n->peers[i].proxy);
 		hakoi_ring_free(&n->peers[i].drift);
@@ -1321,12 +1298,44 @@ static void free_node(hako_conductor_node_t *n)
 int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t *dom,
                               hako_conductor_node_t **out, hako_error_t *err)
 {
+	if (cfg != NULL && cfg->rd_config_path[0] != '\0') {
+		hako_error_clear(err);
+		if (out != NULL) {
+			*out = NULL;
+		}
+		return hako_error_set(err, HAKO_ECONFIG, cfg->path, 0, 0,
+		                      "rd_config_path: RD-Full is an extension of the conductor in "
+		                      "libhako_rd: start this node with hako_rd_full_node_start");
+	}
+	return hako_conductor_node_start_ext(cfg, dom, NULL, 0, out, err);
+}
+
+int hako_conductor_node_start_ext(const hako_conductor_config_t *cfg, hako_domain_t *dom,
+                                  const hako_conductor_ext_ops_t *const *exts, size_t next,
+                                  hako_conductor_node_t **out, hako_error_t *err)
+{
 	hako_error_clear(err);
 	if (out != NULL) {
 		*out = NULL;
 	}
-	if (cfg == NULL || dom == NULL || out == NULL) {
+	if (cfg == NULL || dom == NULL || out == NULL || (next > 0 && exts == NULL)) {
 		return hako_error_set(err, HAKO_EINVAL, "", 0, 0, "no config, domain or result");
+	}
+	if (next > HAKO_CONDUCTOR_EXT_MAX) {
+		return hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0,
+		                      "%zu extensions: a node takes at most %d", next,
+		                      HAKO_CONDUCTOR_EXT_MAX);
+	}
+	for (size_t i = 0; i < next; i++) {
+		int bad = exts[i] == NULL || exts[i]->id == 0;
+		for (size_t j = 0; j < i && !bad; j++) {
+			bad = exts[j]->id == exts[i]->id;
+		}
+		if (bad) {
+			return hako_error_set(
+			    err, HAKO_EINVAL, cfg->path, 0, 0,
+			    "extension %zu: no ops, id 0 or an id another one has", i);
+		}
 	}
 	hako_domain_info_t info;
 	int r = hako_domain_get_info(dom, &info);
@@ -1346,6 +1355,15 @@ int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t 
 	n->cfg = *cfg;
 	n->dom = dom;
 	n->wake_fd = -1;
+	for (size_t i = 0; i < next; i++) {
+		n->exts[i].ops = exts[i];
+		if (exts[i]->payload_max > n->ext_payload_max) {
+			n->ext_payload_max = exts[i]->payload_max <= HAKO_CONDUCTOR_EXT_PAYLOAD_MAX
+			                         ? exts[i]->payload_max
+			                         : HAKO_CONDUCTOR_EXT_PAYLOAD_MAX;
+		}
+	}
+	n->next = next;
 	/* Random: an earlier process, or a second one, of the same node never has it. */
 	if (getrandom(&n->incarnation, sizeof(n->incarnation), 0) != sizeof(n->incarnation)) {
 		n->incarnation = ((uint64_t)getpid() << 40) ^ (uint64_t)hako_now_usec();
@@ -1381,10 +1399,11 @@ int hako_conductor_node_start(const hako_conductor_config_t *cfg, hako_domain_t 
 		note_peer(p, "%s",
 		          cfg->role == HAKO_CONDUCTOR_SERVER ? "not joined" : "not joined yet");
 	}
-	if (hako_channel_create(dom, HAKOI_STATUS_ROBOT, 0, HAKOI_STATUS_BYTES, &n->status) != 0) {
+	if (hako_channel_create(dom, HAKO_CONDUCTOR_STATUS_ROBOT, 0, HAKO_CONDUCTOR_STATUS_BYTES,
+	                        &n->status) != 0) {
 		n->status = NULL; /* a status nobody can see; the node still works */
 	}
-	if ((r = open_sockets(n, err)) != 0 || (r = hakoi_rd_link_open(n, err)) != 0) {
+	if ((r = open_sockets(n, err)) != 0 || (r = hakoi_ext_open_all(n, err)) != 0) {
 		free_node(n);
 		return r;
 	}

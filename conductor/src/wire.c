@@ -18,9 +18,9 @@ enum {
 	LEN_NODE = HAKOI_WIRE_ID,           /* LEAVE, GET_SIM_STATE */
 	LEN_SIM_STATE = HAKOI_WIRE_ID + 24, /* state, joined, clients, pad, world time */
 	LEN_FAILED = HAKOI_WIRE_ID + HAKOI_WIRE_REASON,
-	/* eu, seq, status, epoch, curr, next, to, from_stored, result, pad, commit, release,
-	 * reason */
-	LEN_RD = HAKOI_WIRE_ID + 56 + HAKOI_WIRE_REASON,
+	/* ext, pad, result, length, pad, then the extension's body (variable) */
+	LEN_EXT = HAKOI_WIRE_ID + 16,
+	LEN_EXT_MAX = LEN_EXT + HAKO_CONDUCTOR_EXT_BODY_MAX,
 };
 
 static size_t body_len(uint16_t type)
@@ -36,19 +36,14 @@ static size_t body_len(uint16_t type)
 	case HAKOI_MSG_GET_SIM_STATE: return LEN_NODE;
 	case HAKOI_MSG_SIM_STATE: return LEN_SIM_STATE;
 	case HAKOI_MSG_FAILED: return LEN_FAILED;
-	case HAKOI_MSG_RD_REQUEST:
-	case HAKOI_MSG_RD_REPLY:
-	case HAKOI_MSG_RD_STATE:
-	case HAKOI_MSG_RD_ACK:
-	case HAKOI_MSG_RD_CONTEXT:
-	case HAKOI_MSG_RD_ACTIVATED: return LEN_RD;
+	case HAKOI_MSG_EXT: return LEN_EXT; /* + the body */
 	default: return 0;
 	}
 }
 
 size_t hakoi_wire_max(void)
 {
-	return HAKOI_WIRE_HEADER + LEN_RD;
+	return HAKOI_WIRE_HEADER + LEN_EXT_MAX;
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -105,6 +100,9 @@ static int get_str(const uint8_t *p, char *out, size_t n)
 size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf)
 {
 	size_t len = body_len(m->type);
+	if (m->type == HAKOI_MSG_EXT) {
+		len += m->ext_len <= HAKO_CONDUCTOR_EXT_BODY_MAX ? m->ext_len : 0;
+	}
 	uint8_t *b = buf + HAKOI_WIRE_HEADER;
 	memset(buf, 0, HAKOI_WIRE_HEADER + len);
 	put32(buf, HAKOI_WIRE_MAGIC);
@@ -146,24 +144,12 @@ size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf)
 		put64(r + 16, (uint64_t)m->world_time);
 		break;
 	case HAKOI_MSG_FAILED: put_str(r, m->reason, HAKOI_WIRE_REASON); break;
-	case HAKOI_MSG_RD_REQUEST:
-	case HAKOI_MSG_RD_REPLY:
-	case HAKOI_MSG_RD_STATE:
-	case HAKOI_MSG_RD_ACK:
-	case HAKOI_MSG_RD_CONTEXT:
-	case HAKOI_MSG_RD_ACTIVATED:
-		put32(r, m->rd_eu);
-		put32(r + 4, m->rd_seq);
-		put32(r + 8, m->rd_status);
-		put32(r + 12, (uint32_t)m->rd_epoch);
-		put32(r + 16, m->rd_curr);
-		put32(r + 20, m->rd_next);
-		put32(r + 24, m->rd_to);
-		put32(r + 28, m->rd_from_stored);
-		put32(r + 32, (uint32_t)m->result);
-		put64(r + 40, (uint64_t)m->rd_commit);
-		put64(r + 48, (uint64_t)m->rd_release);
-		put_str(r + 56, m->reason, HAKOI_WIRE_REASON);
+	case HAKOI_MSG_EXT:
+		r[0] = (uint8_t)m->ext;
+		r[1] = (uint8_t)(m->ext >> 8);
+		put32(r + 4, (uint32_t)m->result);
+		put32(r + 8, (uint32_t)(len - LEN_EXT));
+		memcpy(r + 16, m->ext_body, len - LEN_EXT);
 		break;
 	default: break;
 	}
@@ -198,6 +184,10 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		return HAKO_EPROTO;
 	}
 	uint32_t blen = get32(buf + 8);
+	/* An extension's body is variable, up to its bound; every other one is fixed. */
+	if (m->type == HAKOI_MSG_EXT && blen > want && blen <= LEN_EXT_MAX) {
+		want = blen;
+	}
 	if (blen != want || len != HAKOI_WIRE_HEADER + want) {
 		snprintf(why, why_len, "type %u: body of %u bytes in a frame of %zu (expected %zu)",
 		         m->type, blen, len, want);
@@ -256,33 +246,15 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 			return bad(why, why_len, "a reason that is not terminated");
 		}
 		break;
-	case HAKOI_MSG_RD_REQUEST:
-	case HAKOI_MSG_RD_REPLY:
-	case HAKOI_MSG_RD_STATE:
-	case HAKOI_MSG_RD_ACK:
-	case HAKOI_MSG_RD_CONTEXT:
-	case HAKOI_MSG_RD_ACTIVATED:
-		m->rd_eu = get32(r);
-		m->rd_seq = get32(r + 4);
-		m->rd_status = get32(r + 8);
-		m->rd_epoch = (int32_t)get32(r + 12);
-		m->rd_curr = get32(r + 16);
-		m->rd_next = get32(r + 20);
-		m->rd_to = get32(r + 24);
-		m->rd_from_stored = get32(r + 28);
-		m->result = (int32_t)get32(r + 32);
-		m->rd_commit = (int64_t)get64(r + 40);
-		m->rd_release = (int64_t)get64(r + 48);
-		/* Node ids are uint8, epochs uint8 (or -1), statuses 0..2, times in range. */
-		if (m->rd_curr > 255 || m->rd_next > 255 || m->rd_to > 255 || m->rd_status > 2 ||
-		    m->rd_epoch < -1 || m->rd_epoch > 255 || m->rd_from_stored > 1 ||
-		    m->rd_commit < -1 || m->rd_commit > (1ll << 60) || m->rd_release < -1 ||
-		    m->rd_release > (1ll << 60)) {
-			return bad(why, why_len, "an RD field out of range");
+	case HAKOI_MSG_EXT:
+		m->ext = (uint16_t)(r[0] | r[1] << 8);
+		m->result = (int32_t)get32(r + 4);
+		m->ext_len = get32(r + 8);
+		if (m->ext == 0 || m->ext_len != blen - LEN_EXT) {
+			return bad(why, why_len,
+			           "an extension message with id 0 or a wrong length");
 		}
-		if (get_str(r + 56, m->reason, HAKOI_WIRE_REASON) != 0) {
-			return bad(why, why_len, "a reason that is not terminated");
-		}
+		memcpy(m->ext_body, r + 16, m->ext_len);
 		break;
 	default: break;
 	}

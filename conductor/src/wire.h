@@ -2,7 +2,8 @@
  * "HKCD", version, type, body length, the sender's incarnation) and a fixed-size body per type,
  * little-endian. The incarnation (a random number drawn when a node process starts) is in every
  * message, so that a message of an earlier or a second process of the same node is told apart
- * from the live one's (version 2; version 1 had it in JOIN and TIME only). Every
+ * from the live one's (version 2; version 1 had it in JOIN and TIME only). Version 3: the
+ * six RD-Full kinds gave way to one extension kind (EXT), whose body the extension reads. Every
  * received frame is checked (size, magic, version, type, body length, strings terminated)
  * before a field is read; a frame that fails is counted and dropped by the caller.
  *
@@ -14,10 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hako/conductor_ext.h"
 #include "hako/domain.h"
 
 #define HAKOI_WIRE_MAGIC   0x44434b48u /* "HKCD" */
-#define HAKOI_WIRE_VERSION 2u
+#define HAKOI_WIRE_VERSION 3u
 #define HAKOI_WIRE_HEADER  20u
 #define HAKOI_WIRE_ID      64u /* node ids on the wire: NUL-padded, at most 63 bytes */
 #define HAKOI_WIRE_REASON  192u
@@ -33,13 +35,9 @@ typedef enum hakoi_msg_type {
 	HAKOI_MSG_GET_SIM_STATE = 8, /* any -> server: what is the federation doing */
 	HAKOI_MSG_SIM_STATE = 9,     /* server -> asker */
 	HAKOI_MSG_FAILED = 10,       /* client -> server: this node went to Error (reason) */
-	/* RD-Full (hako/rd_master.h): the server is the authority over the EUs. */
-	HAKOI_MSG_RD_REQUEST = 11,   /* any -> server: move rd_eu to node rd_to */
-	HAKOI_MSG_RD_REPLY = 12,     /* server -> asker: result, reason */
-	HAKOI_MSG_RD_STATE = 13,     /* server -> client: the authority's state of an EU */
-	HAKOI_MSG_RD_ACK = 14,       /* client -> server: state rd_seq is in its domain */
-	HAKOI_MSG_RD_CONTEXT = 15,   /* both ways, + a second part: a context PDU */
-	HAKOI_MSG_RD_ACTIVATED = 16, /* client -> server: it activated rd_eu at rd_epoch */
+	/* An extension's message (hako/conductor_ext.h), either way, + an optional second part:
+	 * the extension's id, a result, a body the extension reads. */
+	HAKOI_MSG_EXT = 11,
 	HAKOI_MSG_TYPES
 } hakoi_msg_type_t;
 
@@ -73,21 +71,11 @@ typedef struct hakoi_msg {
 	/* SIM_STATE */
 	uint32_t joined;  /* clients joined */
 	uint32_t clients; /* clients configured */
-	/* RD_*: one layout (result and reason above for RD_REPLY) */
-	uint32_t rd_eu;
-	uint32_t rd_seq;
-	uint32_t rd_status;
-	int32_t rd_epoch; /* -1: none (RD_CONTEXT: keep the PDU's) */
-	uint32_t rd_curr;
-	uint32_t rd_next;
-	uint32_t rd_to;
-	uint32_t rd_from_stored;
-	int64_t rd_commit;  /* RD_STATE: the commit point, -1 none */
-	int64_t rd_release; /* RD_CONTEXT: the release time to write, -1: keep the PDU's */
+	/* EXT (result above: 0, or the conductor's refusal with a reason as the body) */
+	uint16_t ext;
+	uint32_t ext_len;
+	uint8_t ext_body[HAKO_CONDUCTOR_EXT_BODY_MAX];
 } hakoi_msg_t;
-
-/* The largest context PDU an RD_CONTEXT carries (its second part). */
-#define HAKOI_WIRE_RD_PAYLOAD_MAX (16u << 20)
 
 /* Encode m into buf (at least hakoi_wire_max() bytes): the frame's length. */
 size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hako/conductor.h"
+#include "hako/rd_full.h"
 #include "hako/domain.h"
 #include "hako/log.h"
 #include "conductor_gen.h"
@@ -145,7 +146,7 @@ static int cmd_run(const hako_cli_command_t *cmd, int argc, char **argv)
 		errf("domain '%s': cannot start its master: %s", domain, hako_strerror(r));
 		goto out;
 	}
-	if (hako_conductor_node_start(cfg, dom, &node, &err) != 0) {
+	if (hako_rd_full_node_start(cfg, dom, &node, &err) != 0) {
 		errf("%s", hako_error_format(&err, msg, sizeof(msg)));
 		goto out;
 	}

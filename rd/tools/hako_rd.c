@@ -20,6 +20,7 @@
 #include "hako/pdu.h"
 #include "hako/rd.h"
 #include "hako/conductor.h"
+#include "hako/rd_full.h"
 #include "hako_cli.h"
 #include "rd_internal.h"
 
@@ -428,8 +429,8 @@ static int move(const char *conductor, const char *eu_arg, const char *node_arg,
 	}
 	hako_rd_commit_t c;
 	char why[256];
-	int r = hako_conductor_rd_request(cc, (uint32_t)eu, (uint8_t)to, timeout_ms, &c, why,
-	                                  sizeof(why));
+	int r =
+	    hako_rd_full_request(cc, (uint32_t)eu, (uint8_t)to, timeout_ms, &c, why, sizeof(why));
 	char label[160];
 	if (r == 0) {
 		printf("committed: EU %s to node %s at epoch %u, commit point %.6f s\n", eu_arg,
@@ -449,7 +450,7 @@ done:
 /* What a monitor asks for: prints the decision, counts it. */
 struct monitor {
 	const hako_rd_config_t *rd;
-	hako_conductor_rd_requester_t *rq;
+	hako_rd_full_requester_t *rq;
 	hako_member_t *member; /* the ExMonitor is an asset of the server's domain */
 	int moves;
 	int refused;
@@ -493,7 +494,7 @@ static void ask_move(struct monitor *m, const hako_rd_eu_config_t *eu, uint8_t f
 {
 	hako_rd_commit_t c;
 	char why[256], a[160], b[160];
-	int r = hako_conductor_rd_requester_ask(m->rq, eu->id, to, 5000, &c, why, sizeof(why));
+	int r = hako_rd_full_requester_ask(m->rq, eu->id, to, 5000, &c, why, sizeof(why));
 	if (r == 0) {
 		m->moves++;
 		printf("t=%.3f s  EU %s%s: node %s -> node %s, epoch %u, commit point %.6f s\n",
@@ -698,7 +699,7 @@ static int monitor(const char *conductor, const char *domain, const char *asset)
 		        hako_strerror(r));
 		goto done;
 	}
-	if ((r = hako_conductor_rd_requester_open(cc, &m.rq)) != 0) {
+	if ((r = hako_rd_full_requester_open(cc, &m.rq)) != 0) {
 		fprintf(stderr, "hako-rd monitor: cannot reach %s: %s\n", cc->control_address,
 		        hako_strerror(r));
 		goto done;
@@ -725,7 +726,7 @@ static int monitor(const char *conductor, const char *domain, const char *asset)
 	rc = 0;
 done:
 	hako_member_unregister(m.member);
-	hako_conductor_rd_requester_close(m.rq);
+	hako_rd_full_requester_close(m.rq);
 	hako_rd_node_close(obs);
 	hako_domain_close(dom);
 	hako_rd_config_free(rd);

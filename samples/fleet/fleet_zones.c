@@ -12,6 +12,7 @@
 #include "fleet_share.h"
 #include "formation.h"
 #include "hako/conductor.h"
+#include "hako/rd_full.h"
 #include "hako/error.h"
 #include "hako/msgs/geometry_msgs/Twist.h"
 #include "hako/msgs/hako_mavlink_msgs/HakoHilActuatorControls.h"
@@ -49,7 +50,7 @@ struct fleet_zones {
 	const fleet_plan_t *plan; /* NULL: the built-in schedule */
 	int full;                 /* RD-Full: the conductor's server commits every move */
 	hako_conductor_config_t *ccfg;
-	hako_conductor_rd_requester_t *rq;
+	hako_rd_full_requester_t *rq;
 	uint64_t refused;
 };
 
@@ -327,7 +328,7 @@ void fleet_zones_close(fleet_zones_t *z)
 	if (z == NULL) {
 		return;
 	}
-	hako_conductor_rd_requester_close(z->rq);
+	hako_rd_full_requester_close(z->rq);
 	hako_conductor_config_free(z->ccfg);
 	hako_rd_node_close(z->node);
 	hako_rd_config_free(z->cfg);
@@ -458,8 +459,8 @@ static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
 	}
 	char why[256] = "";
 	hako_rd_commit_t c;
-	int r = hako_conductor_rd_requester_ask(z->rq, z->cfg->eus[i].id, next, 5000, &c, why,
-	                                        sizeof(why));
+	int r =
+	    hako_rd_full_requester_ask(z->rq, z->cfg->eus[i].id, next, 5000, &c, why, sizeof(why));
 	if (r == 0) {
 		zd->requested = 1;
 		return;
@@ -591,7 +592,7 @@ int fleet_zones_set_conductor(fleet_zones_t *z, const char *path, char *why, siz
 		hako_error_format(&err, why, why_len);
 		return r;
 	}
-	if ((r = hako_conductor_rd_requester_open(z->ccfg, &z->rq)) != 0) {
+	if ((r = hako_rd_full_requester_open(z->ccfg, &z->rq)) != 0) {
 		snprintf(why, why_len, "%s: cannot reach its server: %s", path, hako_strerror(r));
 	}
 	return r;

@@ -32,16 +32,9 @@ static hakoi_msg_t sample(uint16_t type)
 	m.stop_time = 38000000;
 	m.joined = 2;
 	m.clients = 3;
-	m.rd_eu = 7;
-	m.rd_seq = 41;
-	m.rd_status = 1;
-	m.rd_epoch = 254;
-	m.rd_curr = 1;
-	m.rd_next = 2;
-	m.rd_to = 3;
-	m.rd_from_stored = 1;
-	m.rd_commit = 2520000;
-	m.rd_release = -1;
+	m.ext = 0x1234;
+	m.ext_len = 5;
+	memcpy(m.ext_body, "he\0lo", 5); /* bytes, not a string */
 	return m;
 }
 
@@ -83,24 +76,11 @@ static void test_round_trip(void **state)
 			assert_int_equal(d.joined, 2);
 			assert_int_equal(d.clients, 3);
 			break;
-		case HAKOI_MSG_RD_REQUEST:
-		case HAKOI_MSG_RD_REPLY:
-		case HAKOI_MSG_RD_STATE:
-		case HAKOI_MSG_RD_ACK:
-		case HAKOI_MSG_RD_CONTEXT:
-		case HAKOI_MSG_RD_ACTIVATED:
-			assert_int_equal(d.rd_eu, 7);
-			assert_int_equal(d.rd_seq, 41);
-			assert_int_equal(d.rd_status, 1);
-			assert_int_equal(d.rd_epoch, 254);
-			assert_int_equal(d.rd_curr, 1);
-			assert_int_equal(d.rd_next, 2);
-			assert_int_equal(d.rd_to, 3);
-			assert_int_equal(d.rd_from_stored, 1);
-			assert_int_equal(d.rd_commit, 2520000);
-			assert_int_equal(d.rd_release, -1);
+		case HAKOI_MSG_EXT:
+			assert_int_equal(d.ext, 0x1234);
+			assert_int_equal(d.ext_len, 5);
+			assert_memory_equal(d.ext_body, "he\0lo", 5);
 			assert_int_equal(d.result, HAKO_ECONFIG);
-			assert_string_equal(d.reason, "because");
 			break;
 		default: break;
 		}
@@ -169,23 +149,37 @@ static void test_hostile(void **state)
 	longer[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 23] = 0x80; /* a negative stop time */
 	expect_bad(longer, len, "stop time out of range");
 
-	/* RD fields out of range: a node id, a status, an epoch, a time; a reason without NUL. */
-	hakoi_msg_t rd = sample(HAKOI_MSG_RD_STATE);
-	len = hakoi_wire_encode(&rd, buf);
-	const size_t body = HAKOI_WIRE_HEADER + HAKOI_WIRE_ID;
-	const size_t offs[] = {16, 20, 24, 8, 12, 28};
-	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
-		memcpy(longer, buf, len);
-		longer[body + offs[i] + 1] = 0x7f; /* 0x7fxx: no node id, status or epoch is */
-		expect_bad(longer, len, "RD field out of range");
+	/* Extension messages: a body of any length up to the bound, its length field the
+	 * frame's; id 0 is nobody's. */
+	hakoi_msg_t x = sample(HAKOI_MSG_EXT);
+	const size_t fixed = HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16;
+	for (uint32_t n = 0; n <= HAKO_CONDUCTOR_EXT_BODY_MAX; n += 64) {
+		hakoi_msg_t d;
+		char why[160] = "";
+		x.ext_len = n;
+		memset(x.ext_body, 0xab, n);
+		len = hakoi_wire_encode(&x, buf);
+		assert_int_equal(len, fixed + n);
+		assert_int_equal(hakoi_wire_decode(buf, len, &d, why, sizeof(why)), 0);
+		assert_int_equal(d.ext_len, n);
 	}
+	x.ext_len = 16;
+	len = hakoi_wire_encode(&x, buf);
 	memcpy(longer, buf, len);
-	memset(longer + body + 40, 0xff, 7); /* a commit point of about -2^56 */
-	longer[body + 47] = 0x80;
-	expect_bad(longer, len, "RD field out of range");
+	longer[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID] = 0; /* id 0 */
+	longer[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 1] = 0;
+	expect_bad(longer, len, "id 0");
 	memcpy(longer, buf, len);
-	memset(longer + body + 56, 'r', HAKOI_WIRE_REASON);
-	expect_bad(longer, len, "reason");
+	longer[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 8] = 17; /* the body's own length lies */
+	expect_bad(longer, len, "wrong length");
+	/* A body beyond the bound: the frame's length field says so, the frame is that long. */
+	uint8_t huge[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16 + HAKO_CONDUCTOR_EXT_BODY_MAX + 1];
+	x.ext_len = HAKO_CONDUCTOR_EXT_BODY_MAX;
+	len = hakoi_wire_encode(&x, huge);
+	huge[len] = 0;
+	uint32_t blen = (uint32_t)(len + 1 - HAKOI_WIRE_HEADER);
+	memcpy(huge + 8, &blen, 4); /* little-endian machines only: the test's own shortcut */
+	expect_bad(huge, len + 1, "body of");
 }
 
 /* Random frames: refused or decoded, never a crash (the sanitizer build watches the reads). */

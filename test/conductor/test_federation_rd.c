@@ -1,7 +1,7 @@
 /* RD-Full across nodes, end to end: a server and two clients (real hako-conductor processes,
  * one domain each, rd_config_path in every conductor file), an executor asset on each client
  * hosting EU 0 (a deterministic model: its state is a function of its step count), hand-offs
- * requested from the server (hako_conductor_rd_request, what hako-rd move calls) while the
+ * requested from the server (hako_rd_full_request, what hako-rd move calls) while the
  * federation runs. Checked: each request is committed at a commit point ahead of every node,
  * the EU moves cli-01 -> cli-02 -> cli-01 -> cli-02 -> cli-01, the traces of both nodes pass
  * hako-rd check (one writer at any world time, every model step once), the final model state is the
@@ -25,6 +25,7 @@
 
 #include "fed_util.h"
 #include "hako/conductor.h"
+#include "hako/rd_full.h"
 #include "hako/log.h"
 #include "hako/msg.h"
 #include "hako/pdu.h"
@@ -310,7 +311,7 @@ static void test_handoffs(void **state)
 			c.epoch = 2;
 			c.commit_usec = asked + DMAX + 2 * DELTA; /* the trace checks it */
 		} else {
-			r = hako_conductor_rd_request(srv, EU, to, 5000, &c, why, sizeof(why));
+			r = hako_rd_full_request(srv, EU, to, 5000, &c, why, sizeof(why));
 		}
 		if (r != 0) {
 			fail_msg("request %d (to node %u): %s: %s", k, to, hako_strerror(r), why);
@@ -321,7 +322,7 @@ static void test_handoffs(void **state)
 		assert_int_equal(c.commit_usec % DELTA, 0);
 		if (k == 0) {
 			/* A hand-off during this one is refused, saying why. */
-			r = hako_conductor_rd_request(srv, EU, 1, 5000, NULL, why, sizeof(why));
+			r = hako_rd_full_request(srv, EU, 1, 5000, NULL, why, sizeof(why));
 			assert_int_equal(r, HAKO_EBUSY);
 			if (strstr(why, "being handed from node 1 to node 2") == NULL) {
 				fail_msg("refusal: %s", why);
@@ -341,9 +342,9 @@ static void test_handoffs(void **state)
 	}
 	/* Refusals: the node it is on, a node that is no candidate. */
 	char why[256];
-	assert_int_equal(hako_conductor_rd_request(srv, EU, 1, 5000, NULL, why, sizeof(why)),
+	assert_int_equal(hako_rd_full_request(srv, EU, 1, 5000, NULL, why, sizeof(why)),
 	                 HAKO_EEXIST);
-	assert_int_equal(hako_conductor_rd_request(srv, EU, 9, 5000, NULL, why, sizeof(why)),
+	assert_int_equal(hako_rd_full_request(srv, EU, 9, 5000, NULL, why, sizeof(why)),
 	                 HAKO_EINVAL);
 	/* No stop time: however slow this process is against the free-running federation (a
 	 * sanitizer build), the hand-offs above are not cut short. Then a while, then stop. */
@@ -413,7 +414,7 @@ static void kill_trial(int trial, int *restarts, int *handoffs)
 	}
 	if (mode >= 1) {
 		char why[256];
-		int r = hako_conductor_rd_request(srv, EU, 2, 5000, NULL, why, sizeof(why));
+		int r = hako_rd_full_request(srv, EU, 2, 5000, NULL, why, sizeof(why));
 		if (r != 0) {
 			fail_msg("trial %d: request: %s", trial, why);
 		}
@@ -492,7 +493,7 @@ static void test_master_lost(void **state)
 	assert_true(ok);
 	char why[256];
 	hako_rd_commit_t c;
-	int r = hako_conductor_rd_request(srv, EU, 2, 5000, &c, why, sizeof(why));
+	int r = hako_rd_full_request(srv, EU, 2, 5000, &c, why, sizeof(why));
 	if (r != 0) {
 		fail_msg("request: %s: %s", hako_strerror(r), why);
 	}
@@ -506,7 +507,7 @@ static void test_master_lost(void **state)
 	fed_kill_node(&F, 0);
 	fed_kill_asset(&F, 0);
 	/* No hand-off starts. */
-	r = hako_conductor_rd_request(srv, EU, 1, 300, NULL, why, sizeof(why));
+	r = hako_rd_full_request(srv, EU, 1, 300, NULL, why, sizeof(why));
 	assert_int_equal(r, HAKO_ETIMEDOUT);
 	if (strstr(why, "no answer from the server") == NULL) {
 		fail_msg("refusal without the reason: %s", why);

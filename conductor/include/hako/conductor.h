@@ -16,7 +16,6 @@
 
 #include "hako/api.h"
 #include "hako/domain.h"
-#include "hako/rd_master.h"
 #include "hako/error.h"
 
 #ifdef __cplusplus
@@ -70,10 +69,10 @@ typedef struct hako_conductor_config {
 	                                                  often */
 	uint32_t peer_timeout_ms;                      /* 1000: no message for so long = lost */
 	hako_conductor_client_loss_t on_client_loss;
-	/* RD-Full: an RD config of mode "full" whose nodes are named by the conductor's node ids
-	 * ("" = none); resolved against the conductor file's folder. The server is the authority
-	 * over its EUs (hako/rd_master.h); every node writes the EUs' state into its domain and
-	 * relays what its executors write. */
+	/* "rd_config_path": an RD config of mode "full" whose nodes are named by the conductor's
+	 * node ids ("" = none), resolved against the conductor file's folder. Read by RD-Full, an
+	 * extension above the conductor (hako/rd_full.h, libhako_rd): a node of such a file is
+	 * started with hako_rd_full_node_start; hako_conductor_node_start refuses it. */
 	char rd_config_path[HAKO_CONDUCTOR_PATH_MAX];
 	/* "auth": "curve" (default) or "none"; "keys_dir": where keys/<id>.key and <peer>.pub
 	 * are (default "keys" beside the file), resolved. docs/conductor.md, threat model. */
@@ -120,26 +119,6 @@ HAKO_API void hako_conductor_node_rejoin(hako_conductor_node_t *node);
 /* Leave the federation (peers are told), unregister the proxies, free. Accepts NULL. */
 HAKO_API void hako_conductor_node_stop(hako_conductor_node_t *node);
 
-/* RD-Full: ask the server of cfg's federation (any node's conductor file names it) to move
- * EU `eu` to the RD node `to` (hako-rd move, an ExMonitor). 0: committed (*out, if not NULL,
- * has the epoch and the commit point); a HAKO_E* code and why otherwise (the server's
- * refusal: a hand-off in progress, not a candidate, a lost node...; HAKO_ETIMEDOUT: no answer
- * within timeout_ms). */
-HAKO_API int hako_conductor_rd_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
-                                       int timeout_ms, hako_rd_commit_t *out, char *why,
-                                       size_t why_len);
-
-/* The same on a kept connection, for a requester that asks more than once (an ExMonitor):
- * hako_conductor_rd_request opens a ZeroMQ connection per call, which costs more than the
- * request itself (a few round trips: bench/README.md). One thread at a time per requester. */
-typedef struct hako_conductor_rd_requester hako_conductor_rd_requester_t;
-HAKO_API int hako_conductor_rd_requester_open(const hako_conductor_config_t *cfg,
-                                              hako_conductor_rd_requester_t **out);
-HAKO_API int hako_conductor_rd_requester_ask(hako_conductor_rd_requester_t *rq, uint32_t eu,
-                                             uint8_t to, int timeout_ms, hako_rd_commit_t *out,
-                                             char *why, size_t why_len);
-HAKO_API void hako_conductor_rd_requester_close(hako_conductor_rd_requester_t *rq);
-
 typedef struct hako_conductor_peer_stats {
 	char node_id[HAKO_CONDUCTOR_ID_MAX];
 	int joined;
@@ -158,6 +137,40 @@ typedef struct hako_conductor_peer_stats {
 
 HAKO_API int hako_conductor_node_stats(hako_conductor_node_t *node,
                                        hako_conductor_peer_stats_t *out, int max, int *count);
+
+/* The status a node writes into its own domain: channel (HAKO_CONDUCTOR_STATUS_ROBOT, 0), JSON
+ * text, rewritten every 200 ms and at once after a reset. The contract between the node and
+ * the programs that show it (hako-conductor status, hako-cmd watch, hako-viewer): they read it
+ * with hako_conductor_status_read, never by parsing the channel themselves. The JSON keys are
+ * the fields' names ("node", "role", "server", "dmax_usec", "world_time_usec",
+ * "garbage_unknown", "auth", "auth_refused", "peers": [{"id", "joined", "connected",
+ * "known_time_usec", "last_heard_usec", "samples", "drift_p50_usec", "drift_p95_usec",
+ * "drift_max_usec", "age_p50_usec", "age_max_usec", "in", "out", "garbage", "restarts"}]),
+ * what hako-viewer's page reads too (docs/conductor.md, "Status"). */
+#define HAKO_CONDUCTOR_STATUS_ROBOT "_hako_conductor"
+#define HAKO_CONDUCTOR_STATUS_BYTES 16384
+
+typedef struct hako_conductor_status {
+	char node_id[HAKO_CONDUCTOR_ID_MAX];
+	hako_conductor_role_t role;
+	char server_id[HAKO_CONDUCTOR_ID_MAX];
+	hako_time_t dmax_usec;
+	hako_time_t world_time_usec;
+	uint64_t garbage_unknown; /* frames from senders that are no peer of the node */
+	hako_conductor_auth_t auth;
+	uint64_t auth_refused; /* connections refused for their key */
+	int peer_count;
+	hako_conductor_peer_stats_t peers[HAKO_CONDUCTOR_MAX_CLIENTS];
+	uint64_t seq; /* the channel's write sequence: another value, another status */
+} hako_conductor_status_t;
+
+/* The status of the node linked to dom. 0; HAKO_ENOENT: no conductor node linked to it;
+ * HAKO_EAGAIN: not written yet (right after a reset, the node writes it again at once);
+ * HAKO_EPROTO: not a status this library reads. */
+HAKO_API int hako_conductor_status_read(hako_domain_t *dom, hako_conductor_status_t *out);
+/* st as the JSON text the node writes (NUL-terminated); HAKO_ETOOBIG if len is too small. */
+HAKO_API int hako_conductor_status_format(const hako_conductor_status_t *st, char *buf, size_t len,
+                                          size_t *out_len);
 
 /* Write a trace of the node's samples (CSV: wall_ns, own world, peer, peer world known,
  * message age) to path until the node stops. */
