@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,67 +205,36 @@ static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 		errf("cannot open domain '%s': %s", domain, hako_strerror(r));
 		return 1;
 	}
-	hako_channel_t *ch = NULL;
-	static char buf[16384];
-	size_t len = 0;
-	/* Right after a reset the channel is empty until the node writes it again (at once). */
+	static hako_conductor_status_t st;
+	/* Right after a reset the status is empty until the node writes it again (at once). */
 	hako_time_t until = hako_now_usec() + 500000;
-	do {
-		r = hako_channel_lookup(dom, "_hako_conductor", 0, &ch);
-		if (r == 0) {
-			r = hako_channel_read(ch, buf, sizeof(buf) - 1, &len, NULL);
-		}
-		if (r == 0 && len > 0) {
-			break;
-		}
+	while ((r = hako_conductor_status_read(dom, &st)) == HAKO_EAGAIN &&
+	       hako_now_usec() < until) {
 		usleep(20000);
-	} while (hako_now_usec() < until);
-	if (r != 0 || len == 0) {
+	}
+	if (r == HAKO_ENOENT || r == HAKO_EAGAIN) {
 		errf("domain '%s' has no conductor node linked to it", domain);
 		hako_domain_close(dom);
 		return 1;
 	}
-	buf[len] = '\0';
-	json_error_t je;
-	json_t *root = json_loads(buf, 0, &je);
-	if (root == NULL) {
-		errf("domain '%s': the conductor's status is not JSON: %s", domain, je.text);
+	if (r != 0) {
+		errf("domain '%s': the conductor's status cannot be read: %s", domain,
+		     hako_strerror(r));
 		hako_domain_close(dom);
 		return 1;
 	}
-	printf("node %s (%s), domain '%s' %s, world time %lld us\n",
-	       json_string_value(json_object_get(root, "node")),
-	       json_string_value(json_object_get(root, "role")), domain,
+	printf("node %s (%s), domain '%s' %s, world time %lld us\n", st.node_id,
+	       st.role == HAKO_CONDUCTOR_SERVER ? "server" : "client", domain,
 	       hako_state_name(hako_domain_state(dom)), (long long)hako_domain_world_time(dom));
-	json_t *peers = json_object_get(root, "peers");
-	hako_conductor_peer_stats_t st[HAKO_CONDUCTOR_MAX_CLIENTS];
-	int n = 0;
-	for (size_t i = 0; i < json_array_size(peers) && n < HAKO_CONDUCTOR_MAX_CLIENTS; i++, n++) {
-		json_t *p = json_array_get(peers, i);
-		memset(&st[n], 0, sizeof(st[n]));
-		snprintf(st[n].node_id, sizeof(st[n].node_id), "%s",
-		         json_string_value(json_object_get(p, "id")));
-		st[n].joined = (int)json_integer_value(json_object_get(p, "joined"));
-		st[n].connected = (int)json_integer_value(json_object_get(p, "connected"));
-		st[n].known_time = json_integer_value(json_object_get(p, "known_time_usec"));
-		st[n].drift_p50_usec = json_integer_value(json_object_get(p, "drift_p50_usec"));
-		st[n].drift_p95_usec = json_integer_value(json_object_get(p, "drift_p95_usec"));
-		st[n].drift_max_usec = json_integer_value(json_object_get(p, "drift_max_usec"));
-		st[n].age_p50_usec = json_integer_value(json_object_get(p, "age_p50_usec"));
-		st[n].garbage = (uint64_t)json_integer_value(json_object_get(p, "garbage"));
+	print_peers(stdout, st.peers, st.peer_count, st.dmax_usec);
+	if (st.auth_refused > 0) {
+		printf("%llu connection(s) without a key of the federation were refused\n",
+		       (unsigned long long)st.auth_refused);
 	}
-	print_peers(stdout, st, n, json_integer_value(json_object_get(root, "dmax_usec")));
-	json_int_t refused = json_integer_value(json_object_get(root, "auth_refused"));
-	if (refused > 0) {
-		printf("%lld connection(s) without a key of the federation were refused\n",
-		       (long long)refused);
+	if (st.garbage_unknown > 0) {
+		printf("%llu message(s) from senders that are no peer of this node were dropped\n",
+		       (unsigned long long)st.garbage_unknown);
 	}
-	json_int_t unknown = json_integer_value(json_object_get(root, "garbage_unknown"));
-	if (unknown > 0) {
-		printf("%lld message(s) from senders that are no peer of this node were dropped\n",
-		       (long long)unknown);
-	}
-	json_decref(root);
 	hako_domain_close(dom);
 	return 0;
 }
