@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "hako/conductor.h"
 #include "hako/conductor_ext.h"
@@ -126,6 +127,44 @@ struct hako_conductor_node {
 	const void *payload;
 	size_t payload_len;
 };
+
+static inline int64_t hakoi_now_real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* node.c: the proxy's note (hako-cmd watch shows it) */
+void hakoi_note_peer(struct hakoi_peer *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* node.c: read every frame queued on s (routed: a ROUTER's [identity][frame]) */
+void hakoi_drain(hako_conductor_node_t *n, void *s, int routed);
+
+/* node_time.c: the watcher thread; this node's time out (either thread, under send_lock);
+ * a peer's TIME in (main thread). */
+void *hakoi_watch_main(void *arg);
+void hakoi_publish_time(hako_conductor_node_t *n);
+void hakoi_on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m);
+
+/* node_life.c, main thread: the messages of joins and the lifecycle, and the rounds that
+ * carry events between the domain and the peers. */
+void hakoi_on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_t *m);
+void hakoi_on_join_reply(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m);
+void hakoi_on_event(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m);
+void hakoi_on_ack(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m);
+void hakoi_on_sim_control(hako_conductor_node_t *n, const hakoi_msg_t *m);
+void hakoi_on_failed(hako_conductor_node_t *n, const hakoi_msg_t *m);
+void hakoi_on_get_sim_state(hako_conductor_node_t *n, const char *from);
+void hakoi_server_progress(hako_conductor_node_t *n);
+void hakoi_client_progress(hako_conductor_node_t *n);
+void hakoi_check_peers(hako_conductor_node_t *n, hako_time_t now);
+
+/* stats.c: the peer table (exact: percentiles of the samples as they are now) and the status
+ * record into the domain (main thread). */
+int hakoi_node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
+                     int *count, int exact);
+void hakoi_write_status(hako_conductor_node_t *n);
 
 /* node.c, for ext.c */
 struct hakoi_peer *hakoi_peer_by_id(hako_conductor_node_t *n, const char *id);

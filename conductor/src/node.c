@@ -30,154 +30,6 @@
 #include "conductor_internal.h"
 #include "hako/log.h"
 
-static int64_t now_real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int event_of(uint32_t op)
-{
-	switch (op) {
-	case HAKOI_OP_START: return HAKO_EVENT_START;
-	case HAKOI_OP_STOP: return HAKO_EVENT_STOP;
-	case HAKOI_OP_RESET: return HAKO_EVENT_RESET;
-	default: return HAKO_EVENT_ERROR;
-	}
-}
-
-static uint32_t op_of(int event)
-{
-	switch (event) {
-	case HAKO_EVENT_START: return HAKOI_OP_START;
-	case HAKO_EVENT_STOP: return HAKOI_OP_STOP;
-	case HAKO_EVENT_RESET: return HAKOI_OP_RESET;
-	case HAKO_EVENT_ERROR: return HAKOI_OP_ERROR;
-	default: return 0;
-	}
-}
-
-/* A reason for the wire (HAKOI_WIRE_REASON bytes), cut if longer. */
-static void copy_reason(char *dst, const char *src)
-{
-	size_t n = strnlen(src, HAKOI_WIRE_REASON - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
-/* ---- statistics ---- */
-
-void hakoi_ring_push(hakoi_ring_t *r, hako_time_t x)
-{
-	if (r->v == NULL) {
-		r->v = malloc(HAKOI_DRIFT_SAMPLES * sizeof(*r->v));
-		if (r->v == NULL) {
-			return;
-		}
-	}
-	r->v[r->next] = x;
-	r->next = (r->next + 1) % HAKOI_DRIFT_SAMPLES;
-	if (r->n < HAKOI_DRIFT_SAMPLES) {
-		r->n++;
-	}
-	r->total++;
-	if (r->total == 1 || x > r->max) {
-		r->max = x;
-	}
-}
-
-/* The k-th smallest of a[0..n) (k < n), reordering a: quickselect with a median-of-three
- * pivot, O(n) on average. */
-static hako_time_t select_kth(hako_time_t *a, size_t n, size_t k)
-{
-	size_t lo = 0, hi = n - 1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		hako_time_t x = a[lo], y = a[mid], z = a[hi];
-		hako_time_t pivot =
-		    x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-		size_t i = lo, j = hi;
-		while (i <= j) {
-			while (a[i] < pivot) {
-				i++;
-			}
-			while (a[j] > pivot) {
-				j--;
-			}
-			if (i <= j) {
-				hako_time_t t = a[i];
-				a[i] = a[j];
-				a[j] = t;
-				i++;
-				if (j == 0) {
-					break;
-				}
-				j--;
-			}
-		}
-		/* a[lo..j] <= pivot <= a[i..hi], and a[j+1..i-1] == pivot */
-		if (k <= j) {
-			hi = j;
-		} else if (k >= i) {
-			lo = i;
-		} else {
-			return a[k];
-		}
-	}
-	return a[k];
-}
-
-static size_t rank_of(size_t n, double p)
-{
-	size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-	return i < n ? i : n - 1;
-}
-
-hako_time_t hakoi_ring_percentile(const hakoi_ring_t *r, double p)
-{
-	if (r->n == 0) {
-		return 0;
-	}
-	hako_time_t *s = malloc(r->n * sizeof(*s));
-	if (s == NULL) {
-		return 0;
-	}
-	memcpy(s, r->v, r->n * sizeof(*s));
-	hako_time_t v = select_kth(s, r->n, rank_of(r->n, p));
-	free(s);
-	return v;
-}
-
-void hakoi_ring_p50_p95(hakoi_ring_t *r, int exact, hako_time_t *p50, hako_time_t *p95)
-{
-	if (r->n == 0) {
-		*p50 = *p95 = 0;
-		return;
-	}
-	uint64_t fresh = r->total - r->cached_total, enough = r->n / 64 > 0 ? r->n / 64 : 1;
-	if (r->cached_total > r->total || fresh >= (exact ? 1 : enough)) {
-		hako_time_t *s = malloc(r->n * sizeof(*s));
-		if (s == NULL) {
-			*p50 = *p95 = 0;
-			return;
-		}
-		memcpy(s, r->v, r->n * sizeof(*s));
-		r->cached_p50 = select_kth(s, r->n, rank_of(r->n, 50));
-		r->cached_p95 = select_kth(s, r->n, rank_of(r->n, 95));
-		r->cached_total = r->total;
-		free(s);
-	}
-	*p50 = r->cached_p50;
-	*p95 = r->cached_p95;
-}
-
-void hakoi_ring_free(hakoi_ring_t *r)
-{
-	free(r->v);
-	memset(r, 0, sizeof(*r));
-}
-
 /* ---- sending ---- */
 
 struct hakoi_peer *hakoi_peer_by_id(hako_conductor_node_t *n, const char *id)
@@ -239,151 +91,6 @@ int hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *
 	return hakoi_send_ctl2(n, p, m, NULL, 0);
 }
 
-static void send_op(hako_conductor_node_t *n, struct hakoi_peer *p, uint16_t type, uint32_t op,
-                    uint32_t request, int32_t result, const char *reason)
-{
-	hakoi_msg_t m;
-	hakoi_base_msg(n, &m, type);
-	/* A start carries the server's stop time, a stop the world time the server stopped at:
-	 * every node's master stops its world there, not when it hears of the stop (a client
-	 * may be up to Dmax ahead or behind). */
-	if (type == HAKOI_MSG_EVENT && op == HAKOI_OP_START) {
-		m.stop_time = (int64_t)hako_domain_stop_time(n->dom);
-	} else if (type == HAKOI_MSG_EVENT && op == HAKOI_OP_STOP) {
-		m.stop_time =
-		    (int64_t)hako_domain_world_time(n->dom); /* where the server stopped */
-	}
-	m.op = op;
-	m.request = request;
-	m.result = result;
-	snprintf(m.reason, sizeof(m.reason), "%s", reason != NULL ? reason : "");
-	hakoi_send_ctl(n, p, &m);
-}
-
-/* ---- the watcher thread: this node's world time out ---- */
-
-/* Whether a time change is worth a message now. */
-/* The world time after `last` (the last one sent) up to which this node need not publish.
- * interval: the next boundary. immediate: every step while Dmax allows no slack (lock-step);
- * with slack, once the world moved Dmax/2 - delta past `last`, or as soon as a peer needs
- * it: a peer at K may step only while K + delta - (our time as it knows it) <= Dmax. Two
- * nodes can then never both wait on times the other has not sent (each would have to be
- * more than Dmax - slack ahead of the other), and the node stepping its world pays no
- * wake-up for the steps in between (hako_domain_wait_watch). */
-static hako_time_t publish_beyond(hako_conductor_node_t *n, hako_time_t last)
-{
-	const hako_conductor_config_t *c = &n->cfg;
-	if (c->publish_mode != HAKO_PUBLISH_IMMEDIATE) {
-		return (last / c->publish_interval_usec + 1) * c->publish_interval_usec - 1;
-	}
-	hako_time_t slack = c->max_delay_usec / 2 - c->delta_usec;
-	hako_time_t beyond = last + (slack > 0 ? slack : 0);
-	int64_t need = atomic_load_explicit(&n->peer_need, memory_order_relaxed);
-	if (need > last && need - 1 < beyond) {
-		beyond = need - 1;
-	}
-	return beyond;
-}
-
-static int publish_due(hako_conductor_node_t *n, hako_time_t last, hako_time_t now)
-{
-	if (last < 0 || now < last) {
-		return 1; /* the first one, or after a reset */
-	}
-	return now > publish_beyond(n, last);
-}
-
-/* Main thread, after a peer's time changed: what the peers need of this node now. */
-static void update_need(hako_conductor_node_t *n)
-{
-	int64_t need = INT64_MIN;
-	for (size_t i = 0; i < n->npeers; i++) {
-		const struct hakoi_peer *p = &n->peers[i];
-		if (p->proxy != NULL && p->joined) {
-			hako_time_t v = p->known_time + n->cfg.delta_usec - n->cfg.max_delay_usec;
-			if (need == INT64_MIN || v < need) {
-				need = v;
-			}
-		}
-	}
-	atomic_store_explicit(&n->peer_need, need, memory_order_relaxed);
-}
-
-/* The events of the proxies or the state moved: the main thread has work. */
-static int needs_main(hako_conductor_node_t *n, uint32_t *last_state, uint32_t *last_resets)
-{
-	uint32_t st = (uint32_t)hako_domain_state(n->dom);
-	uint32_t resets = hako_domain_reset_count(n->dom);
-	int work = st != *last_state || resets != *last_resets;
-	*last_state = st;
-	*last_resets = resets;
-	/* The main thread drops and registers proxies while this (the watcher) looks at them:
-	 * under stats_lock, or it would read a member the drop just freed. */
-	pthread_mutex_lock(&n->stats_lock);
-	for (size_t i = 0; i < n->npeers && !work; i++) {
-		struct hakoi_peer *p = &n->peers[i];
-		work = p->proxy != NULL && hako_member_event(p->proxy) > HAKO_EVENT_NONE;
-	}
-	pthread_mutex_unlock(&n->stats_lock);
-	return work || hakoi_ext_wants_tick(n);
-}
-
-/* Send this node's world time if it moved (by the publish mode), the state changed, or a
- * heartbeat is due. Both threads call it: the watcher when the domain changed, the main thread
- * right after a peer's time let the world advance, which saves the watcher's wake-up on the
- * lock-step path; the time socket is shared under send_lock (ZeroMQ allows a socket to change
- * threads behind a full barrier). */
-static void publish_time(hako_conductor_node_t *n)
-{
-	const hako_time_t beat = (hako_time_t)n->cfg.heartbeat_ms * 1000;
-	pthread_mutex_lock(&n->send_lock);
-	hako_time_t world = hako_domain_world_time(n->dom);
-	/* After the world time is read: what an extension sends now (hako_conductor_ext_send_
-	 * ordered, e.g. what RD-Full's executors wrote before the world got there) goes before
-	 * that time. */
-	hakoi_ext_before_publish(n);
-	uint32_t st = (uint32_t)hako_domain_state(n->dom);
-	hako_time_t now = hako_now_usec();
-	if (publish_due(n, n->last_sent, world) || st != n->last_sent_state ||
-	    now - n->last_send_at >= beat) {
-		hakoi_msg_t m;
-		hakoi_base_msg(n, &m, HAKOI_MSG_TIME);
-		m.world_time = world;
-		m.state = st;
-		m.seq = ++n->time_seq;
-		m.sent_real_ns = now_real_ns();
-		hakoi_send_msg(n->tout, NULL, &m);
-		n->last_sent = world;
-		n->last_sent_state = st;
-		n->last_send_at = now;
-	}
-	pthread_mutex_unlock(&n->send_lock);
-}
-
-static void *watch_main(void *arg)
-{
-	hako_conductor_node_t *n = arg;
-	uint32_t last_state = UINT32_MAX, last_resets = UINT32_MAX;
-	uint32_t seen = hako_domain_watch_changes(n->dom);
-	const hako_time_t beat = (hako_time_t)n->cfg.heartbeat_ms * 1000;
-	while (!atomic_load(&n->stop)) {
-		publish_time(n);
-		if (needs_main(n, &last_state, &last_resets)) {
-			uint64_t one = 1;
-			ssize_t w = write(n->wake_fd, &one, sizeof(one));
-			(void)w;
-		}
-		pthread_mutex_lock(&n->send_lock);
-		hako_time_t beyond = n->last_sent < 0 ? -1 : publish_beyond(n, n->last_sent);
-		pthread_mutex_unlock(&n->send_lock);
-		atomic_store_explicit(&n->watching, beyond, memory_order_relaxed);
-		hako_domain_wait_watch(n->dom, seen, beyond, beat);
-		atomic_store_explicit(&n->watching, INT64_MIN, memory_order_relaxed);
-		seen = hako_domain_watch_changes(n->dom);
-	}
-	return NULL;
-}
-
 /* ---- the main thread: receiving ---- */
 
 static void count_garbage(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
@@ -406,9 +113,7 @@ static void count_garbage(hako_conductor_node_t *n, struct hakoi_peer *p, const 
 	}
 }
 
-static void note_peer(struct hakoi_peer *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note_peer(struct hakoi_peer *p, const char *fmt, ...)
+void hakoi_note_peer(struct hakoi_peer *p, const char *fmt, ...)
 {
 	char note[96];
 	va_list ap;
@@ -418,293 +123,6 @@ static void note_peer(struct hakoi_peer *p, const char *fmt, ...)
 	if (p->proxy != NULL) {
 		hako_member_set_note(p->proxy, note);
 	}
-}
-
-static void on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m)
-{
-	hako_time_t now = hako_now_usec();
-	if (n->cfg.role == HAKO_CONDUCTOR_CLIENT && p->joined && m->incarnation != p->incarnation) {
-		/* A new server process: the federation we joined is gone. */
-		HAKO_WARN(
-		    "conductor %s: server %s restarted; stopping and resetting to join it again",
-		    n->cfg.node_id, p->id);
-		p->joined = 0;
-		atomic_store(&n->join_held, atomic_load(&n->hold_rejoin));
-		pthread_mutex_lock(&n->stats_lock);
-		p->restarts++;
-		pthread_mutex_unlock(&n->stats_lock);
-		note_peer(p, "server restarted: resetting to rejoin");
-		int st = hako_domain_state(n->dom);
-		if (st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE) {
-			hako_domain_stop(n->dom);
-		}
-		p->pending_op = HAKOI_OP_RESET; /* carried out once stopped (client_progress) */
-		p->pending_req = 0;
-		return;
-	}
-	if (!p->joined) {
-		return; /* a client that has not joined yet, or a server we wait for */
-	}
-	p->last_heard = now;
-	if (p->lost_reported) {
-		p->lost_reported = 0;
-		HAKO_INFO("conductor %s: %s is back", n->cfg.node_id, p->id);
-		note_peer(p, "%s", "");
-	}
-	p->last_seq = m->seq;
-	hakoi_ext_peer_time(n, p, m->world_time);
-	if (m->world_time != p->known_time && p->proxy != NULL) {
-		p->known_time = m->world_time;
-		update_need(n);
-		hako_member_set_time_unwatched(p->proxy, m->world_time);
-		/* The world may have moved on this message, or a peer may need more of it:
-		 * say so now. A watcher waiting for a higher threshold than the one that now
-		 * holds is woken to wait for this one. */
-		publish_time(n);
-		int64_t watching = atomic_load_explicit(&n->watching, memory_order_relaxed);
-		if (watching != INT64_MIN) {
-			pthread_mutex_lock(&n->send_lock);
-			hako_time_t beyond =
-			    n->last_sent < 0 ? -1 : publish_beyond(n, n->last_sent);
-			pthread_mutex_unlock(&n->send_lock);
-			if (beyond < watching) {
-				hako_domain_watch_wake(n->dom);
-			}
-		}
-	}
-	/* A drift sample compares two clocks of one run. While either side resets, one is back
-	 * at 0 and the other is not yet: that would read as a lead of the whole run. */
-	uint32_t resets = hako_domain_reset_count(n->dom);
-	hako_time_t own = hako_domain_world_time(n->dom);
-	int same_run = m->state != HAKO_STATE_RESETTING &&
-	               hako_domain_state(n->dom) != HAKO_STATE_RESETTING &&
-	               hako_domain_reset_count(n->dom) == resets;
-	hako_time_t age = (now_real_ns() - m->sent_real_ns) / 1000;
-	pthread_mutex_lock(&n->stats_lock);
-	p->messages_in++;
-	if (same_run) {
-		hakoi_ring_push(&p->drift, own - m->world_time);
-	}
-	hakoi_ring_push(&p->age, age);
-	pthread_mutex_unlock(&n->stats_lock);
-	if (n->trace != NULL && same_run) {
-		fprintf(n->trace, "%" PRId64 ",%s,%lld,%s,%lld,%lld\n", now_real_ns(),
-		        n->cfg.node_id, (long long)own, p->id, (long long)m->world_time,
-		        (long long)age);
-	}
-}
-
-/* Server: a JOIN from a client. */
-static void on_join(hako_conductor_node_t *n, const char *from, const hakoi_msg_t *m)
-{
-	struct hakoi_peer *p = hakoi_peer_by_id(n, m->node);
-	hakoi_msg_t r;
-	hakoi_base_msg(n, &r, HAKOI_MSG_JOIN_REPLY);
-	if (p == NULL) {
-		r.result = HAKO_EPERM;
-		snprintf(r.reason, sizeof(r.reason), "node '%s' is not a client of server '%s'",
-		         m->node, n->cfg.node_id);
-	} else if (m->config_hash != n->cfg.config_hash) {
-		r.result = HAKO_ECONFIG;
-		snprintf(r.reason, sizeof(r.reason),
-		         "config hash 0x%08x of '%.40s' differs from 0x%08x of server '%.40s': the "
-		         "conductor files disagree",
-		         m->config_hash, m->node, n->cfg.config_hash, n->cfg.node_id);
-	} else if (p->joined && p->incarnation != m->incarnation &&
-	           hako_now_usec() - p->last_heard <= (hako_time_t)n->cfg.peer_timeout_ms * 1000) {
-		/* Another process with the id of a live client (the same file run twice, or an
-		 * impostor with its key): refused; the live one goes on. */
-		r.result = HAKO_EBUSY;
-		snprintf(r.reason, sizeof(r.reason),
-		         "node '%s' is joined already and alive (heard %lld ms ago): a second "
-		         "process with its id is refused",
-		         p->id, (long long)((hako_now_usec() - p->last_heard) / 1000));
-	} else if ((p->joined && p->incarnation != m->incarnation) || p->proxy == NULL) {
-		/* A restarted client (or a dropped one): only into a federation that is stopped
-		 * and reset, the only place its fresh world can start from. */
-		int st = hako_domain_state(n->dom);
-		if (st != HAKO_STATE_STOPPED || hako_domain_world_time(n->dom) != 0) {
-			r.result = HAKO_ESTATE;
-			snprintf(
-			    r.reason, sizeof(r.reason),
-			    "the federation is %s at world time %lld us: a restarted client joins "
-			    "after stop and reset",
-			    hako_state_name(st), (long long)hako_domain_world_time(n->dom));
-		} else if (p->proxy == NULL) {
-			char name[HAKO_NAME_MAX];
-			snprintf(name, sizeof(name), "proxy:%s", p->id);
-			hako_member_t *proxy = NULL;
-			r.result = hako_member_register_proxy(n->dom, name, &proxy);
-			pthread_mutex_lock(&n->stats_lock); /* the watcher reads it (needs_main) */
-			p->proxy = proxy;
-			pthread_mutex_unlock(&n->stats_lock);
-			if (r.result != 0) {
-				snprintf(r.reason, sizeof(r.reason),
-				         "cannot register its proxy: %s", hako_strerror(r.result));
-			}
-		}
-	}
-	if (r.result == 0) {
-		if (!p->joined || p->incarnation != m->incarnation) {
-			HAKO_INFO("conductor %s: client %s joined", n->cfg.node_id, p->id);
-		}
-		if (p->incarnation != 0 && p->incarnation != m->incarnation) {
-			pthread_mutex_lock(&n->stats_lock);
-			p->restarts++;
-			pthread_mutex_unlock(&n->stats_lock);
-		}
-		p->joined = 1;
-		p->dropped = 0;
-		p->incarnation = m->incarnation;
-		snprintf(p->route, sizeof(p->route), "%s", from);
-		p->last_heard = hako_now_usec();
-		p->known_time = -1;
-		p->pending_op = 0;
-		note_peer(p, "%s", "");
-	} else if (p == NULL || p->refused_incarnation != m->incarnation) {
-		/* Once per claimant: a refused node retries its join every few hundred ms. */
-		HAKO_WARN("conductor %s: refused %s: %s", n->cfg.node_id, m->node, r.reason);
-		if (p != NULL) {
-			p->refused_incarnation = m->incarnation;
-		}
-	}
-	hakoi_send_msg(n->ctl, from, &r);
-	if (r.result == 0) {
-		hakoi_ext_joined(n, p); /* after the reply: what they send comes after it */
-	}
-}
-
-/* Client: the server answered our JOIN. */
-static void on_join_reply(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m)
-{
-	if (m->result != 0) {
-		/* The join is retried: the refusal is logged once per reason. */
-		if (strcmp(m->reason, p->refusal) != 0) {
-			HAKO_ERROR("conductor %s: server %s refused to join: %s", n->cfg.node_id,
-			           m->node, m->reason);
-			copy_reason(p->refusal, m->reason);
-		}
-		note_peer(p, "refused by the server: %.60s", m->reason);
-		return;
-	}
-	p->refusal[0] = '\0';
-	if (!p->joined) {
-		HAKO_INFO("conductor %s: joined server %s", n->cfg.node_id, m->node);
-	}
-	p->joined = 1;
-	p->incarnation = m->incarnation;
-	p->last_heard = hako_now_usec();
-	note_peer(p, "%s", "");
-}
-
-/* Client: the server asks for a lifecycle operation here. */
-static void on_event(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m)
-{
-	int st = hako_domain_state(n->dom);
-	p->pending_op = m->op;
-	p->pending_req = m->request;
-	switch (m->op) {
-	case HAKOI_OP_START:
-		if (st == HAKO_STATE_STOPPED) {
-			n->fed_stop = m->stop_time;
-			if (m->stop_time > 0) {
-				hako_domain_set_stop_time(n->dom, m->stop_time);
-			}
-			hako_domain_start(n->dom);
-		}
-		break;
-	case HAKOI_OP_STOP:
-		/* The server stopped at world time m->stop_time. A node behind it, or at it, runs
-		 * up to there and its master stops it there (the server's time lets it), so that
-		 * every node ends at the same world time; a node past it stops at once. */
-		if (st == HAKO_STATE_RUNNING || st == HAKO_STATE_RUNNABLE) {
-			/* At the stop time already (the world may be up to Dmax ahead of the
-			 * assets): the master still lets every asset run the steps up to it. */
-			if (m->stop_time > 0 && m->stop_time >= hako_domain_world_time(n->dom) &&
-			    hako_domain_set_stop_time(n->dom, m->stop_time) == 0) {
-				n->fed_stop = m->stop_time;
-			} else {
-				hako_domain_stop(n->dom);
-			}
-		}
-		break;
-	case HAKOI_OP_RESET:
-		if (st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR) {
-			hako_domain_reset(n->dom);
-		}
-		break;
-	case HAKOI_OP_ERROR:
-		if (st != HAKO_STATE_ERROR) {
-			char why[300];
-			snprintf(why, sizeof(why), "federation error (from %.60s): %.180s", m->node,
-			         m->reason);
-			hako_domain_fail(n->dom, why);
-		}
-		break;
-	}
-	/* Our proxy of the server has the same event from our own domain: acknowledged, since
-	 * the server is the one doing it. */
-	if (p->proxy != NULL && hako_member_event(p->proxy) == event_of(m->op)) {
-		hako_member_ack(p->proxy, event_of(m->op));
-	}
-	p->requested_op = 0;
-}
-
-/* Server: a client did (or could not do) what we asked. */
-static void on_ack(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_msg_t *m)
-{
-	if (m->op != p->pending_op || m->request != p->pending_req) {
-		return; /* an answer to an earlier request */
-	}
-	p->pending_op = 0;
-	if (m->result != 0) {
-		char why[320];
-		snprintf(why, sizeof(why), "node '%s' could not %s: %s", p->id,
-		         hakoi_op_name(m->op), m->reason);
-		hako_domain_fail(n->dom, why);
-		return;
-	}
-	if (p->proxy != NULL) {
-		hako_member_ack(p->proxy, event_of(m->op));
-	}
-}
-
-/* Server: a client asks to start / stop / reset the federation. */
-static void on_sim_control(hako_conductor_node_t *n, const hakoi_msg_t *m)
-{
-	int r = 0;
-	switch (m->op) {
-	case HAKOI_OP_START: r = hako_domain_start(n->dom); break;
-	case HAKOI_OP_STOP: r = hako_domain_stop(n->dom); break;
-	case HAKOI_OP_RESET: r = hako_domain_reset(n->dom); break;
-	default: break;
-	}
-	if (r != 0 && r != HAKO_ESTATE) {
-		HAKO_WARN("conductor %s: %s requested by %s: %s", n->cfg.node_id,
-		          hakoi_op_name(m->op), m->node, hako_strerror(r));
-	}
-}
-
-static void on_failed(hako_conductor_node_t *n, const hakoi_msg_t *m)
-{
-	char why[320];
-	snprintf(why, sizeof(why), "node '%s': %s", m->node, m->reason);
-	if (hako_domain_state(n->dom) != HAKO_STATE_ERROR) {
-		hako_domain_fail(n->dom, why);
-	}
-}
-
-static void on_get_sim_state(hako_conductor_node_t *n, const char *from)
-{
-	hakoi_msg_t r;
-	hakoi_base_msg(n, &r, HAKOI_MSG_SIM_STATE);
-	r.state = (uint32_t)hako_domain_state(n->dom);
-	r.world_time = hako_domain_world_time(n->dom);
-	r.clients = (uint32_t)n->npeers;
-	for (size_t i = 0; i < n->npeers; i++) {
-		r.joined += n->peers[i].joined;
-	}
-	hakoi_send_msg(n->ctl, from, &r);
 }
 
 /* One frame from `from` (a ROUTER routing id, or the server for a client); user: the node
@@ -754,7 +172,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 		return;
 	}
 	if (server && m.type == HAKOI_MSG_GET_SIM_STATE) {
-		on_get_sim_state(n, from);
+		hakoi_on_get_sim_state(n, from);
 		return;
 	}
 	if (server && m.type == HAKOI_MSG_EXT && tool) {
@@ -766,7 +184,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 			count_garbage(n, p, who, "a JOIN whose node id is not its sender's");
 			return;
 		}
-		on_join(n, from, &m);
+		hakoi_on_join(n, from, &m);
 		return;
 	}
 	if (p == NULL || strcmp(m.node, p->id) != 0) {
@@ -775,34 +193,34 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 	}
 	/* Everything else only from a joined peer of the right role. */
 	switch (m.type) {
-	case HAKOI_MSG_TIME: on_time(n, p, &m); return;
+	case HAKOI_MSG_TIME: hakoi_on_time(n, p, &m); return;
 	case HAKOI_MSG_JOIN_REPLY:
 		if (!server) {
-			on_join_reply(n, p, &m);
+			hakoi_on_join_reply(n, p, &m);
 			return;
 		}
 		break;
 	case HAKOI_MSG_EVENT:
 		if (!server && p->joined) {
-			on_event(n, p, &m);
+			hakoi_on_event(n, p, &m);
 			return;
 		}
 		break;
 	case HAKOI_MSG_ACK_EVENT:
 		if (server && p->joined) {
-			on_ack(n, p, &m);
+			hakoi_on_ack(n, p, &m);
 			return;
 		}
 		break;
 	case HAKOI_MSG_SIM_CONTROL:
 		if (server && p->joined) {
-			on_sim_control(n, &m);
+			hakoi_on_sim_control(n, &m);
 			return;
 		}
 		break;
 	case HAKOI_MSG_FAILED:
 		if (server && p->joined) {
-			on_failed(n, &m);
+			hakoi_on_failed(n, &m);
 			return;
 		}
 		break;
@@ -814,7 +232,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 	case HAKOI_MSG_LEAVE:
 		HAKO_INFO("conductor %s: %s left", n->cfg.node_id, p->id);
 		p->joined = 0;
-		note_peer(p, "left");
+		hakoi_note_peer(p, "left");
 		return;
 	default: break;
 	}
@@ -822,7 +240,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 }
 
 /* Drain a socket: server ROUTER frames come as [identity][frame]. */
-static void drain(hako_conductor_node_t *n, void *s, int routed)
+void hakoi_drain(hako_conductor_node_t *n, void *s, int routed)
 {
 	for (;;) {
 		char from[HAKOI_ROUTE_MAX] = "";
@@ -880,224 +298,6 @@ static void drain(hako_conductor_node_t *n, void *s, int routed)
 	}
 }
 
-/* ---- the main thread: the local domain ---- */
-
-/* Server: forward the proxies' events to the clients; acknowledge what needs no client. */
-static void server_progress(hako_conductor_node_t *n)
-{
-	for (size_t i = 0; i < n->npeers; i++) {
-		struct hakoi_peer *p = &n->peers[i];
-		if (p->proxy == NULL) {
-			continue;
-		}
-		int ev = hako_member_event(p->proxy);
-		uint32_t op = op_of(ev);
-		if (op == 0 || p->pending_op == op) {
-			continue;
-		}
-		if (!p->joined) {
-			if (ev == HAKO_EVENT_ERROR || ev == HAKO_EVENT_STOP ||
-			    ev == HAKO_EVENT_RESET) {
-				/* Nothing runs there to stop, reset or fail: it catches up at its
-				 * join. */
-				hako_member_ack(p->proxy, ev);
-			} else {
-				note_peer(p, "not joined: the start waits for it");
-			}
-			continue;
-		}
-		char reason[HAKOI_WIRE_REASON] = "";
-		if (ev == HAKO_EVENT_ERROR) {
-			hako_domain_info_t info;
-			if (hako_domain_get_info(n->dom, &info) == 0) {
-				copy_reason(reason, info.error_reason);
-			}
-		}
-		p->pending_op = op;
-		p->pending_req = ++n->request_seq;
-		send_op(n, p, HAKOI_MSG_EVENT, op, p->pending_req, 0, reason);
-	}
-}
-
-/* Client: finish what the server asked for, forward what was asked here. */
-static void client_progress(hako_conductor_node_t *n)
-{
-	struct hakoi_peer *p = &n->peers[0];
-	int st = hako_domain_state(n->dom);
-	if (p->pending_op != 0) {
-		int done = 0, failed = 0;
-		switch (p->pending_op) {
-		case HAKOI_OP_START:
-			done = st == HAKO_STATE_RUNNING;
-			failed = st == HAKO_STATE_ERROR || st == HAKO_STATE_STOPPED;
-			break;
-		case HAKOI_OP_STOP:
-			done = st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR;
-			break;
-		case HAKOI_OP_RESET:
-			if (st == HAKO_STATE_STOPPED && hako_domain_world_time(n->dom) != 0) {
-				hako_domain_reset(
-				    n->dom); /* after a stop the server's restart asked for */
-			}
-			done = st == HAKO_STATE_STOPPED && hako_domain_world_time(n->dom) == 0;
-			break;
-		case HAKOI_OP_ERROR: done = st == HAKO_STATE_ERROR; break;
-		}
-		if (done || failed) {
-			char reason[HAKOI_WIRE_REASON] = "";
-			if (failed) {
-				hako_domain_info_t info;
-				snprintf(reason, sizeof(reason), "%s is %s", n->cfg.node_id,
-				         hako_state_name(st));
-				if (hako_domain_get_info(n->dom, &info) == 0 &&
-				    info.error_reason[0]) {
-					copy_reason(reason, info.error_reason);
-				}
-			}
-			if (p->pending_req != 0) { /* 0: our own (a server restart) */
-				send_op(n, p, HAKOI_MSG_ACK_EVENT, p->pending_op, p->pending_req,
-				        failed ? HAKO_ESTATE : 0, reason);
-			}
-			p->pending_op = 0;
-		}
-	}
-	/* Errors of this node's own assets go to the server, which fails the federation. */
-	if (st == HAKO_STATE_ERROR && n->last_state != HAKO_STATE_ERROR && p->joined &&
-	    p->pending_op != HAKOI_OP_ERROR) {
-		hako_domain_info_t info;
-		char reason[HAKOI_WIRE_REASON] = "";
-		if (hako_domain_get_info(n->dom, &info) == 0) {
-			copy_reason(reason, info.error_reason);
-		}
-		hakoi_msg_t m;
-		hakoi_base_msg(n, &m, HAKOI_MSG_FAILED);
-		snprintf(m.reason, sizeof(m.reason), "%s", reason);
-		hakoi_send_ctl(n, p, &m);
-	}
-	n->last_state = (uint32_t)st;
-	/* An event of our proxy that the server did not send: a user started (stopped, reset)
-	 * this node. The server does it for all; its event then acknowledges ours. */
-	if (p->proxy != NULL) {
-		int ev = hako_member_event(p->proxy);
-		uint32_t op = op_of(ev);
-		if (ev == HAKO_EVENT_ERROR) {
-			hako_member_ack(p->proxy, ev);
-		} else if (op != 0 && p->pending_op == op && p->pending_req == 0) {
-			/* Our own reset after the server restarted (on_time): no server event will
-			 * acknowledge it, and the domain stays Resetting until someone does. */
-			hako_member_ack(p->proxy, ev);
-		} else if (ev == HAKO_EVENT_STOP && n->fed_stop > 0 &&
-		           hako_domain_world_time(n->dom) >= n->fed_stop) {
-			/* The server's stop time, reached here too: the server stops there itself.
-			 */
-			hako_member_ack(p->proxy, ev);
-		} else if (op != 0 && p->pending_op != op && p->requested_op != op) {
-			if (p->joined) {
-				p->requested_op = op;
-				send_op(n, p, HAKOI_MSG_SIM_CONTROL, op, ++n->request_seq, 0, "");
-			} else if (ev != HAKO_EVENT_START) {
-				hako_member_ack(p->proxy,
-				                ev); /* no server: stop and reset are local */
-			}
-		}
-	}
-}
-
-/* Timers: joins, lost peers. */
-static void check_peers(hako_conductor_node_t *n, hako_time_t now)
-{
-	const hako_time_t timeout = (hako_time_t)n->cfg.peer_timeout_ms * 1000;
-	if (n->cfg.role == HAKO_CONDUCTOR_CLIENT) {
-		struct hakoi_peer *p = &n->peers[0];
-		if (p->joined && now - p->last_heard > timeout) {
-			if (!p->lost_reported) {
-				HAKO_WARN(
-				    "conductor %s: server %s unreachable for %lld ms: world clock "
-				    "held",
-				    n->cfg.node_id, p->id,
-				    (long long)((now - p->last_heard) / 1000));
-				p->lost_reported = 1;
-			}
-			note_peer(p, "server unreachable for %.1f s: world clock held",
-			          (double)(now - p->last_heard) / 1e6);
-		}
-		if (!p->joined && now >= n->next_join && !atomic_load(&n->join_held)) {
-			hakoi_msg_t m;
-			hakoi_base_msg(n, &m, HAKOI_MSG_JOIN);
-			hakoi_send_ctl(n, p, &m);
-			n->next_join = now + HAKOI_JOIN_RETRY_USEC;
-		}
-		return;
-	}
-	for (size_t i = 0; i < n->npeers; i++) {
-		struct hakoi_peer *p = &n->peers[i];
-		if (!p->joined || now - p->last_heard <= timeout) {
-			continue;
-		}
-		/* This process may itself have been stopped (SIGSTOP, a stalled machine): what
-		 * arrived meanwhile is read before a peer is declared lost. */
-		drain(n, n->ctl, 1);
-		if (now - p->last_heard <= timeout) {
-			continue;
-		}
-		int st = hako_domain_state(n->dom);
-		HAKO_WARN("conductor %s: client %s lost (no message for %lld ms)", n->cfg.node_id,
-		          p->id, (long long)((now - p->last_heard) / 1000));
-		p->joined = 0;
-		hakoi_ext_peer_lost(n, p);
-		p->pending_op = 0;
-		if (st == HAKO_STATE_STOPPED || st == HAKO_STATE_ERROR) {
-			note_peer(p, "lost");
-		} else if (n->cfg.on_client_loss == HAKO_CLIENT_LOSS_DROP) {
-			HAKO_WARN("conductor %s: dropping client %s (on_client_loss: drop)",
-			          n->cfg.node_id, p->id);
-			/* Under stats_lock: the watcher thread looks at the proxies (needs_main).
-			 */
-			pthread_mutex_lock(&n->stats_lock);
-			hako_member_unregister(p->proxy);
-			p->proxy = NULL;
-			pthread_mutex_unlock(&n->stats_lock);
-			p->dropped = 1;
-		} else {
-			char why[160];
-			snprintf(why, sizeof(why), "client '%s' lost: no message for %lld ms",
-			         p->id, (long long)((now - p->last_heard) / 1000));
-			hako_domain_fail(n->dom, why);
-		}
-	}
-}
-
-static int node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
-                      int *count, int exact);
-
-static void write_status(hako_conductor_node_t *n)
-{
-	if (n->status == NULL) {
-		return;
-	}
-	static __thread hako_conductor_status_t st;
-	static __thread char buf[HAKO_CONDUCTOR_STATUS_BYTES];
-	memset(&st, 0, sizeof(st));
-	node_stats(n, st.peers, HAKO_CONDUCTOR_MAX_CLIENTS, &st.peer_count, 0);
-	if (st.peer_count > HAKO_CONDUCTOR_MAX_CLIENTS) {
-		st.peer_count = HAKO_CONDUCTOR_MAX_CLIENTS;
-	}
-	snprintf(st.node_id, sizeof(st.node_id), "%s", n->cfg.node_id);
-	snprintf(st.server_id, sizeof(st.server_id), "%s", n->cfg.server_id);
-	st.role = n->cfg.role;
-	st.dmax_usec = n->cfg.max_delay_usec;
-	st.world_time_usec = hako_domain_world_time(n->dom);
-	st.auth = n->auth.on ? HAKO_CONDUCTOR_AUTH_CURVE : HAKO_CONDUCTOR_AUTH_NONE;
-	pthread_mutex_lock(&n->stats_lock);
-	st.garbage_unknown = n->garbage_unknown;
-	st.auth_refused = n->auth.refused;
-	pthread_mutex_unlock(&n->stats_lock);
-	size_t len = 0;
-	if (hako_conductor_status_format(&st, buf, sizeof(buf), &len) == 0) {
-		hako_channel_write(n->status, buf, len + 1);
-	}
-}
-
 static void *net_main(void *arg)
 {
 	hako_conductor_node_t *n = arg;
@@ -1123,10 +323,10 @@ static void *net_main(void *arg)
 			(void)r;
 		}
 		if (items[0].revents & ZMQ_POLLIN) {
-			drain(n, n->ctl, server);
+			hakoi_drain(n, n->ctl, server);
 		}
 		if (!server && (items[2].revents & ZMQ_POLLIN)) {
-			drain(n, n->tsub, 0);
+			hakoi_drain(n, n->tsub, 0);
 		}
 		if ((server && (items[2].revents & ZMQ_POLLIN)) ||
 		    (nitems == 4 && (items[3].revents & ZMQ_POLLIN))) {
@@ -1136,13 +336,13 @@ static void *net_main(void *arg)
 			pthread_mutex_unlock(&n->stats_lock);
 		}
 		if (server) {
-			server_progress(n);
+			hakoi_server_progress(n);
 		} else {
-			client_progress(n);
+			hakoi_client_progress(n);
 		}
 		hakoi_ext_tick(n);
 		hako_time_t now = hako_now_usec();
-		check_peers(n, now);
+		hakoi_check_peers(n, now);
 		/* A proxy's heartbeat is this process's business, not its peer's: its liveness
 		 * is peer_timeout_ms's decision (check_peers), not the core's heartbeat timeout,
 		 * which a long outage or a peer idling at one world time would otherwise trip. */
@@ -1152,7 +352,7 @@ static void *net_main(void *arg)
 		/* A reset clears the status channel: written again at once, not 200 ms later. */
 		if (now >= n->next_status ||
 		    (n->status != NULL && hako_channel_seq(n->status) == 0)) {
-			write_status(n);
+			hakoi_write_status(n);
 			n->next_status = now + HAKOI_STATUS_PERIOD;
 			if (n->trace != NULL) {
 				fflush(n->trace);
@@ -1246,8 +446,8 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 		                      zmq_strerror(errno));
 	}
 	zmq_setsockopt(n->tout, ZMQ_ROUTING_ID, tid, strlen(tid));
-	/* Only the newest time matters, but drain() reads every publication queued and an older
-	 * one says less than the newest. Not ZMQ_CONFLATE: libzmq 4.3.4 leaks the message it
+	/* Only the newest time matters, but hakoi_drain() reads every publication queued and an
+	 * older one says less than the newest. Not ZMQ_CONFLATE: libzmq 4.3.4 leaks the message it
 	 * holds when the socket closes. */
 	zmq_setsockopt(n->tsub, ZMQ_SUBSCRIBE, "", 0);
 	int ivl = 100, ivl_max = 1000;
@@ -1396,8 +596,8 @@ int hako_conductor_node_start_ext(const hako_conductor_config_t *cfg, hako_domai
 			                      "cannot register the proxy '%s' in domain '%s': %s",
 			                      name, hako_domain_name(dom), hako_strerror(r));
 		}
-		note_peer(p, "%s",
-		          cfg->role == HAKO_CONDUCTOR_SERVER ? "not joined" : "not joined yet");
+		hakoi_note_peer(
+		    p, "%s", cfg->role == HAKO_CONDUCTOR_SERVER ? "not joined" : "not joined yet");
 	}
 	if (hako_channel_create(dom, HAKO_CONDUCTOR_STATUS_ROBOT, 0, HAKO_CONDUCTOR_STATUS_BYTES,
 	                        &n->status) != 0) {
@@ -1407,7 +607,7 @@ int hako_conductor_node_start_ext(const hako_conductor_config_t *cfg, hako_domai
 		free_node(n);
 		return r;
 	}
-	if (pthread_create(&n->watch_thread, NULL, watch_main, n) != 0) {
+	if (pthread_create(&n->watch_thread, NULL, hakoi_watch_main, n) != 0) {
 		free_node(n);
 		return hako_error_set(err, HAKO_ENOMEM, "", 0, 0, "cannot start a thread");
 	}
@@ -1462,60 +662,4 @@ void hako_conductor_node_rejoin(hako_conductor_node_t *n)
 	if (n != NULL) {
 		atomic_store(&n->join_held, 0);
 	}
-}
-
-static int node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
-                      int *count, int exact)
-{
-	if (n == NULL || (out == NULL && max > 0)) {
-		return HAKO_EINVAL;
-	}
-	hako_time_t now = hako_now_usec();
-	pthread_mutex_lock(&n->stats_lock);
-	for (size_t i = 0; i < n->npeers && (int)i < max; i++) {
-		struct hakoi_peer *p = &n->peers[i];
-		hako_conductor_peer_stats_t *o = &out[i];
-		memset(o, 0, sizeof(*o));
-		snprintf(o->node_id, sizeof(o->node_id), "%s", p->id);
-		o->joined = p->joined;
-		o->connected =
-		    p->joined && now - p->last_heard <= (hako_time_t)n->cfg.peer_timeout_ms * 1000;
-		o->known_time = p->known_time;
-		o->last_heard_usec = p->last_heard > 0 ? now - p->last_heard : -1;
-		o->samples = p->drift.total;
-		hako_time_t unused;
-		hakoi_ring_p50_p95(&p->drift, exact, &o->drift_p50_usec, &o->drift_p95_usec);
-		o->drift_max_usec = p->drift.max;
-		hakoi_ring_p50_p95(&p->age, exact, &o->age_p50_usec, &unused);
-		o->age_max_usec = p->age.max;
-		o->messages_in = p->messages_in;
-		o->messages_out = p->messages_out;
-		o->garbage = p->garbage;
-		o->restarts = p->restarts;
-	}
-	pthread_mutex_unlock(&n->stats_lock);
-	if (count != NULL) {
-		*count = (int)n->npeers;
-	}
-	return 0;
-}
-
-int hako_conductor_node_stats(hako_conductor_node_t *n, hako_conductor_peer_stats_t *out, int max,
-                              int *count)
-{
-	return node_stats(n, out, max, count, 1);
-}
-
-int hako_conductor_node_trace(hako_conductor_node_t *n, const char *path)
-{
-	if (n == NULL || path == NULL) {
-		return HAKO_EINVAL;
-	}
-	FILE *f = fopen(path, "w");
-	if (f == NULL) {
-		return HAKO_EIO;
-	}
-	fprintf(f, "wall_ns,node,world_usec,peer,peer_world_usec,age_usec\n");
-	n->trace = f; /* read by the main thread from its next message on */
-	return 0;
 }
