@@ -43,15 +43,15 @@ DEMO ?= forklift
 run: build
 	@case "$(DEMO)" in \
 	forklift) cd $(BUILD)/samples/forklift && \
-	  $(abspath $(BUILD))/launch/hako-launch --quiet launch.json ;; \
+	  $(abspath $(BUILD))/bin/hako-launch --quiet launch.json ;; \
 	federation) cd $(BUILD)/samples/federation && \
-	  $(abspath $(BUILD))/launch/hako-launch config/federation.json ;; \
+	  $(abspath $(BUILD))/bin/hako-launch config/federation.json ;; \
 	service) cd $(BUILD)/samples/service && \
-	  $(abspath $(BUILD))/launch/hako-launch launch.json ;; \
+	  $(abspath $(BUILD))/bin/hako-launch launch.json ;; \
 	rd-full) cd $(BUILD)/samples/rd-full && ./run.sh --out run ;; \
 	rd-full-boundary) cd $(BUILD)/samples/rd-full && ./run.sh --boundary --out run ;; \
 	fleet) cd $(BUILD)/samples/fleet && rm -rf logs && \
-	  $(abspath $(BUILD))/launch/hako-launch launch.json ;; \
+	  $(abspath $(BUILD))/bin/hako-launch launch.json ;; \
 	*) echo "DEMO=$(DEMO): the demos are forklift, federation, service, rd-full," \
 	     "rd-full-boundary and fleet"; exit 2 ;; \
 	esac

@@ -34,10 +34,10 @@ case "$PORT" in '' | *[!0-9]*) echo "run.sh: --port '$PORT': not a number" >&2; 
 say() { echo "run.sh: $*"; }
 die() { echo "run.sh: FAILED: $*"; exit 1; }
 
-# In the build tree the tools are in sibling folders; installed, they are on PATH.
+# In the build tree the tools are in its bin/ and the samples in sibling folders; installed, they
+# are on PATH.
 HERE=$(cd "$(dirname "$0")" && pwd)
-for d in "$HERE/../../pdu-endpoint/tools" "$HERE/../../pdu-bridge" "$HERE/../../core/tools" \
-	"$HERE/../../launch" "$HERE/../hello" "$HERE"; do
+for d in "$HERE/../../bin" "$HERE/../hello" "$HERE"; do
 	[ -d "$d" ] && PATH=$(cd "$d" && pwd):$PATH
 done
 export PATH

@@ -40,7 +40,7 @@ case "$BASE" in '' | *[!0-9]*) echo "run.sh: --ports '$BASE': not a number" >&2;
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "$HERE/../.." && pwd)
-LAUNCH=$BUILD/launch/hako-launch
+LAUNCH=$BUILD/bin/hako-launch
 [ -x "$LAUNCH" ] || { echo "run.sh: $LAUNCH not found: build first (make build)" >&2; exit 1; }
 
 # A fresh copy: the ports, the programs' folders and the mode are written into it.
@@ -56,8 +56,7 @@ ctl=$BASE time=$((BASE + 1)) udp1=$((BASE + 2)) udp0=$((BASE + 3))
 for f in "$OUT"/*/*.json; do
 	sed -i -e "s/127.0.0.1:54113/127.0.0.1:$ctl/; s/127.0.0.1:54114/127.0.0.1:$time/" \
 		-e "s/\"port\": 54115/\"port\": $udp1/; s/\"port\": 54116/\"port\": $udp0/" \
-		-e "s|\"../../../rd/tools\"|\"$BUILD/rd/tools\"|" \
-		-e "s|\"../../../pdu-bridge\"|\"$BUILD/pdu-bridge\"|" \
+		-e "s|\"../../../bin\"|\"$BUILD/bin\"|" \
 		-e "s|\"../../forklift\"|\"$BUILD/samples/forklift\"|" "$f"
 done
 sed -i "s/\"name\": \"rdfull\"/\"name\": \"$NAME\"/" "$OUT/federation.json"

@@ -1,8 +1,9 @@
-/* A program built against an installed hako: the Hakoniwa-style include, and one call into each
- * library (base, registry, core, endpoint, bridge, rd), so a library missing from hako.pc or the
- * CMake package, or a symbol not exported, fails the link. */
+/* A program built against an installed hako: the Hakoniwa-style include, and calls into each
+ * library (base, registry, core, endpoint, bridge, conductor, rd), so a library missing from
+ * hako.pc or the CMake package, or a symbol not exported, fails the link. */
 #include <hako_asset.h>
 #include <hako/bridge_config.h>
+#include <hako/conductor.h>
 #include <hako/domain.h>
 #include <hako/endpoint.h>
 #include <hako/frame.h>
@@ -40,13 +41,20 @@ int main(void)
 	if (hako_frame_size(HAKO_FRAME_V2, "Robot", sizeof(pdu)) != 304 + sizeof(pdu)) {
 		return 1;
 	}
-	/* bridge and rd: their loaders, on a file that is not there */
+	/* bridge, conductor and rd: their loaders, on a file that is not there */
 	hako_error_t err;
 	hako_bridge_config_t *bc = NULL;
+	hako_conductor_config_t *cc = NULL;
 	hako_rd_config_t *rc = NULL;
 	if (hako_bridge_config_load("/nonexistent/bridge.json", "n", NULL, &bc, &err) !=
 	        HAKO_ENOENT ||
+	    hako_conductor_config_load("/nonexistent/conductor.json", &cc, &err) != HAKO_ENOENT ||
 	    hako_rd_config_load("/nonexistent/rd.json", &rc, &err) != HAKO_ENOENT) {
+		return 1;
+	}
+	/* rd: the status PDUs of a domain (none given) */
+	size_t found = 0;
+	if (hako_rd_status_read(NULL, NULL, 0, &found) != HAKO_EINVAL) {
 		return 1;
 	}
 	printf("hako consumer ok\n");

@@ -536,7 +536,7 @@ fed_join_timeout)
 	all_gone
 	;;
 viewer)
-	# "viewer": hako-viewer (found beside hako-launch in the build tree) starts before the
+	# "viewer": hako-viewer (found beside hako-launch in the build tree's bin/) starts before the
 	# processes, its URLs are said, its page answers, it is stopped with the others; a viewer
 	# that cannot start (its port taken) is said and the run goes on.
 	cat >vw.json <<-EOF
@@ -550,7 +550,7 @@ viewer)
 	EOF
 	expect 0 "$LAUNCH" --path "$ASSET_DIR" --check vw.json
 	has '^viewer port=0 log=logs/vw/viewer\.log$'
-	has '^  exe /.*/viewer/hako-viewer$'
+	has '^  exe /.*/bin/hako-viewer$'
 	has '^  argv "hako-viewer" "-d" "launch-[0-9]+" "--port" "0" "--rate-hz" "20"$'
 	"$LAUNCH" --path "$ASSET_DIR" vw.json >out-vw.txt 2>&1 &
 	pid=$!

@@ -46,7 +46,7 @@ cat >"$tmp/federation.json" <<JSON
 {"federation": {"name": "$HAKO_DOMAIN", "nodes": ["srv-01/launch.json", "cli-01/launch.json"]},
  "log_dir": "$tmp/logs/federation"}
 JSON
-"$BIN/launch/hako-launch" "$tmp/federation.json" >"$tmp/launch.out" 2>&1 &
+"$BIN/bin/hako-launch" "$tmp/federation.json" >"$tmp/launch.out" 2>&1 &
 pids+=($!)
 wait_for_line "$tmp/launch.out" 'simulation running' 30 || {
 	show "$tmp/launch.out" 20

@@ -33,7 +33,7 @@ cat >"$tmp/launch.json" <<-JSON
   "processes": [$(host 1), $(host 2)]
 }
 JSON
-"$BIN/launch/hako-launch" "$tmp/launch.json" >"$tmp/launch.out" 2>&1 &
+"$BIN/bin/hako-launch" "$tmp/launch.json" >"$tmp/launch.out" 2>&1 &
 pids+=($!)
 wait_for_line "$tmp/launch.out" '^hako-launch: simulation running' 30 ||
 	die "the fleet did not start"

@@ -7,8 +7,8 @@
 # test/common/hako_test.sh first.
 # shellcheck shell=bash
 
-HAKO_CMD=$BIN/core/tools/hako-cmd
-VIEWER=$BIN/viewer/hako-viewer
+HAKO_CMD=$BIN/bin/hako-cmd
+VIEWER=$BIN/bin/hako-viewer
 PROBE=$BIN/test/viewer/viewer-probe
 PDUDEF=$SRC/samples/hello/hello_pdudef.json
 export HAKO_DOMAIN="$NAME-$$"

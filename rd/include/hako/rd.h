@@ -264,6 +264,30 @@ HAKO_API void hako_rd_trace_writes(hako_rd_node_t *node, int on);
 HAKO_API void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step,
                                  hako_time_t model_time);
 
+/* ---- A domain's status PDUs, without a config (hako-rd status) ---- */
+
+/* One EU's status PDU (hako_msgs/ExecutionUnitRuntimeStatus) as a domain's channel holds it. */
+typedef struct hako_rd_status_entry {
+	char robot[HAKO_NAME_MAX]; /* the channel that holds it */
+	int32_t channel_id;
+	uint32_t config_hash; /* of the RD config its writer loaded */
+	hako_rd_status_t status;
+	uint8_t epoch;
+	uint8_t curr_owner;
+	uint8_t next_owner; /* the node taking over, while not HAKO_RD_OWNER_STABLE */
+} hako_rd_status_entry_t;
+
+/* The owner status of every EU of domain dom, read from the domain alone (no config, no node
+ * opened): each channel that was written and holds a valid status PDU of one EU, in the
+ * domain's channel order; any other channel is skipped. Only reads: writes nothing, opens
+ * nothing in dom. The first `cap` found go to out[]; *count says how many were found, which
+ * may be more than cap (call again with room for *count). HAKO_EINVAL (dom or count NULL, out
+ * NULL with cap > 0), HAKO_ENOMEM; the registry's error (HAKO_EPROTO, HAKO_ECONFIG, ...) if the
+ * status type cannot be used: a type of that name on HAKO_MSG_PATH that is malformed or lacks
+ * the fields RD reads (the reason is logged). */
+HAKO_API int hako_rd_status_read(hako_domain_t *dom, hako_rd_status_entry_t *out, size_t cap,
+                                 size_t *count);
+
 /* ---- Trace check (hako-rd check) ---- */
 
 typedef struct hako_rd_check_result {

@@ -15,8 +15,8 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
 build=$(cd "$1" && pwd)
-launch=$build/launch/hako-launch
-hako_cmd=$build/core/tools/hako-cmd
+launch=$build/bin/hako-launch
+hako_cmd=$build/bin/hako-cmd
 bin=$build/samples/fleet
 DMAX=${DMAX:-10000}
 dir=$(mktemp -d /tmp/test-fleet-nodes-XXXXXX) || exit 1

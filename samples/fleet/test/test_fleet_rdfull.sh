@@ -15,8 +15,8 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
 build=$(cd "$1" && pwd)
-launch=$build/launch/hako-launch
-hako_cmd=$build/core/tools/hako-cmd
+launch=$build/bin/hako-launch
+hako_cmd=$build/bin/hako-cmd
 bin=$build/samples/fleet
 dir=$(mktemp -d /tmp/test-fleet-rdfull-XXXXXX) || exit 1
 name=fleetf-$$
@@ -128,7 +128,7 @@ sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
 [ "$(wc -l <"$dir/zones.txt")" -eq 64 ] || fail "not 64 final states from the two nodes"
 cmp -s "$dir/zones.txt" "$dir/ref-sorted.txt" ||
 	fail "the final states of the two nodes differ from one host's"
-"$build/rd/tools/hako-rd" check "$dir/trace-1.jsonl" "$dir/trace-2.jsonl" >"$dir/check.txt" 2>&1 ||
+"$build/bin/hako-rd" check "$dir/trace-1.jsonl" "$dir/trace-2.jsonl" >"$dir/check.txt" 2>&1 ||
 	{ fail "hako-rd check"; show "$dir/check.txt" 10; }
 grep -q "model steps 768000" "$dir/check.txt" || {
 	fail "not every model step traced once"

@@ -13,7 +13,7 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
 build=$(cd "$1" && pwd)
-launch=$build/launch/hako-launch
+launch=$build/bin/hako-launch
 bin=$build/samples/fleet
 dir=$(mktemp -d /tmp/test-fleet-run-XXXXXX) || exit 1
 cleanup() {
@@ -114,7 +114,7 @@ sort -n "$zdir/ref.txt" >"$zdir/ref-sorted.txt" 2>/dev/null
 [ "$(wc -l <"$zdir/zones.txt")" -eq 32 ] || fail "zones: not 32 final states"
 cmp -s "$zdir/zones.txt" "$zdir/ref-sorted.txt" ||
 	fail "zones: the final states differ from one host's"
-"$build/rd/tools/hako-rd" check "$zdir/trace-1.jsonl" "$zdir/trace-2.jsonl" >"$zdir/check.txt" 2>&1 ||
+"$build/bin/hako-rd" check "$zdir/trace-1.jsonl" "$zdir/trace-2.jsonl" >"$zdir/check.txt" 2>&1 ||
 	{ fail "zones: hako-rd check"; show "$zdir/check.txt" 10; }
 grep -q "model steps 384000" "$zdir/check.txt" || fail "zones: not every model step traced once"
 

@@ -21,7 +21,7 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
 build=$(cd "$1" && pwd)
-launch=$build/launch/hako-launch
+launch=$build/bin/hako-launch
 bin=$build/samples/fleet
 dir=$(mktemp -d /tmp/test-fleet-share-XXXXXX) || exit 1
 lpid=
@@ -62,7 +62,7 @@ check_run() {
 	[ "$(wc -l <"$dir/$name/final.txt")" -eq 64 ] || fail "$name: not 64 final states"
 	cmp -s "$dir/$name/final.txt" "$dir/ref-sorted.txt" ||
 		fail "$name: the final states differ from one host's"
-	"$build/rd/tools/hako-rd" check "$dir/$name"/trace-*.jsonl \
+	"$build/bin/hako-rd" check "$dir/$name"/trace-*.jsonl \
 		>"$dir/$name/check.txt" 2>&1 || {
 		fail "$name: hako-rd check"
 		show "$dir/$name/check.txt" 10

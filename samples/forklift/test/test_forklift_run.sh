@@ -11,7 +11,7 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
 build=$(cd "$1" && pwd)
-launch=$build/launch/hako-launch
+launch=$build/bin/hako-launch
 bin=$build/samples/forklift
 stop_usec=56000000
 steps=$((stop_usec / 1000))

@@ -22,14 +22,12 @@
 #include "hako/conductor.h"
 #include "hako/rd_full.h"
 #include "hako_cli.h"
-#include "rd_internal.h"
 
 #ifndef HAKO_VERSION
 #define HAKO_VERSION "unknown"
 #endif
 
 #define DEFAULT_WATCH_MS 500
-#define MAX_SCAN         4096
 
 static volatile sig_atomic_t g_stop;
 
@@ -185,42 +183,42 @@ static int show_config(hako_domain_t *dom, const hako_rd_config_t *cfg, hako_rd_
 }
 
 /* Without a config: every channel holding a valid status PDU. */
-static int show_scan(hako_domain_t *dom, const hakoi_rd_types_t *types)
+static int show_scan(hako_domain_t *dom)
 {
-	static hako_channel_info_t chans[MAX_SCAN];
-	int n = 0;
-	if (hako_domain_list_channels(dom, chans, MAX_SCAN, &n) != 0) {
-		errf("cannot list the channels of %s", hako_domain_name(dom));
+	hako_rd_status_entry_t *found = NULL;
+	size_t cap = 0, n = 0;
+	int r;
+	/* Sized to what the last read found: EUs may appear in between. */
+	while ((r = hako_rd_status_read(dom, found, cap, &n)) == 0 && n > cap) {
+		hako_rd_status_entry_t *more = realloc(found, n * sizeof(*found));
+		if (more == NULL) {
+			r = HAKO_ENOMEM;
+			break;
+		}
+		found = more;
+		cap = n;
+	}
+	if (r != 0) {
+		free(found);
+		errf("cannot read the status PDUs of %s: %s", hako_domain_name(dom),
+		     hako_strerror(r));
 		return 1;
 	}
 	print_header(dom);
 	printf("%-32s %-11s %-5s %-6s %-6s %s\n", "STATUS PDU (robot/channel)", "STATE", "EPOCH",
 	       "OWNER", "NEXT", "CONFIG HASH");
-	int found = 0;
-	for (int i = 0; i < n && i < MAX_SCAN; i++) {
-		hako_channel_t *ch;
-		if (chans[i].seq == 0 ||
-		    hako_channel_lookup(dom, chans[i].robot, chans[i].channel_id, &ch) != 0) {
-			continue;
-		}
-		uint8_t *buf = malloc(chans[i].size);
-		size_t len = 0;
-		hakoi_rd_status_t st;
-		char why[256];
-		if (buf != NULL && hako_channel_read(ch, buf, chans[i].size, &len, NULL) == 0 &&
-		    hakoi_rd_status_decode(types, buf, len, &st, why, sizeof(why)) == 0) {
-			char where[200];
-			snprintf(where, sizeof(where), "%.127s/%" PRId32, chans[i].robot,
-			         chans[i].channel_id);
-			printf("%-32s %-11s %-5u %-6u %-6u 0x%08" PRIx32 "\n", where,
-			       status_name(st.status), st.epoch, st.curr, st.next, st.config_hash);
-			found++;
-		}
-		free(buf);
+	for (size_t i = 0; i < n; i++) {
+		const hako_rd_status_entry_t *e = &found[i];
+		char where[200];
+		snprintf(where, sizeof(where), "%.127s/%" PRId32, e->robot, e->channel_id);
+		printf("%-32s %-11s %-5u %-6u %-6u 0x%08" PRIx32 "\n", where,
+		       status_name(e->status), e->epoch, e->curr_owner, e->next_owner,
+		       e->config_hash);
 	}
-	if (found == 0) {
+	if (n == 0) {
 		printf("(no status PDU written in this domain)\n");
 	}
+	free(found);
 	return 0;
 }
 
@@ -241,8 +239,6 @@ static int status(const char *domain, const char *config, int watch, long interv
 	}
 	hako_rd_config_t *cfg = NULL;
 	hako_rd_node_t *obs = NULL;
-	hako_msg_registry_t *reg = NULL;
-	hakoi_rd_types_t types;
 	hako_error_t err;
 	char buf[1200];
 	int rc = 1;
@@ -256,17 +252,13 @@ static int status(const char *domain, const char *config, int watch, long interv
 			     hako_strerror(r));
 			goto out;
 		}
-	} else if (hako_msg_registry_create(&reg) != 0 ||
-	           hakoi_rd_types_get(reg, &types, &err) != 0) {
-		errf("the RD status type cannot be used");
-		goto out;
 	}
 	int tty = isatty(STDOUT_FILENO);
 	do {
 		if (watch && tty) {
 			fputs("\033[H\033[J", stdout);
 		}
-		rc = obs != NULL ? show_config(dom, cfg, obs) : show_scan(dom, &types);
+		rc = obs != NULL ? show_config(dom, cfg, obs) : show_scan(dom);
 		if (watch && !tty) {
 			putchar('\n');
 		}
@@ -278,7 +270,6 @@ static int status(const char *domain, const char *config, int watch, long interv
 out:
 	hako_rd_node_close(obs);
 	hako_rd_config_free(cfg);
-	hako_msg_registry_destroy(reg);
 	hako_domain_close(dom);
 	return rc;
 }

@@ -781,35 +781,28 @@ static int parse_viewer_file(hakoi_walk_t *w, json_t *v, void *base, const hakoi
 	return 0;
 }
 
-/* hako-viewer: beside hako-launch in the build tree (viewer/ next to launch/) or installed
- * (the same folder), else where any command is looked for. */
+/* hako-viewer: beside hako-launch (the build tree's bin/, or the installed bin/), else where
+ * any command is looked for. */
 static int find_viewer(hakoi_walk_t *w, char **exe)
 {
 	char self[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *first[2] = {NULL, NULL};
+	char *first = NULL;
 	size_t nfirst = 0;
 	if (len > 0) {
 		self[len] = '\0';
 		char *slash = strrchr(self, '/');
 		if (slash != NULL && slash != self) {
 			*slash = '\0';
-			first[nfirst++] = abs_dir(self, "../viewer");
-			first[nfirst++] = strdup(self);
+			if ((first = strdup(self)) == NULL) {
+				return hakoi_walk_fail_oom(w);
+			}
+			nfirst = 1;
 		}
 	}
-	int r = 0;
-	for (size_t i = 0; i < nfirst; i++) {
-		if (first[i] == NULL) {
-			r = hakoi_walk_fail_oom(w);
-		}
-	}
-	if (r == 0) {
-		r = resolve_command_in(w, NULL, "hako-viewer", (const char *const *)first, nfirst,
-		                       exe);
-	}
-	free(first[0]);
-	free(first[1]);
+	int r =
+	    resolve_command_in(w, NULL, "hako-viewer", (const char *const *)&first, nfirst, exe);
+	free(first);
 	return r;
 }
 
