@@ -8,8 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
+#include "hako/conductor.h"
 #include "hako_cmd.h"
 
 struct drift {
@@ -70,46 +69,29 @@ static void watch_block(const hako_domain_info_t *info, const hako_asset_info_t 
 	}
 }
 
-/* A conductor linked to this domain keeps its status (JSON) in channel _hako_conductor/0: its
- * peers, their known times and the drift it held (docs/conductor.md). */
+/* A conductor linked to this domain keeps its status there (hako/conductor.h): its peers,
+ * their known times and the drift it held (docs/conductor.md). */
 static void watch_federation(hako_domain_t *dom)
 {
-	static char buf[16384];
-	hako_channel_t *ch = NULL;
-	size_t len = 0;
-	if (hako_channel_lookup(dom, "_hako_conductor", 0, &ch) != 0 ||
-	    hako_channel_read(ch, buf, sizeof(buf) - 1, &len, NULL) != 0 || len == 0) {
+	static hako_conductor_status_t st;
+	if (hako_conductor_status_read(dom, &st) != 0) {
 		return;
 	}
-	buf[len] = '\0';
-	json_t *root = json_loads(buf, 0, NULL);
-	json_t *peers = json_object_get(root, "peers");
-	if (root == NULL || !json_is_array(peers)) {
-		json_decref(root);
-		return;
-	}
-	printf("\nfederation: node %s (%s), Dmax %.3f ms\n",
-	       json_string_value(json_object_get(root, "node")),
-	       json_string_value(json_object_get(root, "role")),
-	       hakoi_cmd_msec(json_integer_value(json_object_get(root, "dmax_usec"))));
+	printf("\nfederation: node %s (%s), Dmax %.3f ms\n", st.node_id,
+	       st.role == HAKO_CONDUCTOR_SERVER ? "server" : "client",
+	       hakoi_cmd_msec(st.dmax_usec));
 	printf("%-16s  %6s  %12s  %14s  %14s  %14s  %12s\n", "PEER", "STATE", "KNOWN[s]",
 	       "DRIFT p50[ms]", "DRIFT p95[ms]", "DRIFT max[ms]", "AGE p50[ms]");
-	for (size_t i = 0; i < json_array_size(peers); i++) {
-		json_t *p = json_array_get(peers, i);
-		int joined = (int)json_integer_value(json_object_get(p, "joined"));
-		int connected = (int)json_integer_value(json_object_get(p, "connected"));
-		printf("%-16s  %6s  %12.3f  %14.3f  %14.3f  %14.3f  %12.3f\n",
-		       json_string_value(json_object_get(p, "id")),
-		       !joined     ? "-"
-		       : connected ? "ok"
-		                   : "LOST",
-		       hakoi_cmd_sec(json_integer_value(json_object_get(p, "known_time_usec"))),
-		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "drift_p50_usec"))),
-		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "drift_p95_usec"))),
-		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "drift_max_usec"))),
-		       hakoi_cmd_msec(json_integer_value(json_object_get(p, "age_p50_usec"))));
+	for (int i = 0; i < st.peer_count; i++) {
+		const hako_conductor_peer_stats_t *p = &st.peers[i];
+		printf("%-16s  %6s  %12.3f  %14.3f  %14.3f  %14.3f  %12.3f\n", p->node_id,
+		       !p->joined     ? "-"
+		       : p->connected ? "ok"
+		                      : "LOST",
+		       hakoi_cmd_sec(p->known_time), hakoi_cmd_msec(p->drift_p50_usec),
+		       hakoi_cmd_msec(p->drift_p95_usec), hakoi_cmd_msec(p->drift_max_usec),
+		       hakoi_cmd_msec(p->age_p50_usec));
 	}
-	json_decref(root);
 }
 
 int hakoi_cmd_watch(const hako_cli_command_t *cmd, int argc, char **argv)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hako/conductor.h"
 #include "hako/domain.h"
 
 /* ---- a growing text buffer ---- */
@@ -147,7 +148,7 @@ typedef struct vw_stats {
 	uint64_t refused_token;
 } vw_stats_t;
 
-#define VW_FEDERATION_MAX 16384 /* the conductor's status text (conductor_internal.h) */
+#define VW_FEDERATION_MAX HAKO_CONDUCTOR_STATUS_BYTES /* the status as JSON (hako/conductor.h) */
 
 typedef struct vw_state {
 	int attached; /* a domain is open */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hako/conductor.h"
 #include "hako/log.h"
 #include "hako/msg.h"
 #include "hako/pdu.h"
@@ -36,7 +37,7 @@ struct vw_sampler {
 	int list_cap;
 	int asset_cap;
 	int chan_cap;
-	hako_channel_t *fed;  /* the conductor's status channel, NULL until there is one */
+	int fed;              /* a conductor node is linked to the domain (its status found) */
 	uint64_t fed_seq;     /* the write behind st.federation */
 	hako_time_t fed_look; /* when to look for the channel again */
 	vw_state_t st;
@@ -77,7 +78,7 @@ static void detach(vw_sampler_t *s)
 	s->rd = NULL;
 	hako_domain_close(s->dom);
 	s->dom = NULL;
-	s->fed = NULL; /* a handle of the closed domain */
+	s->fed = 0; /* of the closed domain */
 	s->fed_seq = 0;
 	s->fed_look = 0;
 	s->st.federation[0] = '\0';
@@ -429,47 +430,32 @@ static void link_eus(vw_state_t *st)
 	}
 }
 
-/* A federation node's conductor writes its status (JSON text) in its domain: the viewer shows
- * the node's drift against each peer. The text is checked before it is passed on. */
+/* A federation node's conductor writes its status in its domain: the viewer shows the node's
+ * drift against each peer. Read with the conductor's reader (hako/conductor.h) and passed on
+ * as the JSON it formats, so the page sees the keys the status contract names. */
 static void sample_federation(vw_sampler_t *s, hako_time_t now)
 {
 	vw_state_t *st = &s->st;
-	if (s->fed == NULL) {
-		if (now < s->fed_look) {
-			return;
-		}
-		s->fed_look = now + 2000000;
-		hako_log_level_t lv = quiet_begin();
-		int r = hako_channel_lookup(s->dom, "_hako_conductor", 0, &s->fed);
-		hako_log_set_level(lv);
-		if (r != 0) {
-			s->fed = NULL;
-			st->federation[0] = '\0';
-			return;
-		}
-	}
-	if (hako_channel_seq(s->fed) == s->fed_seq) {
+	if (!s->fed && now < s->fed_look) {
 		return;
 	}
-	static char buf[VW_FEDERATION_MAX];
-	size_t len = 0;
-	uint64_t seq = 0;
-	if (hako_channel_read(s->fed, buf, sizeof(buf) - 1, &len, &seq) != 0 || seq == 0) {
-		return;
-	}
-	s->fed_seq = seq;
-	buf[len < sizeof(buf) ? len : sizeof(buf) - 1] = '\0';
-	json_error_t je;
-	json_t *o = json_loads(buf, JSON_REJECT_DUPLICATES, &je);
-	if (!json_is_object(o)) {
+	static hako_conductor_status_t fs;
+	int r = hako_conductor_status_read(s->dom, &fs);
+	if (r == HAKO_ENOENT) {
+		s->fed = 0;
+		s->fed_look = now + 2000000; /* a node may be linked later: look again */
 		st->federation[0] = '\0';
-	} else {
-		char *txt = json_dumps(o, JSON_COMPACT);
-		snprintf(st->federation, sizeof(st->federation), "%s",
-		         txt != NULL && strlen(txt) < sizeof(st->federation) ? txt : "");
-		free(txt);
+		return;
 	}
-	json_decref(o);
+	s->fed = 1;
+	if (r == HAKO_EAGAIN || fs.seq == s->fed_seq) {
+		return; /* right after a reset, or nothing new */
+	}
+	s->fed_seq = fs.seq;
+	if (r != 0 ||
+	    hako_conductor_status_format(&fs, st->federation, sizeof(st->federation), NULL) != 0) {
+		st->federation[0] = '\0';
+	}
 }
 
 void vw_sampler_tick(vw_sampler_t *s)
