@@ -25,21 +25,7 @@
 
 #include "hako/log.h"
 #include "hako/rd.h"
-
-enum ev {
-	EV_INIT,
-	EV_WRITE,
-	EV_STEP,
-	EV_RELEASE,
-	EV_ACTIVATE,
-	EV_RELEASED,
-	EV_RECLAIM,
-	EV_RESTART, /* RD-Full: a node restarts the EU from the authority's committed context */
-	EV_READ,    /* a reader (an observer) was given a PDU */
-};
-
-static const char *const ev_names[] = {"init",     "write",   "step",    "release", "activate",
-                                       "released", "reclaim", "restart", "read"};
+#include "rd_internal.h"
 
 struct rec {
 	int64_t t;
@@ -74,7 +60,7 @@ struct check {
 
 static int key_is_owner_init(const struct rec *r)
 {
-	return r->ev == EV_INIT && r->owner;
+	return r->ev == HAKOI_RD_EV_INIT && r->owner;
 }
 
 /* (run, eu, t, input order); a run's owner init comes first whatever its t. */
@@ -196,11 +182,8 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 	if (ev == NULL) {
 		return HAKO_EPROTO;
 	}
-	size_t k = 0;
-	while (k < sizeof(ev_names) / sizeof(ev_names[0]) && strcmp(ev_names[k], ev) != 0) {
-		k++;
-	}
-	if (k == sizeof(ev_names) / sizeof(ev_names[0])) {
+	hakoi_rd_trace_ev_t k = hakoi_rd_trace_ev_of(ev);
+	if (k == HAKOI_RD_EV_COUNT) {
 		return HAKO_EPROTO;
 	}
 	r->ev = (uint8_t)k;
@@ -208,7 +191,7 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 	const char *key = NULL;
 	*why = NULL;
 	switch (r->ev) {
-	case EV_INIT: {
+	case HAKOI_RD_EV_INIT: {
 		const char *role = json_string_value(json_object_get(o, "role"));
 		if ((*why = get_int(o, key = "run", 0, UINT32_MAX, &x)) != NULL) {
 			break;
@@ -227,8 +210,8 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 		r->owner = strcmp(role, "owner") == 0;
 		break;
 	}
-	case EV_READ:
-	case EV_WRITE: {
+	case HAKOI_RD_EV_READ:
+	case HAKOI_RD_EV_WRITE: {
 		const char *pdu = json_string_value(json_object_get(o, "pdu"));
 		key = "pdu";
 		if (pdu == NULL) {
@@ -238,7 +221,7 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 		if (intern(ck, pdu, &r->pdu) != 0) {
 			return HAKO_ENOMEM;
 		}
-		if (r->ev == EV_READ) {
+		if (r->ev == HAKOI_RD_EV_READ) {
 			break;
 		}
 		if ((*why = get_int(o, key = "mt", INT64_MIN, INT64_MAX, &x)) == NULL) {
@@ -246,7 +229,7 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 		}
 		break;
 	}
-	case EV_STEP:
+	case HAKOI_RD_EV_STEP:
 		if ((*why = get_int(o, key = "step", 0, INT64_MAX, &x)) != NULL) {
 			break;
 		}
@@ -255,20 +238,20 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 			r->mt = (int64_t)x;
 		}
 		break;
-	case EV_RELEASE:
-	case EV_ACTIVATE:
-		if ((*why = get_int(o, key = r->ev == EV_RELEASE ? "next" : "from", 1, 255, &x)) !=
-		    NULL) {
+	case HAKOI_RD_EV_RELEASE:
+	case HAKOI_RD_EV_ACTIVATE:
+		if ((*why = get_int(o, key = r->ev == HAKOI_RD_EV_RELEASE ? "next" : "from", 1, 255,
+		                    &x)) != NULL) {
 			break;
 		}
 		r->other = (uint8_t)x;
 		/* fall through */
-	case EV_RECLAIM:
+	case HAKOI_RD_EV_RECLAIM:
 		if ((*why = get_int(o, key = "step", 0, INT64_MAX, &x)) == NULL) {
 			r->step = (uint64_t)x;
 		}
 		break;
-	case EV_RESTART:
+	case HAKOI_RD_EV_RESTART:
 		if ((*why = get_int(o, key = "lost", 0, 255, &x)) != NULL) {
 			break;
 		}
@@ -277,7 +260,7 @@ static int parse_line(struct check *ck, json_t *o, struct rec *r, const char **b
 			r->step = (uint64_t)x;
 		}
 		break;
-	case EV_RELEASED:
+	case HAKOI_RD_EV_RELEASED:
 		if ((*why = get_int(o, key = "next", 0, 255, &x)) == NULL) {
 			r->other = (uint8_t)x;
 		}
@@ -389,7 +372,7 @@ static int read_trace(struct check *ck, uint32_t file, hako_error_t *err)
 			                    why != NULL ? why : "out of memory");
 			break;
 		}
-		if (r->ev == EV_INIT) {
+		if (r->ev == HAKOI_RD_EV_INIT) {
 			run_of[r->node] = r->run;
 		} else {
 			r->run = (uint32_t)run_of[r->node];
@@ -471,7 +454,7 @@ static void check_owned(struct check *ck, const struct owner *o, const struct re
                         const struct rec *r)
 {
 	char what[160];
-	if (r->ev == EV_WRITE) {
+	if (r->ev == HAKOI_RD_EV_WRITE) {
 		snprintf(what, sizeof(what), "wrote \"%s\"", ck->names[r->pdu]);
 	} else {
 		snprintf(what, sizeof(what), "ran model step %" PRIu64, r->step);
@@ -526,7 +509,7 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct rec *r = &g[i];
 		switch (r->ev) {
-		case EV_INIT:
+		case HAKOI_RD_EV_INIT:
 			if (!r->owner) {
 				break;
 			}
@@ -538,7 +521,7 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			}
 			take(&o, r);
 			break;
-		case EV_RELEASE:
+		case HAKOI_RD_EV_RELEASE:
 			if (!o.valid || o.node != r->node) {
 				violation(ck, r,
 				          "eu %" PRIu32 ": node %u released the EU at world time "
@@ -557,9 +540,9 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			commit.epoch = r->epoch;
 			commit.t = r->t;
 			break;
-		case EV_ACTIVATE:
-		case EV_RECLAIM: {
-			int act = r->ev == EV_ACTIVATE;
+		case HAKOI_RD_EV_ACTIVATE:
+		case HAKOI_RD_EV_RECLAIM: {
+			int act = r->ev == HAKOI_RD_EV_ACTIVATE;
 			if (o.valid) {
 				violation(
 				    ck, r,
@@ -602,7 +585,7 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			take(&o, r);
 			break;
 		}
-		case EV_RESTART:
+		case HAKOI_RD_EV_RESTART:
 			/* The owner was lost: its ownership ended with its last record (any later
 			 * one is a step or write without owning, found below). */
 			if (o.valid && o.node != r->other) {
@@ -620,7 +603,7 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			commit.epoch = r->epoch;
 			commit.t = r->t;
 			break;
-		case EV_READ: {
+		case HAKOI_RD_EV_READ: {
 			ck->res->reads++;
 			uint8_t behind = (uint8_t)(commit.epoch - r->epoch);
 			if (commit.valid && behind >= 1 && behind < 128 && r->t > commit.t) {
@@ -634,12 +617,12 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 			}
 			break;
 		}
-		case EV_WRITE:
+		case HAKOI_RD_EV_WRITE:
 			ck->res->writes++;
 			check_writer(ck, &ws, r);
 			check_owned(ck, &o, &rel, r);
 			break;
-		case EV_STEP:
+		case HAKOI_RD_EV_STEP:
 			ck->res->steps++;
 			check_owned(ck, &o, &rel, r);
 			break;
@@ -654,11 +637,11 @@ static void check_ownership(struct check *ck, const struct rec *g, size_t n)
 static void mark_lost(struct rec *g, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (g[i].ev != EV_RESTART) {
+		if (g[i].ev != HAKOI_RD_EV_RESTART) {
 			continue;
 		}
 		for (size_t j = 0; j < n; j++) {
-			if (g[j].ev == EV_STEP && g[j].node == g[i].other &&
+			if (g[j].ev == HAKOI_RD_EV_STEP && g[j].node == g[i].other &&
 			    g[j].step > g[i].step && g[j].t < g[i].t) {
 				g[j].lost = 1;
 			}
@@ -671,7 +654,7 @@ static void check_steps(struct check *ck, const struct rec *g, size_t n)
 {
 	size_t count = 0;
 	for (size_t i = 0; i < n; i++) {
-		count += g[i].ev == EV_STEP;
+		count += g[i].ev == HAKOI_RD_EV_STEP;
 	}
 	if (count == 0) {
 		return;
@@ -682,7 +665,7 @@ static void check_steps(struct check *ck, const struct rec *g, size_t n)
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (g[i].ev == EV_STEP && !g[i].lost) {
+		if (g[i].ev == HAKOI_RD_EV_STEP && !g[i].lost) {
 			s[k++] = &g[i];
 		}
 	}
@@ -736,7 +719,7 @@ static void check_hashes(struct check *ck)
 	const struct rec *first = NULL;
 	for (size_t i = 0; i < ck->n; i++) {
 		const struct rec *r = &ck->recs[i];
-		if (r->ev != EV_INIT) {
+		if (r->ev != HAKOI_RD_EV_INIT) {
 			continue;
 		}
 		if (first == NULL) {

@@ -72,7 +72,28 @@ int hakoi_rd_context_encode(const hakoi_rd_types_t *t, const hakoi_rd_context_t 
 int hakoi_rd_context_decode(const hakoi_rd_types_t *t, const void *pdu, size_t len,
                             hakoi_rd_context_t *cx, char *why, size_t why_len);
 
-/* ---- Trace (JSON lines, format in docs/rd.md) ---- */
+/* ---- Trace (JSON lines, format in docs/rd.md) ----
+ * The contract between the executors that write a trace (rd_node.c, in every asset process
+ * hosting an EU) and hako-rd check (rd_check.c) that reads it: every record has "t", "node",
+ * "eu", "epoch" and "ev", one of the events below, and the keys its event names. */
+
+typedef enum hakoi_rd_trace_ev {
+	HAKOI_RD_EV_INIT,     /* "run", "hash", "role": owner | standby | observer */
+	HAKOI_RD_EV_WRITE,    /* "pdu", "mt" (the model time it wrote at) */
+	HAKOI_RD_EV_STEP,     /* "step", "mt" */
+	HAKOI_RD_EV_RELEASE,  /* "next", "step": the owner stopped for node next */
+	HAKOI_RD_EV_ACTIVATE, /* "from", "step": the new owner took over from node from */
+	HAKOI_RD_EV_RELEASED, /* "next": a node saw the hand-off done */
+	HAKOI_RD_EV_RECLAIM,  /* "step": the old owner took the EU back */
+	HAKOI_RD_EV_RESTART,  /* "lost", "step": RD-Full, from the authority's committed context */
+	HAKOI_RD_EV_READ,     /* "pdu", "mt": a reader (an observer) was given a PDU */
+	HAKOI_RD_EV_COUNT
+} hakoi_rd_trace_ev_t;
+
+/* The event's name in the trace ("init", ...); NULL for none. */
+const char *hakoi_rd_trace_ev_name(hakoi_rd_trace_ev_t ev);
+/* The event of a name; HAKOI_RD_EV_COUNT for none. */
+hakoi_rd_trace_ev_t hakoi_rd_trace_ev_of(const char *name);
 
 typedef struct hakoi_rd_trace hakoi_rd_trace_t;
 
@@ -83,7 +104,7 @@ void hakoi_rd_trace_close(hakoi_rd_trace_t *tr);
 /* One record, written with one write(2): {"t","node","eu","epoch","ev"} followed by `extra`
  * (already JSON: `,"pdu":"pos","mt":1000` or ""). Accepts tr == NULL. */
 void hakoi_rd_trace_emit(hakoi_rd_trace_t *tr, hako_time_t t, uint8_t node, uint32_t eu,
-                         uint8_t epoch, const char *ev, const char *extra);
+                         uint8_t epoch, hakoi_rd_trace_ev_t ev, const char *extra);
 
 /* `s` as the body of a JSON string (quotes and backslashes escaped, control characters as
  * \u00XX) into buf. */

@@ -129,7 +129,7 @@ static hakoi_rd_status_t initial_status(const hako_rd_node_t *node, const struct
 }
 
 static void trace(hako_rd_node_t *node, const struct eu_rt *e, hako_time_t t, uint8_t epoch,
-                  const char *ev, const char *extra)
+                  hakoi_rd_trace_ev_t ev, const char *extra)
 {
 	hakoi_rd_trace_emit(node->trace, t, node->id, e->cfg->id, epoch, ev, extra);
 }
@@ -284,7 +284,7 @@ static void start_run(hako_rd_node_t *node, struct eu_rt *e, int at_open)
 		         : e->local == HAKO_RD_LOCAL_OWNER ? "owner"
 		                                           : "standby");
 		trace(node, e, world, e->local == HAKO_RD_LOCAL_OWNER ? e->epoch : e->view.epoch,
-		      "init", extra);
+		      HAKOI_RD_EV_INIT, extra);
 	}
 }
 
@@ -485,7 +485,7 @@ static int release_committed(hako_rd_node_t *node, struct eu_rt *e, uint8_t next
 	char extra[96];
 	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, e->commit_next,
 	         model_step);
-	trace(node, e, e->commit_at, epoch, "release", extra);
+	trace(node, e, e->commit_at, epoch, HAKOI_RD_EV_RELEASE, extra);
 	hakoi_rd_context_t cx = {
 	    node->cfg->config_hash, epoch, node->id, e->commit_at, model_step, ctx, ctx_len};
 	int r = write_context(node, e, &cx);
@@ -555,7 +555,7 @@ int hako_rd_release(hako_rd_node_t *node, uint32_t eu, uint8_t next, const void 
 	e->reclaim_at = -1; /* worked out at the timeout: most hand-offs never get there */
 	char extra[96];
 	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, next, model_step);
-	trace(node, e, now, epoch, "release", extra);
+	trace(node, e, now, epoch, HAKOI_RD_EV_RELEASE, extra);
 	HAKO_INFO("rd: node %u (%s): EU %s released to node %u at %.6f s (epoch %u, step %" PRIu64
 	          ", %zu context bytes)",
 	          node->id, node->name, e->cfg->name, next, sec(now), epoch, model_step, ctx_len);
@@ -657,7 +657,7 @@ static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 		e->local = HAKO_RD_LOCAL_OWNER;
 		e->epoch = v.epoch;
 		snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, e->rel_step);
-		trace(node, e, now, v.epoch, "reclaim", extra);
+		trace(node, e, now, v.epoch, HAKOI_RD_EV_RECLAIM, extra);
 		HAKO_WARN(
 		    "rd: node %u (%s): the conductor gave EU %s back to this node at epoch %u "
 		    "(node %u did not take it over)",
@@ -669,7 +669,7 @@ static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 		/* The next owner activated (and maybe moved on already). */
 		e->local = HAKO_RD_LOCAL_STANDBY;
 		snprintf(extra, sizeof(extra), ",\"next\":%u", e->rel_next);
-		trace(node, e, now, v.epoch, "released", extra);
+		trace(node, e, now, v.epoch, HAKOI_RD_EV_RELEASED, extra);
 		HAKO_INFO("rd: node %u (%s): EU %s taken over by node %u (epoch %u)", node->id,
 		          node->name, e->cfg->name, e->rel_next, v.epoch);
 		/* Handed straight back to this node: ACTIVATE says both. */
@@ -696,7 +696,7 @@ static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 	e->local = HAKO_RD_LOCAL_OWNER;
 	e->epoch = epoch;
 	snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, e->rel_step);
-	trace(node, e, now, epoch, "reclaim", extra);
+	trace(node, e, now, epoch, HAKOI_RD_EV_RECLAIM, extra);
 	HAKO_WARN("rd: node %u (%s): node %u (%s) did not activate EU %s within %.3f s of world "
 	          "time after the release at %.6f s; taking it back at %.6f s (epoch %u)",
 	          node->id, node->name, e->rel_next, node_name(node->cfg, e->rel_next),
@@ -749,9 +749,9 @@ static int owner_settled_back(hako_rd_node_t *node, struct eu_rt *e, hako_time_t
 	uint8_t next = e->commit_epoch == abandoned ? e->commit_next : 0;
 	char extra[96];
 	snprintf(extra, sizeof(extra), ",\"next\":%u,\"step\":%" PRIu64, next, e->last_step);
-	trace(node, e, now, abandoned, "release", extra);
+	trace(node, e, now, abandoned, HAKOI_RD_EV_RELEASE, extra);
 	snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64, e->last_step);
-	trace(node, e, now, v.epoch, "reclaim", extra);
+	trace(node, e, now, v.epoch, HAKOI_RD_EV_RECLAIM, extra);
 	HAKO_WARN("rd: node %u (%s): the conductor abandoned the hand-off of EU %s at epoch %u "
 	          "before this node released it; this node keeps the EU at epoch %u",
 	          node->id, node->name, e->cfg->name, abandoned, v.epoch);
@@ -792,7 +792,7 @@ int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, hako_rd_eve
 			e->local = HAKO_RD_LOCAL_STANDBY;
 			char extra[64];
 			snprintf(extra, sizeof(extra), ",\"next\":%u", e->view.curr);
-			trace(node, e, now, e->view.epoch, "released", extra);
+			trace(node, e, now, e->view.epoch, HAKOI_RD_EV_RELEASED, extra);
 			*ev = HAKO_RD_EV_RELEASED;
 		}
 		return 0;
@@ -852,11 +852,11 @@ int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now)
 	if (e->pend_restart) {
 		snprintf(extra, sizeof(extra), ",\"lost\":%u,\"step\":%" PRIu64, e->pend_from,
 		         e->pend_step);
-		trace(node, e, now, e->epoch, "restart", extra);
+		trace(node, e, now, e->epoch, HAKOI_RD_EV_RESTART, extra);
 	} else {
 		snprintf(extra, sizeof(extra), ",\"from\":%u,\"step\":%" PRIu64, e->pend_from,
 		         e->pend_step);
-		trace(node, e, now, e->epoch, "activate", extra);
+		trace(node, e, now, e->epoch, HAKOI_RD_EV_ACTIVATE, extra);
 	}
 	HAKO_INFO("rd: node %u (%s): EU %s activated at %.6f s (epoch %u, from node %u released "
 	          "at %.6f s, step %" PRIu64 ")",
@@ -946,7 +946,7 @@ int hako_rd_take_over(hako_rd_node_t *node, uint32_t eu, uint8_t lost, hako_time
 	e->commit_at = -1;
 	char extra[96];
 	snprintf(extra, sizeof(extra), ",\"lost\":%u,\"step\":%" PRIu64, lost, cx.model_step);
-	trace(node, e, now, epoch, "restart", extra);
+	trace(node, e, now, epoch, HAKOI_RD_EV_RESTART, extra);
 	HAKO_WARN("rd: node %u (%s): took EU %s over from the lost node %u at %.6f s (epoch %u), "
 	          "from model step %" PRIu64 " (its context of %.6f s)",
 	          node->id, node->name, e->cfg->name, lost, sec(now), epoch, cx.model_step,
@@ -988,7 +988,8 @@ int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, siz
 		char extra[400];
 		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[pdu],
 		         (int64_t)model_time);
-		trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, "write", extra);
+		trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_WRITE,
+		      extra);
 	}
 	return 0;
 }
@@ -1039,7 +1040,7 @@ int hako_rd_read_at(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, si
 	if (node->trace != NULL) {
 		char extra[200];
 		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\"", e->data_name[pdu]);
-		trace(node, e, world, epoch, "read", extra);
+		trace(node, e, world, epoch, HAKOI_RD_EV_READ, extra);
 	}
 	if (len != NULL) {
 		*len = n;
@@ -1072,5 +1073,5 @@ void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step, hako_t
 	char extra[96];
 	snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64 ",\"mt\":%" PRId64, step,
 	         (int64_t)model_time);
-	trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, "step", extra);
+	trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_STEP, extra);
 }

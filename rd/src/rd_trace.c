@@ -73,17 +73,40 @@ void hakoi_rd_json_escape(const char *s, char *buf, size_t len)
 	buf[o] = '\0';
 }
 
-void hakoi_rd_trace_emit(hakoi_rd_trace_t *tr, hako_time_t t, uint8_t node, uint32_t eu,
-                         uint8_t epoch, const char *ev, const char *extra)
+static const char *const ev_names[HAKOI_RD_EV_COUNT] = {
+    [HAKOI_RD_EV_INIT] = "init",         [HAKOI_RD_EV_WRITE] = "write",
+    [HAKOI_RD_EV_STEP] = "step",         [HAKOI_RD_EV_RELEASE] = "release",
+    [HAKOI_RD_EV_ACTIVATE] = "activate", [HAKOI_RD_EV_RELEASED] = "released",
+    [HAKOI_RD_EV_RECLAIM] = "reclaim",   [HAKOI_RD_EV_RESTART] = "restart",
+    [HAKOI_RD_EV_READ] = "read",
+};
+
+const char *hakoi_rd_trace_ev_name(hakoi_rd_trace_ev_t ev)
 {
-	if (tr == NULL) {
+	return (unsigned)ev < HAKOI_RD_EV_COUNT ? ev_names[ev] : NULL;
+}
+
+hakoi_rd_trace_ev_t hakoi_rd_trace_ev_of(const char *name)
+{
+	for (int k = 0; name != NULL && k < HAKOI_RD_EV_COUNT; k++) {
+		if (strcmp(ev_names[k], name) == 0) {
+			return (hakoi_rd_trace_ev_t)k;
+		}
+	}
+	return HAKOI_RD_EV_COUNT;
+}
+
+void hakoi_rd_trace_emit(hakoi_rd_trace_t *tr, hako_time_t t, uint8_t node, uint32_t eu,
+                         uint8_t epoch, hakoi_rd_trace_ev_t ev, const char *extra)
+{
+	if (tr == NULL || hakoi_rd_trace_ev_name(ev) == NULL) {
 		return;
 	}
 	char line[640];
-	int n = snprintf(line, sizeof(line),
-	                 "{\"t\":%" PRId64 ",\"node\":%u,\"eu\":%" PRIu32
-	                 ",\"epoch\":%u,\"ev\":\"%s\"%s}\n",
-	                 (int64_t)t, node, eu, epoch, ev, extra != NULL ? extra : "");
+	int n = snprintf(
+	    line, sizeof(line),
+	    "{\"t\":%" PRId64 ",\"node\":%u,\"eu\":%" PRIu32 ",\"epoch\":%u,\"ev\":\"%s\"%s}\n",
+	    (int64_t)t, node, eu, epoch, hakoi_rd_trace_ev_name(ev), extra != NULL ? extra : "");
 	if (n < 0 || (size_t)n >= sizeof(line)) {
 		return; /* cannot happen with the records rd_node.c makes */
 	}
