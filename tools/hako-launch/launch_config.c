@@ -70,14 +70,15 @@ int hakoi_launch_read(const char *file, const hakoi_launch_options_t *opt, int n
 	    folder != NULL ? hakoi_launch_abs_dir(c.cwd, folder[0] != '\0' ? folder : "/") : NULL;
 	free(folder);
 	c.var_dir = cfg->dir;
-	int federation = json_is_object(root) && json_object_get(root, "federation") != NULL;
+	int federation =
+	    json_is_object(root) && json_object_get(root, HAKOI_LAUNCH_KEY_FEDERATION) != NULL;
 	int hakoniwa = json_is_object(root) && json_object_get(root, "assets") != NULL &&
-	               json_object_get(root, "processes") == NULL && !federation;
+	               json_object_get(root, HAKOI_LAUNCH_KEY_PROCESSES) == NULL && !federation;
 	c.hk_root = root;
 	if (cfg->dir == NULL) {
 		r = hakoi_walk_fail_oom(&w);
 	} else if (federation && nested) {
-		hakoi_walk_push_key(&w, "federation");
+		hakoi_walk_push_key(&w, HAKOI_LAUNCH_KEY_FEDERATION);
 		r = hakoi_walk_fail(&w, "a federation file is not a node of another federation");
 	} else if ((r = set_defaults(cfg, err)) == 0 && federation) {
 		cfg->grace_ms = HAKOI_LAUNCH_DEFAULT_FED_GRACE;

@@ -188,7 +188,7 @@ static int check_nodes(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 			server = (int)i;
 		}
 	}
-	hakoi_walk_push_key(w, "nodes");
+	hakoi_walk_push_key(w, HAKOI_LAUNCH_KEY_NODES);
 	if (server < 0) {
 		return hakoi_walk_fail(w,
 		                       "no server among the nodes (a node whose conductor file has "
@@ -251,7 +251,7 @@ static const hakoi_field_t node_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_n
 static const hakoi_field_t federation_fields[] = {
     EXPANDED("name", 0, hakoi_launch_config_t, prefix),
     HAKOI_CHECK(check_prefix),
-    {.key = "nodes",
+    {.key = HAKOI_LAUNCH_KEY_NODES,
      .kind = HAKOI_K_ARRAY,
      .flags = HAKOI_F_REQUIRED,
      .min = 1,
@@ -265,11 +265,11 @@ static const hakoi_field_t federation_fields[] = {
 
 const hakoi_field_t hakoi_launch_federation_top_fields[] = {
     HAKOI_IGNORE("$schema"),
-    {.key = "federation",
+    {.key = HAKOI_LAUNCH_KEY_FEDERATION,
      .kind = HAKOI_K_OBJECT,
      .flags = HAKOI_F_REQUIRED,
      .fields = federation_fields},
-    EXPANDED("log_dir", 0, hakoi_launch_config_t, log_dir),
+    EXPANDED(HAKOI_LAUNCH_KEY_LOG_DIR, 0, hakoi_launch_config_t, log_dir),
     HAKOI_CHECK(hakoi_launch_check_log_dir),
     INT_FIELD("grace_ms", hakoi_launch_config_t, grace_ms, 0, 3600000,
               "an integer in [0, 3600000] (ms)"),

@@ -88,7 +88,7 @@ static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 	    cfg->stop_at_usec > 0) {
 		/* Its own stop would ask the server to stop the federation wherever the server's
 		 * clock is: the stop time is the server's to keep. */
-		hakoi_walk_push_key(w, "stop_at_usec");
+		hakoi_walk_push_key(w, HAKOI_LAUNCH_KEY_STOP_AT_USEC);
 		return hakoi_walk_fail(w,
 		                       "a client node stops when its server stops the federation: "
 		                       "give the stop time in the server's launch file");
@@ -100,7 +100,7 @@ static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 	if (cfg->stop_at_usec % delta != 0) {
 		/* The world clock moves in steps of delta and halts at the stop time: it would
 		 * never get there. */
-		hakoi_walk_push_key(w, "stop_at_usec");
+		hakoi_walk_push_key(w, HAKOI_LAUNCH_KEY_STOP_AT_USEC);
 		return hakoi_walk_fail(w, "%lld is not a multiple of delta_usec (%lld)",
 		                       (long long)cfg->stop_at_usec, delta);
 	}
@@ -108,7 +108,7 @@ static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field
 }
 
 static const hakoi_field_t conductor_fields[] = {
-    HAKOI_CUSTOM("federation", 0, parse_federation, "a string"),
+    HAKOI_CUSTOM(HAKOI_LAUNCH_KEY_CONDUCTOR_FILE, 0, parse_federation, "a string"),
     {.key = "delta_usec",
      .kind = HAKOI_K_INT,
      HAKOI_AT(hakoi_launch_config_t, master.delta_usec),
@@ -123,13 +123,13 @@ static const hakoi_field_t conductor_fields[] = {
      .max = 3600000000LL,
      .expect = "an integer in [1, 3600000000] (microseconds)",
      .check = not_with_federation},
-    {.key = "real_time_factor",
+    {.key = HAKOI_LAUNCH_KEY_REAL_TIME_FACTOR,
      .kind = HAKOI_K_NUMBER,
      HAKOI_AT(hakoi_launch_config_t, master.real_time_factor),
      .dmin = 0.0,
      .dmax = 1e6,
      .expect = "a number in [0, 1000000] (0 = as fast as possible)"},
-    INT_FIELD("stop_at_usec", hakoi_launch_config_t, stop_at_usec, 0, INT64_MAX / 2,
+    INT_FIELD(HAKOI_LAUNCH_KEY_STOP_AT_USEC, hakoi_launch_config_t, stop_at_usec, 0, INT64_MAX / 2,
               "an integer >= 0 (world time in microseconds; 0 = none)"),
     HAKOI_CHECK(check_clock),
     HAKOI_CUSTOM("core_config", 0, parse_core_config, "a string"),
@@ -224,7 +224,7 @@ static int check_processes(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 	if (cfg->proc_count > 0 || cfg->federation != NULL) {
 		return 0;
 	}
-	hakoi_walk_push_key(w, "processes");
+	hakoi_walk_push_key(w, HAKOI_LAUNCH_KEY_PROCESSES);
 	return cfg->procs_given ? hakoi_walk_fail(w, "must not be empty")
 	                        : hakoi_walk_fail_missing(w, "an array of processes");
 }
@@ -237,17 +237,17 @@ const hakoi_field_t hakoi_launch_top_fields[] = {
     HAKOI_IGNORE("$schema"),
     EXPANDED("domain", 0, hakoi_launch_config_t, domain),
     HAKOI_CHECK(hakoi_launch_check_domain),
-    {.key = "conductor", .kind = HAKOI_K_OBJECT, .fields = conductor_fields},
-    EXPANDED("log_dir", 0, hakoi_launch_config_t, log_dir),
+    {.key = HAKOI_LAUNCH_KEY_CONDUCTOR, .kind = HAKOI_K_OBJECT, .fields = conductor_fields},
+    EXPANDED(HAKOI_LAUNCH_KEY_LOG_DIR, 0, hakoi_launch_config_t, log_dir),
     HAKOI_CHECK(hakoi_launch_check_log_dir),
-    {.key = "path",
+    {.key = HAKOI_LAUNCH_KEY_PATH,
      .kind = HAKOI_K_ARRAY,
      HAKOI_ELEMS_NEW(hakoi_launch_config_t, path, path_count),
      .elem = &path_elem,
      .expect = "an array of folders"},
     INT_FIELD("grace_ms", hakoi_launch_config_t, grace_ms, 0, 3600000,
               "an integer in [0, 3600000] (ms)"),
-    {.key = "processes",
+    {.key = HAKOI_LAUNCH_KEY_PROCESSES,
      .kind = HAKOI_K_ARRAY,
      HAKOI_ELEMS_NEW(hakoi_launch_config_t, procs, proc_count),
      .elem = &process_elem,

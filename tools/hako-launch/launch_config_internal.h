@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "hako_launch_keys.h"
 #include "hakoi/cfg.h"
 #include "launch_config.h"
 

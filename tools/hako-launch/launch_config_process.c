@@ -145,8 +145,8 @@ static int check_wait(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_
 }
 
 static const hakoi_field_t wait_fields[] = {
-    HAKOI_CUSTOM("asset", 0, parse_wait_asset, "a string"),
-    HAKOI_CUSTOM("log", 0, parse_wait_log, "a string"),
+    HAKOI_CUSTOM(HAKOI_LAUNCH_KEY_WAIT_ASSET, 0, parse_wait_asset, "a string"),
+    HAKOI_CUSTOM(HAKOI_LAUNCH_KEY_WAIT_LOG, 0, parse_wait_log, "a string"),
     INT_FIELD("timeout_ms", hakoi_launch_proc_t, timeout_ms, 1, 86400000,
               "an integer in [1, 86400000] (ms)"),
     HAKOI_CHECK(check_wait),
@@ -210,7 +210,7 @@ int hakoi_launch_check_process(hakoi_walk_t *w, json_t *v, void *base, const hak
 		                          "simulation would restart on this node alone)");
 	}
 	if (p->phase == HAKOI_LAUNCH_PHASE_AFTER && p->wait_for != HAKOI_LAUNCH_WAIT_NOTHING) {
-		hakoi_walk_push_key(w, "wait_for");
+		hakoi_walk_push_key(w, HAKOI_LAUNCH_KEY_PROC_WAIT_FOR);
 		return hakoi_walk_fail(w,
 		                       "a process of phase \"after\" runs to its end; nothing to "
 		                       "wait for");
@@ -227,18 +227,18 @@ const hakoi_field_t hakoi_launch_arg_elem = {
     .kind = HAKOI_K_CUSTOM, .flags = HAKOI_F_EMPTY_OK, .parse = hakoi_launch_parse_expanded};
 
 static const hakoi_field_t proc_fields[] = {
-    {.key = "name",
+    {.key = HAKOI_LAUNCH_KEY_PROC_NAME,
      .kind = HAKOI_K_STRING,
      .flags = HAKOI_F_REQUIRED,
      HAKOI_AT(hakoi_launch_proc_t, name),
      .check = hakoi_launch_check_proc_name},
-    {.key = "command",
+    {.key = HAKOI_LAUNCH_KEY_PROC_COMMAND,
      .kind = HAKOI_K_CUSTOM,
      .flags = HAKOI_F_REQUIRED,
      .offset = offsetof(hakoi_launch_proc_t, command),
      .parse = parse_command,
      .expect = "a string"},
-    {.key = "args",
+    {.key = HAKOI_LAUNCH_KEY_PROC_ARGS,
      .kind = HAKOI_K_ARRAY,
      HAKOI_ELEMS_NEW(hakoi_launch_proc_t, args, arg_count),
      .elem = &hakoi_launch_arg_elem,
@@ -248,13 +248,13 @@ static const hakoi_field_t proc_fields[] = {
      HAKOI_ELEMS_NEW(hakoi_launch_proc_t, needs_args, needs_count),
      .elem = &hakoi_launch_arg_elem,
      .expect = "an array of strings (the arguments that make the command print its needs)"},
-    {.key = "env",
+    {.key = HAKOI_LAUNCH_KEY_PROC_ENV,
      .kind = HAKOI_K_MAP,
      HAKOI_ELEMS_NEW(hakoi_launch_proc_t, env, env_count),
      .parse = parse_env,
      .expect = "an object of strings"},
     HAKOI_CUSTOM("cwd", 0, parse_cwd, "a string"),
-    HAKOI_CUSTOM("wait_for", 0, parse_wait_for,
+    HAKOI_CUSTOM(HAKOI_LAUNCH_KEY_PROC_WAIT_FOR, 0, parse_wait_for,
                  "\"nothing\", {\"asset\": NAME} or {\"log\": TEXT}"),
     HAKOI_ENUM("phase", 0, hakoi_launch_proc_t, phase, phase_names, phase_values),
     HAKOI_ENUM("restart", 0, hakoi_launch_proc_t, restart_on_failure, restart_names, NULL),
