@@ -4,7 +4,7 @@
  * renamed here is renamed in both. The reader knows more keys than these; those gen does not
  * write stay in its tables. test/conductor/gen loads every file gen writes with the reader, and
  * fails when a case's files hold a key that is not here or when a key here is written by no
- * case (a key added here goes into its contract_keys too). Header only: target
+ * case (a key added here goes into its launch_keys too). Header only: target
  * hako_launch_keys. */
 #ifndef HAKOI_LAUNCH_KEYS_H
 #define HAKOI_LAUNCH_KEYS_H
