@@ -9,7 +9,9 @@
  *   <node>/endpoint/...               shm endpoint, a tcp endpoint per link, the cache
  *   <node>/rd.json                    mode "rd": the RD config, the same bytes on every node
  *
- * A node's folder names nothing outside itself, so it can be copied to its machine as it is. */
+ * A node's folder names nothing outside itself, so it can be copied to its machine as it is.
+ * The keys of the two hako-launch files are spelled once, in hako_launch_keys.h, for gen and for
+ * hako-launch's reader. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -20,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "conductor_gen.h"
+#include "hako_launch_keys.h"
 #include "hakoi/file.h"
 
 struct out {
@@ -540,16 +543,18 @@ static json_t *unit_process(const hakoi_gen_unit_t *u, int n)
 		json_array_append_new(args, json_string(u->args[j]));
 	}
 	json_t *p =
-	    json_pack("{s:s, s:s, s:o}", "name", u->name, "command", u->command, "args", args);
+	    json_pack("{s:s, s:s, s:o}", HAKOI_LAUNCH_KEY_PROC_NAME, u->name,
+	              HAKOI_LAUNCH_KEY_PROC_COMMAND, u->command, HAKOI_LAUNCH_KEY_PROC_ARGS, args);
 	if (p != NULL && u->eu >= 0) {
 		char id[16];
 		snprintf(id, sizeof(id), "%d", n);
-		json_object_set_new(p, "env",
+		json_object_set_new(p, HAKOI_LAUNCH_KEY_PROC_ENV,
 		                    json_pack("{s:s, s:s, s:s}", "HAKO_RD_CONFIG", RD_CONFIG_VAR,
 		                              "HAKO_RD_NODE", id, "HAKO_RD_EU", u->name));
 	}
 	if (p != NULL) {
-		json_object_set_new(p, "wait_for", json_pack("{s:s}", "asset", u->asset));
+		json_object_set_new(p, HAKOI_LAUNCH_KEY_PROC_WAIT_FOR,
+		                    json_pack("{s:s}", HAKOI_LAUNCH_KEY_WAIT_ASSET, u->asset));
 	}
 	return p;
 }
@@ -566,23 +571,25 @@ static json_t *launch_json(const hakoi_gen_t *g, int n, int bridged)
 		return NULL;
 	}
 	snprintf(text, sizeof(text), "logs/%s", node->id);
-	json_object_set_new(l, "log_dir", json_string(text));
+	json_object_set_new(l, HAKOI_LAUNCH_KEY_LOG_DIR, json_string(text));
 	if (g->opt.path_count > 0) {
 		json_t *path = json_array();
 		for (size_t i = 0; i < g->opt.path_count; i++) {
 			json_array_append_new(path, json_string(g->opt.path[i]));
 		}
-		json_object_set_new(l, "path", path);
+		json_object_set_new(l, HAKOI_LAUNCH_KEY_PATH, path);
 	}
 	snprintf(text, sizeof(text), "conductor/%s.json", node->id);
-	json_object_set_new(cond, "federation", json_string(text));
+	json_object_set_new(cond, HAKOI_LAUNCH_KEY_CONDUCTOR_FILE, json_string(text));
 	if (g->opt.real_time_factor > 0) {
-		json_object_set_new(cond, "real_time_factor", json_real(g->opt.real_time_factor));
+		json_object_set_new(cond, HAKOI_LAUNCH_KEY_REAL_TIME_FACTOR,
+		                    json_real(g->opt.real_time_factor));
 	}
 	if (n == 0 && g->opt.stop_at_usec > 0) {
-		json_object_set_new(cond, "stop_at_usec", json_integer(g->opt.stop_at_usec));
+		json_object_set_new(cond, HAKOI_LAUNCH_KEY_STOP_AT_USEC,
+		                    json_integer(g->opt.stop_at_usec));
 	}
-	json_object_set_new(l, "conductor", cond);
+	json_object_set_new(l, HAKOI_LAUNCH_KEY_CONDUCTOR, cond);
 	if (bridged) {
 		/* hako-bridge says this line once its endpoints are open and its connections made:
 		 * the units start after it, so that nothing they write is missed. */
@@ -593,10 +600,12 @@ static json_t *launch_json(const hakoi_gen_t *g, int n, int bridged)
 			json_array_append_new(args, json_string(RD_CONFIG_VAR));
 		}
 		json_array_append_new(args, json_string("-v"));
-		json_array_append_new(procs,
-		                      json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", "hako-bridge",
-		                                "command", "hako-bridge", "args", args, "wait_for",
-		                                "log", "connection(s)"));
+		json_array_append_new(procs, json_pack("{s:s, s:s, s:o, s:{s:s}}",
+		                                       HAKOI_LAUNCH_KEY_PROC_NAME, "hako-bridge",
+		                                       HAKOI_LAUNCH_KEY_PROC_COMMAND, "hako-bridge",
+		                                       HAKOI_LAUNCH_KEY_PROC_ARGS, args,
+		                                       HAKOI_LAUNCH_KEY_PROC_WAIT_FOR,
+		                                       HAKOI_LAUNCH_KEY_WAIT_LOG, "connection(s)"));
 	}
 	if (n == 0 && g->rd &&
 	    (strcmp(g->rd_trigger_type, "timetable") == 0 ||
@@ -604,10 +613,12 @@ static json_t *launch_json(const hakoi_gen_t *g, int n, int bridged)
 		/* The ExMonitor: an asset of the server's domain that asks the server for the
 		 * trigger's moves (docs/rd.md). */
 		snprintf(text, sizeof(text), "${HAKO_LAUNCH_DIR}/conductor/%s.json", node->id);
-		json_array_append_new(procs, json_pack("{s:s, s:s, s:[s, s, s], s:{s:s}}", "name",
-		                                       "exmonitor", "command", "hako-rd", "args",
-		                                       "monitor", "--conductor", text, "wait_for",
-		                                       "log", "monitor: every"));
+		json_array_append_new(
+		    procs, json_pack("{s:s, s:s, s:[s, s, s], s:{s:s}}", HAKOI_LAUNCH_KEY_PROC_NAME,
+		                     "exmonitor", HAKOI_LAUNCH_KEY_PROC_COMMAND, "hako-rd",
+		                     HAKOI_LAUNCH_KEY_PROC_ARGS, "monitor", "--conductor", text,
+		                     HAKOI_LAUNCH_KEY_PROC_WAIT_FOR, HAKOI_LAUNCH_KEY_WAIT_LOG,
+		                     "monitor: every"));
 	}
 	for (size_t k = 0; k < g->unit_count; k++) {
 		json_t *p = unit_process(&g->units[k], n);
@@ -615,7 +626,7 @@ static json_t *launch_json(const hakoi_gen_t *g, int n, int bridged)
 			json_array_append_new(procs, p);
 		}
 	}
-	json_object_set_new(l, "processes", procs);
+	json_object_set_new(l, HAKOI_LAUNCH_KEY_PROCESSES, procs);
 	return l;
 }
 
@@ -655,7 +666,8 @@ int hakoi_gen_write(const hakoi_gen_t *g, const char *dir, size_t *count, hako_e
 	}
 	if (r == 0) {
 		r = put(&o, "federation.json",
-		        json_pack("{s:{s:o}, s:s}", "federation", "nodes", nodes, "log_dir",
+		        json_pack("{s:{s:o}, s:s}", HAKOI_LAUNCH_KEY_FEDERATION,
+		                  HAKOI_LAUNCH_KEY_NODES, nodes, HAKOI_LAUNCH_KEY_LOG_DIR,
 		                  "logs/federation"));
 	} else {
 		json_decref(nodes);

@@ -1,6 +1,6 @@
 /* hako-launch: run a co-simulation described by one JSON file (docs/hako-launch.md). The
  * command line is here; the run is launch_run.c, the processes launch_supervise.c, the file
- * launch_config.c. */
+ * launch_config.c (the reader, with its parts launch_config_*.c). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

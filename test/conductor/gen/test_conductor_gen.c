@@ -11,6 +11,11 @@
  * conductor file, and no bridge connection that hako-bridge --rd would refuse; the launch files'
  * processes are printed with their arguments and environment (the output folder as "DIR").
  *
+ * The hako-launch files are also held to hako_launch_keys.h, the keys gen and hako-launch share:
+ * a launch or federation file gen writes holds no key the header does not name, and every key
+ * the header names is written by some case, so that the reader, which refuses a key it does not
+ * know, has loaded each of them (every_launch_key_written, after the cases).
+ *
  * The environment is fixed: PATH=/usr/bin:/bin (units' commands such as "true" are found
  * there), hako-bridge and hako-rd are found in the build tree (HAKO_BRIDGE_DIR, HAKO_RD_DIR).
  * Shared inputs (pdutypes, a pdudef) are in fixtures/, next to cases/.
@@ -22,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +40,7 @@
 #include "hako/endpoint_config.h"
 #include "hako/rd.h"
 #include "hako_cases.h"
+#include "hako_launch_keys.h"
 #include "hako_test_util.h"
 #include "launch_config.h"
 
@@ -92,6 +99,78 @@ static void append_in_dir(char *out, size_t len, const char *prefix, const char 
 	} else {
 		htc_append(out, len, "%s%s", prefix, s);
 	}
+}
+
+/* The keys of hako_launch_keys.h, by the object gen writes them in; written: by some case. */
+static struct launch_key {
+	const char *in;
+	const char *key;
+	int written;
+} launch_keys[] = {
+    {"launch file", HAKOI_LAUNCH_KEY_LOG_DIR, 0},
+    {"launch file", HAKOI_LAUNCH_KEY_PATH, 0},
+    {"launch file", HAKOI_LAUNCH_KEY_CONDUCTOR, 0},
+    {"launch file", HAKOI_LAUNCH_KEY_PROCESSES, 0},
+    {"conductor", HAKOI_LAUNCH_KEY_CONDUCTOR_FILE, 0},
+    {"conductor", HAKOI_LAUNCH_KEY_REAL_TIME_FACTOR, 0},
+    {"conductor", HAKOI_LAUNCH_KEY_STOP_AT_USEC, 0},
+    {"process", HAKOI_LAUNCH_KEY_PROC_NAME, 0},
+    {"process", HAKOI_LAUNCH_KEY_PROC_COMMAND, 0},
+    {"process", HAKOI_LAUNCH_KEY_PROC_ARGS, 0},
+    {"process", HAKOI_LAUNCH_KEY_PROC_ENV, 0},
+    {"process", HAKOI_LAUNCH_KEY_PROC_WAIT_FOR, 0},
+    {"wait_for", HAKOI_LAUNCH_KEY_WAIT_ASSET, 0},
+    {"wait_for", HAKOI_LAUNCH_KEY_WAIT_LOG, 0},
+    {"federation file", HAKOI_LAUNCH_KEY_FEDERATION, 0},
+    {"federation file", HAKOI_LAUNCH_KEY_LOG_DIR, 0},
+    {"federation", HAKOI_LAUNCH_KEY_NODES, 0},
+};
+
+#define LAUNCH_KEY_COUNT (sizeof(launch_keys) / sizeof(launch_keys[0]))
+
+/* Every member of obj (the object `in` of file) is a key of hako_launch_keys.h there. */
+static void check_keys(json_t *obj, const char *in, const char *file)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v)
+	{
+		size_t i = 0;
+		while (i < LAUNCH_KEY_COUNT && (strcmp(launch_keys[i].in, in) != 0 ||
+		                                strcmp(launch_keys[i].key, key) != 0)) {
+			i++;
+		}
+		if (i == LAUNCH_KEY_COUNT) {
+			print_error("%s: %s: key \"%s\" is not in hako_launch_keys.h\n", file, in,
+			            key);
+			fail();
+		}
+		launch_keys[i].written = 1;
+	}
+}
+
+/* The keys of a launch file gen wrote (federation: of the federation file). */
+static void check_launch_keys(const char *path, int federation)
+{
+	json_error_t jerr;
+	json_t *doc = json_load_file(path, 0, &jerr);
+	assert_non_null(doc);
+	if (federation) {
+		check_keys(doc, "federation file", path);
+		check_keys(json_object_get(doc, HAKOI_LAUNCH_KEY_FEDERATION), "federation", path);
+		json_decref(doc);
+		return;
+	}
+	check_keys(doc, "launch file", path);
+	check_keys(json_object_get(doc, HAKOI_LAUNCH_KEY_CONDUCTOR), "conductor", path);
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(doc, HAKOI_LAUNCH_KEY_PROCESSES), i, p)
+	{
+		check_keys(p, "process", path);
+		check_keys(json_object_get(p, HAKOI_LAUNCH_KEY_PROC_WAIT_FOR), "wait_for", path);
+	}
+	json_decref(doc);
 }
 
 /* The EU whose writes hold robot.pdu, or -1. */
@@ -300,7 +379,11 @@ static void check_node(const hakoi_gen_t *g, size_t n, const char *dir, char *ou
 	const char *search[] = {HAKO_BRIDGE_DIR, HAKO_RD_DIR};
 	hakoi_launch_options_t opt = {"gen-test", search, 2};
 	hakoi_launch_config_t *lc = NULL;
+	check_launch_keys(path, 0);
 	must(hakoi_launch_load(path, &opt, &lc, &err), &err, path);
+	for (size_t i = 0; i < lc->path_count; i++) {
+		htc_append(out, len, "node %s: launch path %s\n", id, lc->path[i]);
+	}
 	htc_append(out, len, "node %s: launch log_dir %s stop_at %lld rtf %g processes", id,
 	           lc->log_dir, (long long)lc->stop_at_usec, lc->master.real_time_factor);
 	for (size_t i = 0; i < lc->proc_count; i++) {
@@ -359,15 +442,25 @@ static void run_case_text(const char *case_dir, const char *input, char *actual,
 	unsetenv("HAKO_DOMAIN");
 	struct collect c = {actual, len, ""};
 	hakoi_gen_options_t opt = {.warn = on_warning, .warn_user = &c};
-	/* Options a case may ask for in its folder: stop time and pace of the launch files. */
-	char opts[PATH_MAX];
+	/* Options a case may ask for in its folder: stop time and pace of the launch files, and
+	 * a "path" folder, relative to the case, made absolute as hako-conductor gen --path does.
+	 */
+	char opts[PATH_MAX], rel[256], joined[PATH_MAX + 256], abs_path[PATH_MAX];
+	const char *paths[1] = {abs_path};
 	snprintf(opts, sizeof(opts), "%s/options.txt", case_dir);
 	char *text = htc_read_all(opts, NULL);
 	if (text != NULL) {
-		assert_int_equal(sscanf(text, "base_port=%d stop_at_usec=%lld real_time_factor=%lf",
-		                        &opt.base_port, &opt.stop_at_usec, &opt.real_time_factor),
-		                 3);
+		int n =
+		    sscanf(text, "base_port=%d stop_at_usec=%lld real_time_factor=%lf path=%255s",
+		           &opt.base_port, &opt.stop_at_usec, &opt.real_time_factor, rel);
+		assert_true(n == 3 || n == 4);
 		free(text);
+		if (n == 4) {
+			snprintf(joined, sizeof(joined), "%s/%s", case_dir, rel);
+			assert_non_null(realpath(joined, abs_path));
+			opt.path = paths;
+			opt.path_count = 1;
+		}
 	}
 	hakoi_gen_t *g = NULL;
 	hako_error_t err;
@@ -404,6 +497,7 @@ static void run_case_text(const char *case_dir, const char *input, char *actual,
 	const char *search[] = {HAKO_BRIDGE_DIR, HAKO_RD_DIR};
 	hakoi_launch_options_t lopt = {"gen-test", search, 2};
 	hakoi_launch_config_t *fed = NULL;
+	check_launch_keys(path, 1);
 	must(hakoi_launch_load(path, &lopt, &fed, &err), &err, path);
 	htc_append(actual, len, "federation %zu nodes:", fed->node_count);
 	for (size_t i = 0; i < fed->node_count; i++) {
@@ -451,6 +545,22 @@ static void unwritable_dir(void **state)
 	htu_remove_tmpdirs();
 }
 
+/* After the cases: each key of hako_launch_keys.h was written by one, so the reader has loaded
+ * it (a key no case writes could be misspelt in the writer and no case would fail). */
+static void every_launch_key_written(void **state)
+{
+	(void)state;
+	size_t missing = 0;
+	for (size_t i = 0; i < LAUNCH_KEY_COUNT; i++) {
+		if (!launch_keys[i].written) {
+			print_error("no case writes %s key \"%s\"\n", launch_keys[i].in,
+			            launch_keys[i].key);
+			missing++;
+		}
+	}
+	assert_int_equal(missing, 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
@@ -462,6 +572,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest api[] = {
 	    cmocka_unit_test(missing_file),
 	    cmocka_unit_test(unwritable_dir),
+	    cmocka_unit_test(every_launch_key_written),
 	};
 	rc += cmocka_run_group_tests_name("conductor_gen_api", api, NULL, NULL);
 	return rc;

@@ -1,0 +1,135 @@
+/* "viewer" of a launch file (launch_config.c has the loader): hako-viewer on the launch's
+ * domain, found beside hako-launch, as a process of the launch that is never awaited. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launch_config_internal.h"
+
+/* ---- the viewer ---- */
+
+/* viewer.pdudef, viewer.rd: a file, relative to the launch file, that must exist. */
+static int parse_viewer_file(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	char *rel = NULL;
+	int r = hakoi_launch_parse_expanded(w, v, &rel, &(hakoi_field_t){.flags = 0});
+	if (r != 0) {
+		return r;
+	}
+	char **dst = (char **)(void *)((char *)base + f->offset);
+	free(*dst);
+	*dst = hakoi_launch_join(ctx_of(w)->cfg->dir, rel);
+	free(rel);
+	if (*dst == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	struct stat st;
+	if (stat(*dst, &st) != 0 || !S_ISREG(st.st_mode)) {
+		return hakoi_walk_fail(
+		    w, "%s %s", *dst, access(*dst, F_OK) != 0 ? "does not exist" : "is not a file");
+	}
+	return 0;
+}
+
+/* hako-viewer: beside hako-launch (the build tree's bin/, or the installed bin/), else where
+ * any command is looked for. */
+static int find_viewer(hakoi_walk_t *w, char **exe)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *first = NULL;
+	size_t nfirst = 0;
+	if (len > 0) {
+		self[len] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash != NULL && slash != self) {
+			*slash = '\0';
+			if ((first = strdup(self)) == NULL) {
+				return hakoi_walk_fail_oom(w);
+			}
+			nfirst = 1;
+		}
+	}
+	int r = hakoi_launch_resolve_command_in(w, NULL, "hako-viewer", (const char *const *)&first,
+	                                        nfirst, exe);
+	free(first);
+	return r;
+}
+
+static int add_arg(hakoi_launch_proc_t *p, const char *a)
+{
+	return (p->args[p->arg_count++] = strdup(a)) != NULL ? 0 : -1;
+}
+
+static int add_arg_ll(hakoi_launch_proc_t *p, long long v)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%lld", v);
+	return add_arg(p, num);
+}
+
+/* The viewer as a process of the launch: hako-viewer -d <domain> --port <port> [--bind ...]
+ * [--pdudef ...] [--rd ...] [--rate-hz ...], its output in <log_dir>/viewer.log. */
+static int check_viewer(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_viewer_t *vw = base;
+	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
+	hakoi_launch_proc_t *p = &vw->proc;
+	vw->enabled = 1;
+	for (size_t i = 0; i < cfg->proc_count; i++) {
+		if (strcmp(cfg->procs[i].name, "viewer") == 0) {
+			return hakoi_walk_fail(w,
+			                       "its log is viewer.log, as is the log of "
+			                       "processes[%zu] (\"viewer\"): rename that process",
+			                       i);
+		}
+	}
+	snprintf(p->name, sizeof(p->name), "viewer");
+	p->viewer = 1;
+	p->phase = HAKOI_LAUNCH_PHASE_RUN;
+	p->wait_for = HAKOI_LAUNCH_WAIT_NOTHING;
+	p->echo = 0; /* its URLs are said by hako-launch */
+	if ((p->command = strdup("hako-viewer")) == NULL ||
+	    (p->args = calloc(12, sizeof(char *))) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	int r = find_viewer(w, &p->exe);
+	if (r != 0) {
+		return r;
+	}
+	if (add_arg(p, "-d") != 0 || add_arg(p, cfg->domain) != 0 || add_arg(p, "--port") != 0 ||
+	    add_arg_ll(p, vw->port) != 0 ||
+	    (vw->bind != NULL && (add_arg(p, "--bind") != 0 || add_arg(p, vw->bind) != 0)) ||
+	    (vw->pdudef != NULL && (add_arg(p, "--pdudef") != 0 || add_arg(p, vw->pdudef) != 0)) ||
+	    (vw->rd != NULL && (add_arg(p, "--rd") != 0 || add_arg(p, vw->rd) != 0)) ||
+	    (vw->rate_hz > 0 &&
+	     (add_arg(p, "--rate-hz") != 0 || add_arg_ll(p, vw->rate_hz) != 0))) {
+		return hakoi_walk_fail_oom(w);
+	}
+	return hakoi_launch_set_argv(w, p);
+}
+
+const hakoi_field_t hakoi_launch_viewer_fields[] = {
+    INT_FIELD("port", hakoi_launch_viewer_t, port, 0, 65535,
+              "an integer in [0, 65535] (0 = any free port)"),
+    EXPANDED("bind", 0, hakoi_launch_viewer_t, bind),
+    {.key = "pdudef",
+     .kind = HAKOI_K_CUSTOM,
+     .offset = offsetof(hakoi_launch_viewer_t, pdudef),
+     .parse = parse_viewer_file,
+     .expect = "a string"},
+    {.key = "rd",
+     .kind = HAKOI_K_CUSTOM,
+     .offset = offsetof(hakoi_launch_viewer_t, rd),
+     .parse = parse_viewer_file,
+     .expect = "a string"},
+    INT_FIELD("rate_hz", hakoi_launch_viewer_t, rate_hz, 1, 100,
+              "an integer in [1, 100] (samples a second)"),
+    HAKOI_CHECK(check_viewer),
+    HAKOI_END,
+};
