@@ -302,6 +302,32 @@ static uint32_t buffer_open(struct hakoi_channel *c, unsigned b)
 	return s;
 }
 
+/* Close buffer b, opened by buffer_open with the even base s, holding write wno (0: none) of len
+ * bytes. The length and number are relaxed: the release store of the even word orders them, and
+ * the data before them, for a reader that loads the word with acquire (newest_write) and finds it
+ * unchanged after its copy. */
+static inline void buffer_close(struct hakoi_channel *c, unsigned b, uint32_t s, uint64_t wno,
+                                uint32_t len)
+{
+	atomic_store_explicit(&c->buf_len[b], len, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_wno[b], wno, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+}
+
+/* Publish write n, of len bytes in buffer b (opened with the even base s): close the buffer,
+ * count the write, let the next writer in, wake the readers. c->seq is the writers' counter
+ * (readers go by buf_wno); its seq_cst store comes after the close and before wake_readers'
+ * loads of the waiter flags, so a reader that announced itself before the store is woken. */
+static inline void publish(hako_channel_t *ch, unsigned b, uint32_t s, uint64_t n, uint32_t len)
+{
+	struct hakoi_channel *c = ch->c;
+	buffer_close(c, b, s, n, len);
+	atomic_store(&c->seq, n);
+	writer_unlock(c);
+	/* Wake sleeping readers only: no syscall when nobody waits. */
+	wake_readers(ch->dom, c);
+}
+
 int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 {
 	if (ch == NULL || (data == NULL && len > 0)) {
@@ -321,13 +347,7 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	if (len > 0) {
 		memcpy(ch->buf[b], data, len);
 	}
-	atomic_store_explicit(&c->buf_len[b], (uint32_t)len, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_wno[b], n, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
-	atomic_store(&c->seq, n);
-	writer_unlock(c);
-	/* Wake sleeping readers only: no syscall when nobody waits. */
-	wake_readers(ch->dom, c);
+	publish(ch, b, s, n, (uint32_t)len);
 	return 0;
 }
 
@@ -382,12 +402,7 @@ int hako_channel_commit(hako_channel_t *ch, size_t len)
 	}
 	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
 	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed) - 1;
-	atomic_store_explicit(&c->buf_len[b], (uint32_t)len, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_wno[b], n, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
-	atomic_store(&c->seq, n);
-	writer_unlock(c);
-	wake_readers(ch->dom, c);
+	publish(ch, b, s, n, (uint32_t)len);
 	return 0;
 }
 
@@ -404,9 +419,7 @@ int hako_channel_cancel(hako_channel_t *ch)
 	/* The buffer held the write before the newest one, now partly overwritten: mark it empty
 	 * (write number 0), so no reader ever takes it; the next write reuses it. */
 	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed) - 1;
-	atomic_store_explicit(&c->buf_len[b], 0, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_wno[b], 0, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+	buffer_close(c, b, s, 0, 0);
 	writer_unlock(c);
 	return 0;
 }
@@ -559,9 +572,7 @@ void hakoi_channels_reset(hako_domain_t *dom)
 				memset(dom->arena + c->data_off + b * (uint64_t)c->stride, 0,
 				       c->stride);
 			}
-			atomic_store_explicit(&c->buf_len[b], 0, memory_order_relaxed);
-			atomic_store_explicit(&c->buf_wno[b], 0, memory_order_relaxed);
-			atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+			buffer_close(c, b, s, 0, 0);
 		}
 		atomic_store(&c->seq, 0);
 		writer_unlock(c);
