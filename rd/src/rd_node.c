@@ -1048,7 +1048,7 @@ int hako_rd_read_at(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, si
 		return HAKO_EAGAIN;
 	}
 	if (node->trace != NULL) {
-		char extra[200];
+		char extra[320]; /* the escaped name takes up to 299 bytes */
 		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\"", e->data_name[pdu]);
 		trace(node, e, world, epoch, "read", extra);
 	}
