@@ -273,12 +273,6 @@ int hakoi_advance_once(hako_domain_t *dom);
  * looked at every wait slice (NULL: never). For Hakoniwa's *_no_wait calls. */
 int hakoi_member_step_wait_forced(hako_member_t *m, int (*is_force_stop)(void));
 
-/* compat_asset.c: set the message and code of hako_asset_last_error (and log it); returns the
- * errno value Hakoniwa's calls return for that code. */
-int hakoi_compat_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* compat_service.c: drop this process's services (their channels go with the domain). */
-void hakoi_service_forget(void);
-
 /* waitset.c: after a write, wake the wait-sets that watch the channel. */
 void hakoi_waitset_notify(hako_domain_t *dom, uint64_t mask);
 

@@ -29,7 +29,7 @@
 #include "hako/hako_asset.h"
 #include "hako/hako_asset_service.h"
 #include "hako/pdu.h"
-#include "internal.h"
+#include "compat.h"
 
 /* ServiceRequestHeader / ServiceResponseHeader (hako_srv_msgs), at the start of a packet's
  * base: the offsets of Hakoniwa's layout (a test compares them with the registry's). */
