@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hako/log.h"
+#include "hakoi/assert.h"
 #include "internal.h"
 
 static uint32_t key_hash(const char *robot, int32_t id)
@@ -302,6 +303,33 @@ static uint32_t buffer_open(struct hakoi_channel *c, unsigned b)
 	return s;
 }
 
+/* Close buffer b, opened by buffer_open with the even base s, holding write wno (0: none) of len
+ * bytes. The length and number are relaxed: the release store of the even word orders them, and
+ * the data before them, for a reader that loads the word with acquire (newest_write) and finds it
+ * unchanged after its copy. */
+static inline void buffer_close(struct hakoi_channel *c, unsigned b, uint32_t s, uint64_t wno,
+                                uint32_t len)
+{
+	HAKO_ASSERT_MSG((s & 1) == 0, "base %u", s); /* s + 1 was the open word, s + 2 is closed */
+	atomic_store_explicit(&c->buf_len[b], len, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_wno[b], wno, memory_order_relaxed);
+	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+}
+
+/* Publish write n, of len bytes in buffer b (opened with the even base s): close the buffer,
+ * count the write, let the next writer in, wake the readers. c->seq is the writers' counter
+ * (readers go by buf_wno); its seq_cst store comes after the close and before wake_readers'
+ * loads of the waiter flags, so a reader that announced itself before the store is woken. */
+static inline void publish(hako_channel_t *ch, unsigned b, uint32_t s, uint64_t n, uint32_t len)
+{
+	struct hakoi_channel *c = ch->c;
+	buffer_close(c, b, s, n, len);
+	atomic_store(&c->seq, n);
+	writer_unlock(c);
+	/* Wake sleeping readers only: no syscall when nobody waits. */
+	wake_readers(ch->dom, c);
+}
+
 int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 {
 	if (ch == NULL || (data == NULL && len > 0)) {
@@ -321,13 +349,7 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
 	if (len > 0) {
 		memcpy(ch->buf[b], data, len);
 	}
-	atomic_store_explicit(&c->buf_len[b], (uint32_t)len, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_wno[b], n, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
-	atomic_store(&c->seq, n);
-	writer_unlock(c);
-	/* Wake sleeping readers only: no syscall when nobody waits. */
-	wake_readers(ch->dom, c);
+	publish(ch, b, s, n, (uint32_t)len);
 	return 0;
 }
 
@@ -336,14 +358,17 @@ int hako_channel_write(hako_channel_t *ch, const void *data, size_t len)
  * is held, the loaned write is c->seq + 1 and its buffer's sequence word is the odd one, so the
  * shared layout is unchanged. A loaner killed in between leaves the lock holding a dead pid and
  * the buffer odd: the next writer takes the lock over (writer_lock) and reopens the buffer
- * (buffer_open), as after a writer killed mid-copy. */
-static int holds_loan(struct hakoi_channel *c, unsigned *b)
+ * (buffer_open), as after a writer killed mid-copy. The loan's buffer in *b, and the even base
+ * it was opened with (its odd word - 1) in *s. */
+static int holds_loan(struct hakoi_channel *c, unsigned *b, uint32_t *s)
 {
 	if (atomic_load_explicit(&c->wlock, memory_order_acquire) != hakoi_self_pid()) {
 		return 0;
 	}
 	*b = (unsigned)((atomic_load_explicit(&c->seq, memory_order_relaxed) + 1) & 1);
-	return (atomic_load_explicit(&c->buf_seq[*b], memory_order_relaxed) & 1) != 0;
+	uint32_t open = atomic_load_explicit(&c->buf_seq[*b], memory_order_relaxed);
+	*s = open - 1;
+	return (open & 1) != 0;
 }
 
 int hako_channel_loan(hako_channel_t *ch, void **buf, size_t *cap)
@@ -374,20 +399,15 @@ int hako_channel_commit(hako_channel_t *ch, size_t len)
 	}
 	struct hakoi_channel *c = ch->c;
 	unsigned b;
-	if (!holds_loan(c, &b)) {
+	uint32_t s;
+	if (!holds_loan(c, &b, &s)) {
 		return HAKO_ESTATE;
 	}
 	if (len > ch->size) {
 		return HAKO_ETOOBIG; /* the loan stays open: commit again or cancel */
 	}
 	uint64_t n = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
-	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed) - 1;
-	atomic_store_explicit(&c->buf_len[b], (uint32_t)len, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_wno[b], n, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
-	atomic_store(&c->seq, n);
-	writer_unlock(c);
-	wake_readers(ch->dom, c);
+	publish(ch, b, s, n, (uint32_t)len);
 	return 0;
 }
 
@@ -398,15 +418,13 @@ int hako_channel_cancel(hako_channel_t *ch)
 	}
 	struct hakoi_channel *c = ch->c;
 	unsigned b;
-	if (!holds_loan(c, &b)) {
+	uint32_t s;
+	if (!holds_loan(c, &b, &s)) {
 		return HAKO_ESTATE;
 	}
 	/* The buffer held the write before the newest one, now partly overwritten: mark it empty
 	 * (write number 0), so no reader ever takes it; the next write reuses it. */
-	uint32_t s = atomic_load_explicit(&c->buf_seq[b], memory_order_relaxed) - 1;
-	atomic_store_explicit(&c->buf_len[b], 0, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_wno[b], 0, memory_order_relaxed);
-	atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+	buffer_close(c, b, s, 0, 0);
 	writer_unlock(c);
 	return 0;
 }
@@ -434,6 +452,8 @@ static int newest_write(const struct hakoi_channel *c, unsigned *buf, uint32_t *
 			*buf = b;
 			*buf_seq = b ? q1 : q0;
 			*wno = b ? w1 : w0;
+			/* A reader only ever takes a closed buffer. */
+			HAKO_ASSERT_MSG((*buf_seq & 1) == 0, "words %u %u", q0, q1);
 			return 0;
 		}
 		hakoi_cpu_relax();
@@ -534,6 +554,7 @@ int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
 
 void hakoi_channels_reset(hako_domain_t *dom)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
 	uint32_t count = hakoi_channel_count(dom);
 	for (uint32_t i = 0; i < count; i++) {
 		struct hakoi_channel *c = &dom->channels[i];
@@ -559,9 +580,7 @@ void hakoi_channels_reset(hako_domain_t *dom)
 				memset(dom->arena + c->data_off + b * (uint64_t)c->stride, 0,
 				       c->stride);
 			}
-			atomic_store_explicit(&c->buf_len[b], 0, memory_order_relaxed);
-			atomic_store_explicit(&c->buf_wno[b], 0, memory_order_relaxed);
-			atomic_store_explicit(&c->buf_seq[b], s + 2, memory_order_release);
+			buffer_close(c, b, s, 0, 0);
 		}
 		atomic_store(&c->seq, 0);
 		writer_unlock(c);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "hako/log.h"
+#include "hakoi/assert.h"
 #include "internal.h"
 
 /* 1 if T_c may move from `world` to `world + delta` now. */
@@ -286,6 +287,11 @@ int hako_step_fits(hako_time_t dt, hako_time_t delta, hako_time_t dmax, char *wh
 		if (hi > delta - g) {
 			hi = delta - g;
 		}
+		/* Members of the set: multiples of g in [0, delta - g] (g divides delta). */
+		HAKO_ASSERT_MSG(lo % g == 0 && hi % g == 0 && 0 <= lo && lo <= hi &&
+		                    hi <= delta - g,
+		                "lo %lld hi %lld g %lld delta %lld", (long long)lo, (long long)hi,
+		                (long long)g, (long long)delta);
 		if (!fits_at(lo, dt, delta, dmax) || !fits_at(hi, dt, delta, dmax)) {
 			snprintf(
 			    why, len,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hako/log.h"
+#include "hakoi/assert.h"
 #include "internal.h"
 
 const char *hako_state_name(int state)
@@ -45,8 +46,27 @@ void hakoi_wake_master(hako_domain_t *dom)
 	hakoi_notify(&dom->hdr->master_seq, &dom->hdr->master_waiters);
 }
 
-static void set_state(hako_domain_t *dom, uint32_t state)
+/* The state machine (ARCHITECTURE section 2): Stopped -> Runnable -> Running -> Stopping ->
+ * Stopped, and a stop while Runnable; Stopped or Error -> Resetting -> Stopped; any -> Error. */
+static int transition_legal(uint32_t from, uint32_t to)
 {
+	switch (to) {
+	case HAKO_STATE_RUNNABLE: return from == HAKO_STATE_STOPPED;
+	case HAKO_STATE_RUNNING: return from == HAKO_STATE_RUNNABLE;
+	case HAKO_STATE_STOPPING: return from == HAKO_STATE_RUNNABLE || from == HAKO_STATE_RUNNING;
+	case HAKO_STATE_STOPPED: return from == HAKO_STATE_STOPPING || from == HAKO_STATE_RESETTING;
+	case HAKO_STATE_RESETTING: return from == HAKO_STATE_STOPPED || from == HAKO_STATE_ERROR;
+	case HAKO_STATE_ERROR: return 1;
+	default: return 0;
+	}
+}
+
+/* Lock held; `from` is the state the caller found under it. */
+static void set_state(hako_domain_t *dom, uint32_t from, uint32_t state)
+{
+	HAKO_ASSERT(hakoi_lock_held(dom));
+	HAKO_ASSERT_MSG(transition_legal(from, state), "%s -> %s", hako_state_name((int)from),
+	                hako_state_name((int)state));
 	uint32_t old = atomic_exchange(&dom->hdr->state, state);
 	if (old != state) {
 		HAKO_INFO("domain '%s': %s -> %s", dom->name, hako_state_name((int)old),
@@ -60,6 +80,8 @@ static void set_state(hako_domain_t *dom, uint32_t state)
 
 void hakoi_publish_event(hako_domain_t *dom, uint32_t event)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
+	HAKO_ASSERT_MSG(event > HAKO_EVENT_NONE && event <= HAKO_EVENT_ERROR, "event %u", event);
 	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
@@ -100,6 +122,7 @@ static void reset_clocks(hako_domain_t *dom)
 
 void hakoi_try_transition(hako_domain_t *dom)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
 	uint32_t st = atomic_load(&dom->hdr->state);
 	if (st != HAKO_STATE_RUNNABLE && st != HAKO_STATE_STOPPING && st != HAKO_STATE_RESETTING) {
 		return;
@@ -109,22 +132,23 @@ void hakoi_try_transition(hako_domain_t *dom)
 	}
 	switch (st) {
 	case HAKO_STATE_RUNNABLE:
-		set_state(dom, HAKO_STATE_RUNNING);
+		set_state(dom, st, HAKO_STATE_RUNNING);
 		/* Whoever checks in last at the barrier advances the clock; with no asset at all
 		 * nobody would, and the paced master does it on its own. */
 		hakoi_try_advance(dom);
 		break;
-	case HAKO_STATE_STOPPING: set_state(dom, HAKO_STATE_STOPPED); break;
+	case HAKO_STATE_STOPPING: set_state(dom, st, HAKO_STATE_STOPPED); break;
 	case HAKO_STATE_RESETTING:
 		reset_clocks(dom);
 		atomic_fetch_add(&dom->hdr->reset_count, 1);
-		set_state(dom, HAKO_STATE_STOPPED);
+		set_state(dom, st, HAKO_STATE_STOPPED);
 		break;
 	}
 }
 
 void hakoi_set_error(hako_domain_t *dom, const char *fmt, ...)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(dom->hdr->error_reason, sizeof(dom->hdr->error_reason), fmt, ap);
@@ -132,11 +156,12 @@ void hakoi_set_error(hako_domain_t *dom, const char *fmt, ...)
 	HAKO_ERROR("domain '%s': error: %s", dom->name, dom->hdr->error_reason);
 	hakoi_log_event(dom, "error: %s", dom->hdr->error_reason);
 	hakoi_publish_event(dom, HAKO_EVENT_ERROR);
-	set_state(dom, HAKO_STATE_ERROR);
+	set_state(dom, atomic_load(&dom->hdr->state), HAKO_STATE_ERROR); /* from any state */
 }
 
 void hakoi_free_slot(hako_domain_t *dom, struct hakoi_asset *a)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
 	if (!atomic_load(&a->in_use)) {
 		return;
 	}
@@ -218,6 +243,7 @@ hako_time_t hako_domain_world_time(hako_domain_t *dom)
  * set it). Lock held. */
 static int steps_fit(hako_domain_t *dom)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
 	uint32_t hwm = hakoi_asset_hwm(dom);
 	for (uint32_t i = 0; i < hwm; i++) {
 		struct hakoi_asset *a = &dom->assets[i];
@@ -253,7 +279,7 @@ int hako_domain_start(hako_domain_t *dom)
 			atomic_store(&dom->assets[i].checked_in, 0); /* the start barrier */
 		}
 		hakoi_publish_event(dom, HAKO_EVENT_START);
-		set_state(dom, HAKO_STATE_RUNNABLE);
+		set_state(dom, HAKO_STATE_STOPPED, HAKO_STATE_RUNNABLE);
 		hakoi_try_transition(dom);
 	}
 	hakoi_unlock(dom);
@@ -274,7 +300,7 @@ int hako_domain_stop(hako_domain_t *dom)
 		r = HAKO_ESTATE;
 	} else {
 		hakoi_publish_event(dom, HAKO_EVENT_STOP);
-		set_state(dom, HAKO_STATE_STOPPING);
+		set_state(dom, st, HAKO_STATE_STOPPING);
 		hakoi_try_transition(dom);
 	}
 	hakoi_unlock(dom);
@@ -310,7 +336,7 @@ int hako_domain_reset(hako_domain_t *dom)
 			dom->hdr->error_reason[0] = '\0';
 		}
 		hakoi_publish_event(dom, HAKO_EVENT_RESET);
-		set_state(dom, HAKO_STATE_RESETTING);
+		set_state(dom, st, HAKO_STATE_RESETTING);
 		hakoi_try_transition(dom);
 	}
 	hakoi_unlock(dom);

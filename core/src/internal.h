@@ -171,6 +171,9 @@ struct hako_domain {
 	 * store: lookups on the data path read them without a lock. */
 	pthread_mutex_t cache_lock;
 	struct hako_channel *_Atomic *chan_cache;
+	/* The thread of this process that holds the domain lock through this handle, 0 if none:
+	 * what HAKO_ASSERT(hakoi_lock_held(dom)) checks where a comment says "lock held". */
+	_Atomic uintptr_t lock_holder;
 };
 
 struct hako_member {
@@ -220,6 +223,12 @@ static inline void hakoi_cpu_relax(void)
 #define HAKOI_READ_STUCK_USEC 200000
 int hakoi_lock(hako_domain_t *dom);
 void hakoi_unlock(hako_domain_t *dom);
+/* 1 if the calling thread holds the domain lock (taken with hakoi_lock through dom). */
+static inline int hakoi_lock_held(hako_domain_t *dom)
+{
+	return atomic_load_explicit(&dom->lock_holder, memory_order_relaxed) ==
+	       (uintptr_t)pthread_self();
+}
 int hakoi_master_alive(hako_domain_t *dom);
 int hakoi_valid_name(const char *name, size_t max); /* 0 or HAKO_EINVAL / HAKO_ENAMETOOLONG */
 /* Counts kept in the shared header, bounded by the mapped geometry. */
@@ -263,12 +272,6 @@ int hakoi_advance_once(hako_domain_t *dom);
 /* hako_member_step_wait that also ends (HAKO_EINTR) once is_force_stop() returns non-zero,
  * looked at every wait slice (NULL: never). For Hakoniwa's *_no_wait calls. */
 int hakoi_member_step_wait_forced(hako_member_t *m, int (*is_force_stop)(void));
-
-/* compat_asset.c: set the message and code of hako_asset_last_error (and log it); returns the
- * errno value Hakoniwa's calls return for that code. */
-int hakoi_compat_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* compat_service.c: drop this process's services (their channels go with the domain). */
-void hakoi_service_forget(void);
 
 /* waitset.c: after a write, wake the wait-sets that watch the channel. */
 void hakoi_waitset_notify(hako_domain_t *dom, uint64_t mask);

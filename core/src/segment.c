@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hako/log.h"
+#include "hakoi/assert.h"
 #include "internal.h"
 
 static size_t align_up(size_t v, size_t a)
@@ -65,7 +66,7 @@ int hakoi_lock(hako_domain_t *dom)
 		 * the data stays usable. */
 		HAKO_WARN("domain '%s': a process died holding the lock; recovered", dom->name);
 		pthread_mutex_consistent(&dom->hdr->lock);
-		return 0;
+		r = 0;
 	}
 	if (r == ETIMEDOUT) {
 		HAKO_ERROR("domain '%s': its lock has been held for %d s; a process of the domain "
@@ -73,11 +74,18 @@ int hakoi_lock(hako_domain_t *dom)
 		           dom->name, HAKOI_LOCK_TIMEOUT_USEC / 1000000);
 		return HAKO_EBUSY;
 	}
-	return r == 0 ? 0 : HAKO_EIO;
+	if (r != 0) {
+		return HAKO_EIO;
+	}
+	atomic_store_explicit(&dom->lock_holder, (uintptr_t)pthread_self(), memory_order_relaxed);
+	return 0;
 }
 
 void hakoi_unlock(hako_domain_t *dom)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
+	/* Cleared before the unlock: the next holder's store comes after it. */
+	atomic_store_explicit(&dom->lock_holder, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&dom->hdr->lock);
 }
 

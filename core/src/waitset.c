@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hako/log.h"
+#include "hakoi/assert.h"
 #include "internal.h"
 
 struct watch {
@@ -42,6 +43,7 @@ void hakoi_waitset_notify(hako_domain_t *dom, uint64_t mask)
 /* Claim a free slot (or one whose owner is gone). Lock held. */
 static int claim_slot(hako_domain_t *dom)
 {
+	HAKO_ASSERT(hakoi_lock_held(dom));
 	uint32_t me = hakoi_self_pid();
 	for (int i = 0; i < HAKO_WAITSET_MAX; i++) {
 		struct hakoi_waitslot *s = &dom->waitsets[i];

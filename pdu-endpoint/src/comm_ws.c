@@ -47,7 +47,7 @@
  *  - max_clients (server): connections at once, upgraded or not (each is a socket, and lws's
  *    buffers once upgraded). A server keeps a record of every connection it accepted
  *    (ws_conn_t: SERVER_NEW_CLIENT_INSTANTIATED .. WSI_DESTROY) so that idle ones cannot hold
- *    the places, as tcp's peers (comm_tcp.c):
+ *    the places, as tcp's peers (comm_tcp_conn.c):
  *     - first message: a connection must have upgraded and sent a whole message
  *       handshake_timeout_ms after it was accepted, or it is closed (a session: counted in
  *       disconnects); a message in progress then has frame_timeout_ms instead, if set. A

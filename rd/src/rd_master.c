@@ -9,6 +9,7 @@
 #include "hako/error.h"
 #include "hako/log.h"
 #include "hako/rd_master.h"
+#include "hakoi/assert.h"
 
 struct mnode {
 	uint8_t id;
@@ -271,6 +272,9 @@ hako_time_t hako_rd_master_barrier(const hako_rd_master_t *m)
 	hako_time_t b = -1;
 	for (size_t i = 0; m != NULL && i < m->eu_count; i++) {
 		const struct meu *e = &m->eus[i];
+		/* Only an announcement in progress holds the world (commit; every way back to
+		 * Stable clears it). */
+		HAKO_ASSERT(e->barrier < 0 || e->st.status == HAKO_RD_OWNER_RELEASING);
 		if (e->barrier >= 0 && !all_acked(m, e) && (b < 0 || e->barrier < b)) {
 			b = e->barrier;
 		}
@@ -403,6 +407,8 @@ static int tick_eu(hako_rd_master_t *m, struct meu *e, hako_time_t now)
 		}
 		return restart_elsewhere(m, e, e->st.curr, now);
 	}
+	/* The authority holds an EU Stable or Releasing: Activating is a node's word. */
+	HAKO_ASSERT_MSG(e->st.status == HAKO_RD_OWNER_RELEASING, "status %u", e->st.status);
 	struct mnode *next = node_of(m, e->st.next);
 	int next_alive = next != NULL && next->alive;
 	struct mnode *curr = node_of(m, e->st.curr);

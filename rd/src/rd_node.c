@@ -8,6 +8,7 @@
 
 #include "hako/log.h"
 #include "hako/pdu.h"
+#include "hakoi/assert.h"
 #include "rd_internal.h"
 
 #define SEQ_UNKNOWN UINT64_MAX /* the view must be read again from the channel */
@@ -479,6 +480,10 @@ static int release_committed(hako_rd_node_t *node, struct eu_rt *e, uint8_t next
 	if (now < e->commit_at) {
 		return HAKO_ESTATE; /* the owner runs until the commit point */
 	}
+	/* An owner's announced hand-off is to the epoch after its own (poll_committed): an EU's
+	 * epoch only moves forward, one at a time, mod 256. */
+	HAKO_ASSERT_MSG(e->commit_epoch == (uint8_t)(e->epoch + 1), "epoch %u, commit epoch %u",
+	                e->epoch, e->commit_epoch);
 	uint8_t epoch = e->commit_epoch;
 	/* Traced before the context leaves: a node killed in between has a release on record and
 	 * no context out (a restart follows), never a context out and no release. */
@@ -651,6 +656,10 @@ static int poll_releasing(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 {
 	const hakoi_rd_status_t v = e->view;
 	char extra[64];
+	/* A releasing node released at the epoch after its ownership's (hako_rd_release,
+	 * release_committed), and its own epoch stays until it leaves RELEASING. */
+	HAKO_ASSERT_MSG(e->rel_epoch == (uint8_t)(e->epoch + 1), "epoch %u, release epoch %u",
+	                e->epoch, e->rel_epoch);
 	if (full(node) && v.curr == node->id && v.status == HAKO_RD_OWNER_STABLE &&
 	    v.epoch != e->rel_epoch) {
 		/* The conductor gave the EU back: the next owner did not activate in time. */
@@ -712,6 +721,8 @@ static int poll_committed(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
                           hako_rd_event_t *ev, hako_rd_activation_t *act)
 {
 	const hakoi_rd_status_t v = e->view;
+	HAKO_ASSERT_MSG(v.epoch == (uint8_t)(e->epoch + 1), "epoch %u, status epoch %u", e->epoch,
+	                v.epoch); /* hako_rd_poll's test: the next epoch, never an older one */
 	size_t len = 0;
 	hakoi_rd_context_t cx;
 	char why[256];
@@ -1038,7 +1049,7 @@ int hako_rd_read_at(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *buf, si
 		return HAKO_EAGAIN;
 	}
 	if (node->trace != NULL) {
-		char extra[200];
+		char extra[320]; /* the escaped name takes up to 299 bytes */
 		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\"", e->data_name[pdu]);
 		trace(node, e, world, epoch, HAKOI_RD_EV_READ, extra);
 	}

@@ -1,7 +1,7 @@
 /* Hakoniwa's sim-event controller as a C API over the default domain. Hakoniwa's five functions
  * answer true on success (hako_capi.h); the handle API under them answers 0. */
 #include "hako/hako_simevent.h"
-#include "internal.h"
+#include "compat.h"
 
 static struct {
 	pthread_mutex_t lock;

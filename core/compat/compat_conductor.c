@@ -4,7 +4,7 @@
 
 #include "hako/hako_conductor.h"
 #include "hako/log.h"
-#include "internal.h"
+#include "compat.h"
 
 static struct {
 	pthread_mutex_t lock;

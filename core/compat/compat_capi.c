@@ -12,7 +12,7 @@
 
 #include "hako/hako_capi.h"
 #include "hako/log.h"
-#include "internal.h"
+#include "compat.h"
 
 /* World step and max delay of hako_master_init until hako_master_set_config_simtime (hako-cmd
  * conductor's default). */

@@ -9,7 +9,7 @@
 #include "hako/hako_asset.h"
 #include "hako/log.h"
 #include "hako/pdudef.h"
-#include "internal.h"
+#include "compat.h"
 
 struct recv_event {
 	hako_channel_t *ch;
