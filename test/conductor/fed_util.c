@@ -75,7 +75,8 @@ int fed_init(fed_t *f, const char *name, int nclients, hako_time_t delta, hako_t
 		/* t-<name>_<node>-<pid>: the kit removes it, also after a crash of this test. */
 		snprintf(test, sizeof(test), "%s_%s", name, i == 0 ? "srv" : nd->id + 4);
 		htu_domain_name(test, nd->domain, sizeof(nd->domain));
-		/* Through a copy: gcc's -Wrestrict (Debug) takes two fields of *f for one object. */
+		/* Through a copy: gcc's -Wrestrict (Debug) takes two fields of *f for one object.
+		 */
 		char config[sizeof(nd->config)];
 		snprintf(config, sizeof(config), "%s/%s.json", f->dir, nd->id);
 		memcpy(nd->config, config, sizeof(config));
