@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hako/error.h"
+#include "hakoi/bytes.h"
 
 /* Body layouts, by type (offsets from the body start; node id first in every body). */
 enum {
@@ -46,38 +47,6 @@ size_t hakoi_wire_max(void)
 	return HAKOI_WIRE_HEADER + LEN_EXT_MAX;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++) {
-		p[i] = (uint8_t)(v >> (8 * i));
-	}
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++) {
-		p[i] = (uint8_t)(v >> (8 * i));
-	}
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 0; i < 4; i++) {
-		v |= (uint32_t)p[i] << (8 * i);
-	}
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++) {
-		v |= (uint64_t)p[i] << (8 * i);
-	}
-	return v;
-}
-
 /* A NUL-padded string field of n bytes. */
 static void put_str(uint8_t *p, const char *s, size_t n)
 {
@@ -105,50 +74,50 @@ size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf)
 	}
 	uint8_t *b = buf + HAKOI_WIRE_HEADER;
 	memset(buf, 0, HAKOI_WIRE_HEADER + len);
-	put32(buf, HAKOI_WIRE_MAGIC);
+	hakoi_put_le32(buf, HAKOI_WIRE_MAGIC);
 	buf[4] = (uint8_t)HAKOI_WIRE_VERSION;
 	buf[5] = (uint8_t)(HAKOI_WIRE_VERSION >> 8);
 	buf[6] = (uint8_t)m->type;
 	buf[7] = (uint8_t)(m->type >> 8);
-	put32(buf + 8, (uint32_t)len);
-	put64(buf + 12, m->incarnation);
+	hakoi_put_le32(buf + 8, (uint32_t)len);
+	hakoi_put_le64(buf + 12, m->incarnation);
 	put_str(b + B_NODE, m->node, HAKOI_WIRE_ID);
 	uint8_t *r = b + B_REST;
 	switch (m->type) {
-	case HAKOI_MSG_JOIN: put32(r, m->config_hash); break;
+	case HAKOI_MSG_JOIN: hakoi_put_le32(r, m->config_hash); break;
 	case HAKOI_MSG_JOIN_REPLY:
-		put32(r, m->config_hash);
-		put32(r + 4, (uint32_t)m->result);
+		hakoi_put_le32(r, m->config_hash);
+		hakoi_put_le32(r + 4, (uint32_t)m->result);
 		put_str(r + 8, m->reason, HAKOI_WIRE_REASON);
 		break;
 	case HAKOI_MSG_TIME:
-		put64(r, (uint64_t)m->world_time);
-		put64(r + 8, m->world_steps);
-		put32(r + 16, m->state);
-		put32(r + 20, m->seq);
-		put64(r + 24, (uint64_t)m->sent_real_ns);
+		hakoi_put_le64(r, (uint64_t)m->world_time);
+		hakoi_put_le64(r + 8, m->world_steps);
+		hakoi_put_le32(r + 16, m->state);
+		hakoi_put_le32(r + 20, m->seq);
+		hakoi_put_le64(r + 24, (uint64_t)m->sent_real_ns);
 		break;
 	case HAKOI_MSG_SIM_CONTROL:
 	case HAKOI_MSG_EVENT:
 	case HAKOI_MSG_ACK_EVENT:
-		put32(r, m->op);
-		put32(r + 4, m->request);
-		put32(r + 8, (uint32_t)m->result);
-		put64(r + 16, (uint64_t)m->stop_time);
+		hakoi_put_le32(r, m->op);
+		hakoi_put_le32(r + 4, m->request);
+		hakoi_put_le32(r + 8, (uint32_t)m->result);
+		hakoi_put_le64(r + 16, (uint64_t)m->stop_time);
 		put_str(r + 24, m->reason, HAKOI_WIRE_REASON);
 		break;
 	case HAKOI_MSG_SIM_STATE:
-		put32(r, m->state);
-		put32(r + 4, m->joined);
-		put32(r + 8, m->clients);
-		put64(r + 16, (uint64_t)m->world_time);
+		hakoi_put_le32(r, m->state);
+		hakoi_put_le32(r + 4, m->joined);
+		hakoi_put_le32(r + 8, m->clients);
+		hakoi_put_le64(r + 16, (uint64_t)m->world_time);
 		break;
 	case HAKOI_MSG_FAILED: put_str(r, m->reason, HAKOI_WIRE_REASON); break;
 	case HAKOI_MSG_EXT:
 		r[0] = (uint8_t)m->ext;
 		r[1] = (uint8_t)(m->ext >> 8);
-		put32(r + 4, (uint32_t)m->result);
-		put32(r + 8, (uint32_t)(len - LEN_EXT));
+		hakoi_put_le32(r + 4, (uint32_t)m->result);
+		hakoi_put_le32(r + 8, (uint32_t)(len - LEN_EXT));
 		memcpy(r + 16, m->ext_body, len - LEN_EXT);
 		break;
 	default: break;
@@ -168,7 +137,7 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 	if (len < HAKOI_WIRE_HEADER) {
 		return bad(why, why_len, "shorter than a header");
 	}
-	if (get32(buf) != HAKOI_WIRE_MAGIC) {
+	if (hakoi_get_le32(buf) != HAKOI_WIRE_MAGIC) {
 		return bad(why, why_len, "not a hako conductor message (magic)");
 	}
 	uint16_t version = (uint16_t)(buf[4] | buf[5] << 8);
@@ -183,7 +152,7 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		snprintf(why, why_len, "unknown type %u", m->type);
 		return HAKO_EPROTO;
 	}
-	uint32_t blen = get32(buf + 8);
+	uint32_t blen = hakoi_get_le32(buf + 8);
 	/* An extension's body is variable, up to its bound; every other one is fixed. */
 	if (m->type == HAKOI_MSG_EXT && blen > want && blen <= LEN_EXT_MAX) {
 		want = blen;
@@ -193,27 +162,27 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		         m->type, blen, len, want);
 		return HAKO_EPROTO;
 	}
-	m->incarnation = get64(buf + 12);
+	m->incarnation = hakoi_get_le64(buf + 12);
 	const uint8_t *b = buf + HAKOI_WIRE_HEADER;
 	const uint8_t *r = b + B_REST;
 	if (get_str(b + B_NODE, m->node, HAKOI_WIRE_ID) != 0 || m->node[0] == '\0') {
 		return bad(why, why_len, "a node id that is empty or not terminated");
 	}
 	switch (m->type) {
-	case HAKOI_MSG_JOIN: m->config_hash = get32(r); break;
+	case HAKOI_MSG_JOIN: m->config_hash = hakoi_get_le32(r); break;
 	case HAKOI_MSG_JOIN_REPLY:
-		m->config_hash = get32(r);
-		m->result = (int32_t)get32(r + 4);
+		m->config_hash = hakoi_get_le32(r);
+		m->result = (int32_t)hakoi_get_le32(r + 4);
 		if (get_str(r + 8, m->reason, HAKOI_WIRE_REASON) != 0) {
 			return bad(why, why_len, "a reason that is not terminated");
 		}
 		break;
 	case HAKOI_MSG_TIME:
-		m->world_time = (int64_t)get64(r);
-		m->world_steps = get64(r + 8);
-		m->state = get32(r + 16);
-		m->seq = get32(r + 20);
-		m->sent_real_ns = (int64_t)get64(r + 24);
+		m->world_time = (int64_t)hakoi_get_le64(r);
+		m->world_steps = hakoi_get_le64(r + 8);
+		m->state = hakoi_get_le32(r + 16);
+		m->seq = hakoi_get_le32(r + 20);
+		m->sent_real_ns = (int64_t)hakoi_get_le64(r + 24);
 		if (m->world_time < 0 || m->world_time > (1ll << 60) || m->state > 16) {
 			return bad(why, why_len, "a world time or state out of range");
 		}
@@ -221,10 +190,10 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 	case HAKOI_MSG_SIM_CONTROL:
 	case HAKOI_MSG_EVENT:
 	case HAKOI_MSG_ACK_EVENT:
-		m->op = get32(r);
-		m->request = get32(r + 4);
-		m->result = (int32_t)get32(r + 8);
-		m->stop_time = (int64_t)get64(r + 16);
+		m->op = hakoi_get_le32(r);
+		m->request = hakoi_get_le32(r + 4);
+		m->result = (int32_t)hakoi_get_le32(r + 8);
+		m->stop_time = (int64_t)hakoi_get_le64(r + 16);
 		if (m->op < HAKOI_OP_START || m->op > HAKOI_OP_ERROR) {
 			return bad(why, why_len, "an unknown operation");
 		}
@@ -236,10 +205,10 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		}
 		break;
 	case HAKOI_MSG_SIM_STATE:
-		m->state = get32(r);
-		m->joined = get32(r + 4);
-		m->clients = get32(r + 8);
-		m->world_time = (int64_t)get64(r + 16);
+		m->state = hakoi_get_le32(r);
+		m->joined = hakoi_get_le32(r + 4);
+		m->clients = hakoi_get_le32(r + 8);
+		m->world_time = (int64_t)hakoi_get_le64(r + 16);
 		break;
 	case HAKOI_MSG_FAILED:
 		if (get_str(r, m->reason, HAKOI_WIRE_REASON) != 0) {
@@ -248,8 +217,8 @@ int hakoi_wire_decode(const uint8_t *buf, size_t len, hakoi_msg_t *m, char *why,
 		break;
 	case HAKOI_MSG_EXT:
 		m->ext = (uint16_t)(r[0] | r[1] << 8);
-		m->result = (int32_t)get32(r + 4);
-		m->ext_len = get32(r + 8);
+		m->result = (int32_t)hakoi_get_le32(r + 4);
+		m->ext_len = hakoi_get_le32(r + 8);
 		if (m->ext == 0 || m->ext_len != blen - LEN_EXT) {
 			return bad(why, why_len,
 			           "an extension message with id 0 or a wrong length");

@@ -5,38 +5,7 @@
 #include <string.h>
 
 #include "hako/error.h"
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++) {
-		p[i] = (uint8_t)(v >> (8 * i));
-	}
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++) {
-		p[i] = (uint8_t)(v >> (8 * i));
-	}
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 0; i < 4; i++) {
-		v |= (uint32_t)p[i] << (8 * i);
-	}
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++) {
-		v |= (uint64_t)p[i] << (8 * i);
-	}
-	return v;
-}
+#include "hakoi/bytes.h"
 
 void hakoi_rdf_init(hakoi_rdf_msg_t *m, uint8_t kind)
 {
@@ -51,17 +20,17 @@ size_t hakoi_rdf_encode(const hakoi_rdf_msg_t *m, uint8_t *buf)
 {
 	memset(buf, 0, HAKOI_RDF_FIXED);
 	buf[0] = m->kind;
-	put32(buf + 4, m->eu);
-	put32(buf + 8, m->seq);
-	put32(buf + 12, m->status);
-	put32(buf + 16, (uint32_t)m->epoch);
-	put32(buf + 20, m->curr);
-	put32(buf + 24, m->next);
-	put32(buf + 28, m->to);
-	put32(buf + 32, m->from_stored);
-	put32(buf + 36, (uint32_t)m->result);
-	put64(buf + 40, (uint64_t)m->commit);
-	put64(buf + 48, (uint64_t)m->release);
+	hakoi_put_le32(buf + 4, m->eu);
+	hakoi_put_le32(buf + 8, m->seq);
+	hakoi_put_le32(buf + 12, m->status);
+	hakoi_put_le32(buf + 16, (uint32_t)m->epoch);
+	hakoi_put_le32(buf + 20, m->curr);
+	hakoi_put_le32(buf + 24, m->next);
+	hakoi_put_le32(buf + 28, m->to);
+	hakoi_put_le32(buf + 32, m->from_stored);
+	hakoi_put_le32(buf + 36, (uint32_t)m->result);
+	hakoi_put_le64(buf + 40, (uint64_t)m->commit);
+	hakoi_put_le64(buf + 48, (uint64_t)m->release);
 	if (m->kind != HAKOI_RDF_REPLY) {
 		return HAKOI_RDF_FIXED;
 	}
@@ -96,17 +65,17 @@ int hakoi_rdf_decode(const void *body, size_t len, hakoi_rdf_msg_t *m, char *why
 		           "an RD-Full reason on a message that is no reply, or none "
 		           "on a reply");
 	}
-	m->eu = get32(b + 4);
-	m->seq = get32(b + 8);
-	m->status = get32(b + 12);
-	m->epoch = (int32_t)get32(b + 16);
-	m->curr = get32(b + 20);
-	m->next = get32(b + 24);
-	m->to = get32(b + 28);
-	m->from_stored = get32(b + 32);
-	m->result = (int32_t)get32(b + 36);
-	m->commit = (int64_t)get64(b + 40);
-	m->release = (int64_t)get64(b + 48);
+	m->eu = hakoi_get_le32(b + 4);
+	m->seq = hakoi_get_le32(b + 8);
+	m->status = hakoi_get_le32(b + 12);
+	m->epoch = (int32_t)hakoi_get_le32(b + 16);
+	m->curr = hakoi_get_le32(b + 20);
+	m->next = hakoi_get_le32(b + 24);
+	m->to = hakoi_get_le32(b + 28);
+	m->from_stored = hakoi_get_le32(b + 32);
+	m->result = (int32_t)hakoi_get_le32(b + 36);
+	m->commit = (int64_t)hakoi_get_le64(b + 40);
+	m->release = (int64_t)hakoi_get_le64(b + 48);
 	/* Node ids are uint8, epochs uint8 (or -1), statuses 0..2, times in range. */
 	if (m->curr > 255 || m->next > 255 || m->to > 255 || m->status > 2 || m->epoch < -1 ||
 	    m->epoch > 255 || m->from_stored > 1 || m->commit < -1 || m->commit > (1ll << 60) ||
