@@ -178,7 +178,8 @@ static int rx_parse(tcp_comm_t *c, tcp_peer_t *p, char *why, size_t why_len)
 /* The peer has been quiet for RX_IDLE_MS with nothing partial: give its big buffer back. */
 void hakoi_tcp_rx_idle_shrink(tcp_comm_t *c, tcp_peer_t *p)
 {
-	char why[8];
+	char why[64]; /* unused (a failed shrink keeps the buffer); room for gcc's truncation check
+	               */
 	if (p->rcap <= RX_CHUNK || p->rlen > RX_CHUNK) {
 		return;
 	}
