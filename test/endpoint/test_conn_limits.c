@@ -1,4 +1,4 @@
-/* Connection limits that idle peers cannot exhaust (pdu-endpoint/src/comm_tcp.c, comm_ws.c):
+/* Connection limits that idle peers cannot exhaust (pdu-endpoint/src/comm_tcp*.c, comm_ws.c):
  *  - flood: 64, then 1,000 more idle connections against a tcp and a websocket server (raw
  *    sockets that connect and send nothing, send part of a frame header or of the HTTP upgrade,
  *    or upgrade and then say nothing) while a legitimate client connects and streams PDUs: it

@@ -1,4 +1,4 @@
-/* Memory held by slow peers is bounded across connections (pdu-endpoint/src/comm_tcp.c,
+/* Memory held by slow peers is bounded across connections (pdu-endpoint/src/comm_tcp*.c,
  * comm_ws.c): 200 hostile peers against one server with the default limits, and the resident
  * memory of this process (server included) stays under baseline + RSS_BOUND; a good client is
  * served afterwards.

@@ -1,4 +1,4 @@
-/* The tcp comm (pdu-endpoint/src/comm_tcp.c), in one process: server and client endpoints from
+/* The tcp comm (pdu-endpoint/src/comm_tcp*.c), in one process: server and client endpoints from
  * config files written into a temp folder. Servers' files say 127.0.0.1 port 0 (any free port);
  * clients are written after hako_endpoint_local_port(). Waits poll with a generous limit; nothing
  * asserts timing. */
