@@ -141,6 +141,11 @@ void hakoi_note_peer(struct hakoi_peer *p, const char *fmt, ...)
 /* node.c: read every frame queued on s (routed: a ROUTER's [identity][frame]) */
 void hakoi_drain(hako_conductor_node_t *n, void *s, int routed);
 
+/* Whether this thread is n's main thread (node.c), or holds n's send lock in the publish of its
+ * time (node_time.c): what HAKO_ASSERT checks of the extensions' calls. */
+int hakoi_on_main_thread(const hako_conductor_node_t *n);
+int hakoi_publishing(const hako_conductor_node_t *n);
+
 /* node_time.c: the watcher thread; this node's time out (either thread, under send_lock);
  * a peer's TIME in (main thread). */
 void *hakoi_watch_main(void *arg);

@@ -11,6 +11,7 @@
 
 #include "conductor_internal.h"
 #include "hako/log.h"
+#include "hakoi/assert.h"
 
 /* ---- the ops, called by the node ---- */
 
@@ -89,6 +90,7 @@ void hakoi_ext_peer_lost(hako_conductor_node_t *n, struct hakoi_peer *p)
 
 void hakoi_ext_before_publish(hako_conductor_node_t *n)
 {
+	HAKO_ASSERT(hakoi_publishing(n));
 	for (size_t i = 0; i < n->next; i++) {
 		if (n->exts[i].opened && n->exts[i].ops->before_publish != NULL) {
 			n->exts[i].ops->before_publish(n->exts[i].state);
@@ -123,6 +125,7 @@ static void ext_msg(hako_conductor_node_t *n, hakoi_msg_t *m, uint16_t ext, int3
 int hakoi_ext_dispatch(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
                        const hakoi_msg_t *m)
 {
+	HAKO_ASSERT(hakoi_on_main_thread(n));
 	struct hakoi_ext *e = ext_of(n, m->ext);
 	if (e == NULL) {
 		if (p == NULL && from != NULL) {
@@ -182,6 +185,10 @@ int hako_conductor_ext_send(hako_conductor_node_t *n, uint16_t ext, const char *
 	if (r != 0) {
 		return r;
 	}
+	/* The control socket is the main thread's (an extension's open and close run before and
+	 * after the threads). */
+	HAKO_ASSERT_MSG(hakoi_on_main_thread(n) || !n->threads,
+	                "extension %u: a send off the node's main thread", (unsigned)ext);
 	struct hakoi_peer *p;
 	if (n->cfg.role == HAKO_CONDUCTOR_CLIENT) {
 		p = &n->peers[0];
@@ -212,6 +219,10 @@ int hako_conductor_ext_send_ordered(hako_conductor_node_t *n, uint16_t ext, cons
 	if (n->cfg.role != HAKO_CONDUCTOR_CLIENT) {
 		return HAKO_EINVAL;
 	}
+	/* Only from before_publish: the time socket is shared under the send lock, and the
+	 * order promised is the one of that publish. */
+	HAKO_ASSERT_MSG(hakoi_publishing(n), "extension %u: an ordered send outside before_publish",
+	                (unsigned)ext);
 	hakoi_msg_t m;
 	ext_msg(n, &m, ext, 0, body, len);
 	return hakoi_send_msg2(n->tout, NULL, &m, payload, payload != NULL ? payload_len : 0) == 0
@@ -232,6 +243,7 @@ int hako_conductor_ext_reply(hako_conductor_node_t *n, const hako_conductor_ext_
 	if (n->cfg.role != HAKO_CONDUCTOR_SERVER) {
 		return HAKO_EINVAL;
 	}
+	HAKO_ASSERT(hakoi_on_main_thread(n));
 	hakoi_msg_t m;
 	ext_msg(n, &m, to->ext, 0, body, len);
 	return hakoi_send_msg(n->ctl, to->reply_to, &m) == 0 ? 0 : HAKO_EIO;

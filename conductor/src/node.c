@@ -298,9 +298,18 @@ void hakoi_drain(hako_conductor_node_t *n, void *s, int routed)
 	}
 }
 
+/* The node whose main thread this is (HAKO_ASSERT only). */
+static __thread const hako_conductor_node_t *tl_main;
+
+int hakoi_on_main_thread(const hako_conductor_node_t *n)
+{
+	return tl_main == n;
+}
+
 static void *net_main(void *arg)
 {
 	hako_conductor_node_t *n = arg;
+	tl_main = n;
 	int server = n->cfg.role == HAKO_CONDUCTOR_SERVER;
 	while (!atomic_load(&n->stop)) {
 		zmq_pollitem_t items[4] = {

@@ -90,10 +90,19 @@ static int needs_main(hako_conductor_node_t *n, uint32_t *last_state, uint32_t *
  * right after a peer's time let the world advance, which saves the watcher's wake-up on the
  * lock-step path; the time socket is shared under send_lock (ZeroMQ allows a socket to change
  * threads behind a full barrier). */
+/* The node whose send lock this thread holds in hakoi_publish_time (HAKO_ASSERT only). */
+static __thread const hako_conductor_node_t *tl_publishing;
+
+int hakoi_publishing(const hako_conductor_node_t *n)
+{
+	return tl_publishing == n;
+}
+
 void hakoi_publish_time(hako_conductor_node_t *n)
 {
 	const hako_time_t beat = (hako_time_t)n->cfg.heartbeat_ms * 1000;
 	pthread_mutex_lock(&n->send_lock);
+	tl_publishing = n;
 	hako_time_t world = hako_domain_world_time(n->dom);
 	/* After the world time is read: what an extension sends now (hako_conductor_ext_send_
 	 * ordered, e.g. what RD-Full's executors wrote before the world got there) goes before
@@ -114,6 +123,7 @@ void hakoi_publish_time(hako_conductor_node_t *n)
 		n->last_sent_state = st;
 		n->last_send_at = now;
 	}
+	tl_publishing = NULL;
 	pthread_mutex_unlock(&n->send_lock);
 }
 
