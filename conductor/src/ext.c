@@ -354,7 +354,7 @@ int hako_conductor_session_recv(hako_conductor_session_t *s, int timeout_ms,
 	}
 	hako_time_t until = hako_now_usec() + (hako_time_t)timeout_ms * 1000;
 	for (;;) {
-		uint8_t in[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16 + HAKO_CONDUCTOR_EXT_BODY_MAX];
+		uint8_t in[HAKOI_WIRE_FRAME_MAX];
 		int len = zmq_recv(s->s, in, sizeof(in), ZMQ_DONTWAIT);
 		if (len < 0) {
 			hako_time_t left = until - hako_now_usec();

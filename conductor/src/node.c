@@ -46,7 +46,7 @@ struct hakoi_peer *hakoi_peer_by_id(hako_conductor_node_t *n, const char *id)
  * take it misses it (times are sent again, requests are retried). 0 or -1. */
 int hakoi_send_msg2(void *s, const char *to, hakoi_msg_t *m, const void *payload, size_t len)
 {
-	uint8_t buf[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16 + HAKO_CONDUCTOR_EXT_BODY_MAX];
+	uint8_t buf[HAKOI_WIRE_FRAME_MAX];
 	size_t flen = hakoi_wire_encode(m, buf);
 	if (to != NULL && zmq_send(s, to, strlen(to), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
 		return -1;

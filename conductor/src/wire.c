@@ -20,7 +20,7 @@ enum {
 	LEN_SIM_STATE = HAKOI_WIRE_ID + 24, /* state, joined, clients, pad, world time */
 	LEN_FAILED = HAKOI_WIRE_ID + HAKOI_WIRE_REASON,
 	/* ext, pad, result, length, pad, then the extension's body (variable) */
-	LEN_EXT = HAKOI_WIRE_ID + 16,
+	LEN_EXT = HAKOI_WIRE_ID + HAKOI_WIRE_EXT_FIXED,
 	LEN_EXT_MAX = LEN_EXT + HAKO_CONDUCTOR_EXT_BODY_MAX,
 };
 
@@ -44,7 +44,7 @@ static size_t body_len(uint16_t type)
 
 size_t hakoi_wire_max(void)
 {
-	return HAKOI_WIRE_HEADER + LEN_EXT_MAX;
+	return HAKOI_WIRE_FRAME_MAX;
 }
 
 /* A NUL-padded string field of n bytes. */

@@ -77,7 +77,13 @@ typedef struct hakoi_msg {
 	uint8_t ext_body[HAKO_CONDUCTOR_EXT_BODY_MAX];
 } hakoi_msg_t;
 
-/* Encode m into buf (at least hakoi_wire_max() bytes): the frame's length. */
+/* An EXT body: ext, pad, result, length, pad (16 bytes), then the extension's bytes. */
+#define HAKOI_WIRE_EXT_FIXED 16u
+/* The largest frame: an EXT with the largest body (every other kind is shorter). */
+#define HAKOI_WIRE_FRAME_MAX                                                                       \
+	(HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + HAKOI_WIRE_EXT_FIXED + HAKO_CONDUCTOR_EXT_BODY_MAX)
+
+/* Encode m into buf (at least HAKOI_WIRE_FRAME_MAX bytes): the frame's length. */
 size_t hakoi_wire_encode(const hakoi_msg_t *m, uint8_t *buf);
 size_t hakoi_wire_max(void);
 /* Decode a received frame: 0, or HAKO_EPROTO with why (for the once-per-peer log line). */

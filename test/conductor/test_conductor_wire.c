@@ -173,7 +173,7 @@ static void test_hostile(void **state)
 	longer[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 8] = 17; /* the body's own length lies */
 	expect_bad(longer, len, "wrong length");
 	/* A body beyond the bound: the frame's length field says so, the frame is that long. */
-	uint8_t huge[HAKOI_WIRE_HEADER + HAKOI_WIRE_ID + 16 + HAKO_CONDUCTOR_EXT_BODY_MAX + 1];
+	uint8_t huge[HAKOI_WIRE_FRAME_MAX + 1];
 	x.ext_len = HAKO_CONDUCTOR_EXT_BODY_MAX;
 	len = hakoi_wire_encode(&x, huge);
 	huge[len] = 0;
