@@ -37,7 +37,7 @@ struct vw_sampler {
 	int list_cap;
 	int asset_cap;
 	int chan_cap;
-	int fed;              /* a conductor node is linked to the domain (its status found) */
+	hako_channel_t *fed;  /* the conductor's status channel, NULL until there is one */
 	uint64_t fed_seq;     /* the write behind st.federation */
 	hako_time_t fed_look; /* when to look for the channel again */
 	vw_state_t st;
@@ -78,7 +78,7 @@ static void detach(vw_sampler_t *s)
 	s->rd = NULL;
 	hako_domain_close(s->dom);
 	s->dom = NULL;
-	s->fed = 0; /* of the closed domain */
+	s->fed = NULL; /* a handle of the closed domain */
 	s->fed_seq = 0;
 	s->fed_look = 0;
 	s->st.federation[0] = '\0';
@@ -436,22 +436,28 @@ static void link_eus(vw_state_t *st)
 static void sample_federation(vw_sampler_t *s, hako_time_t now)
 {
 	vw_state_t *st = &s->st;
-	if (!s->fed && now < s->fed_look) {
+	if (s->fed == NULL) {
+		if (now < s->fed_look) {
+			return;
+		}
+		s->fed_look = now + 2000000; /* a node may be linked later: look again */
+		if (hako_channel_lookup(s->dom, HAKO_CONDUCTOR_STATUS_ROBOT, 0, &s->fed) != 0) {
+			s->fed = NULL;
+			st->federation[0] = '\0';
+			return;
+		}
+	}
+	/* The status is rewritten every 200 ms: read and parse it only when it was. */
+	uint64_t seq = hako_channel_seq(s->fed);
+	if (seq == s->fed_seq) {
 		return;
 	}
 	static hako_conductor_status_t fs;
 	int r = hako_conductor_status_read(s->dom, &fs);
-	if (r == HAKO_ENOENT) {
-		s->fed = 0;
-		s->fed_look = now + 2000000; /* a node may be linked later: look again */
-		st->federation[0] = '\0';
-		return;
+	if (r == HAKO_EAGAIN) {
+		return; /* right after a reset: written again at once */
 	}
-	s->fed = 1;
-	if (r == HAKO_EAGAIN || fs.seq == s->fed_seq) {
-		return; /* right after a reset, or nothing new */
-	}
-	s->fed_seq = fs.seq;
+	s->fed_seq = r == 0 ? fs.seq : seq; /* not a status: not parsed again until rewritten */
 	if (r != 0 ||
 	    hako_conductor_status_format(&fs, st->federation, sizeof(st->federation), NULL) != 0) {
 		st->federation[0] = '\0';
