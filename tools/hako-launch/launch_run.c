@@ -943,9 +943,13 @@ static int rejoin_restarted_server(hako_time_t stopped_at)
  * schedules late, so that its server's reset comes between two looks. */
 static hako_time_t client_poll_usec(void)
 {
-	const char *e = getenv("HAKO_TEST_LAUNCH_CLIENT_POLL_USEC");
-	long v = e != NULL ? strtol(e, NULL, 10) : 0;
-	return v > 0 && v <= 1000000 ? (hako_time_t)v : 10000;
+	static hako_time_t poll; /* read once: this runs every poll */
+	if (poll == 0) {
+		const char *e = getenv("HAKO_TEST_LAUNCH_CLIENT_POLL_USEC");
+		long v = e != NULL ? strtol(e, NULL, 10) : 0;
+		poll = v > 0 && v <= 1000000 ? (hako_time_t)v : 10000;
+	}
+	return poll;
 }
 
 /* Where the domain stopped, once a reset took its clock back to 0: the world time of its last
