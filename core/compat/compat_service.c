@@ -398,3 +398,25 @@ int hakoi_svc_find(const char *who, const char *name)
 	}
 	return failf("%s: no service \"%s\" in the service files read", who, name);
 }
+
+int hako_asset_service_get_channel_id(int service_id, int client_id, int *request_channel_id,
+                                      int *response_channel_id)
+{
+	const char *who = "hako_asset_service_get_channel_id";
+	if (request_channel_id == NULL || response_channel_id == NULL) {
+		return failf("%s: NULL channel id pointer", who);
+	}
+	pthread_mutex_lock(&hakoi_services.lock);
+	struct svc *s = hakoi_svc_of(who, service_id);
+	int r = -1;
+	if (s != NULL && (client_id < 0 || client_id >= s->max_clients)) {
+		failf("%s: %s has client slots 0..%d, not %d", who, s->name, s->max_clients - 1,
+		      client_id);
+	} else if (s != NULL) {
+		*request_channel_id = 2 * client_id;
+		*response_channel_id = 2 * client_id + 1;
+		r = 0;
+	}
+	pthread_mutex_unlock(&hakoi_services.lock);
+	return r;
+}

@@ -62,6 +62,13 @@ extern "C" {
  * using a service calls it with the same file). Register or attach first. 0 or -1. */
 HAKO_API int hako_asset_service_initialize(const char *service_config_path);
 
+/* The channels of client slot client_id of service_id, (2 * client_id, 2 * client_id + 1),
+ * whichever process holds the slot (Hakoniwa's Python binding answers this from its core's
+ * service table; its C header has no such call, hako adds it). 0 or -1 (no such service, or
+ * client_id not in 0..maxClients-1). */
+HAKO_API int hako_asset_service_get_channel_id(int service_id, int client_id,
+                                               int *request_channel_id, int *response_channel_id);
+
 /* ========== Server ========== */
 
 /* Serve serviceName from this process (assetName: the asset serving it, NULL for an attached
