@@ -2,7 +2,8 @@
 # sudo): they install what is missing, build, then run the demo or the whole test suite.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev cmake pkg-config
+PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev cmake pkg-config \
+            python3-dev
 # Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium.
 TEST_PACKAGES := chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
