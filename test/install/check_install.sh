@@ -83,3 +83,18 @@ for f in index.html app.js style.css; do
     { echo "missing after DESTDIR install: $prefix/share/hako/viewer/www/$f"; exit 1; }
 done
 echo "install check ok"
+
+# The Python module, when built: installed under the prefix, it imports with the interpreter it
+# was built for and finds the installed libraries from where it is.
+if ls "$build"/python/hakopy.*.so > /dev/null 2>&1; then
+  python=$(sed -n 's/^HAKO_PYTHON:INTERNAL=//p' "$build/CMakeCache.txt")
+  pydir=$(sed -n 's/^HAKO_PYTHON_INSTALL_DIR:STRING=//p' "$build/CMakeCache.txt")
+  ls "$tmp/prefix/$pydir"/hakopy.*.so > /dev/null 2>&1 ||
+    { echo "missing after install: $pydir/hakopy.*.so"; exit 1; }
+  (cd "$tmp" && env -u LD_LIBRARY_PATH PYTHONPATH="$tmp/prefix/$pydir" "$python" -c \
+    "import hakopy, sys; assert hakopy.__file__.startswith('$tmp/prefix/'), hakopy.__file__; assert hakopy.HAKO_ASSET_MODEL_CONTROLLER == 1") ||
+    { echo "the installed hakopy does not import"; exit 1; }
+  # It uses the prefix's libhako_core, not another one on the machine.
+  ldd "$tmp/prefix/$pydir"/hakopy.*.so | grep -q "libhako_core.so.0 => $tmp/prefix/" ||
+    { echo "the installed hakopy does not load the prefix's libhako_core:"; ldd "$tmp/prefix/$pydir"/hakopy.*.so; exit 1; }
+fi
