@@ -354,6 +354,31 @@ static int finish_run(int (*is_force_stop)(void))
 	}
 }
 
+/* After acknowledging START: wait until every asset did (the run is Running), as Hakoniwa does,
+ * so no asset runs on before every other ran its on_initialize (a client's first request
+ * written before the server's on_initialize created the server would not be taken). 0 when
+ * Running, HAKO_EINTR when is_force_stop says so, HAKO_ESTATE when the run stopped or failed
+ * instead. */
+static int wait_running(int (*is_force_stop)(void))
+{
+	for (;;) {
+		int st = hako_domain_state(g.dom);
+		if (st == HAKO_STATE_RUNNING) {
+			return 0;
+		}
+		if (st != HAKO_STATE_RUNNABLE) {
+			return HAKO_ESTATE;
+		}
+		int r = hako_domain_wait_state(g.dom, HAKO_STATE_RUNNING, 100000);
+		if (r == HAKO_ETIMEDOUT && is_force_stop != NULL && is_force_stop()) {
+			return HAKO_EINTR;
+		}
+		if (r != 0 && r != HAKO_ETIMEDOUT) {
+			return r;
+		}
+	}
+}
+
 int hako_asset_start_no_wait(int (*is_force_stop)(void))
 {
 	hako_asset_context_t ctx = {NULL};
@@ -380,6 +405,13 @@ int hako_asset_start_no_wait(int (*is_force_stop)(void))
 		g.cb.on_initialize(&ctx);
 	}
 	hako_member_ack(g.member, HAKO_EVENT_START);
+	int r = wait_running(is_force_stop);
+	if (r == HAKO_EINTR) {
+		return fail(HAKO_EINTR, "hako_asset_start: forced stop");
+	}
+	if (r != 0) {
+		return finish_run(is_force_stop);
+	}
 	if (g.cb.on_manual_timing_control != NULL) {
 		int ret = g.cb.on_manual_timing_control(&ctx);
 		if (hako_domain_state(g.dom) == HAKO_STATE_RUNNING) {

@@ -790,18 +790,91 @@ static void test_usleep_no_wait_force_stop(void **state)
 	hako_member_unregister(holder);
 }
 
+/* As Hakoniwa: an asset runs on (its manual timing control, its steps) only once every asset
+ * acknowledged START, so every on_initialize ran before (Hakoniwa's service samples create the
+ * server in one asset's on_initialize and send a request at once from another's manual timing
+ * control). The test process holds a member that acknowledges late. */
+static int order_init(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	atomic_store(&cur->sh->initialized, 1);
+	return 0;
+}
+
+static int order_manual(hako_asset_context_t *ctx)
+{
+	(void)ctx;
+	/* rule_violations: 1 if the other member had not acknowledged START, or not Running. */
+	int early = atomic_load(&cur->sh->resets) == 0 ||
+	            hako_domain_state(hako_asset_domain()) != HAKO_STATE_RUNNING;
+	atomic_store(&cur->sh->rule_violations, early);
+	atomic_store(&cur->sh->steps, 1);
+	return 0;
+}
+
+static void order_child(void *p)
+{
+	struct fx *f = p;
+	hako_asset_callbacks_t cb = {0};
+	cb.on_initialize = order_init;
+	cb.on_manual_timing_control = order_manual;
+	HTU_CHECK_RC(hako_asset_register("early", NULL, &cb, 1000, HAKO_ASSET_MODEL_PLANT), 0);
+	atomic_store(&f->sh->registered, 1);
+	HTU_CHECK_RC(hako_asset_start(), 0);
+	int ev = HAKO_EVENT_NONE;
+	HTU_CHECK_RC(hako_member_wait_event(hako_asset_member(), HTU_TIMEOUT_USEC, &ev), 0);
+	HTU_CHECK_RC(ev, HAKO_EVENT_STOP);
+	HTU_CHECK_RC(hako_member_ack(hako_asset_member(), HAKO_EVENT_STOP), 0);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+}
+
+SETUP(start_waits_for_every_asset)
+static void test_start_waits_for_every_asset(void **state)
+{
+	struct fx *f = *state;
+	hako_member_t *late = NULL;
+	assert_int_equal(hako_member_register(f->dom, "late", 1000, &late), 0);
+	pid_t pid = htu_fork(order_child, f);
+	assert_true(pid > 0);
+	assert_true(wait_registered(f));
+	assert_int_equal(hako_domain_start(f->dom), 0);
+	int ok;
+	HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->initialized) == 1, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	/* The child acknowledged START after its on_initialize; it must not run on while "late"
+	 * has not. Give it the time it would take to (it needs far less) before acknowledging. */
+	HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->steps) == 1, 300000);
+	assert_false(ok);
+	atomic_store(&f->sh->resets, 1); /* "late" acknowledges now */
+	assert_int_equal(hako_member_ack(late, HAKO_EVENT_START), 0);
+	HTU_WAIT_UNTIL(ok, atomic_load(&f->sh->steps) == 1, HTU_TIMEOUT_USEC);
+	assert_true(ok);
+	assert_int_equal(atomic_load(&f->sh->rule_violations), 0);
+	assert_int_equal(hako_domain_stop(f->dom), 0);
+	assert_int_equal(hako_member_ack(late, HAKO_EVENT_STOP), 0);
+	assert_true(htu_join_child(pid, HTU_TIMEOUT_USEC));
+	hako_member_unregister(late);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup_##name, teardown)
 
 int main(void)
 {
 	htu_init();
 	const struct CMUnitTest tests[] = {
-	    T(register_pdudef),          T(register_no_conductor),
-	    T(register_pdudef_conflict), T(register_foreign_domain),
-	    T(recv_flag_mode),           T(recv_after_reset),
-	    T(recv_callback_mode),       T(start_returns_eintr),
-	    T(start_no_wait_force_stop), T(attach_core),
-	    T(recv_pending_callback),    T(usleep_no_wait_force_stop),
+	    T(register_pdudef),
+	    T(register_no_conductor),
+	    T(start_waits_for_every_asset),
+	    T(register_pdudef_conflict),
+	    T(register_foreign_domain),
+	    T(recv_flag_mode),
+	    T(recv_after_reset),
+	    T(recv_callback_mode),
+	    T(start_returns_eintr),
+	    T(start_no_wait_force_stop),
+	    T(attach_core),
+	    T(recv_pending_callback),
+	    T(usleep_no_wait_force_stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
