@@ -1,6 +1,7 @@
 #!/bin/bash
-# registry.msggen: hako-msggen on user types: errors, naming, heap budgets, and headers that
-# compile as strict C11 (and C++ when a C++ compiler is at hand).
+# registry.msggen: hako-msggen on user types: errors, naming, heap budgets, headers that
+# compile as strict C11 (and C++ when a C++ compiler is at hand), and the offset files of
+# --offsets, checked against Hakoniwa's.
 #
 # usage: test_msggen.sh HAKO_MSGGEN CC REGISTRY_INCLUDE_DIR BASE_INCLUDE_DIR
 set -u
@@ -162,6 +163,113 @@ expect 0 "$GEN" -I "$m" --out "$tmp/gen6" --layout-check "$tmp/table.c" my_msgs/
 file_has "$tmp/table.c" '"my_msgs/Sample", "default", offsetof\(Hako_my_msgs_Sample, default_\)'
 expect 0 "$CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -I "$tmp/gen6" -I "$INC" -I "$BASE_INC" -c \
 	-o "$tmp/table.o" "$tmp/table.c"
+
+# ---- offset files (hakoniwa-pdu-python's HAKO_BINARY_PATH) ----
+# offset_is FILE: FILE holds exactly the lines on stdin (newline-terminated); else show both.
+offset_is() {
+	if ! diff -u - "$1" >"$tmp/offset.diff" 2>&1; then
+		fail "$1 differs from the expected lines (- expected, + written):"
+		sed 's/^/    /' "$tmp/offset.diff"
+	fi
+}
+
+# The built-in types, every one of them (each .msg of registry/msg), and nothing else. Without
+# --out no headers are written, not even to the current folder.
+off=$tmp/offsets
+in_dir() (
+	cd "$1" && shift && "$@"
+)
+mkdir "$tmp/cwd"
+expect 0 in_dir "$tmp/cwd" "$GEN" --all-builtin --offsets "$off"
+[ -z "$(ls -A "$tmp/cwd")" ] || fail "--offsets without --out wrote to the current folder: $(ls "$tmp/cwd")"
+builtin_msgs=$(dirname "${BASH_SOURCE[0]}")/../../registry/msg
+if ! diff -u <(cd "$builtin_msgs" && find . -name '*.msg' | sed 's/\.msg$/.offset/' | sort) \
+	<(cd "$off" && find . -type f | sort) >"$tmp/offset.diff"; then
+	fail "the offset files are not one per built-in type (- missing, + extra):"
+	sed 's/^/    /' "$tmp/offset.diff"
+fi
+# Every line has the shape PduManager splits on ':'.
+bad=$(cat "$off"/*/*.offset | grep -cvE '^(single:(primitive|struct):[A-Za-z0-9_]+:[A-Za-z0-9_/]+:[0-9]+:[0-9]+|array:(primitive|struct):[A-Za-z0-9_]+:[A-Za-z0-9_/]+:[0-9]+:[0-9]+:[0-9]+|varray:(primitive|struct):[A-Za-z0-9_]+:[A-Za-z0-9_/]+:[0-9]+:[0-9]+:8)$')
+same "malformed lines in the offset files" "$bad" 0
+
+# Hakoniwa's own files for these types, line for line.
+offset_is "$off/geometry_msgs/Twist.offset" <<'EOF'
+single:struct:linear:Vector3:0:24
+single:struct:angular:Vector3:24:24
+EOF
+offset_is "$off/sensor_msgs/PointCloud2.offset" <<'EOF'
+single:struct:header:std_msgs/Header:0:136
+single:primitive:height:uint32:136:4
+single:primitive:width:uint32:140:4
+varray:struct:fields:PointField:144:140:8
+single:primitive:is_bigendian:bool:152:4
+single:primitive:point_step:uint32:156:4
+single:primitive:row_step:uint32:160:4
+varray:primitive:data:uint8:164:1:8
+single:primitive:is_dense:bool:172:4
+EOF
+offset_is "$off/std_msgs/Header.offset" <<'EOF'
+single:struct:stamp:builtin_interfaces/Time:0:8
+single:primitive:frame_id:string:8:128
+EOF
+offset_is "$off/geometry_msgs/PoseWithCovariance.offset" <<'EOF'
+single:struct:pose:Pose:0:56
+array:primitive:covariance:float64:56:288:36
+EOF
+offset_is "$off/hako_srv_msgs/ServiceRequestHeader.offset" <<'EOF'
+single:primitive:request_id:uint32:0:4
+single:primitive:service_name:string:4:128
+single:primitive:client_name:string:132:128
+single:primitive:opcode:uint8:260:1
+single:primitive:status_poll_interval_msec:int32:264:4
+EOF
+# byte and char keep their names (their layout is uint8's).
+offset_is "$off/std_msgs/ByteMultiArray.offset" <<'EOF'
+single:struct:layout:MultiArrayLayout:0:12
+varray:primitive:data:byte:12:1:8
+EOF
+offset_is "$off/std_msgs/Char.offset" <<'EOF'
+single:primitive:data:char:0:1
+EOF
+
+# A user type: its file, those of the types it nests, an empty file for a type without fields;
+# with --out, the headers too.
+expect 0 "$GEN" -I "$m" --out "$tmp/gen7" --offsets "$tmp/offsets2" my_msgs/Sample my_msgs/Nothing
+offset_is "$tmp/offsets2/my_msgs/Sample.offset" <<'EOF'
+single:struct:header:std_msgs/Header:0:136
+single:struct:velocity:geometry_msgs/Vector3:136:24
+single:primitive:default:int32:160:4
+array:primitive:flags:bool:164:12:3
+array:primitive:labels:string:176:256:2
+varray:primitive:samples:float64:432:8:8
+varray:struct:readings:Reading:440:140:8
+EOF
+offset_is "$tmp/offsets2/my_msgs/Reading.offset" <<'EOF'
+single:primitive:channel:uint8:0:1
+single:primitive:unit:string:1:128
+varray:primitive:raw:int16:132:2:8
+EOF
+offset_is "$tmp/offsets2/my_msgs/Nothing.offset" </dev/null
+got=$(cd "$tmp/offsets2" && find . -type f | sort | tr '\n' ' ')
+same "offset files of my_msgs/Sample and my_msgs/Nothing" "$got" \
+	"./builtin_interfaces/Time.offset ./geometry_msgs/Vector3.offset ./my_msgs/Nothing.offset ./my_msgs/Reading.offset ./my_msgs/Sample.offset ./std_msgs/Header.offset "
+[ -f "$tmp/gen7/my_msgs/Sample.h" ] || fail "--offsets with --out wrote no header"
+
+# A folder that cannot be made or written: the path and the reason, status 1.
+expect 2 "$GEN" --offsets
+has "option '--offsets' needs a value"
+touch "$tmp/plain"
+expect 1 "$GEN" --offsets "$tmp/plain" geometry_msgs/Twist
+has "cannot create $tmp/plain/geometry_msgs: Not a directory"
+mkdir -p "$tmp/offsets3/geometry_msgs/Twist.offset"
+expect 1 "$GEN" --offsets "$tmp/offsets3" geometry_msgs/Twist
+has "cannot write $tmp/offsets3/geometry_msgs/Twist.offset: Is a directory"
+if [ "$(id -u)" != 0 ]; then # root writes into a read-only folder
+	mkdir "$tmp/readonly"
+	chmod 555 "$tmp/readonly"
+	expect 1 "$GEN" --offsets "$tmp/readonly" geometry_msgs/Twist
+	has "cannot create $tmp/readonly/geometry_msgs: Permission denied"
+fi
 
 if [ "$fails" -ne 0 ]; then
 	echo "registry.msggen: $fails check(s) failed"

@@ -3,7 +3,9 @@
  *
  * For every type asked for (and every type it nests) it writes <out>/<pkg>/<Type>.h with the
  * struct, the PDU size and inline helpers, plus <out>/hako_pdu_types.h shared by all of them.
- * Naming and the heap budget are described in docs/registry-msggen.md.
+ * With --offsets DIR it writes DIR/<pkg>/<Type>.offset, the layout files hakoniwa-pdu-python
+ * reads, for the same types. Naming, the heap budget and the offset files are described in
+ * docs/registry-msggen.md.
  *
  * Exit codes: 0 success, 1 failure (message on stderr), 2 usage error.
  */
@@ -782,6 +784,61 @@ static int write_layout_check(struct gen *g, const char *path)
 	return out_close(&out);
 }
 
+/* ---- offset files ---- */
+
+/* The type column of an offset file: a primitive's name as the .msg writes it (byte and char
+ * stay byte and char, as in Hakoniwa's files), a nested type's bare name when it is in the
+ * package of the type described, else pkg/Type. */
+static const char *offset_type(const hako_msg_type_t *t, const hako_msg_field_t *f)
+{
+	if (f->kind != HAKO_MSG_STRUCT) {
+		return hako_msg_kind_name(f->kind);
+	}
+	return strcmp(f->type->pkg, t->pkg) == 0 ? f->type->name : f->type->full_name;
+}
+
+/* DIR/<pkg>/<Type>.offset, the layout file hakoniwa-pdu-python's PduManager converts PDUs
+ * with: one line per field, in .msg order. */
+static int write_offsets(const char *dir, const hako_msg_type_t *t)
+{
+	char path[1024];
+	if (snprintf(path, sizeof(path), "%s/%s/%s.offset", dir, t->pkg, t->name) >=
+	    (int)sizeof(path)) {
+		errf("%s/%s/%s.offset: path too long", dir, t->pkg, t->name);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, t->pkg);
+	if (make_dir(path) != 0) {
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/%s/%s.offset", dir, t->pkg, t->name);
+	struct out out;
+	if (out_open(&out, path) != 0) {
+		return 1;
+	}
+	for (size_t i = 0; i < t->field_count; i++) {
+		const hako_msg_field_t *f = &t->fields[i];
+		const char *kind = f->kind == HAKO_MSG_STRUCT ? "struct" : "primitive";
+		const char *type = offset_type(t, f);
+		switch (f->form) {
+		case HAKO_MSG_SINGLE:
+			fprintf(out.f, "single:%s:%s:%s:%" PRIu32 ":%" PRIu32 "\n", kind, f->name,
+			        type, f->offset, f->size);
+			break;
+		case HAKO_MSG_ARRAY:
+			fprintf(out.f, "array:%s:%s:%s:%" PRIu32 ":%" PRIu32 ":%" PRIu32 "\n", kind,
+			        f->name, type, f->offset, f->size, f->count);
+			break;
+		case HAKO_MSG_VARRAY:
+			/* The size column is one element's; the last is what the base holds. */
+			fprintf(out.f, "varray:%s:%s:%s:%" PRIu32 ":%" PRIu32 ":%" PRIu32 "\n",
+			        kind, f->name, type, f->offset, f->elem_size, f->size);
+			break;
+		}
+	}
+	return out_close(&out);
+}
+
 /* ---- main ---- */
 
 static void gen_free(struct gen *g)
@@ -800,15 +857,16 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                                         {"all-builtin", no_argument, NULL, 'a'},
 	                                         {"layout-check", required_argument, NULL, 'l'},
 	                                         {"no-headers", no_argument, NULL, 'n'},
+	                                         {"offsets", required_argument, NULL, 'f'},
 	                                         HAKO_CLI_HELP_VERSION,
 	                                         {NULL, 0, NULL, 0}};
 	struct gen g;
 	memset(&g, 0, sizeof(g));
 	g.out_dir = ".";
-	const char *pdudef = NULL, *layout = NULL;
+	const char *pdudef = NULL, *layout = NULL, *offsets = NULL;
 	const char **dirs = calloc((size_t)argc, sizeof(*dirs));
 	size_t ndirs = 0;
-	int all = 0, headers = 1, c, rc = 1;
+	int all = 0, headers = 1, out_given = 0, c, rc = 1;
 	if (dirs == NULL) {
 		errf("out of memory");
 		return 1;
@@ -817,12 +875,16 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		int r = -1;
 		switch (c) {
 		case 'I': dirs[ndirs++] = optarg; break;
-		case 'o': g.out_dir = optarg; break;
+		case 'o':
+			g.out_dir = optarg;
+			out_given = 1;
+			break;
 		case 'b': r = parse_heap_budget(&g, optarg); break;
 		case 'p': pdudef = optarg; break;
 		case 'a': all = 1; break;
 		case 'l': layout = optarg; break;
 		case 'n': headers = 0; break;
+		case 'f': offsets = optarg; break;
 		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
@@ -830,6 +892,11 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			free(g.budgets);
 			return r;
 		}
+	}
+	/* Offset files alone are what a Python user asks for: headers in the current folder would
+	 * be litter. */
+	if (offsets != NULL && !out_given) {
+		headers = 0;
 	}
 	if (!all && pdudef == NULL && optind >= argc) {
 		free(dirs);
@@ -893,6 +960,11 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			goto out;
 		}
 	}
+	for (size_t i = 0; offsets != NULL && i < g.type_count; i++) {
+		if (write_offsets(offsets, g.types[i]) != 0) {
+			goto out;
+		}
+	}
 	if (layout != NULL && write_layout_check(&g, layout) != 0) {
 		goto out;
 	}
@@ -909,13 +981,14 @@ int main(int argc, char **argv)
 	    "hako-msggen",
 	    "[-I DIR]... [--out DIR] [--heap-budget PKG/TYPE=BYTES]...\n"
 	    "                   [--pdudef FILE] [--all-builtin] [--layout-check FILE]\n"
-	    "                   [--no-headers] [PKG/TYPE]...",
+	    "                   [--no-headers] [--offsets DIR] [PKG/TYPE]...",
 	    "",
 	    "Write a C header per PDU type (and per type it nests) to DIR/<pkg>/<Type>.h,\n"
 	    "plus DIR/hako_pdu_types.h. Types come from the .msg search path: -I folders,\n"
 	    "then $HAKO_MSG_PATH, then the built-in packages.",
 	    "  -I DIR                      search DIR for <pkg>/<Type>.msg first\n"
-	    "  -o, --out DIR               where the headers go (default: .)\n"
+	    "  -o, --out DIR               where the headers go (default: ., and none\n"
+	    "                              with --offsets unless --out is given)\n"
 	    "  --heap-budget PKG/TYPE=N    heap bytes in HAKO_PDU_SIZE_* of that type\n"
 	    "  --pdudef FILE               PDU sizes from a pdudef; with no PKG/TYPE given,\n"
 	    "                              generate every type it lists\n"
@@ -924,7 +997,9 @@ int main(int argc, char **argv)
 	    "                              tabulates the compiler's offsetof/sizeof of\n"
 	    "                              every struct (for the layout test)\n"
 	    "  --no-headers                write no headers (with --layout-check, for\n"
-	    "                              headers generated before)\n",
+	    "                              headers generated before)\n"
+	    "  --offsets DIR               write DIR/<pkg>/<Type>.offset, the layout files\n"
+	    "                              of hakoniwa-pdu-python (HAKO_BINARY_PATH=DIR)\n",
 	    run,
 	};
 	static char epilog[200];
