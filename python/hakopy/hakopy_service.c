@@ -257,19 +257,15 @@ static PyObject *py_client_create(PyObject *self, PyObject *args)
 	return Py_BuildValue("{s:i,s:i}", "service_id", h.service_id, "client_id", h.client_id);
 }
 
-/* Parse "(handle dict, <rest>)" into h and the rest's format. */
-#define PARSE_HANDLE(fmt, ...)                                                                     \
-	PyObject *dict;                                                                            \
-	HakoServiceHandleType h;                                                                   \
-	if (!PyArg_ParseTuple(args, "O!" fmt, &PyDict_Type, &dict, ##__VA_ARGS__) ||               \
-	    handle_of(dict, &h) != 0) {                                                            \
-		return NULL;                                                                       \
-	}
-
 static PyObject *py_client_poll(PyObject *self, PyObject *args)
 {
 	(void)self;
-	PARSE_HANDLE(":asset_service_client_poll");
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!:asset_service_client_poll", &PyDict_Type, &dict) ||
+	    handle_of(dict, &h) != 0) {
+		return NULL;
+	}
 	int r = hako_asset_service_client_poll(&h);
 	if (r < 0) {
 		hakopy_note_failure();
@@ -280,7 +276,13 @@ static PyObject *py_client_poll(PyObject *self, PyObject *args)
 static PyObject *py_client_get_channel_id(PyObject *self, PyObject *args)
 {
 	(void)self;
-	PARSE_HANDLE(":asset_service_client_get_channel_id");
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!:asset_service_client_get_channel_id", &PyDict_Type,
+	                      &dict) ||
+	    handle_of(dict, &h) != 0) {
+		return NULL;
+	}
 	int req = 0, res = 0;
 	if (hako_asset_service_client_get_channel_id_by_handle(&h, &req, &res) != 0) {
 		hakopy_note_failure();
@@ -293,7 +295,13 @@ static PyObject *py_client_get_request_buffer(PyObject *self, PyObject *args)
 {
 	(void)self;
 	int opcode, poll_msec;
-	PARSE_HANDLE("ii:asset_service_client_get_request_buffer", &opcode, &poll_msec);
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!ii:asset_service_client_get_request_buffer", &PyDict_Type,
+	                      &dict, &opcode, &poll_msec) ||
+	    handle_of(dict, &h) != 0) {
+		return NULL;
+	}
 	char *packet = NULL;
 	size_t len = 0;
 	int r = hako_asset_service_client_get_request_buffer(&h, &packet, &len, opcode, poll_msec);
@@ -305,7 +313,16 @@ static PyObject *py_client_call_request(PyObject *self, PyObject *args)
 	(void)self;
 	Py_buffer packet;
 	int timeout_msec;
-	PARSE_HANDLE("y*i:asset_service_client_call_request", &packet, &timeout_msec);
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!y*i:asset_service_client_call_request", &PyDict_Type, &dict,
+	                      &packet, &timeout_msec)) {
+		return NULL;
+	}
+	if (handle_of(dict, &h) != 0) {
+		PyBuffer_Release(&packet);
+		return NULL;
+	}
 	if (packet.len <= 0) {
 		PyBuffer_Release(&packet);
 		PyErr_SetString(PyExc_ValueError, "Invalid packet data");
@@ -324,7 +341,13 @@ static PyObject *py_client_get_response(PyObject *self, PyObject *args)
 {
 	(void)self;
 	int timeout;
-	PARSE_HANDLE("i:asset_service_client_get_response", &timeout);
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!i:asset_service_client_get_response", &PyDict_Type, &dict,
+	                      &timeout) ||
+	    handle_of(dict, &h) != 0) {
+		return NULL;
+	}
 	char *packet = NULL;
 	size_t len = 0;
 	int r = hako_asset_service_client_get_response(&h, &packet, &len, timeout);
@@ -334,7 +357,13 @@ static PyObject *py_client_get_response(PyObject *self, PyObject *args)
 static PyObject *py_client_cancel_request(PyObject *self, PyObject *args)
 {
 	(void)self;
-	PARSE_HANDLE(":asset_service_client_cancel_request");
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!:asset_service_client_cancel_request", &PyDict_Type,
+	                      &dict) ||
+	    handle_of(dict, &h) != 0) {
+		return NULL;
+	}
 	int r = hako_asset_service_client_cancel_request(&h);
 	if (r != 0) {
 		hakopy_note_failure();
@@ -345,7 +374,12 @@ static PyObject *py_client_cancel_request(PyObject *self, PyObject *args)
 static PyObject *py_client_get_progress(PyObject *self, PyObject *args)
 {
 	(void)self;
-	PARSE_HANDLE(":asset_service_client_get_progress");
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!:asset_service_client_get_progress", &PyDict_Type, &dict) ||
+	    handle_of(dict, &h) != 0) {
+		return NULL;
+	}
 	int r = hako_asset_service_client_get_progress(&h);
 	if (r < 0) {
 		hakopy_note_failure();
@@ -356,7 +390,12 @@ static PyObject *py_client_get_progress(PyObject *self, PyObject *args)
 static PyObject *py_client_status(PyObject *self, PyObject *args)
 {
 	(void)self;
-	PARSE_HANDLE(":asset_service_client_status");
+	PyObject *dict;
+	HakoServiceHandleType h;
+	if (!PyArg_ParseTuple(args, "O!:asset_service_client_status", &PyDict_Type, &dict) ||
+	    handle_of(dict, &h) != 0) {
+		return NULL;
+	}
 	int status = 0;
 	if (hako_asset_service_client_status(&h, &status) != 0) {
 		hakopy_note_failure();
