@@ -40,6 +40,8 @@ test: build test-deps
 # DEMO=rd-full: the forklift handed between two nodes of a federation every 5 s of world time;
 # DEMO=rd-full-boundary: the same, handed over where it crosses x = 1 m.
 # DEMO=fleet: 256 drones on two host processes spell "HAKO", fly a circle and land.
+# DEMO=python: the forklift demo with its controller in Python (hakopy); a check after the
+# report compares the mission it wrote and every PDU it read with the model's own record.
 DEMO ?= forklift
 run: build
 	@case "$(DEMO)" in \
@@ -53,8 +55,12 @@ run: build
 	rd-full-boundary) cd $(BUILD)/samples/rd-full && ./run.sh --boundary --out run ;; \
 	fleet) cd $(BUILD)/samples/fleet && rm -rf logs && \
 	  $(abspath $(BUILD))/bin/hako-launch launch.json ;; \
+	python) cd $(BUILD)/samples/forklift && \
+	  { [ -f launch-python.json ] || { echo "DEMO=python needs hakopy: configure with" \
+	      "-DHAKO_BUILD_PYTHON=ON (python3-dev)"; exit 2; }; } && \
+	  $(abspath $(BUILD))/bin/hako-launch --quiet launch-python.json ;; \
 	*) echo "DEMO=$(DEMO): the demos are forklift, federation, service, rd-full," \
-	     "rd-full-boundary and fleet"; exit 2 ;; \
+	     "rd-full-boundary, fleet and python"; exit 2 ;; \
 	esac
 
 bench: build

@@ -3,6 +3,7 @@
  * (start, usleep, conductor_stop) releases the GIL, and the callbacks it runs take it back. */
 #include "hakopy.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "hako/hako_asset.h"
@@ -223,13 +224,61 @@ static PyObject *py_pdu_create(PyObject *self, PyObject *args)
 	return hakopy_bool(r == 0);
 }
 
-static PyObject *py_pdu_read(PyObject *self, PyObject *args)
+/* The PDU calls are METH_FASTCALL, their arguments read one by one: PyArg_ParseTuple's tuple
+ * and format string were 40 % of a call (bench/python_step: pdu_write 102 -> 60 ns, pdu_read
+ * 97 -> 62 ns). The errors are those of the formats they replace ("s", "i", "L", "y*"). */
+static int arg_count(const char *fn, Py_ssize_t nargs, Py_ssize_t want)
+{
+	if (nargs == want) {
+		return 0;
+	}
+	PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", fn, want,
+	             nargs);
+	return -1;
+}
+
+/* robot (str without NUL) and channel id (int). */
+static int robot_channel(const char *fn, PyObject *const *args, const char **robot, int *channel)
+{
+	if (!PyUnicode_Check(args[0])) {
+		PyErr_Format(PyExc_TypeError, "%s() argument 1 must be str, not %.50s", fn,
+		             Py_TYPE(args[0])->tp_name);
+		return -1;
+	}
+	Py_ssize_t n;
+	*robot = PyUnicode_AsUTF8AndSize(args[0], &n);
+	if (*robot == NULL) {
+		return -1;
+	}
+	if ((size_t)n != strlen(*robot)) {
+		PyErr_SetString(PyExc_ValueError, "embedded null character");
+		return -1;
+	}
+	long c = PyLong_AsLong(args[1]);
+	if (c == -1 && PyErr_Occurred()) {
+		return -1;
+	}
+	if (c < INT_MIN || c > INT_MAX) {
+		PyErr_SetString(PyExc_OverflowError,
+		                c < 0 ? "signed integer is less than minimum"
+		                      : "signed integer is greater than maximum");
+		return -1;
+	}
+	*channel = (int)c;
+	return 0;
+}
+
+static PyObject *py_pdu_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	(void)self;
 	const char *robot;
 	int channel;
-	long long len;
-	if (!PyArg_ParseTuple(args, "siL:pdu_read", &robot, &channel, &len)) {
+	if (arg_count("pdu_read", nargs, 3) != 0 ||
+	    robot_channel("pdu_read", args, &robot, &channel) != 0) {
+		return NULL;
+	}
+	long long len = PyLong_AsLongLong(args[2]);
+	if (len == -1 && PyErr_Occurred()) {
 		return NULL;
 	}
 	if (len <= 0 || len > PY_SSIZE_T_MAX) {
@@ -257,14 +306,22 @@ static PyObject *py_pdu_read(PyObject *self, PyObject *args)
 	return out;
 }
 
-static PyObject *py_pdu_write(PyObject *self, PyObject *args)
+static PyObject *py_pdu_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	(void)self;
 	const char *robot;
 	int channel;
 	Py_buffer data;
-	long long len;
-	if (!PyArg_ParseTuple(args, "siy*L:pdu_write", &robot, &channel, &data, &len)) {
+	if (arg_count("pdu_write", nargs, 4) != 0 ||
+	    robot_channel("pdu_write", args, &robot, &channel) != 0) {
+		return NULL;
+	}
+	if (PyObject_GetBuffer(args[2], &data, PyBUF_SIMPLE) != 0) {
+		return NULL;
+	}
+	long long len = PyLong_AsLongLong(args[3]);
+	if (len == -1 && PyErr_Occurred()) {
+		PyBuffer_Release(&data);
 		return NULL;
 	}
 	if (len < 0 || len > data.len) {
@@ -439,8 +496,10 @@ PyMethodDef hakopy_asset_methods[] = {
      "asset_current_time() -> int (usec)"},
     {"min_asset_time", py_min_asset_time, METH_NOARGS, "min_asset_time() -> int (usec)"},
     {"usleep", py_usleep, METH_VARARGS, "usleep(usec) -> bool: advance this asset's clock"},
-    {"pdu_read", py_pdu_read, METH_VARARGS, "pdu_read(robot, channel_id, length) -> bytearray"},
-    {"pdu_write", py_pdu_write, METH_VARARGS, "pdu_write(robot, channel_id, data, length) -> bool"},
+    {"pdu_read", (PyCFunction)(void (*)(void))py_pdu_read, METH_FASTCALL,
+     "pdu_read(robot, channel_id, length) -> bytearray"},
+    {"pdu_write", (PyCFunction)(void (*)(void))py_pdu_write, METH_FASTCALL,
+     "pdu_write(robot, channel_id, data, length) -> bool"},
     {"register_data_recv_event", py_register_data_recv_event, METH_VARARGS,
      "register_data_recv_event(robot, channel_id, callback_or_None) -> int"},
     {"check_data_recv_event", py_check_data_recv_event, METH_VARARGS,
