@@ -583,8 +583,7 @@ static int set_pending(const char *who, int recv_event_id, int pending)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (!found) {
-		last_error = HAKO_ENOENT;
-		return ENOENT;
+		return fail(HAKO_ENOENT, "%s: no recv event %d", who, recv_event_id);
 	}
 	return 0;
 }
