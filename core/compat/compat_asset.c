@@ -68,6 +68,15 @@ static int fail(int code, const char *fmt, ...)
 	return errno_of(code);
 }
 
+/* A blocking call ended because the run did (stop, reset, error): EINTR, as in Hakoniwa. Not an
+ * error to log, but hako_asset_last_error says why rather than what failed before. */
+static int interrupted(const char *why)
+{
+	snprintf(last_message, sizeof(last_message), "%s", why);
+	last_error = HAKO_EINTR;
+	return EINTR;
+}
+
 int hakoi_compat_fail(int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -344,12 +353,10 @@ static int finish_run(int (*is_force_stop)(void))
 				g.cb.on_reset(&ctx);
 			}
 			hako_member_ack(g.member, ev);
-			last_error = HAKO_EINTR;
-			return EINTR;
+			return interrupted("hako_asset_start: the run ended with a reset");
 		} else if (ev == HAKO_EVENT_START) {
 			/* A start without a reset in between: do not consume it here. */
-			last_error = HAKO_EINTR;
-			return EINTR;
+			return interrupted("hako_asset_start: the run ended; a new one starts");
 		}
 	}
 }
@@ -445,8 +452,9 @@ int hako_asset_usleep_no_wait(hako_time_t sleep_time_usec, int (*is_force_stop)(
 	hako_time_t steps = sleep_time_usec <= 0 ? 1 : (sleep_time_usec + dt - 1) / dt;
 	for (hako_time_t i = 0; i < steps; i++) {
 		if (one_step(is_force_stop) != 0) {
-			last_error = HAKO_EINTR;
-			return EINTR;
+			return interrupted(
+			    "hako_asset_usleep: the run ended (stop, reset, error or "
+			    "forced stop)");
 		}
 		hako_member_step_done(g.member);
 	}
@@ -615,8 +623,7 @@ static int set_pending(const char *who, int recv_event_id, int pending)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (!found) {
-		last_error = HAKO_ENOENT;
-		return ENOENT;
+		return fail(HAKO_ENOENT, "%s: no recv event %d", who, recv_event_id);
 	}
 	return 0;
 }

@@ -1,9 +1,10 @@
-/* Hakoniwa's hako_conductor.h: the master of the default domain in a thread of this process. */
+/* Hakoniwa's hako_conductor.h: the master of the default domain in a thread of this process.
+ * A failure is logged and its reason kept for hako_asset_last_error, as the asset calls' are:
+ * hakopy.conductor_start answers False and last_error() says why. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "hako/hako_conductor.h"
-#include "hako/log.h"
 #include "compat.h"
 
 static struct {
@@ -16,15 +17,17 @@ int hako_conductor_start(hako_time_t delta_usec, hako_time_t max_delay_usec)
 {
 	hako_domain_config_t cfg;
 	if (hako_domain_config_default(&cfg) != 0) {
-		return -1; /* logged: an invalid HAKO_* variable */
+		hakoi_compat_fail(HAKO_ECONFIG, "hako_conductor_start: an invalid HAKO_* variable "
+		                                "(logged above)");
+		return -1;
 	}
 	const char *path = getenv("HAKO_CORE_CONFIG");
 	if (path != NULL && path[0] != '\0') {
 		hako_error_t err;
 		char msg[1200];
 		if (hako_domain_config_load(&cfg, path, &err) != 0) {
-			HAKO_ERROR("hako_conductor_start: %s",
-			           hako_error_format(&err, msg, sizeof(msg)));
+			hakoi_compat_fail(HAKO_ECONFIG, "hako_conductor_start: %s",
+			                  hako_error_format(&err, msg, sizeof(msg)));
 			return -1;
 		}
 	}
@@ -36,7 +39,8 @@ int hako_conductor_start(hako_time_t delta_usec, hako_time_t max_delay_usec)
 	pthread_mutex_lock(&g.lock);
 	if (g.master != NULL) {
 		pthread_mutex_unlock(&g.lock);
-		HAKO_ERROR("hako_conductor_start: already started in this process");
+		hakoi_compat_fail(HAKO_EBUSY,
+		                  "hako_conductor_start: already started in this process");
 		return -1;
 	}
 	const char *name = hako_domain_default_name();
@@ -51,7 +55,8 @@ int hako_conductor_start(hako_time_t delta_usec, hako_time_t max_delay_usec)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (r != 0) {
-		HAKO_ERROR("hako_conductor_start(domain '%s'): %s", name, hako_strerror(r));
+		hakoi_compat_fail(r, "hako_conductor_start(domain '%s'): %s", name,
+		                  hako_strerror(r));
 		return -1;
 	}
 	return 0;

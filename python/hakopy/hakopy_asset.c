@@ -67,8 +67,6 @@ static int on_reset(hako_asset_context_t *ctx)
 	return run_callback(CB_RESET);
 }
 
-static hako_asset_callbacks_t c_callbacks;
-
 static PyObject *py_asset_register(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -97,24 +95,34 @@ static PyObject *py_asset_register(PyObject *self, PyObject *args)
 		found[i] = f == Py_None ? NULL : f;
 	}
 	for (int i = 0; i < CB_COUNT; i++) {
-		Py_XINCREF(found[i]);
-		Py_XSETREF(callbacks[i], found[i]);
+		Py_XINCREF(found[i]); /* borrowed from a dict another thread may change */
 	}
-	c_callbacks.on_initialize = on_initialize;
-	c_callbacks.on_reset = on_reset;
-	c_callbacks.on_simulation_step =
-	    found[CB_SIMULATION_STEP] != NULL ? on_simulation_step : NULL;
-	c_callbacks.on_manual_timing_control =
-	    found[CB_MANUAL_TIMING_CONTROL] != NULL ? on_manual_timing_control : NULL;
+	/* The C API keeps a copy of these. */
+	hako_asset_callbacks_t c_callbacks = {
+	    .on_initialize = on_initialize,
+	    .on_simulation_step = found[CB_SIMULATION_STEP] != NULL ? on_simulation_step : NULL,
+	    .on_manual_timing_control =
+	        found[CB_MANUAL_TIMING_CONTROL] != NULL ? on_manual_timing_control : NULL,
+	    .on_reset = on_reset,
+	};
 	int r;
 	Py_BEGIN_ALLOW_THREADS;
 	r = hako_asset_register(name, config_path, &c_callbacks, (hako_time_t)delta_usec,
 	                        (HakoAssetModelType)model);
 	Py_END_ALLOW_THREADS;
 	if (r != 0) {
+		/* A refused register (a second one, no conductor) leaves the registered asset's
+		 * callbacks as they were. */
 		hakopy_note_failure();
+		for (int i = 0; i < CB_COUNT; i++) {
+			Py_XDECREF(found[i]);
+		}
+		return hakopy_bool(0);
 	}
-	return hakopy_bool(r == 0);
+	for (int i = 0; i < CB_COUNT; i++) {
+		Py_XSETREF(callbacks[i], found[i]);
+	}
+	return hakopy_bool(1);
 }
 
 static PyObject *py_init_for_external(PyObject *self, PyObject *args)

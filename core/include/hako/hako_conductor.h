@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-/* 0 on success, -1 on failure (logged). */
+/* 0 on success, -1 on failure (logged; hako_asset_last_error gives the reason). */
 HAKO_API int hako_conductor_start(hako_time_t delta_usec, hako_time_t max_delay_usec);
 HAKO_API void hako_conductor_stop(void);
 
