@@ -68,7 +68,8 @@ static int fail(int code, const char *fmt, ...)
 	return errno_of(code);
 }
 
-/* A blocking call ended because the run did (stop, reset, error): EINTR, as in Hakoniwa. Not an
+/* A blocking call ended because the run did (stop, reset, error) or its caller asked (a forced
+ * stop): EINTR, as in Hakoniwa. Not an
  * error to log, but hako_asset_last_error says why rather than what failed before. */
 static int interrupted(const char *why)
 {
@@ -339,7 +340,7 @@ static int finish_run(int (*is_force_stop)(void))
 		int r = hako_member_wait_event(g.member, is_force_stop != NULL ? 100000 : -1, &ev);
 		if (r == HAKO_ETIMEDOUT) {
 			if (is_force_stop != NULL && is_force_stop()) {
-				return fail(HAKO_EINTR, "hako_asset_start: forced stop");
+				return interrupted("hako_asset_start: forced stop");
 			}
 			continue;
 		}
@@ -405,7 +406,7 @@ int hako_asset_start_no_wait(int (*is_force_stop)(void))
 			return fail(r, "hako_asset_start: %s", hako_strerror(r));
 		}
 		if (is_force_stop != NULL && is_force_stop()) {
-			return fail(HAKO_EINTR, "hako_asset_start: forced stop");
+			return interrupted("hako_asset_start: forced stop");
 		}
 	}
 	if (g.cb.on_initialize != NULL) {
@@ -414,7 +415,7 @@ int hako_asset_start_no_wait(int (*is_force_stop)(void))
 	hako_member_ack(g.member, HAKO_EVENT_START);
 	int r = wait_running(is_force_stop);
 	if (r == HAKO_EINTR) {
-		return fail(HAKO_EINTR, "hako_asset_start: forced stop");
+		return interrupted("hako_asset_start: forced stop");
 	}
 	if (r != 0) {
 		return finish_run(is_force_stop);

@@ -57,6 +57,42 @@ static void describe(PyObject *exc, char *out, size_t cap)
 	PyErr_Clear();
 }
 
+/* Put the domain in Error, "asset '<name>' failed: <why>", and note it on the asset (only while
+ * the run is in progress if only_running). */
+static void fail_domain(const char *why, int only_running)
+{
+	hako_domain_t *dom = hako_asset_domain();
+	hako_member_t *m = hako_asset_member();
+	if (dom == NULL || m == NULL) {
+		return;
+	}
+	int state = hako_domain_state(dom);
+	int running = state == HAKO_STATE_RUNNABLE || state == HAKO_STATE_RUNNING;
+	if (only_running && !running) {
+		return;
+	}
+	char reason[320];
+	snprintf(reason, sizeof(reason), "asset '%.64s' failed: %.200s", hako_member_name(m), why);
+	char note[96];
+	snprintf(note, sizeof(note), "failed: %.80s", why);
+	hako_member_set_note(m, note);
+	hako_domain_fail(dom, reason);
+}
+
+void hakopy_start_interrupted(void)
+{
+	if (kept_exception == NULL || atomic_load(&callback_failed_flag) ||
+	    hako_asset_member() == NULL) {
+		return;
+	}
+	char what[300], why[200];
+	describe(kept_exception, what, sizeof(what));
+	snprintf(why, sizeof(why), "start() interrupted by %.140s", what);
+	hakopy_set_failure("asset '%s': %s", hako_member_name(hako_asset_member()), why);
+	fail_domain(why, 1);
+	hako_asset_unregister();
+}
+
 void hakopy_callback_failed(const char *where)
 {
 	PyObject *type, *value, *tb;
@@ -82,19 +118,9 @@ void hakopy_callback_failed(const char *where)
 	hakopy_set_failure("asset '%s': %s raised %s", asset, where, what);
 	atomic_store(&callback_failed_flag, 1);
 	atomic_store(&stop_requested, 1);
-
-	hako_domain_t *dom = hako_asset_domain();
-	int state = dom != NULL ? hako_domain_state(dom) : HAKO_STATE_STOPPED;
-	int running = state == HAKO_STATE_RUNNABLE || state == HAKO_STATE_RUNNING;
-	if (dom != NULL && hako_asset_member() != NULL && (!exiting || running)) {
-		char reason[256];
-		snprintf(reason, sizeof(reason), "asset '%.64s' failed: %s raised %.140s", asset,
-		         where, what);
-		char note[96];
-		snprintf(note, sizeof(note), "failed: %s raised %.60s", where, what);
-		hako_member_set_note(hako_asset_member(), note);
-		hako_domain_fail(dom, reason);
-	}
+	char why[200];
+	snprintf(why, sizeof(why), "%s raised %.140s", where, what);
+	fail_domain(why, exiting);
 	if (exiting) {
 		keep_exception(Py_NewRef(value));
 	}

@@ -31,6 +31,11 @@ void hakopy_set_failure(const char *fmt, ...) __attribute__((format(printf, 1, 2
  * by the call that ran the callback (start, usleep). where: "on_simulation_step", ... */
 void hakopy_callback_failed(const char *where);
 
+/* start() ends with a KeyboardInterrupt (or SystemExit) a signal handler raised outside the
+ * callbacks, which the program may catch and live on: the asset leaves the domain, failing it
+ * (naming the asset) if the run was in progress, so nothing waits for it. GIL held. */
+void hakopy_start_interrupted(void);
+
 /* The is_force_stop of the C API's blocking calls, run without the GIL: 1 once a callback
  * failed or a signal handler raised (Ctrl-C), looked at every 50 ms of wall time. */
 int hakopy_is_force_stop(void);

@@ -143,6 +143,7 @@ static PyObject *after_blocking(int r)
 	if (hakopy_failed() && hako_asset_member() != NULL) {
 		hako_asset_unregister(); /* the domain must not wait for a stopped asset */
 	}
+	hakopy_start_interrupted();
 	if (hakopy_raise_kept()) {
 		return NULL;
 	}

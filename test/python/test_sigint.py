@@ -76,7 +76,8 @@ class Sigint(hakotest.HakoTest):
         self.check_interrupted(py)
         d.wait_state("error")
         self.assertRegex(d.status()[1], r"^asset 'pyasset' (is dead: process \d+ died|"
-                                        r"failed: on_simulation_step raised KeyboardInterrupt)$")
+                                        r"failed: on_simulation_step raised KeyboardInterrupt|"
+                                        r"failed: start\(\) interrupted by KeyboardInterrupt)$")
         d.cmd("reset")
         self.assertEqual(c.wait_exit(), 0, c.show())
         self.assertEqual(c.result()["mismatches"], 0, c.show())
