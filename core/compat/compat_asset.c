@@ -69,8 +69,8 @@ static int fail(int code, const char *fmt, ...)
 }
 
 /* A blocking call ended because the run did (stop, reset, error) or its caller asked (a forced
- * stop): EINTR, as in Hakoniwa. Not an
- * error to log, but hako_asset_last_error says why rather than what failed before. */
+ * stop): EINTR, as in Hakoniwa. Not an error to log, but hako_asset_last_error says why rather
+ * than what failed before. */
 static int interrupted(const char *why)
 {
 	snprintf(last_message, sizeof(last_message), "%s", why);
