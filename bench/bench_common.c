@@ -150,6 +150,100 @@ void bench_child_init(pid_t parent)
 	signal(SIGINT, SIG_IGN); /* the parent cleans up and kills us */
 }
 
+/* Read by bench_children_kill from a signal handler: a pid is stored before the count grows. */
+static volatile pid_t g_children[BENCH_MAX_CHILDREN];
+static volatile sig_atomic_t g_nchildren;
+
+pid_t bench_children_fork(void)
+{
+	if (g_nchildren >= BENCH_MAX_CHILDREN) {
+		bench_die("more than %d children", BENCH_MAX_CHILDREN);
+	}
+	pid_t parent = getpid();
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		bench_die("fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		bench_child_init(parent);
+		return 0;
+	}
+	g_children[g_nchildren] = pid;
+	g_nchildren++;
+	return pid;
+}
+
+/* Take pid off the list, keeping the others in the order forked. */
+static void children_forget(pid_t pid)
+{
+	int n = g_nchildren;
+	for (int i = 0; i < n; i++) {
+		if (g_children[i] == pid) {
+			for (int j = i; j + 1 < n; j++) {
+				g_children[j] = g_children[j + 1];
+			}
+			g_nchildren = n - 1;
+			return;
+		}
+	}
+}
+
+int bench_children_wait(pid_t pid, int *status)
+{
+	int st = 0;
+	int r = waitpid(pid, &st, 0);
+	children_forget(pid);
+	if (status != NULL) {
+		*status = st;
+	}
+	return r >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+void bench_children_wait_all(const char *what)
+{
+	for (int i = 0; g_nchildren > 0; i++) {
+		int status;
+		if (bench_children_wait(g_children[0], &status) != 0) {
+			bench_die("%s: child %d failed (status 0x%x)", what, i, status);
+		}
+	}
+}
+
+void bench_children_kill(void)
+{
+	for (int i = 0; i < g_nchildren; i++) {
+		kill(g_children[i], SIGKILL);
+	}
+	for (int i = 0; i < g_nchildren; i++) {
+		waitpid(g_children[i], NULL, 0);
+	}
+	g_nchildren = 0;
+}
+
+static char *g_fail_buf;
+static size_t g_fail_cap;
+
+void bench_child_fail_init(char *buf, size_t cap)
+{
+	g_fail_buf = buf;
+	g_fail_cap = cap;
+}
+
+void bench_child_fail(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (g_fail_buf != NULL && g_fail_cap > 0 && g_fail_buf[0] == '\0') {
+		snprintf(g_fail_buf, g_fail_cap, "%s", msg);
+	}
+	_exit(4);
+}
+
 pid_t bench_fork_commanded(const int *siblings, int nsib, void (*fn)(void *arg, int cmd_fd),
                            void *arg, int *cmd)
 {

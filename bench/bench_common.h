@@ -85,6 +85,31 @@ const char *bench_size_str(size_t b, char *out, size_t cap);
  * bench_stats; s is left as it is. */
 bench_stats_t bench_stats_since(const bench_samples_t *s, size_t first, double scale);
 
+/* ---- forked children and the error they leave ---- */
+
+/* The children a benchmark forked with bench_children_fork and has not reaped yet, which
+ * bench_children_kill ends. */
+#define BENCH_MAX_CHILDREN 128
+
+/* Fork a listed child: in the child (bench_child_init done) 0, in the parent its pid
+ * (bench_die on failure, or when BENCH_MAX_CHILDREN are listed). */
+pid_t bench_children_fork(void);
+/* Wait for a listed child and take it off the list. 0 if it exited with 0, else -1; *status
+ * (may be NULL) is its wait status, 0 if waitpid failed. */
+int bench_children_wait(pid_t pid, int *status);
+/* Wait for every listed child in the order forked; bench_die "<what>: child <i> failed (status
+ * 0x..)" at the first that did not exit with 0, i counting from 0 in that order. */
+void bench_children_wait_all(const char *what);
+/* SIGKILL every listed child and reap it: for a cleanup (async-signal-safe). */
+void bench_children_kill(void);
+
+/* Where bench_child_fail writes: a buffer in memory shared with the children
+ * (bench_shared_alloc) that the parent reads, e.g. through bench_die_detail. */
+void bench_child_fail_init(char *buf, size_t cap);
+/* In a child: the message into that buffer unless it holds one already (the first failure is
+ * the one that matters; clear it before each run), then _exit(4). */
+void bench_child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
 /* ---- processes and ports of the federation benchmarks ---- */
 
 /* A tcp port of 127.0.0.1 the kernel just gave out (bound, then released for a server to

@@ -23,8 +23,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,68 +89,24 @@ struct cell {
 };
 
 static char g_domain[64];
-static pid_t g_children[4];
-static int g_nchildren;
 static struct shared *g_sh;
 static int g_verbose;
 static char g_python[PATH_MAX], g_pythonpath[PATH_MAX], g_script[PATH_MAX], g_pdudef[PATH_MAX];
 
-static void kill_children(void)
-{
-	for (int i = 0; i < g_nchildren; i++) {
-		if (g_children[i] > 0) {
-			kill(g_children[i], SIGKILL);
-		}
-	}
-}
-
 static void cleanup(void)
 {
-	kill_children();
+	bench_children_kill();
 	if (g_domain[0] != '\0') {
 		hako_domain_remove(g_domain);
 	}
 }
 
-static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void child_fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(g_sh->error, sizeof(g_sh->error), fmt, ap);
-	va_end(ap);
-	_exit(4);
-}
-
 static void reap(pid_t pid, const char *what)
 {
-	int status = 0;
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	int status;
+	if (bench_children_wait(pid, &status) != 0) {
 		bench_die("%s: child %d failed (status 0x%x)", what, (int)pid, status);
 	}
-	for (int i = 0; i < g_nchildren; i++) {
-		if (g_children[i] == pid) {
-			g_children[i] = g_children[--g_nchildren];
-			break;
-		}
-	}
-}
-
-static pid_t fork_child(void)
-{
-	pid_t parent = getpid();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		bench_child_init(parent);
-		return 0;
-	}
-	g_children[g_nchildren++] = pid;
-	return pid;
 }
 
 /* Run python_step.py with args; its stdout comes back in *out. */
@@ -162,7 +116,7 @@ static pid_t spawn_python(const char *const *args, FILE **out)
 	if (pipe(p) != 0) {
 		bench_die("pipe: %s", strerror(errno));
 	}
-	pid_t pid = fork_child();
+	pid_t pid = bench_children_fork();
 	if (pid == 0) {
 		close(p[0]);
 		if (dup2(p[1], STDOUT_FILENO) < 0) {
@@ -242,7 +196,7 @@ static inline void escape(const void *p)
 static void c_calls_child(long batches)
 {
 	if (hako_asset_attach_core() != 0) {
-		child_fail("attach: %s", hako_strerror(hako_asset_last_error(NULL)));
+		bench_child_fail("attach: %s", hako_strerror(hako_asset_last_error(NULL)));
 	}
 	static char src[PDU_BYTES], dst[PDU_BYTES];
 	memset(src, 0x5a, sizeof(src));
@@ -255,7 +209,7 @@ static void c_calls_child(long batches)
 				int r = v == 0 ? hako_asset_pdu_write(ROBOT, 0, src, PDU_BYTES)
 				               : hako_asset_pdu_read(ROBOT, 0, dst, PDU_BYTES);
 				if (r != 0) {
-					child_fail("%s: %d", variant_names[v], r);
+					bench_child_fail("%s: %d", variant_names[v], r);
 				}
 				escape(dst);
 			}
@@ -274,7 +228,7 @@ static void run_calls(long batches, int with_c, int with_python, struct cell *ce
 {
 	hako_domain_t *dom = domain_create();
 	if (with_c) {
-		pid_t pid = fork_child();
+		pid_t pid = bench_children_fork();
 		if (pid == 0) {
 			c_calls_child(batches);
 		}
@@ -368,10 +322,10 @@ static void c_asset_child(const char *name, int slot, int in, int out, int recor
 	if (hako_asset_register(name, NULL, &cb, DELTA_USEC, HAKO_ASSET_MODEL_PLANT) != 0) {
 		const char *msg;
 		hako_asset_last_error(&msg);
-		child_fail("asset %s: register: %s", name, msg);
+		bench_child_fail("asset %s: register: %s", name, msg);
 	}
 	if (bench_write_full(ready_fd, "r", 1) != 0) {
-		child_fail("asset %s: ready pipe", name);
+		bench_child_fail("asset %s: ready pipe", name);
 	}
 	bench_cpu_t c0 = bench_cpu_self();
 	hako_asset_start(); /* returns after the stop time and the driver's reset */
@@ -402,7 +356,7 @@ static void run_assets(int v, uint64_t steps, struct cell *cell)
 	}
 	/* Fork before the master thread exists. */
 	pid_t pa = 0, pb = 0;
-	if (has_a && (pa = fork_child()) == 0) {
+	if (has_a && (pa = bench_children_fork()) == 0) {
 		close(ready[0]);
 		int in = v == V_SOLO_C ? 0 : 1;
 		c_asset_child("a", 0, in, 0, 1, ready[1]);
@@ -414,7 +368,7 @@ static void run_assets(int v, uint64_t steps, struct cell *cell)
 		const char *in = v == V_SOLO_PY ? "1" : "0";
 		const char *args[] = {"lockstep", g_pdudef, n, in, "1", NULL};
 		pb = spawn_python(args, &pyout);
-	} else if (has_c_b && (pb = fork_child()) == 0) {
+	} else if (has_c_b && (pb = bench_children_fork()) == 0) {
 		close(ready[0]);
 		c_asset_child("b", 1, 0, 1, 0, ready[1]);
 	}
@@ -550,13 +504,8 @@ static const char *python_missing(void)
 		line[0] = '\0';
 	}
 	fclose(f);
-	int status = 0;
-	waitpid(pid, &status, 0);
-	for (int i = 0; i < g_nchildren; i++) {
-		if (g_children[i] == pid) {
-			g_children[i] = g_children[--g_nchildren];
-		}
-	}
+	int status;
+	bench_children_wait(pid, &status);
 	if (strcmp(line, "ok\n") != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		snprintf(why, sizeof(why), "%s cannot import hakopy from %s (its error is above)",
 		         g_python, g_pythonpath);
@@ -691,6 +640,7 @@ int main(int argc, char **argv)
 	bench_exit_init("python_step", cleanup, 1);
 	g_sh = bench_shared_alloc(sizeof(*g_sh));
 	bench_die_detail("child", g_sh->error);
+	bench_child_fail_init(g_sh->error, sizeof(g_sh->error));
 
 	const char *missing = python_missing();
 	int py = missing[0] == '\0';

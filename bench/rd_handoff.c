@@ -25,7 +25,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -85,7 +84,6 @@ struct shared {
 static char g_domain[64];
 static char g_dir[64];
 static char g_rd_path[128];
-static pid_t g_children[2];
 static struct shared *g_sh;
 static int g_verbose;
 static long g_count; /* timed hand-offs (and plain steps), all rounds */
@@ -97,13 +95,7 @@ static void rdf_cleanup(void);
 static void cleanup(void)
 {
 	rdf_cleanup();
-	for (int i = 0; i < 2; i++) {
-		if (g_children[i] > 0) {
-			kill(g_children[i], SIGKILL);
-			waitpid(g_children[i], NULL, 0);
-			g_children[i] = 0;
-		}
-	}
+	bench_children_kill();
 	if (g_domain[0] != '\0') {
 		hako_domain_remove(g_domain);
 	}
@@ -117,17 +109,6 @@ static void cleanup(void)
 		unlink(p);
 		rmdir(g_dir);
 	}
-}
-
-static void host_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void host_fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(g_sh->error, sizeof(g_sh->error), fmt, ap);
-	va_end(ap);
-	atomic_store(&g_sh->done, 1);
-	_exit(4);
 }
 
 static void write_configs(size_t ctx_bytes)
@@ -218,22 +199,22 @@ static void host_main(uint8_t id)
 	snprintf(name, sizeof(name), "host-%u", id);
 	if ((r = hako_domain_open(g_domain, &dom)) != 0 ||
 	    (r = hako_member_register(dom, name, DELTA_USEC, &m)) != 0) {
-		host_fail("%s: open/register: %s", name, hako_strerror(r));
+		bench_child_fail("%s: open/register: %s", name, hako_strerror(r));
 	}
 	if ((r = hako_rd_config_load(g_rd_path, &cfg, &err)) != 0) {
-		host_fail("%s: %s:%d: %s", name, err.file, err.line, err.message);
+		bench_child_fail("%s: %s:%d: %s", name, err.file, err.line, err.message);
 	}
 	if ((r = hako_rd_node_open(dom, cfg, id, NULL, &node)) != 0) {
-		host_fail("%s: rd node: %s", name, hako_strerror(r));
+		bench_child_fail("%s: rd node: %s", name, hako_strerror(r));
 	}
 	if (hako_msg_registry_create(&reg) != 0 ||
 	    hako_msg_registry_get(reg, "geometry_msgs/Twist", &twist, &err) != 0) {
-		host_fail("%s: type geometry_msgs/Twist", name);
+		bench_child_fail("%s: type geometry_msgs/Twist", name);
 	}
 	uint8_t *ctx = malloc(g_ctx_bytes);
 	uint8_t *got = malloc(g_ctx_bytes);
 	if (ctx == NULL || got == NULL) {
-		host_fail("out of memory");
+		bench_child_fail("out of memory");
 	}
 	for (size_t i = 0; i < g_ctx_bytes; i++) {
 		ctx[i] = (uint8_t)(i * 31 + id);
@@ -241,7 +222,7 @@ static void host_main(uint8_t id)
 	atomic_fetch_add(&g_sh->ready, 1);
 	int ev = 0;
 	if ((r = hako_member_wait_event(m, WAIT_USEC, &ev)) != 0 || ev != HAKO_EVENT_START) {
-		host_fail("%s: no start (%s, event %d)", name, hako_strerror(r), ev);
+		bench_child_fail("%s: no start (%s, event %d)", name, hako_strerror(r), ev);
 	}
 	hako_member_ack(m, HAKO_EVENT_START);
 
@@ -272,16 +253,16 @@ static void host_main(uint8_t id)
 		hako_rd_event_t rev;
 		hako_rd_activation_t act;
 		if ((r = hako_rd_poll(node, EU, now, &rev, got, g_ctx_bytes, &act)) != 0) {
-			host_fail("%s: poll: %s", name, hako_strerror(r));
+			bench_child_fail("%s: poll: %s", name, hako_strerror(r));
 		}
 		if (rev == HAKO_RD_EV_ACTIVATE) {
 			if (act.ctx_len != g_ctx_bytes || got[1] != (uint8_t)(31 + other)) {
-				host_fail("%s: context of %zu bytes is not the other host's", name,
-				          act.ctx_len);
+				bench_child_fail("%s: context of %zu bytes is not the other host's",
+				                 name, act.ctx_len);
 			}
 			model_step = act.model_step;
 			if ((r = hako_rd_activate(node, EU, 1, now)) != 0) {
-				host_fail("%s: activate: %s", name, hako_strerror(r));
+				bench_child_fail("%s: activate: %s", name, hako_strerror(r));
 			}
 			fresh = 1;
 		}
@@ -295,7 +276,7 @@ static void host_main(uint8_t id)
 			memcpy(hako_pdu_base(pdu), &x, sizeof(x));
 			hako_pdu_writer_finish(&w, &len);
 			if ((r = hako_rd_write(node, EU, 0, pdu, len, now)) != 0) {
-				host_fail("%s: write: %s", name, hako_strerror(r));
+				bench_child_fail("%s: write: %s", name, hako_strerror(r));
 			}
 			if (fresh) {
 				int64_t wall = bench_now_ns() - g_sh->rel_wall_ns;
@@ -322,7 +303,7 @@ static void host_main(uint8_t id)
 				g_sh->rel_wall_ns = bench_now_ns();
 				if ((r = hako_rd_release(node, EU, other, ctx, g_ctx_bytes,
 				                         model_step, now)) != 0) {
-					host_fail("%s: release: %s", name, hako_strerror(r));
+					bench_child_fail("%s: release: %s", name, hako_strerror(r));
 				}
 			} else if (phase_kind(phase) == PH_STEP) {
 				if (last_step_ns != 0 && g_sh->n_step < MAX_SAMPLES) {
@@ -372,18 +353,11 @@ static void run(void)
 	if (r != 0) {
 		bench_die("create domain %s: %s", g_domain, hako_strerror(r));
 	}
-	pid_t parent = getpid();
-	fflush(stdout);
+	pid_t hosts[2];
 	for (int i = 0; i < 2; i++) {
-		pid_t pid = fork();
-		if (pid < 0) {
-			bench_die("fork: %s", strerror(errno));
-		}
-		if (pid == 0) {
-			bench_child_init(parent);
+		if ((hosts[i] = bench_children_fork()) == 0) {
 			host_main((uint8_t)(i + 1));
 		}
-		g_children[i] = pid;
 	}
 	int64_t deadline = bench_now_ns() + (int64_t)WAIT_USEC * 1000;
 	while (atomic_load(&g_sh->ready) < 2) {
@@ -400,7 +374,7 @@ static void run(void)
 	if ((r = hako_domain_start(dom)) != 0) {
 		bench_die("start: %s", hako_strerror(r));
 	}
-	while (!atomic_load(&g_sh->done)) {
+	while (!atomic_load(&g_sh->done) && g_sh->error[0] == '\0') {
 		if (bench_now_ns() > deadline || hako_domain_state(dom) == HAKO_STATE_ERROR) {
 			bench_die("no progress: phase %d, %llu hand-offs, world time %lld us",
 			          atomic_load(&g_sh->phase), (unsigned long long)g_sh->n_handoff,
@@ -416,13 +390,10 @@ static void run(void)
 		bench_die("not stopped: %s", hako_strerror(r));
 	}
 	for (int i = 0; i < 2; i++) {
-		int status = 0;
-		if (waitpid(g_children[i], &status, 0) < 0 || !WIFEXITED(status) ||
-		    WEXITSTATUS(status) != 0) {
-			g_children[i] = 0;
+		int status;
+		if (bench_children_wait(hosts[i], &status) != 0) {
 			bench_die("host %d failed (status 0x%x)", i + 1, status);
 		}
-		g_children[i] = 0;
 	}
 	hako_master_stop(master);
 	hako_domain_close(dom);
@@ -604,20 +575,6 @@ static void rdf_config(hako_conductor_config_t *c, int idx, const struct rdf_var
 
 /* ---- a node process ---- */
 
-static void node_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void node_fail(const char *fmt, ...)
-{
-	char msg[sizeof(g_sh->error)];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (g_sh->error[0] == '\0') { /* the first failure is the one that matters */
-		memcpy(g_sh->error, msg, sizeof(msg));
-	}
-	_exit(4);
-}
-
 /* The EU's model: its state depends on every step before it, so a step run twice or skipped
  * shows (test_federation_rd.c). The context is the model, then filler up to --context bytes. */
 struct model {
@@ -642,18 +599,18 @@ static void executor_loop(hako_domain_t *dom, hako_member_t *m, uint8_t id)
 	hako_error_t err;
 	int r;
 	if ((r = hako_rd_config_load(g_fd_path, &cfg, &err)) != 0) {
-		node_fail("cli-%02u: %s:%d: %s", id, err.file, err.line, err.message);
+		bench_child_fail("cli-%02u: %s:%d: %s", id, err.file, err.line, err.message);
 	}
 	if ((r = hako_rd_node_open(dom, cfg, id, NULL, &node)) != 0) {
-		node_fail("cli-%02u: rd node: %s", id, hako_strerror(r));
+		bench_child_fail("cli-%02u: rd node: %s", id, hako_strerror(r));
 	}
 	if (hako_msg_registry_create(&reg) != 0 ||
 	    hako_msg_registry_get(reg, "geometry_msgs/Twist", &twist, &err) != 0) {
-		node_fail("cli-%02u: type geometry_msgs/Twist", id);
+		bench_child_fail("cli-%02u: type geometry_msgs/Twist", id);
 	}
 	uint8_t *ctx = calloc(1, g_fctx_bytes), *got = malloc(g_fctx_bytes);
 	if (ctx == NULL || got == NULL) {
-		node_fail("out of memory");
+		bench_child_fail("out of memory");
 	}
 	for (size_t i = sizeof(struct model); i < g_fctx_bytes; i++) {
 		ctx[i] = (uint8_t)(i * 31);
@@ -661,7 +618,7 @@ static void executor_loop(hako_domain_t *dom, hako_member_t *m, uint8_t id)
 	atomic_store(&g_fx->ready[id], 1);
 	int ev = 0;
 	if ((r = hako_member_wait_event(m, WAIT_USEC, &ev)) != 0 || ev != HAKO_EVENT_START) {
-		node_fail("cli-%02u: no start (%s, event %d)", id, hako_strerror(r), ev);
+		bench_child_fail("cli-%02u: no start (%s, event %d)", id, hako_strerror(r), ev);
 	}
 	hako_member_ack(m, HAKO_EVENT_START);
 	struct model md = {0, 0};
@@ -671,7 +628,7 @@ static void executor_loop(hako_domain_t *dom, hako_member_t *m, uint8_t id)
 		hako_rd_event_t rev;
 		hako_rd_activation_t act;
 		if ((r = hako_rd_poll(node, EU, now, &rev, got, g_fctx_bytes, &act)) != 0) {
-			node_fail("cli-%02u: poll: %s", id, hako_strerror(r));
+			bench_child_fail("cli-%02u: poll: %s", id, hako_strerror(r));
 		}
 		int64_t wall = bench_now_ns();
 		hako_time_t upto = now;
@@ -682,14 +639,14 @@ static void executor_loop(hako_domain_t *dom, hako_member_t *m, uint8_t id)
 			if (act.ctx_len != g_fctx_bytes || in.step != act.model_step ||
 			    (g_fctx_bytes > sizeof(in) + 1 &&
 			     got[sizeof(in) + 1] != (uint8_t)((sizeof(in) + 1) * 31))) {
-				node_fail(
+				bench_child_fail(
 				    "cli-%02u: a context of %zu bytes, model step %llu, is not "
 				    "the other node's",
 				    id, act.ctx_len, (unsigned long long)act.model_step);
 			}
 			md = in;
 			if ((r = hako_rd_activate(node, EU, 1, now)) != 0) {
-				node_fail("cli-%02u: activate: %s", id, hako_strerror(r));
+				bench_child_fail("cli-%02u: activate: %s", id, hako_strerror(r));
 			}
 			fresh = &g_fx->slot[act.epoch];
 			fresh->act_now = now;
@@ -706,9 +663,10 @@ static void executor_loop(hako_domain_t *dom, hako_member_t *m, uint8_t id)
 			atomic_store(&g_fx->slot[released_epoch].released, 1);
 			released_epoch = -1;
 		} else if (rev == HAKO_RD_EV_RECLAIMED) {
-			node_fail("cli-%02u: the EU came back (the new owner did not activate in "
-			          "time)",
-			          id);
+			bench_child_fail(
+			    "cli-%02u: the EU came back (the new owner did not activate in "
+			    "time)",
+			    id);
 		}
 		if (atomic_load_explicit(&g_fx->watch, memory_order_relaxed) &&
 		    hako_rd_is_owner(node, EU)) {
@@ -736,14 +694,15 @@ static void executor_loop(hako_domain_t *dom, hako_member_t *m, uint8_t id)
 			memcpy(hako_pdu_base(pdu), &x, sizeof(x));
 			hako_pdu_writer_finish(&w, &len);
 			if ((r = hako_rd_write(node, EU, 0, pdu, len, upto)) != 0) {
-				node_fail("cli-%02u: write: %s", id, hako_strerror(r));
+				bench_child_fail("cli-%02u: write: %s", id, hako_strerror(r));
 			}
 			if (rev == HAKO_RD_EV_COMMIT) {
 				memcpy(ctx, &md, sizeof(md));
 				g_fx->slot[act.epoch].last_step = md.step;
 				if ((r = hako_rd_release(node, EU, 0, ctx, g_fctx_bytes, md.step,
 				                         now)) != 0) {
-					node_fail("cli-%02u: release: %s", id, hako_strerror(r));
+					bench_child_fail("cli-%02u: release: %s", id,
+					                 hako_strerror(r));
 				}
 			}
 		}
@@ -772,11 +731,11 @@ static void rdf_node_main(int idx, const struct rdf_variant *v, const char *ctl,
 	dc.max_channels = 8;
 	dc.arena_bytes = 1u << 20;
 	if ((r = hako_domain_create(g_fdom[idx], &dc, &dom)) != 0) {
-		node_fail("%s: create domain %s: %s", id, g_fdom[idx], hako_strerror(r));
+		bench_child_fail("%s: create domain %s: %s", id, g_fdom[idx], hako_strerror(r));
 	}
 	hako_master_config_t mc = {DELTA_USEC, v->dmax, 0.0};
 	if ((r = hako_master_start(dom, &mc, &master)) != 0) {
-		node_fail("%s: master: %s", id, hako_strerror(r));
+		bench_child_fail("%s: master: %s", id, hako_strerror(r));
 	}
 	hako_conductor_config_t cfg;
 	hako_error_t err;
@@ -789,17 +748,17 @@ static void rdf_node_main(int idx, const struct rdf_variant *v, const char *ctl,
 			hako_domain_remove(g_fdom[idx]);
 			_exit(5);
 		}
-		node_fail("%s: %s", id, hako_error_format(&err, msg, sizeof(msg)));
+		bench_child_fail("%s: %s", id, hako_error_format(&err, msg, sizeof(msg)));
 	}
 	if ((r = hako_member_register(dom, idx == 0 ? "asset" : "executor", DELTA_USEC, &m)) != 0) {
-		node_fail("%s: register: %s", id, hako_strerror(r));
+		bench_child_fail("%s: register: %s", id, hako_strerror(r));
 	}
 	int ev = 0;
 	if (idx == 0) {
 		atomic_store(&g_fx->ready[0], 1);
 		if ((r = hako_member_wait_event(m, WAIT_USEC, &ev)) != 0 ||
 		    ev != HAKO_EVENT_START) {
-			node_fail("%s: no start (%s, event %d)", id, hako_strerror(r), ev);
+			bench_child_fail("%s: no start (%s, event %d)", id, hako_strerror(r), ev);
 		}
 		hako_member_ack(m, HAKO_EVENT_START);
 		while (hako_member_step_wait(m) == 0) {
@@ -811,12 +770,13 @@ static void rdf_node_main(int idx, const struct rdf_variant *v, const char *ctl,
 	if ((r = hako_member_wait_event(m, WAIT_USEC, &ev)) != 0 || ev != HAKO_EVENT_STOP) {
 		hako_domain_info_t info;
 		hako_domain_get_info(dom, &info);
-		node_fail("%s: no stop event (%s, event %d; domain %s: %s)", id, hako_strerror(r),
-		          ev, hako_state_name(info.state), info.error_reason);
+		bench_child_fail("%s: no stop event (%s, event %d; domain %s: %s)", id,
+		                 hako_strerror(r), ev, hako_state_name(info.state),
+		                 info.error_reason);
 	}
 	hako_member_ack(m, HAKO_EVENT_STOP);
 	if ((r = hako_domain_wait_state(dom, HAKO_STATE_STOPPED, WAIT_USEC)) != 0) {
-		node_fail("%s: not stopped: %s", id, hako_strerror(r));
+		bench_child_fail("%s: not stopped: %s", id, hako_strerror(r));
 	}
 	atomic_store(&g_fx->stopped[idx], 1);
 	/* Leave only once every node stopped: a client leaving a running federation is an
@@ -1498,6 +1458,7 @@ int main(int argc, char **argv)
 	g_sh = bench_shared_alloc(sizeof(*g_sh));
 	g_fx = bench_shared_alloc(sizeof(*g_fx));
 	bench_die_detail("host", g_sh->error);
+	bench_child_fail_init(g_sh->error, sizeof(g_sh->error));
 	g_sh->warm_left = (uint64_t)(count / 10 > 10 ? count / 10 : 10);
 	write_configs(g_ctx_bytes);
 	g_fctx_bytes = g_ctx_bytes < RDF_CTX_MAX ? g_ctx_bytes : RDF_CTX_MAX;

@@ -14,12 +14,9 @@
 #endif
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -53,7 +50,6 @@ struct child_result {
 
 static char g_domain[64];
 static char g_ipc_path[128];
-static volatile pid_t g_child = 0;
 static hako_domain_t *g_dom;
 static hako_channel_t *g_ping, *g_pong;
 static struct child_result *g_res;
@@ -61,25 +57,13 @@ static int g_verbose;
 
 static void cleanup(void)
 {
-	if (g_child > 0) {
-		kill(g_child, SIGKILL);
-	}
+	bench_children_kill();
 	if (g_domain[0] != '\0') {
 		hako_domain_remove(g_domain);
 	}
 	if (g_ipc_path[0] != '\0') {
 		unlink(g_ipc_path);
 	}
-}
-
-static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void child_fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(g_res->error, sizeof(g_res->error), fmt, ap);
-	va_end(ap);
-	_exit(4);
 }
 
 /* ---- the ponger (child) ---- */
@@ -90,7 +74,7 @@ static void ponger(int v, size_t payload, long total, long warm, uint64_t seen, 
 	size_t cap = hako_channel_size(g_ping);
 	uint8_t *buf = malloc(cap);
 	if (buf == NULL) {
-		child_fail("out of memory");
+		bench_child_fail("out of memory");
 	}
 	memset(buf, 0, cap);
 	bench_cpu_t c0 = {0, 0};
@@ -106,11 +90,11 @@ static void ponger(int v, size_t payload, long total, long warm, uint64_t seen, 
 		if (sock == NULL || zmq_setsockopt(sock, ZMQ_RCVTIMEO, &to, sizeof(to)) != 0 ||
 		    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
 		    zmq_bind(sock, ep) != 0) {
-			child_fail("zmq bind %s: %s", ep, zmq_strerror(zmq_errno()));
+			bench_child_fail("zmq bind %s: %s", ep, zmq_strerror(zmq_errno()));
 		}
 	}
 	if (bench_write_full(ready_fd, "r", 1) != 0) {
-		child_fail("ready pipe");
+		bench_child_fail("ready pipe");
 	}
 	hako_time_t spin = v == V_SPIN ? SPIN_USEC : 0;
 	for (long i = 0; i < total; i++) {
@@ -124,33 +108,33 @@ static void ponger(int v, size_t payload, long total, long warm, uint64_t seen, 
 		case V_BLOCKING:
 			r = hako_channel_wait(g_ping, seen, spin, TIMEOUT_USEC);
 			if (r != 0) {
-				child_fail("wait ping #%ld: %s", i, hako_strerror(r));
+				bench_child_fail("wait ping #%ld: %s", i, hako_strerror(r));
 			}
 			r = hako_channel_read(g_ping, buf, cap, &len, &seen);
 			if (r != 0 || len != payload) {
-				child_fail("read ping #%ld: %s (len %zu)", i, hako_strerror(r),
-				           len);
+				bench_child_fail("read ping #%ld: %s (len %zu)", i,
+				                 hako_strerror(r), len);
 			}
 			if ((r = hako_channel_write(g_pong, buf, len)) != 0) {
-				child_fail("write pong: %s", hako_strerror(r));
+				bench_child_fail("write pong: %s", hako_strerror(r));
 			}
 			break;
 		case V_ZMQ: {
 			int n = zmq_recv(sock, buf, cap, 0);
 			if (n < 0 || (size_t)n != payload) {
-				child_fail("zmq_recv #%ld: %s", i, zmq_strerror(zmq_errno()));
+				bench_child_fail("zmq_recv #%ld: %s", i, zmq_strerror(zmq_errno()));
 			}
 			if (zmq_send(sock, buf, (size_t)n, 0) != n) {
-				child_fail("zmq_send: %s", zmq_strerror(zmq_errno()));
+				bench_child_fail("zmq_send: %s", zmq_strerror(zmq_errno()));
 			}
 			break;
 		}
 		case V_PIPE:
 			if (bench_read_full(rfd, buf, payload) != 0) {
-				child_fail("pipe read #%ld", i);
+				bench_child_fail("pipe read #%ld", i);
 			}
 			if (bench_write_full(wfd, buf, payload) != 0) {
-				child_fail("pipe write");
+				bench_child_fail("pipe write");
 			}
 			break;
 		}
@@ -179,14 +163,8 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 	uint64_t seen_ping = hako_channel_seq(g_ping);
 	uint64_t seen_pong = hako_channel_seq(g_pong);
 	long total = n + warm;
-	pid_t parent = getpid();
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
+	pid_t pid = bench_children_fork();
 	if (pid == 0) {
-		bench_child_init(parent);
 		bench_pin_cpu(1);
 		close(ready[0]);
 		if (v == V_PIPE) {
@@ -195,7 +173,6 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 		}
 		ponger(v, payload, total, warm, seen_ping, ready[1], p2c[0], c2p[1]);
 	}
-	g_child = pid;
 	close(ready[1]);
 	if (v == V_PIPE) {
 		close(p2c[0]);
@@ -203,8 +180,7 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 	}
 	char c;
 	if (bench_read_full(ready[0], &c, 1) != 0) {
-		waitpid(pid, NULL, 0);
-		g_child = 0;
+		bench_children_wait(pid, NULL);
 		bench_die("%s: the ponger did not start: %s", variant_names[v], g_res->error);
 	}
 	close(ready[0]);
@@ -293,13 +269,11 @@ static void run_one(int v, size_t payload, long n, long warm, struct cell *cell,
 		close(p2c[1]);
 		close(c2p[0]);
 	}
-	int status = 0;
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		g_child = 0;
+	int status;
+	if (bench_children_wait(pid, &status) != 0) {
 		bench_die("%s %zu B: ponger failed (status 0x%x): %s", variant_names[v], payload,
 		          status, g_res->error);
 	}
-	g_child = 0;
 	bench_cpu_t mine = bench_cpu_sub(c1, c0);
 	cell->cpu.user += mine.user + g_res->cpu.user;
 	cell->cpu.sys += mine.sys + g_res->cpu.sys;
@@ -377,6 +351,7 @@ int main(int argc, char **argv)
 		bench_die("create channels: %s", hako_strerror(r));
 	}
 	g_res = bench_shared_alloc(sizeof(*g_res));
+	bench_child_fail_init(g_res->error, sizeof(g_res->error));
 	uint8_t *sbuf = malloc(max_payload), *rbuf = malloc(max_payload);
 	if (sbuf == NULL || rbuf == NULL) {
 		bench_die("out of memory");

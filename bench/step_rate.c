@@ -15,14 +15,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,51 +58,18 @@ struct cell {
 	int rounds;
 };
 
+_Static_assert(MAX_K <= BENCH_MAX_CHILDREN, "k assets are k children");
+
 static char g_domain[64];
-static pid_t g_children[MAX_K];
-static int g_nchildren;
 static struct shared *g_sh;
 static int g_verbose;
 
-static void kill_children(void)
-{
-	for (int i = 0; i < g_nchildren; i++) {
-		if (g_children[i] > 0) {
-			kill(g_children[i], SIGKILL);
-		}
-	}
-}
-
 static void cleanup(void)
 {
-	kill_children();
+	bench_children_kill();
 	if (g_domain[0] != '\0') {
 		hako_domain_remove(g_domain);
 	}
-}
-
-static void child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void child_fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(g_sh->error, sizeof(g_sh->error), fmt, ap);
-	va_end(ap);
-	_exit(4);
-}
-
-static void reap_children(const char *what)
-{
-	for (int i = 0; i < g_nchildren; i++) {
-		int status = 0;
-		if (waitpid(g_children[i], &status, 0) < 0 || !WIFEXITED(status) ||
-		    WEXITSTATUS(status) != 0) {
-			g_children[i] = 0;
-			bench_die("%s: child %d failed (status 0x%x)", what, i, status);
-		}
-		g_children[i] = 0;
-	}
-	g_nchildren = 0;
 }
 
 static void sleep_ns(int64_t ns)
@@ -125,21 +89,22 @@ static void asset_main(int idx, int record, uint64_t target_steps, int64_t limit
 	char name[32];
 	int r = hako_domain_open(g_domain, &dom);
 	if (r != 0) {
-		child_fail("asset %d: open domain: %s", idx, hako_strerror(r));
+		bench_child_fail("asset %d: open domain: %s", idx, hako_strerror(r));
 	}
 	snprintf(name, sizeof(name), "asset-%d", idx);
 	if ((r = hako_member_register(dom, name, DELTA_USEC, &m)) != 0) {
-		child_fail("asset %d: register: %s", idx, hako_strerror(r));
+		bench_child_fail("asset %d: register: %s", idx, hako_strerror(r));
 	}
 	if (bench_write_full(ready_fd, "r", 1) != 0) {
-		child_fail("asset %d: ready pipe", idx);
+		bench_child_fail("asset %d: ready pipe", idx);
 	}
 	int ev = 0;
 	if ((r = hako_member_wait_event(m, WAIT_USEC, &ev)) != 0 || ev != HAKO_EVENT_START) {
-		child_fail("asset %d: no start event (%s, event %d)", idx, hako_strerror(r), ev);
+		bench_child_fail("asset %d: no start event (%s, event %d)", idx, hako_strerror(r),
+		                 ev);
 	}
 	if ((r = hako_member_ack(m, HAKO_EVENT_START)) != 0) {
-		child_fail("asset %d: ack start: %s", idx, hako_strerror(r));
+		bench_child_fail("asset %d: ack start: %s", idx, hako_strerror(r));
 	}
 	bench_cpu_t c0 = bench_cpu_self();
 	int64_t w0 = bench_now_ns();
@@ -170,7 +135,7 @@ static void asset_main(int idx, int record, uint64_t target_steps, int64_t limit
 				record = 0;
 				atomic_store(&g_sh->done, 1);
 				if (bench_write_full(done_fd, "d", 1) != 0) {
-					child_fail("asset %d: done pipe", idx);
+					bench_child_fail("asset %d: done pipe", idx);
 				}
 			}
 		}
@@ -179,7 +144,7 @@ static void asset_main(int idx, int record, uint64_t target_steps, int64_t limit
 	g_sh->proc[idx].cpu = bench_cpu_sub(bench_cpu_self(), c0);
 	g_sh->proc[idx].wall_ns = bench_now_ns() - w0;
 	if (r != HAKO_EINTR) {
-		child_fail("asset %d: step_wait: %s", idx, hako_strerror(r));
+		bench_child_fail("asset %d: step_wait: %s", idx, hako_strerror(r));
 	}
 	/* Acknowledge the stop (or whatever ended the run) so the domain reaches Stopped. */
 	if (hako_member_wait_event(m, WAIT_USEC, &ev) == 0 && ev != HAKO_EVENT_NONE) {
@@ -210,21 +175,13 @@ static void run_assets(int k, int idle, uint64_t target_steps, int64_t limit_ns,
 		bench_die("pipe: %s", strerror(errno));
 	}
 	memset(g_sh, 0, offsetof(struct shared, samples));
-	pid_t parent = getpid();
-	fflush(stdout);
 	/* Fork before the master thread exists. */
 	for (int i = 0; i < k; i++) {
-		pid_t pid = fork();
-		if (pid < 0) {
-			bench_die("fork: %s", strerror(errno));
-		}
-		if (pid == 0) {
-			bench_child_init(parent);
+		if (bench_children_fork() == 0) {
 			close(ready[0]);
 			close(done[0]);
 			asset_main(i, !idle && i == 0, target_steps, limit_ns, ready[1], done[1]);
 		}
-		g_children[g_nchildren++] = pid;
 	}
 	close(ready[1]);
 	close(done[1]);
@@ -286,7 +243,7 @@ static void run_assets(int k, int idle, uint64_t target_steps, int64_t limit_ns,
 	}
 	bench_cpu_t c1 = bench_cpu_self();
 	hako_time_t world_end = hako_domain_world_time(dom);
-	reap_children(idle ? "idle" : "k run");
+	bench_children_wait_all(idle ? "idle" : "k run");
 	close(done[0]);
 	hako_member_unregister(holder);
 	hako_master_stop(master);
@@ -353,18 +310,11 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 {
 	int to[MAX_K][2], from[MAX_K][2];
 	memset(g_sh, 0, offsetof(struct shared, samples));
-	pid_t parent = getpid();
-	fflush(stdout);
 	for (int i = 0; i < workers; i++) {
 		if (pipe(to[i]) != 0 || pipe(from[i]) != 0) {
 			bench_die("pipe: %s", strerror(errno));
 		}
-		pid_t pid = fork();
-		if (pid < 0) {
-			bench_die("fork: %s", strerror(errno));
-		}
-		if (pid == 0) {
-			bench_child_init(parent);
+		if (bench_children_fork() == 0) {
 			/* The parent's ends of every pipe made so far (it already closed the
 			 * workers' ends of the earlier ones). */
 			for (int j = 0; j <= i; j++) {
@@ -376,14 +326,13 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 			char c;
 			while (bench_read_full(to[i][0], &c, 1) == 0) {
 				if (bench_write_full(from[i][1], &c, 1) != 0) {
-					child_fail("pipe worker %d: write", i);
+					bench_child_fail("pipe worker %d: write", i);
 				}
 			}
 			g_sh->proc[i].cpu = bench_cpu_sub(bench_cpu_self(), c0);
 			g_sh->proc[i].wall_ns = bench_now_ns() - w0;
 			_exit(0);
 		}
-		g_children[g_nchildren++] = pid;
 		close(to[i][0]);
 		close(from[i][1]);
 	}
@@ -419,7 +368,7 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 		close(to[w][1]);
 		close(from[w][0]);
 	}
-	reap_children("pipe-lockstep");
+	bench_children_wait_all("pipe-lockstep");
 	bench_cpu_t mine = bench_cpu_sub(bench_cpu_self(), c0);
 	cell->cpu.user += mine.user;
 	cell->cpu.sys += mine.sys;
@@ -528,6 +477,7 @@ int main(int argc, char **argv)
 	bench_exit_init("step_rate", cleanup, 1);
 	g_sh = bench_shared_alloc(sizeof(*g_sh));
 	bench_die_detail("child", g_sh->error);
+	bench_child_fail_init(g_sh->error, sizeof(g_sh->error));
 
 	int64_t limit_ns = (int64_t)(seconds * 1e9 / (double)rounds);
 	uint64_t target = (steps_cap + (uint64_t)rounds - 1) / (uint64_t)rounds;
