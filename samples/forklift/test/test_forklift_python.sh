@@ -14,59 +14,35 @@ set -u
 build=$(cd "$1" && pwd)
 python=$2
 pythondir=$3
-launch=$build/bin/hako-launch
-bin=$build/samples/forklift
+name=python
 stop_usec=12000000
-steps=$((stop_usec / 1000))
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/forklift_kit.sh"
 
-dir=$(mktemp -d /tmp/test-forklift-python-XXXXXX) || exit 1
-
-# On any failure, the end of what hako-launch printed.
-cleanup() {
-	[ "$fails" -eq 0 ] || show "$dir/out.txt" 40
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-
-cat >"$dir/launch.json" <<JSON
-{
-  "conductor": {"delta_usec": 1000, "max_delay_usec": 50000, "real_time_factor": 0,
-                "stop_at_usec": $stop_usec},
-  "log_dir": "$dir/logs",
-  "path": ["$bin"],
-  "processes": [
-    {"name": "forklift-1", "command": "forklift-host",
-     "args": ["--node", "1", "--out", "\${HAKO_LAUNCH_LOG_DIR}"],
-     "wait_for": {"asset": "forklift-1"}},
-    {"name": "forklift-2", "command": "forklift-host",
-     "args": ["--node", "2", "--out", "\${HAKO_LAUNCH_LOG_DIR}"],
-     "wait_for": {"asset": "forklift-2"}},
-    {"name": "controller", "command": "$python",
+controller=$(
+	cat <<JSON
+{"name": "controller", "command": "$python",
      "args": ["$bin/forklift_controller.py", "--every-usec", "4000000",
               "--out", "\${HAKO_LAUNCH_LOG_DIR}"],
      "env": {"PYTHONPATH": "$pythondir", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
-     "wait_for": {"log": "mission sent"}},
-    {"name": "report", "command": "forklift-report", "args": ["--dir", "\${HAKO_LAUNCH_LOG_DIR}"],
-     "phase": "after"},
-    {"name": "python-check", "command": "$python",
+     "wait_for": {"log": "mission sent"}}
+JSON
+)
+check=$(
+	cat <<JSON
+{"name": "python-check", "command": "$python",
      "args": ["$bin/forklift_python_check.py", "--dir", "\${HAKO_LAUNCH_LOG_DIR}"],
      "env": {"PYTHONDONTWRITEBYTECODE": "1"}, "phase": "after"}
-  ]
-}
 JSON
-
-unset HAKO_DOMAIN
-"$launch" "$dir/launch.json" >"$dir/out.txt" 2>&1
-rc=$?
-[ "$rc" -eq 0 ] || die "hako-launch exited with $rc"
+)
+forklift_launch "$controller" "$check"
 
 grep -q "^\[controller\] mission sent: forward 1.80 m, lift 0.30 m, back 1.80 m" "$dir/out.txt" ||
 	fail "the Python controller did not say it sent its mission"
 grep -q "^\[controller\] done: $steps steps" "$dir/out.txt" ||
 	fail "the Python controller did not run $steps steps"
-grep -q "continuity     exact: $steps of $steps steps identical" "$dir/out.txt" ||
-	fail "the report does not say continuity exact"
-handoffs=$(grep -c "\] t=[0-9.]* s  hand-off [12] -> [12]  epoch [0-9]*  x=" "$dir/out.txt")
+report_continuity_exact
+handoffs=$(handoff_lines)
 [ "$handoffs" -ge 2 ] || fail "only $handoffs hand-offs (want >= 2)"
 for check in mission steps reads; do
 	grep -q "^\[python-check\]   $check *ok " "$dir/out.txt" || fail "python-check: $check is not ok"

@@ -11,45 +11,13 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
 build=$(cd "$1" && pwd)
-launch=$build/bin/hako-launch
-bin=$build/samples/forklift
+name=run
 stop_usec=56000000
-steps=$((stop_usec / 1000))
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/forklift_kit.sh"
 
-dir=$(mktemp -d /tmp/test-forklift-run-XXXXXX) || exit 1
-
-# On any failure, the end of what hako-launch printed.
-cleanup() {
-	[ "$fails" -eq 0 ] || show "$dir/out.txt" 40
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-
-cat >"$dir/launch.json" <<EOF
-{
-  "conductor": {"delta_usec": 1000, "max_delay_usec": 50000, "real_time_factor": 0,
-                "stop_at_usec": $stop_usec},
-  "log_dir": "$dir/logs",
-  "path": ["$bin"],
-  "processes": [
-    {"name": "forklift-1", "command": "forklift-host",
-     "args": ["--node", "1", "--out", "\${HAKO_LAUNCH_LOG_DIR}"],
-     "wait_for": {"asset": "forklift-1"}},
-    {"name": "forklift-2", "command": "forklift-host",
-     "args": ["--node", "2", "--out", "\${HAKO_LAUNCH_LOG_DIR}"],
-     "wait_for": {"asset": "forklift-2"}},
-    {"name": "controller", "command": "forklift-controller", "args": ["--every-usec", "10000000"],
-     "wait_for": {"log": "mission sent"}},
-    {"name": "report", "command": "forklift-report", "args": ["--dir", "\${HAKO_LAUNCH_LOG_DIR}"],
-     "phase": "after"}
-  ]
-}
-EOF
-
-unset HAKO_DOMAIN
-"$launch" "$dir/launch.json" >"$dir/out.txt" 2>&1
-rc=$?
-[ "$rc" -eq 0 ] || die "hako-launch exited with $rc"
+forklift_launch '{"name": "controller", "command": "forklift-controller",
+     "args": ["--every-usec", "10000000"], "wait_for": {"log": "mission sent"}}'
 
 summary=$dir/logs/forklift-summary.json
 [ -f "$summary" ] || die "no $summary"
@@ -69,10 +37,9 @@ handoffs=$(value handoffs)
 [ "${handoffs:-0}" -ge 10 ] || fail "only ${handoffs:-0} hand-offs (want >= 10)"
 [ "$(value reclaims)" = 0 ] || fail "$(value reclaims) reclaims in a healthy run"
 
-grep -q "continuity     exact: $steps of $steps steps identical" "$dir/out.txt" ||
-	fail "the report does not say continuity exact"
+report_continuity_exact
 grep -q "hako-rd check  ok" "$dir/out.txt" || fail "the report does not say hako-rd check ok"
-n=$(grep -c "\] t=[0-9.]* s  hand-off [12] -> [12]  epoch [0-9]*  x=" "$dir/out.txt")
+n=$(handoff_lines)
 [ "$n" -eq "$handoffs" ] || fail "$n hand-off lines for $handoffs hand-offs"
 svg=$(grep '^\[report\] ' "$dir/out.txt" | tail -n 1 | sed 's/^\[report\] //')
 [ "$svg" = "$dir/logs/forklift-x.svg" ] || fail "the report's last line is '$svg', not the SVG path"
