@@ -10,7 +10,9 @@ one of the kit's ROLES) instead of the tests.
 What a test gets:
   - HakoTest: a TestCase whose self.domain is a fresh domain (named for the test and the pid)
     and whose cleanup kills every process the test started (their whole process groups),
-    stops the conductor and removes the domain, whether the test passed or failed;
+    stops the conductor and removes the domain, whether the test passed or failed; it starts a
+    Python asset with py-peer in lock-step (python_and_peer), runs to a stop time
+    (run_to_stop) and checks what lock-stepped assets read (assert_lockstep_clean);
   - Domain: hako-cmd against the domain (status, ls, start, stop, reset) and waits for its
     state; Domain.python / Domain.peer start the Python and C assets in it;
   - Proc: a child in its own process group, its output in files; waits for a line, for exit;
@@ -291,6 +293,25 @@ class HakoTest(unittest.TestCase):
         d.cmd("reset")
         for p in procs:
             self.assertEqual(p.wait_exit(), 0, p.show())
+
+    def python_and_peer(self, script, progress_every=0):
+        """Under a conductor, the Python asset "pyasset" (script's lockstep role, writing channel
+        0, "step N" every progress_every steps) and py-peer "cpeer" (lockstep, channel 1), both
+        registered, in lock-step once the domain starts: (py, c)."""
+        d = self.domain
+        d.conductor()
+        py = d.python("py", script, "lockstep", "pyasset", 0, 1, progress_every)
+        c = d.peer("peer", "lockstep", "cpeer", PDUDEF, 1, 0)
+        d.wait_assets("pyasset", "cpeer")
+        return py, c
+
+    def assert_lockstep_clean(self, steps, *procs):
+        """Each of procs (lockstep roles, py-peer lockstep) ran exactly `steps` steps and read
+        nothing wrong (Lockstep)."""
+        for p in procs:
+            r = p.result()
+            self.assertEqual(r["steps"], steps, p.show())
+            self.assertEqual(r["mismatches"], 0, p.show())
 
 
 # ---- the test PDU (py_peer.c) ----

@@ -12,16 +12,9 @@ class Lockstep(hakotest.HakoTest):
     label = "lockstep"
 
     def test_python_and_c_10000_steps(self):
-        d = self.domain
-        d.conductor()
-        py = d.python("py", __file__, "lockstep", "pyasset", 0, 1)
-        c = d.peer("peer", "lockstep", "cpeer", hakotest.PDUDEF, 1, 0)
-        d.wait_assets("pyasset", "cpeer")
+        py, c = self.python_and_peer(__file__)
         self.run_to_stop(STEPS, py, c)
-        for p in (py, c):
-            r = p.result()
-            self.assertEqual(r["steps"], STEPS, p.show())
-            self.assertEqual(r["mismatches"], 0, p.show())
+        self.assert_lockstep_clean(STEPS, py, c)
         # A completed start -> stop -> reset cycle: start() returns False, as Hakoniwa's does
         # (hako_asset_start_no_wait answers EINTR after the reset).
         self.assertEqual(py.result()["start"], "False", py.show())

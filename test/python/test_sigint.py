@@ -66,10 +66,7 @@ class Sigint(hakotest.HakoTest):
 
     def test_in_a_run(self):
         d = self.domain
-        d.conductor()
-        py = d.python("py", __file__, "lockstep", "pyasset", 0, 1, 100)
-        c = d.peer("peer", "lockstep", "cpeer", hakotest.PDUDEF, 1, 0)
-        d.wait_assets("pyasset", "cpeer")
+        py, c = self.python_and_peer(__file__, progress_every=100)
         d.cmd("start")
         py.wait_line(r"^step 300$")
         py.p.send_signal(signal.SIGINT)

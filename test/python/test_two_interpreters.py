@@ -17,10 +17,7 @@ class TwoInterpreters(hakotest.HakoTest):
         b = d.python("b", __file__, "lockstep", "pyb", 1, 0)
         d.wait_assets("pya", "pyb")
         self.run_to_stop(STEPS, a, b)
-        for p in (a, b):
-            r = p.result()
-            self.assertEqual(r["steps"], STEPS, p.show())
-            self.assertEqual(r["mismatches"], 0, p.show())
+        self.assert_lockstep_clean(STEPS, a, b)
 
 
 if __name__ == "__main__":
