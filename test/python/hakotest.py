@@ -18,6 +18,7 @@ What a test gets:
   - Proc: a child in its own process group, its output in files; waits for a line, for exit;
   - wait_until: poll a condition until a deadline; a timeout fails the test and shows what the
     processes and the domain said;
+  - register: hakopy.asset_register for a role, with the test's PDU definition and delta;
   - pdu / Lockstep: the 64-byte test PDU of py_peer.c and the check of what a lock-stepped
     asset reads (py_peer.c's header comment says why "step n - 1 or n").
 """
@@ -366,6 +367,26 @@ class Lockstep:
         self.last_seen = seen
 
 
+CALLBACKS = ("on_initialize", "on_simulation_step", "on_manual_timing_control", "on_reset")
+
+
+def register(name, model=None, **callbacks):
+    """In a role: hakopy.asset_register(name) with the test's PDU definition, DELTA_USEC, the
+    callbacks given by name (the others None) and model (default: a controller). True, or False
+    after printing last_error() on stderr."""
+    import hakopy
+    unknown = set(callbacks) - set(CALLBACKS)
+    if unknown:
+        raise TypeError(f"not a callback of asset_register: {', '.join(sorted(unknown))}")
+    table = {k: callbacks.get(k) for k in CALLBACKS}
+    if model is None:
+        model = hakopy.HAKO_ASSET_MODEL_CONTROLLER
+    if not hakopy.asset_register(name, PDUDEF, table, DELTA_USEC, model):
+        print("asset_register:", hakopy.last_error(), file=sys.stderr)
+        return False
+    return True
+
+
 def role_lockstep(name, my_ch, other_ch, progress_every="0"):
     """A Python asset in lock-step with another (py-peer lockstep, or this role again): each step
     it checks the world and its own time, reads the other's PDU (Lockstep) and writes its own.
@@ -389,11 +410,7 @@ def role_lockstep(name, my_ch, other_ch, progress_every="0"):
             print(f"step {n}")
         return 0
 
-    callbacks = {"on_initialize": None, "on_simulation_step": on_step,
-                 "on_manual_timing_control": None, "on_reset": None}
-    if not hakopy.asset_register(name, PDUDEF, callbacks, DELTA_USEC,
-                                 hakopy.HAKO_ASSET_MODEL_CONTROLLER):
-        print("asset_register:", hakopy.last_error(), file=sys.stderr)
+    if not register(name, on_simulation_step=on_step):
         return 1
     print("registered")
     r = hakopy.start()

@@ -66,13 +66,10 @@ def role_raiser(which, name):
             boom()
 
     manual = which == "on_manual_timing_control"
-    callbacks = {"on_initialize": on_initialize,
-                 "on_simulation_step": None if manual else on_simulation_step,
-                 "on_manual_timing_control": on_manual_timing_control if manual else None,
-                 "on_reset": on_reset}
-    if not hakopy.asset_register(name, hakotest.PDUDEF, callbacks, hakotest.DELTA_USEC,
-                                 hakopy.HAKO_ASSET_MODEL_CONTROLLER):
-        print("asset_register:", hakopy.last_error(), file=sys.stderr)
+    if not hakotest.register(name, on_initialize=on_initialize,
+                             on_simulation_step=None if manual else on_simulation_step,
+                             on_manual_timing_control=on_manual_timing_control if manual else None,
+                             on_reset=on_reset):
         return 1
     if which == "data receive callback":
         hakopy.register_data_recv_event(ROBOT, 1, on_recv)  # py-peer writes channel 1

@@ -53,11 +53,7 @@ def role_counter(name):
         say(f"usleep returned {ok} after {time.monotonic() - t0:.3f} s: {hakopy.last_error()}")
         return 0
 
-    callbacks = {"on_initialize": None, "on_simulation_step": None,
-                 "on_manual_timing_control": on_manual_timing_control, "on_reset": None}
-    if not hakopy.asset_register(name, hakotest.PDUDEF, callbacks, hakotest.DELTA_USEC,
-                                 hakopy.HAKO_ASSET_MODEL_CONTROLLER):
-        print("asset_register:", hakopy.last_error(), file=sys.stderr)
+    if not hakotest.register(name, on_manual_timing_control=on_manual_timing_control):
         return 1
     sys.setswitchinterval(1000)
     t = threading.Thread(target=count, daemon=True)

@@ -31,9 +31,7 @@ def cstr(buf, offset, size=128):
 
 
 def register(hakopy, name, callbacks, service_json):
-    if not hakopy.asset_register(name, hakotest.PDUDEF, callbacks, hakotest.DELTA_USEC,
-                                 hakopy.HAKO_ASSET_MODEL_PLANT):
-        print("asset_register:", hakopy.last_error(), file=sys.stderr)
+    if not hakotest.register(name, hakopy.HAKO_ASSET_MODEL_PLANT, **callbacks):
         return False
     if not hakopy.service_initialize(service_json):
         print("service_initialize:", hakopy.last_error(), file=sys.stderr)

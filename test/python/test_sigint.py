@@ -9,18 +9,13 @@ SIGINT).
   leave its run and exit.
 """
 import signal
-import sys
 
 import hakotest
 
 
 def role_waiter(name):
     import hakopy
-    callbacks = {"on_initialize": None, "on_simulation_step": lambda c: 0,
-                 "on_manual_timing_control": None, "on_reset": None}
-    if not hakopy.asset_register(name, hakotest.PDUDEF, callbacks, hakotest.DELTA_USEC,
-                                 hakopy.HAKO_ASSET_MODEL_CONTROLLER):
-        print("asset_register:", hakopy.last_error(), file=sys.stderr)
+    if not hakotest.register(name, on_simulation_step=lambda c: 0):
         return 1
     print("calling start")
     r = hakopy.start()
