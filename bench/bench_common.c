@@ -154,11 +154,8 @@ void bench_child_init(pid_t parent)
 static volatile pid_t g_children[BENCH_MAX_CHILDREN];
 static volatile sig_atomic_t g_nchildren;
 
-pid_t bench_children_fork(void)
+pid_t bench_fork(void)
 {
-	if (g_nchildren >= BENCH_MAX_CHILDREN) {
-		bench_die("more than %d children", BENCH_MAX_CHILDREN);
-	}
 	pid_t parent = getpid();
 	fflush(stdout);
 	fflush(stderr);
@@ -168,6 +165,17 @@ pid_t bench_children_fork(void)
 	}
 	if (pid == 0) {
 		bench_child_init(parent);
+	}
+	return pid;
+}
+
+pid_t bench_children_fork(void)
+{
+	if (g_nchildren >= BENCH_MAX_CHILDREN) {
+		bench_die("more than %d children", BENCH_MAX_CHILDREN);
+	}
+	pid_t pid = bench_fork();
+	if (pid == 0) {
 		return 0;
 	}
 	g_children[g_nchildren] = pid;
@@ -251,15 +259,8 @@ pid_t bench_fork_commanded(const int *siblings, int nsib, void (*fn)(void *arg, 
 	if (pipe2(p, O_CLOEXEC) != 0) {
 		bench_die("pipe: %s", strerror(errno));
 	}
-	pid_t parent = getpid();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
+	pid_t pid = bench_fork();
 	if (pid == 0) {
-		bench_child_init(parent);
 		signal(SIGTERM, SIG_DFL);
 		for (int i = 0; i < nsib; i++) {
 			if (siblings[i] >= 0) {
@@ -595,15 +596,8 @@ void bench_relay_start(bench_relay_t *r, const char *exe, double delay_ms, const
 	if (pipe2(p, O_CLOEXEC) != 0) {
 		bench_die("pipe: %s", strerror(errno));
 	}
-	pid_t parent = getpid();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
+	pid_t pid = bench_fork();
 	if (pid == 0) {
-		bench_child_init(parent);
 		dup2(p[1], 1);
 		execv(argv[0], argv);
 		_exit(127);

@@ -55,6 +55,10 @@ int bench_ncpus(void);
 /* In a freshly forked child: die with the parent (PR_SET_PDEATHSIG), so a killed benchmark
  * never leaves busy-spinning children behind. */
 void bench_child_init(pid_t parent);
+/* Fork (stdout and stderr flushed first, so the child does not print them again; bench_die on
+ * failure) a child that dies with this process: 0 in the child, after bench_child_init; the
+ * pid in the parent. */
+pid_t bench_fork(void);
 
 /* Fork a child that is told what to do over a pipe. The child (bench_child_init, SIGTERM back to
  * its default: the cleanup is the parent's) closes the nsib write ends in siblings (-1: none; a
@@ -91,8 +95,7 @@ bench_stats_t bench_stats_since(const bench_samples_t *s, size_t first, double s
  * bench_children_kill ends. */
 #define BENCH_MAX_CHILDREN 128
 
-/* Fork a listed child: in the child (bench_child_init done) 0, in the parent its pid
- * (bench_die on failure, or when BENCH_MAX_CHILDREN are listed). */
+/* bench_fork, the child listed (bench_die when BENCH_MAX_CHILDREN are). */
 pid_t bench_children_fork(void);
 /* Wait for a listed child and take it off the list. 0 if it exited with 0, else -1; *status
  * (may be NULL) is its wait status, 0 if waitpid failed. */

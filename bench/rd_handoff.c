@@ -949,15 +949,8 @@ static void echo_main(int port)
 static void echo_start(char *addr, size_t len)
 {
 	int port = bench_free_port();
-	pid_t parent = getpid();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		bench_die("fork: %s", strerror(errno));
-	}
+	pid_t pid = bench_fork();
 	if (pid == 0) {
-		bench_child_init(parent);
 		signal(SIGTERM, SIG_DFL);
 		echo_main(port);
 	}
