@@ -56,4 +56,14 @@ static inline PyObject *hakopy_bool(int ok)
 	Py_RETURN_FALSE;
 }
 
+/* The result of a C call returning 0 on success: True, or False with the reason kept for
+ * hakopy.last_error(). */
+static inline PyObject *hakopy_result(int r)
+{
+	if (r != 0) {
+		hakopy_note_failure();
+	}
+	return hakopy_bool(r == 0);
+}
+
 #endif

@@ -32,8 +32,8 @@ static int run_callback(int which)
 	} else if (r != Py_None) {
 		long v = PyLong_AsLong(r);
 		if (v == -1 && PyErr_Occurred()) {
-			PyErr_Clear(); /* a result that is no int is taken as 0, as a C callback's
-			                */
+			/* A result that is no int is taken as 0, as a C callback's. */
+			PyErr_Clear();
 			v = 0;
 		}
 		ret = (int)v;
@@ -130,10 +130,7 @@ static PyObject *py_init_for_external(PyObject *self, PyObject *args)
 	(void)self;
 	(void)args;
 	int r = hako_initialize_for_external();
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 /* After a blocking call with the GIL back: the asset leaves the domain if a callback failed, and
@@ -185,10 +182,7 @@ static PyObject *py_usleep(PyObject *self, PyObject *args)
 	if (hakopy_raise_kept()) {
 		return NULL;
 	}
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_simulation_time(PyObject *self, PyObject *args)
@@ -227,10 +221,7 @@ static PyObject *py_pdu_create(PyObject *self, PyObject *args)
 		Py_RETURN_FALSE;
 	}
 	int r = hako_asset_pdu_create(robot, channel, (size_t)size);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 /* The PDU calls are METH_FASTCALL, their arguments read one by one: PyArg_ParseTuple's tuple
@@ -342,10 +333,7 @@ static PyObject *py_pdu_write(PyObject *self, PyObject *const *args, Py_ssize_t 
 	}
 	int r = hako_asset_pdu_write(robot, channel, data.buf, (size_t)len);
 	PyBuffer_Release(&data);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 /* The C API's receive callback: runs the Python callable registered for the event, in the
@@ -419,10 +407,7 @@ static PyObject *py_check_data_recv_event(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	int r = hako_asset_check_data_recv_event(robot, channel);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_set_pending(PyObject *self, PyObject *args)
@@ -433,10 +418,7 @@ static PyObject *py_set_pending(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	int r = hako_asset_set_data_recv_event_pending(id);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_set_resume(PyObject *self, PyObject *args)
@@ -447,10 +429,7 @@ static PyObject *py_set_resume(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	int r = hako_asset_set_data_recv_event_resume(id);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_conductor_start(PyObject *self, PyObject *args)
@@ -464,10 +443,7 @@ static PyObject *py_conductor_start(PyObject *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS;
 	r = hako_conductor_start((hako_time_t)delta, (hako_time_t)max_delay);
 	Py_END_ALLOW_THREADS;
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_conductor_stop(PyObject *self, PyObject *args)
@@ -488,10 +464,7 @@ static PyObject *py_trigger_event(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	int r = hako_trigger_event(event);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 PyMethodDef hakopy_asset_methods[] = {

@@ -84,10 +84,7 @@ static PyObject *py_service_initialize(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	int r = hako_asset_service_initialize(path);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 /* ---- Server ---- */
@@ -203,10 +200,7 @@ static PyObject *py_server_put_response(PyObject *self, PyObject *args)
 	}
 	int r = hako_asset_service_server_put_response(id, packet.buf, (size_t)packet.len);
 	PyBuffer_Release(&packet);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_server_is_canceled(PyObject *self, PyObject *args)
@@ -231,10 +225,7 @@ static PyObject *py_server_set_progress(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	int r = hako_asset_service_server_set_progress(id, percentage);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 /* ---- Client ---- */
@@ -331,10 +322,7 @@ static PyObject *py_client_call_request(PyObject *self, PyObject *args)
 	int r = hako_asset_service_client_call_request(&h, packet.buf, (size_t)packet.len,
 	                                               timeout_msec);
 	PyBuffer_Release(&packet);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_client_get_response(PyObject *self, PyObject *args)
@@ -365,10 +353,7 @@ static PyObject *py_client_cancel_request(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	int r = hako_asset_service_client_cancel_request(&h);
-	if (r != 0) {
-		hakopy_note_failure();
-	}
-	return hakopy_bool(r == 0);
+	return hakopy_result(r);
 }
 
 static PyObject *py_client_get_progress(PyObject *self, PyObject *args)
