@@ -25,6 +25,13 @@ void hakopy_note_failure(void)
 	snprintf(last_message, sizeof(last_message), "%s", msg != NULL ? msg : "");
 }
 
+PyObject *hakopy_raise_failure(const char *who)
+{
+	hakopy_note_failure();
+	PyErr_Format(PyExc_RuntimeError, "%s failed: %s", who, last_message);
+	return NULL;
+}
+
 void hakopy_set_failure(const char *fmt, ...)
 {
 	va_list ap;

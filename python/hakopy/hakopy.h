@@ -20,6 +20,9 @@ extern PyMethodDef hakopy_service_methods[];
 /* Remember, for hakopy.last_error(), the reason the C API gave for the call that just failed in
  * this thread (hako_asset_last_error). */
 void hakopy_note_failure(void);
+/* Where Hakoniwa's binding raises (the C call `who` failed): RuntimeError "<who> failed:
+ * <reason>", the reason kept as by hakopy_note_failure. Returns NULL. */
+PyObject *hakopy_raise_failure(const char *who);
 /* Remember a reason of the module's own. */
 void hakopy_set_failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -377,12 +377,7 @@ static PyObject *py_register_data_recv_event(PyObject *self, PyObject *args)
 	int r = hako_asset_register_data_recv_event(robot, channel,
 	                                            callback != Py_None ? on_recv : NULL, &id);
 	if (r != 0) {
-		hakopy_note_failure();
-		const char *msg = NULL;
-		hako_asset_last_error(&msg);
-		PyErr_Format(PyExc_RuntimeError, "hako_asset_register_data_recv_event failed: %s",
-		             msg != NULL ? msg : "");
-		return NULL;
+		return hakopy_raise_failure("hako_asset_register_data_recv_event");
 	}
 	if (callback != Py_None) {
 		if (recv_callbacks == NULL && (recv_callbacks = PyDict_New()) == NULL) {

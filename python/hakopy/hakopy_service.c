@@ -66,16 +66,6 @@ static PyObject *packet_or_none(int r, const char *packet, size_t len)
 	return PyByteArray_FromStringAndSize(packet, (Py_ssize_t)len);
 }
 
-/* Where Hakoniwa's binding raised (a C call that failed): RuntimeError with the reason. */
-static PyObject *raise_failure(const char *who)
-{
-	hakopy_note_failure();
-	const char *msg = NULL;
-	hako_asset_last_error(&msg);
-	PyErr_Format(PyExc_RuntimeError, "%s failed: %s", who, msg != NULL ? msg : "");
-	return NULL;
-}
-
 static PyObject *py_service_initialize(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -142,7 +132,7 @@ static PyObject *py_server_current_channel_id(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	if (hako_asset_service_server_get_current_channel_id(id, &req, &res) != 0) {
-		return raise_failure("asset_service_server_get_current_channel_id");
+		return hakopy_raise_failure("asset_service_server_get_current_channel_id");
 	}
 	return Py_BuildValue("(ii)", req, res);
 }
@@ -155,7 +145,7 @@ static PyObject *py_server_status(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	if (hako_asset_service_server_status(id, &status) != 0) {
-		return raise_failure("asset_service_server_status");
+		return hakopy_raise_failure("asset_service_server_status");
 	}
 	return PyLong_FromLong(status);
 }
@@ -170,7 +160,7 @@ static PyObject *py_server_get_request(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	if (hako_asset_service_server_get_request(id, &packet, &len) != 0 || packet == NULL) {
-		return raise_failure("asset_service_server_get_request");
+		return hakopy_raise_failure("asset_service_server_get_request");
 	}
 	return PyByteArray_FromStringAndSize(packet, (Py_ssize_t)len);
 }
