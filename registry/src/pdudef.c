@@ -1,7 +1,8 @@
 /* The pdudef loader: the legacy and compact forms as tables of the config toolkit (hakoi/cfg.h),
  * with callbacks for what a table cannot say: PDUs merged across the four legacy lists, robot
  * and path ids unique, pdutypes files read once and shared. Keys of Hakoniwa's files that hako
- * does not read (write_cycle, method_type, ...) are accepted, as Hakoniwa's loader does. */
+ * does not read (write_cycle, method_type, ...) are accepted, as Hakoniwa's loader does, and so
+ * is a PDU given twice with two sizes (a warning; the larger is kept). */
 #include "hako/pdudef.h"
 
 #include "hako/log.h"
@@ -23,12 +24,23 @@ struct pdutypes {
 	hako_pdudef_robot_t list; /* only pdu_count and pdus are used */
 };
 
+/* Where an entry of the PDU list being built was given, in the file being walked: kept to name
+ * both places when a later entry repeats it with another size. Lists are built one at a time (a
+ * robot's four legacy lists, then the next robot's; one pdutypes file), so places[i] is where
+ * entry i of the current list came from. */
+struct place {
+	hakoi_json_seg_t path[HAKOI_JCTX_DEPTH];
+	size_t depth;
+};
+
 /* What the tables fill (w->user); the robots move into the hako_pdudef_t when all is read. */
 struct load {
 	size_t robot_count;
 	hako_pdudef_robot_t *robots;
 	size_t type_count;
 	struct pdutypes *types;
+	struct place *places;
+	size_t place_cap;
 };
 
 /* A legacy list entry; its "name" (robot + "_" + org_name) is checked, not kept. */
@@ -62,11 +74,57 @@ static const hakoi_field_t compact_pdu_fields[] = {
     HAKOI_END,
 };
 
+/* Hakoniwa loads a PDU listed twice with two sizes (its own drone_pdu_config.json gives
+ * "battery" 64 bytes as a reader and 56 as a writer), so hako does too, keeping the larger
+ * size: what a writer of either size writes fits. The warning names both places. */
+static void warn_size(hakoi_walk_t *w, const struct place *first, const hako_pdudef_pdu_t *q,
+                      const hako_pdudef_pdu_t *p)
+{
+	hakoi_json_seg_t at[HAKOI_JCTX_DEPTH];
+	size_t depth = first->depth;
+	memcpy(at, first->path, depth * sizeof(at[0]));
+	if (depth < HAKOI_JCTX_DEPTH) {
+		at[depth++] = (hakoi_json_seg_t){.key = "pdu_size"};
+	}
+	int line = 0, column = 0;
+	char where[256];
+	hakoi_json_pos(w->j.text, w->j.len, at, depth, &line, &column);
+	hakoi_json_path_format(at, depth, where, sizeof(where));
+	uint32_t larger = p->pdu_size > q->pdu_size ? p->pdu_size : q->pdu_size;
+	hakoi_walk_push_key(w, "pdu_size");
+	hakoi_walk_warn(w,
+	                "\"%s\" is %" PRIu32 " bytes here and %" PRIu32
+	                " at %s:%d:%d (%s); the larger, %" PRIu32 ", is used",
+	                p->name, p->pdu_size, q->pdu_size, w->j.file, line, column, where, larger);
+	hakoi_walk_pop(w);
+}
+
+/* Remember where entry i of the list being built is: the entry at the walk's current path. */
+static int keep_place(hakoi_walk_t *w, size_t i)
+{
+	struct load *l = w->user;
+	if (i >= l->place_cap) {
+		size_t cap = l->place_cap == 0 ? 16 : l->place_cap * 2;
+		struct place *np = realloc(l->places, cap * sizeof(*np));
+		if (np == NULL) {
+			return hakoi_walk_fail_oom(w);
+		}
+		l->places = np;
+		l->place_cap = cap;
+	}
+	struct place *pl = &l->places[i];
+	pl->depth = w->j.depth < HAKOI_JCTX_DEPTH ? w->j.depth : HAKOI_JCTX_DEPTH;
+	memcpy(pl->path, w->j.path, pl->depth * sizeof(pl->path[0]));
+	return 0;
+}
+
 /* Append p to r, or merge it into the entry it repeats: legacy files list a PDU among both the
- * readers and the writers. A channel or a name may not stand for two different PDUs. */
+ * readers and the writers. A channel or a name may not stand for two different PDUs; two sizes
+ * of one PDU are warned about (warn_size). */
 static int add_pdu(hakoi_walk_t *w, hako_pdudef_robot_t *r, const hako_pdudef_pdu_t *p,
                    const char *name_key)
 {
+	const struct load *l = w->user;
 	for (size_t i = 0; i < r->pdu_count; i++) {
 		hako_pdudef_pdu_t *q = &r->pdus[i];
 		int same_name = strcmp(q->name, p->name) == 0;
@@ -84,20 +142,24 @@ static int add_pdu(hakoi_walk_t *w, hako_pdudef_robot_t *r, const hako_pdudef_pd
 			                       "\"%s\" is already defined with channel_id %" PRId32,
 			                       p->name, q->channel_id);
 		}
-		if (q->pdu_size != p->pdu_size) {
-			hakoi_walk_push_key(w, "pdu_size");
-			return hakoi_walk_fail(w,
-			                       "\"%s\" is already defined with pdu_size %" PRIu32,
-			                       p->name, q->pdu_size);
-		}
 		if (strcmp(q->type, p->type) != 0) {
 			hakoi_walk_push_key(w, "type");
 			return hakoi_walk_fail(w, "\"%s\" is already defined with type %s", p->name,
 			                       q->type);
 		}
+		if (q->pdu_size != p->pdu_size) {
+			warn_size(w, &l->places[i], q, p);
+			if (p->pdu_size > q->pdu_size) {
+				q->pdu_size = p->pdu_size;
+			}
+		}
 		q->is_reader |= p->is_reader;
 		q->is_writer |= p->is_writer;
 		return 0;
+	}
+	int rc = keep_place(w, r->pdu_count);
+	if (rc != 0) {
+		return rc;
 	}
 	hako_pdudef_pdu_t *npdus = realloc(r->pdus, (r->pdu_count + 1) * sizeof(*npdus));
 	if (npdus == NULL) {
@@ -261,7 +323,7 @@ static int load_pdutypes(const hakoi_walk_t *w, size_t k, struct pdutypes *t)
 	int r = hakoi_cfg_parse(t->path, text, len, err, &root);
 	if (r == 0) {
 		hakoi_walk_t in;
-		hakoi_walk_init(&in, err, t->path, text, len, NULL);
+		hakoi_walk_init(&in, err, t->path, text, len, w->user);
 		r = hakoi_walk_value(&in, root, &pdutypes_list, &t->list);
 	}
 	json_decref(root);
@@ -335,6 +397,7 @@ int hako_pdudef_load(const char *path, hako_pdudef_t **out, hako_error_t *err)
 		free(l.types[k].list.pdus);
 	}
 	free(l.types);
+	free(l.places);
 	hako_pdudef_t *def = rc == 0 ? calloc(1, sizeof(*def)) : NULL;
 	if (rc == 0 && def == NULL) {
 		rc = hako_error_set(err, HAKO_ENOMEM, path, 0, 0, "out of memory");

@@ -1,7 +1,8 @@
 /* pdudef loader: data-driven cases (cases/<name>/input.json + expected.txt) and the lookup API.
  *
  * expected.txt is either "ok" followed by the loaded robots and PDUs, or the exact error line
- * with file paths written relative to the case folder. */
+ * with file paths written relative to the case folder; then what the loader logged (warnings),
+ * one line each without the logger's "hako[<pid>] " prefix. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "hako/log.h"
 #include "hako/pdudef.h"
 #include "hako_cases.h"
 
@@ -40,13 +44,48 @@ static void format_def(const hako_pdudef_t *def, char *buf, size_t len)
 	}
 }
 
+/* hako_pdudef_load with what the library logged to stderr captured into log. */
+static int load_logged(const char *input, hako_pdudef_t **def, hako_error_t *err, char *log,
+                       size_t len)
+{
+	FILE *tmp = tmpfile();
+	assert_non_null(tmp);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
+	int rc = hako_pdudef_load(input, def, err);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	size_t n = fread(log, 1, len - 1, tmp);
+	log[n] = '\0';
+	fclose(tmp);
+	return rc;
+}
+
+/* Each logged line on a line of its own, without its "hako[<pid>] " prefix. */
+static void append_log(char *buf, size_t len, char *log)
+{
+	for (char *line = strtok(log, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+		const char *text = line;
+		if (strncmp(line, "hako[", 5) == 0 && strstr(line, "] ") != NULL) {
+			text = strstr(line, "] ") + 2;
+		}
+		size_t n = strlen(buf);
+		htc_append(buf, len, "%s%s\n", n > 0 && buf[n - 1] != '\n' ? "\n" : "", text);
+	}
+}
+
 static void run_case(const char *case_dir, const char *input, char *actual, size_t len, void *arg)
 {
 	(void)case_dir;
 	(void)arg;
 	hako_pdudef_t *def = NULL;
 	hako_error_t err;
-	int rc = hako_pdudef_load(input, &def, &err);
+	char log[4096];
+	int rc = load_logged(input, &def, &err, log, sizeof(log));
 	if (rc == 0) {
 		assert_non_null(def);
 		assert_string_equal(def->path, input);
@@ -56,6 +95,7 @@ static void run_case(const char *case_dir, const char *input, char *actual, size
 		assert_true(rc == HAKO_ECONFIG || rc == HAKO_ENOENT);
 		hako_error_format(&err, actual, len);
 	}
+	append_log(actual, len, log);
 	hako_pdudef_free(def);
 }
 
@@ -185,6 +225,7 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		cases_dir = argv[1];
 	}
+	hako_log_set_level(HAKO_LOG_WARN); /* the cases' expected.txt hold the warnings */
 	int failed =
 	    htc_run_cases("pdudef_cases", cases_dir, "input.json", MIN_CASES, 0, run_case, NULL);
 
