@@ -4,6 +4,7 @@
  * shared counters. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -11,10 +12,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "hako/hako_asset.h"
+#include "hako/hako_conductor.h"
+#include "hako/log.h"
 #include "hako_test_util.h"
 
 #define PDUDEF                                                                                     \
@@ -254,6 +258,56 @@ static void test_register_no_conductor(void **state)
 {
 	(void)state;
 	in_child(no_conductor_child);
+}
+
+/* ---- hako_conductor_start when another process conducts the domain ---- */
+
+/* An asset written for Hakoniwa starts its conductor before registering; under hako-launch or
+ * an external conductor one already runs. Hakoniwa's call succeeds then and the asset runs on:
+ * nothing is an error, and the running conductor is left alone. */
+static void conductor_start_child(void *p)
+{
+	struct fx *f = p;
+	char log[600];
+	snprintf(log, sizeof(log), "%s/child.log", f->dir);
+	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	HTU_CHECK(fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+	close(fd);
+	hako_log_set_level(HAKO_LOG_INFO);
+	HTU_CHECK_RC(hako_conductor_start(1000, 1000), 0);
+	hako_asset_callbacks_t cb = {0};
+	HTU_CHECK_RC(hako_asset_register("asset1", f->pdudef, &cb, 1000, HAKO_ASSET_MODEL_PLANT),
+	             0);
+	HTU_CHECK_RC(hako_asset_unregister(), 0);
+	hako_conductor_stop(); /* not this process's conductor: nothing to stop */
+}
+
+SETUP(conductor_start_under_conductor)
+static void test_conductor_start_under_conductor(void **state)
+{
+	struct fx *f = *state;
+	in_child(conductor_start_child);
+	char path[600], want[400];
+	snprintf(path, sizeof(path), "%s/child.log", f->dir);
+	const char *log = htu_slurp(path);
+	if (strstr(log, " error: ") != NULL) {
+		fail_msg("an error was logged:\n%s", log);
+	}
+	snprintf(want, sizeof(want),
+	         " info: hako_conductor_start: domain '%s' already has a conductor (pid %d); "
+	         "this process runs under it\n",
+	         f->name, (int)getpid());
+	if (strstr(log, want) == NULL) {
+		fail_msg("the log does not say%s:\n%s", want, log);
+	}
+	/* The test's conductor still runs its domain. */
+	hako_domain_info_t info;
+	assert_int_equal(hako_domain_get_info(f->dom, &info), 0);
+	assert_int_equal(info.master_pid, (int)getpid());
+	assert_true(info.master_running);
+	hako_domain_t *again = NULL;
+	assert_int_equal(hako_domain_open(f->name, &again), 0);
+	hako_domain_close(again);
 }
 
 /* ---- attaching without registering (tools, viewers) ---- */
@@ -875,6 +929,7 @@ int main(void)
 	    T(attach_core),
 	    T(recv_pending_callback),
 	    T(usleep_no_wait_force_stop),
+	    T(conductor_start_under_conductor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
