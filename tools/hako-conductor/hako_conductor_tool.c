@@ -337,16 +337,30 @@ static int check_traces(int argc, char **argv, hako_time_t dmax)
 	return bad == 0 && rows > 0 ? 0 : 1;
 }
 
+/* Every domain runs, and ran through the whole snapshot: states and reset counts read before
+ * the times (first) and after them. */
+static int all_running(hako_domain_t **dom, int n, uint32_t *resets, int first)
+{
+	int running = 1;
+	for (int i = 0; i < n; i++) {
+		uint32_t r = hako_domain_reset_count(dom[i]);
+		running &=
+		    hako_domain_state(dom[i]) == HAKO_STATE_RUNNING && (first || r == resets[i]);
+		resets[i] = r;
+	}
+	return running;
+}
+
 /* The true drift: every node's segment read at the same instant (one machine). The first domain
- * is the server's; Dmax between it and each client, 2 Dmax between two clients. */
+ * is the server's; Dmax between it and each client, 2 Dmax between two clients. Only snapshots
+ * taken while every domain runs are judged: a stopped or resetting domain's clock is not held
+ * to the others' (a final reset puts one node at 0 while another still shows the end). */
 static int check_live(char *list, hako_time_t dmax, long long ms)
 {
 	hako_domain_t *dom[HAKO_CONDUCTOR_MAX_CLIENTS + 1];
-	char *names[HAKO_CONDUCTOR_MAX_CLIENTS + 1];
 	int n = 0;
 	for (char *tok = strtok(list, ","); tok != NULL && n <= HAKO_CONDUCTOR_MAX_CLIENTS;
 	     tok = strtok(NULL, ",")) {
-		names[n] = tok;
 		int r = hako_domain_open(tok, &dom[n]);
 		if (r != 0) {
 			errf("cannot open domain '%s': %s", tok, hako_strerror(r));
@@ -358,10 +372,12 @@ static int check_live(char *list, hako_time_t dmax, long long ms)
 		n++;
 	}
 	hako_time_t worst_sc = 0, worst_cc = 0;
-	uint64_t samples = 0, bad = 0;
+	uint64_t samples = 0, judged = 0, bad = 0;
 	hako_time_t end = hako_now_usec() + ms * 1000;
 	while (hako_now_usec() < end) {
 		hako_time_t t[HAKO_CONDUCTOR_MAX_CLIENTS + 1];
+		uint32_t resets[HAKO_CONDUCTOR_MAX_CLIENTS + 1];
+		int running = all_running(dom, n, resets, 1);
 		/* A consistent snapshot: the server's time is the same before and after the others
 		 * were read, so every value held at the instant of the second read. */
 		hako_time_t before, after;
@@ -373,7 +389,13 @@ static int check_live(char *list, hako_time_t dmax, long long ms)
 			after = hako_domain_world_time(dom[0]);
 		} while (before != after);
 		t[0] = after;
+		running &= all_running(dom, n, resets, 0);
 		samples++;
+		if (!running) {
+			usleep(200);
+			continue;
+		}
+		judged++;
 		for (int i = 1; i < n; i++) {
 			hako_time_t d = llabs(t[0] - t[i]);
 			worst_sc = d > worst_sc ? d : worst_sc;
@@ -386,14 +408,14 @@ static int check_live(char *list, hako_time_t dmax, long long ms)
 		}
 		usleep(200);
 	}
-	printf("%llu snapshots of %d domains: max |server - client| %lld us (bound %lld), max "
-	       "|client - client| %lld us (bound %lld): %s\n",
-	       (unsigned long long)samples, n, (long long)worst_sc, (long long)dmax,
-	       (long long)worst_cc, (long long)(2 * dmax), bad == 0 ? "ok" : "VIOLATED");
+	printf("%llu snapshots of %d domains, %llu while every one ran: max |server - client| %lld "
+	       "us (bound %lld), max |client - client| %lld us (bound %lld): %s\n",
+	       (unsigned long long)samples, n, (unsigned long long)judged, (long long)worst_sc,
+	       (long long)dmax, (long long)worst_cc, (long long)(2 * dmax),
+	       bad == 0 ? "ok" : "VIOLATED");
 	for (int i = 0; i < n; i++) {
 		hako_domain_close(dom[i]);
 	}
-	(void)names;
 	return bad == 0 ? 0 : 1;
 }
 
