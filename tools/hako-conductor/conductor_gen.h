@@ -26,9 +26,10 @@
 
 #define HAKOI_GEN_DEFAULT_BASE_PORT 54011 /* Hakoniwa's generated samples start there */
 #define HAKOI_GEN_MAX_NODES         (HAKO_CONDUCTOR_MAX_CLIENTS + 1)
-#define HAKOI_GEN_NAME_MAX          64        /* units: they name processes and logs */
-#define HAKOI_GEN_RD_FILE           "rd.json" /* each node's RD config (mode "rd") */
-#define HAKOI_GEN_MAX_EUS           64        /* mode "rd": the EUs gen writes */
+#define HAKOI_GEN_NAME_MAX          64                /* units: they name processes and logs */
+#define HAKOI_GEN_RD_FILE           "rd.json"         /* each node's RD config (mode "rd") */
+#define HAKOI_GEN_FEDERATION_FILE   "federation.json" /* beside the nodes' folders */
+#define HAKOI_GEN_MAX_EUS           64                /* mode "rd": the EUs gen writes */
 
 /* A warning, formatted as "file:line:column: path: what". */
 typedef void (*hakoi_gen_warn_fn)(void *user, const char *line);

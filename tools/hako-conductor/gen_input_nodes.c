@@ -22,6 +22,13 @@ static int check_node_id(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fie
 		                       "folder, domain and process)",
 		                       s, HAKO_CONDUCTOR_ID_MAX - 1);
 	}
+	/* Its folder would be the federation file, which gen writes last (gen_write.c). */
+	if (strcmp(s, HAKOI_GEN_FEDERATION_FILE) == 0) {
+		return hakoi_walk_fail(w,
+		                       "\"%s\" is the name of the federation file beside the "
+		                       "nodes' folders",
+		                       s);
+	}
 	return 0;
 }
 

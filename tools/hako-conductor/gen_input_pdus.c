@@ -12,12 +12,25 @@
 
 /* ---- robot_types, robots, pdudef: the PDUs ---- */
 
+/* Hakoniwa's schema names files without '\\' (its fileName): a Windows path is refused, not
+ * taken for a file whose name holds a backslash. (The schema refuses '/' too; hako also reads
+ * paths relative to the eu-input.) */
+static int no_backslash(hakoi_walk_t *w, const char *name)
+{
+	return strchr(name, '\\') == NULL
+	           ? 0
+	           : hakoi_walk_fail(w, "\"%s\": '\\' is not allowed in a file name", name);
+}
+
 /* A pdutypes file that exists, made absolute: the temporary pdudef that names it is elsewhere. */
 static int check_readable(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	(void)v;
 	char *path = (char *)base + f->offset;
 	char real[PATH_MAX];
+	int r = no_backslash(w, json_string_value(v));
+	if (r != 0) {
+		return r;
+	}
 	if (access(path, R_OK) != 0 || realpath(path, real) == NULL) {
 		return hakoi_walk_fail(w, "cannot open %s: %s", path, strerror(errno));
 	}
@@ -105,6 +118,20 @@ int hakoi_gen_parse_robots(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 	return hakoi_walk_value(w, v, &arr, l);
 }
 
+/* What gen writes into each node's folder besides the pdudef (gen_write.c): refused up front,
+ * before anything is written. */
+static int taken_name(const hakoi_gen_t *g, const char *name)
+{
+	static const char *const taken[] = {"launch.json", "bridge.json", "endpoints.json",
+	                                    "conductor",   "endpoint",    NULL};
+	for (size_t i = 0; taken[i] != NULL; i++) {
+		if (strcmp(name, taken[i]) == 0) {
+			return 1;
+		}
+	}
+	return g->rd && strcmp(name, HAKOI_GEN_RD_FILE) == 0;
+}
+
 /* With robot_types and robots, "pdudef" names the file Hakoniwa's generator writes: each node's
  * copy gets that name. Without them, it is the pdudef to read (relative to the eu-input). */
 int hakoi_gen_parse_pdudef(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
@@ -118,6 +145,9 @@ int hakoi_gen_parse_pdudef(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 		return r;
 	}
 	l->pdudef_given = 1;
+	if ((r = no_backslash(w, name)) != 0) {
+		return r;
+	}
 	if (l->robots_given) {
 		if (strchr(name, '/') != NULL || strcmp(name, ".") == 0 ||
 		    strcmp(name, "..") == 0) {
@@ -127,10 +157,12 @@ int hakoi_gen_parse_pdudef(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 			    "generated file: a file name without '/'",
 			    name);
 		}
-		if (strcmp(name, "launch.json") == 0 || strcmp(name, "bridge.json") == 0 ||
-		    strcmp(name, "endpoints.json") == 0) {
-			return hakoi_walk_fail(w, "\"%s\" is the name of another file of each node",
-			                       name);
+		if (taken_name(g, name)) {
+			return hakoi_walk_fail(
+			    w,
+			    "\"%s\" is the name of another file or folder of each "
+			    "node",
+			    name);
 		}
 		snprintf(g->pdudef_name, sizeof(g->pdudef_name), "%s", name);
 		return 0;

@@ -221,6 +221,16 @@ static int parse_candidates(hakoi_walk_t *w, json_t *v, void *base, const hakoi_
 
 static const hakoi_field_t arg_elem = {.kind = HAKOI_K_CUSTOM, .parse = parse_arg};
 
+/* robot_bindings, as Hakoniwa's schema has them: checked, not used (a unit's robots are those
+ * of the groups it writes and reads). */
+static const hakoi_field_t binding_of_robot_fields[] = {
+    {.key = "robot_name", .kind = HAKOI_K_STRING, .flags = HAKOI_F_REQUIRED},
+    {.key = "robot_type", .kind = HAKOI_K_STRING, .flags = HAKOI_F_REQUIRED},
+    HAKOI_END,
+};
+static const hakoi_field_t binding_of_robot = {.kind = HAKOI_K_OBJECT,
+                                               .fields = binding_of_robot_fields};
+
 static const hakoi_field_t unit_fields[] = {
     {.key = "name",
      .kind = HAKOI_K_STRING,
@@ -232,7 +242,10 @@ static const hakoi_field_t unit_fields[] = {
      .flags = HAKOI_F_REQUIRED,
      HAKOI_AT(hakoi_gen_unit_t, type),
      .check = check_eu_type},
-    HAKOI_IGNORE("robot_bindings"),
+    {.key = "robot_bindings",
+     .kind = HAKOI_K_ARRAY,
+     .elem = &binding_of_robot,
+     .expect = "an array of {robot_name, robot_type}"},
     /* hako's own: what runs the unit */
     HAKOI_CUSTOM("command", 0, parse_command, "a string"),
     {.key = "args",

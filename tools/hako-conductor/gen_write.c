@@ -665,7 +665,7 @@ int hakoi_gen_write(const hakoi_gen_t *g, const char *dir, size_t *count, hako_e
 		r = write_rd(&o);
 	}
 	if (r == 0) {
-		r = put(&o, "federation.json",
+		r = put(&o, HAKOI_GEN_FEDERATION_FILE,
 		        json_pack("{s:{s:o}, s:s}", HAKOI_LAUNCH_KEY_FEDERATION,
 		                  HAKOI_LAUNCH_KEY_NODES, nodes, HAKOI_LAUNCH_KEY_LOG_DIR,
 		                  "logs/federation"));
