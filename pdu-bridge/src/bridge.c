@@ -407,6 +407,15 @@ static int check_refs(const hako_bridge_config_t *cfg, hako_error_t *err)
 				                      cc->id, j);
 			}
 		}
+		/* The control calls and the statistics name a connection by its id. */
+		for (size_t k = 0; k < i; k++) {
+			if (strcmp(cfg->connections[k].id, cc->id) == 0) {
+				return hako_error_set(err, HAKO_EINVAL, cfg->path, 0, 0,
+				                      "connection '%s' is given twice (connections "
+				                      "%zu and %zu): ids are unique per node",
+				                      cc->id, k, i);
+			}
+		}
 	}
 	return 0;
 }

@@ -240,6 +240,11 @@ static const hako_endpoint_entry_t *find_endpoint(const hako_endpoint_container_
 	return NULL;
 }
 
+/* Connection ids are unique per node, as Hakoniwa's loader and runtime scope them: a node
+ * builds only its own connections and finds them by id, so its published bridge files list
+ * one link's id for both of its ends (once per node). Two connections of one node with the same
+ * id are refused: the node's control and statistics could not tell them apart. Runs once
+ * nodeId is read; the error points at the id. */
 static int conn_id_unique(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
 	const hako_bridge_config_t *cfg = config_of(w);
@@ -247,8 +252,14 @@ static int conn_id_unique(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fi
 	(void)v;
 	(void)f;
 	for (size_t j = 0; j < hakoi_walk_index(w); j++) {
-		if (strcmp(cfg->connections[j].id, cc->id) == 0) {
-			return hakoi_walk_fail_dup(w, j, "id \"%s\"", cc->id);
+		const hako_bridge_connection_cfg_t *o = &cfg->connections[j];
+		if (strcmp(o->id, cc->id) == 0 && strcmp(o->node_id, cc->node_id) == 0) {
+			hakoi_walk_push_key(w, "id");
+			return hakoi_walk_fail(
+			    w,
+			    "id \"%s\" is already used by connections[%zu], of the "
+			    "same node \"%s\" (ids are unique per node)",
+			    cc->id, j, cc->node_id);
 		}
 	}
 	return 0;
@@ -423,13 +434,13 @@ static const hakoi_field_t connection_fields[] = {
     {.key = "id",
      .kind = HAKOI_K_STRING,
      .flags = HAKOI_F_REQUIRED,
-     HAKOI_AT(hako_bridge_connection_cfg_t, id),
-     .check = conn_id_unique},
+     HAKOI_AT(hako_bridge_connection_cfg_t, id)},
     {.key = "nodeId",
      .kind = HAKOI_K_STRING,
      .flags = HAKOI_F_REQUIRED,
      HAKOI_AT(hako_bridge_connection_cfg_t, node_id),
      .check = conn_node},
+    HAKOI_CHECK(conn_id_unique),
     {.key = "source",
      .kind = HAKOI_K_OBJECT,
      .flags = HAKOI_F_REQUIRED,

@@ -42,8 +42,7 @@ static void handle_frame(tcp_comm_t *c, tcp_peer_t *p, const hako_frame_t *fr)
 	p->frame_ns = p->rx_ns;
 	if (fr->request_type != HAKO_FRAME_PDU_DATA) {
 		hakoi_count(&c->ctx.ctr->recv_ignored, 1);
-		HAKO_DEBUG("endpoint '%s': peer %s: ignored a frame of type 0x%08x (not PDU data)",
-		           c->ctx.ep_name, p->addr, (unsigned)fr->request_type);
+		hakoi_frame_log_ignored(c->ctx.ep_name, p->addr, fr);
 		return;
 	}
 	if (c->cfg->direction == HAKO_COMM_OUT) {

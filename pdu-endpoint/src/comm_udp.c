@@ -155,6 +155,11 @@ static void handle_datagram(udp_comm_t *u, size_t n, const struct sockaddr_stora
 	pthread_mutex_unlock(&u->lock);
 	if (fr.request_type != HAKO_FRAME_PDU_DATA || u->cfg->direction == HAKO_COMM_OUT) {
 		hakoi_count(&u->ctx.ctr->recv_ignored, 1);
+		if (fr.request_type != HAKO_FRAME_PDU_DATA && hako_log_enabled(HAKO_LOG_DEBUG)) {
+			char a[80];
+			hakoi_sockaddr_str((const struct sockaddr *)from, a, sizeof(a));
+			hakoi_frame_log_ignored(u->ctx.ep_name, a, &fr);
+		}
 		return;
 	}
 	hako_pdu_key_t key;

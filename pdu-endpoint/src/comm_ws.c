@@ -849,6 +849,9 @@ static int sess_rx(ws_comm_t *c, struct lws *wsi, ws_sess_t *s, const void *in, 
 	}
 	if (fr.request_type != HAKO_FRAME_PDU_DATA || c->cfg->direction == HAKO_COMM_OUT) {
 		hakoi_count(&c->ctx.ctr->recv_ignored, 1);
+		if (fr.request_type != HAKO_FRAME_PDU_DATA) {
+			hakoi_frame_log_ignored(c->ctx.ep_name, s->peer, &fr);
+		}
 	} else {
 		hako_pdu_key_t key;
 		memset(&key, 0, sizeof(key));

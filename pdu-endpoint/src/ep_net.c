@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "hako/error.h"
+#include "hako/log.h"
 
 int hakoi_sockaddr(const hako_comm_addr_t *a, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -118,6 +119,22 @@ hakoi_frame_buf_t *hakoi_frame_buf_new(hako_frame_version_t v, const hako_pdu_ke
 	}
 	f->len = out;
 	return f;
+}
+
+void hakoi_frame_log_ignored(const char *ep_name, const char *peer, const hako_frame_t *fr)
+{
+	const char *what;
+	switch (fr->request_type) {
+	case HAKO_FRAME_DECLARE_READ: what = "declares it reads"; break;
+	case HAKO_FRAME_DECLARE_WRITE: what = "declares it writes"; break;
+	case HAKO_FRAME_REQUEST_READ: what = "requests a read of"; break;
+	default:
+		HAKO_DEBUG("endpoint '%s': peer %s: ignored a frame of type 0x%08x (not PDU data)",
+		           ep_name, peer, (unsigned)fr->request_type);
+		return;
+	}
+	HAKO_DEBUG("endpoint '%s': peer %s %s %s/%d (not PDU data: nothing stored)", ep_name, peer,
+	           what, fr->robot, (int)fr->channel_id);
 }
 
 void hakoi_frame_buf_ref(hakoi_frame_buf_t *f)

@@ -23,6 +23,12 @@ int hakoi_set_nonblock(int fd);
  * site is given. */
 void hakoi_addr_key(const struct sockaddr *sa, uint8_t key[16]);
 
+/* A well-formed frame from peer that is not PDU data (a declaration, a read request, an RPC
+ * frame): never stored. Logged at debug; the caller counts it in recv_ignored. A peer's
+ * declaration needs no answer: a server sends every PDU to every peer, so a reader that
+ * declared gets what is sent. */
+void hakoi_frame_log_ignored(const char *ep_name, const char *peer, const hako_frame_t *fr);
+
 /* A frame: the encoded bytes with `headroom` free bytes before them (websocket needs
  * LWS_PRE). refs counts the peer queues holding it (a send to N peers encodes once). */
 typedef struct hakoi_frame_buf {

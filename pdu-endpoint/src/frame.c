@@ -317,6 +317,20 @@ static int v1_prefix(size_t len, hako_error_t *err)
 	                      (unsigned long)len, (unsigned long)(V1_PREFIX + 4u));
 }
 
+/* v1 has no type field: Hakoniwa's Python library sends its declarations and read requests
+ * as a v1 frame whose body is the request's magic, and Hakoniwa's endpoint takes any body that
+ * starts with one of these as that request, not as a PDU. The other v2 types have no v1 form. */
+static uint32_t v1_request_type(const uint8_t *body, size_t len)
+{
+	uint32_t magic = len >= 4u ? get_u32(body) : 0u;
+	switch (magic) {
+	case HAKO_FRAME_DECLARE_READ:
+	case HAKO_FRAME_DECLARE_WRITE:
+	case HAKO_FRAME_REQUEST_READ: return magic;
+	default: return HAKO_FRAME_PDU_DATA;
+	}
+}
+
 /* The name, channel id and body of a checked v1 frame whose body runs to p + end. */
 static int v1_take(const uint8_t *p, size_t end, hako_frame_t *out, hako_error_t *err)
 {
@@ -327,9 +341,12 @@ static int v1_take(const uint8_t *p, size_t end, hako_frame_t *out, hako_error_t
 	}
 	memset(out, 0, sizeof(*out));
 	memcpy(out->robot, p + V1_PREFIX, name_len);
-	out->request_type = HAKO_FRAME_PDU_DATA;
 	out->channel_id = get_i32(p + V1_PREFIX + name_len);
 	size_t body_off = V1_PREFIX + name_len + 4u;
+	out->request_type = v1_request_type(p + body_off, end - body_off);
+	if (out->request_type != HAKO_FRAME_PDU_DATA) {
+		body_off += 4u; /* the magic is the type: a request decodes as its v2 form does */
+	}
 	out->body_len = (uint32_t)(end - body_off);
 	out->body = p + body_off;
 	return 0;

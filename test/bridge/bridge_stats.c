@@ -25,3 +25,14 @@ uint64_t bst_stat_of(const char *text, const char *conn, const char *key)
 	}
 	return strtoull(at + strlen(k), NULL, 10);
 }
+
+int bst_lines_of(const char *text, const char *conn)
+{
+	char head[64];
+	int n = 0;
+	snprintf(head, sizeof(head), "connection %s: ", conn);
+	for (const char *p = text; (p = strstr(p, head)) != NULL; p++) {
+		n++;
+	}
+	return n;
+}

@@ -7,5 +7,7 @@
 
 /* The counter `key` of connection `conn`'s statistics line in text; fails the test if absent. */
 uint64_t bst_stat_of(const char *text, const char *conn, const char *key);
+/* How many statistics lines of connection `conn` text holds. */
+int bst_lines_of(const char *text, const char *conn);
 
 #endif

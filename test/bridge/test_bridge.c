@@ -903,6 +903,13 @@ static void test_create_errors(void **state)
 	                    "of source endpoint 'src'");
 	f.t.conn[c].transfers[1].policy = 7;
 	expect_create_error(&f, HAKO_EINVAL, "policy or group");
+	f.t.conn[c].transfer_count = 1;
+	f.t.cfg.strict = 0;
+	/* two connections of one node with one id: the control calls could not tell them apart */
+	size_t twin = connection(&f.t, "c1", "src", ONLY_D1, 0);
+	transfer(&f.t, twin, g, p);
+	expect_create_error(&f, HAKO_EINVAL,
+	                    "connection 'c1' is given twice (connections 0 and 1)");
 	hako_bridge_t *b = NULL;
 	assert_int_equal(hako_bridge_create(NULL, f.eps, fake_clock, NULL, &b, NULL), HAKO_EINVAL);
 	assert_int_equal(hako_bridge_create(&f.t.cfg, f.eps, NULL, NULL, &b, NULL), HAKO_EINVAL);

@@ -9,7 +9,8 @@
  *
  * fixtures/ holds the endpoint set most cases name (see hako_cases.h): endpoints.json and node1's
  * endpoint files. node2's entries there name files that do not exist, on purpose: a load for node1
- * must not open another node's endpoints. The cases that load node2 hold node2's files. */
+ * must not open another node's endpoints. endpoints_two_nodes.json is the same set with node2's
+ * files (node2_*.json), for the cases that load both nodes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

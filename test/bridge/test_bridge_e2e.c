@@ -151,6 +151,10 @@ static void write_tcp_endpoint(struct fx *f, const char *name, int server, unsig
 	    name, comm);
 }
 
+/* The one connection id of both ends of the link, as Hakoniwa's conductor writes its bridge
+ * files: ids are unique per node, and each daemon runs and reports only its own node's. */
+#define LINK "n1-to-n2-conn"
+
 /* Everything but node1's tcp client files (they need node2's port). with_dead: node1's
  * connection also sends to "n1_dead". */
 static void write_config(struct fx *f, int with_dead)
@@ -182,10 +186,12 @@ static void write_config(struct fx *f, int with_dead)
 	    " \"pduKeyGroups\": {\"g\": [{\"id\": \"R.data\", \"robot_name\": \"R\", "
 	    "\"pdu_name\": \"data\"}]},\n"
 	    " \"connections\": [\n"
-	    "  {\"id\": \"c1\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"n1_src\"},\n"
+	    "  {\"id\": \"" LINK
+	    "\", \"nodeId\": \"n1\", \"source\": {\"endpointId\": \"n1_src\"},\n"
 	    "   \"destinations\": [%s{\"endpointId\": \"n1_dst\"}],\n"
 	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"imm\"}]},\n"
-	    "  {\"id\": \"c2\", \"nodeId\": \"n2\", \"source\": {\"endpointId\": \"n2_src\"},\n"
+	    "  {\"id\": \"" LINK
+	    "\", \"nodeId\": \"n2\", \"source\": {\"endpointId\": \"n2_src\"},\n"
 	    "   \"destinations\": [{\"endpointId\": \"n2_dst\"}],\n"
 	    "   \"transferPdus\": [{\"pduKeyGroupId\": \"g\", \"policyId\": \"imm\"}]}]}\n",
 	    with_dead ? "{\"endpointId\": \"n1_dead\"}, " : "");
@@ -414,15 +420,18 @@ static void test_immediate_10000(void **state)
 	assert_int_equal(f->seen_b - base, N_PDUS);
 
 	char *log2 = stop_daemon(&f->n2);
-	uint64_t fwd2 = bst_stat_of(log2, "c2", "forwarded");
-	assert_int_equal(bst_stat_of(log2, "c2", "send_failed"), 0);
-	assert_int_equal(bst_stat_of(log2, "c2", "bytes"), fwd2 * PDU_SIZE);
+	uint64_t fwd2 = bst_stat_of(log2, LINK, "forwarded");
+	assert_int_equal(bst_stat_of(log2, LINK, "send_failed"), 0);
+	assert_int_equal(bst_stat_of(log2, LINK, "bytes"), fwd2 * PDU_SIZE);
 	char *log1 = stop_daemon(&f->n1);
-	uint64_t fwd1 = bst_stat_of(log1, "c1", "forwarded");
+	uint64_t fwd1 = bst_stat_of(log1, LINK, "forwarded");
 	/* every write node2 made is on B's channel; node1 forwarded exactly what node2 got */
 	assert_int_equal(fwd2, f->seen_b);
 	assert_int_equal(fwd1, fwd2);
-	assert_int_equal(bst_stat_of(log1, "c1", "dropped_policy"), 0);
+	assert_int_equal(bst_stat_of(log1, LINK, "dropped_policy"), 0);
+	/* each daemon reported one connection of that id: its own */
+	assert_int_equal(bst_lines_of(log1, LINK), 1);
+	assert_int_equal(bst_lines_of(log2, LINK), 1);
 }
 
 /* The revived destination's server: counts what it gets. */
@@ -458,8 +467,8 @@ static void test_dead_destination(void **state)
 
 	/* the dead one failed every send (the live one too, while the probes were first) */
 	const char *st = ctl_stats(f);
-	uint64_t failed = bst_stat_of(st, "c1", "send_failed");
-	uint64_t fwd = bst_stat_of(st, "c1", "forwarded");
+	uint64_t failed = bst_stat_of(st, LINK, "send_failed");
+	uint64_t fwd = bst_stat_of(st, LINK, "forwarded");
 	if (failed < N_DEAD) {
 		fail_msg("send_failed %" PRIu64 " < %d:\n%s", failed, N_DEAD, st);
 	}
@@ -488,12 +497,12 @@ static void test_dead_destination(void **state)
 	assert_true(ok);
 	/* it may have missed the first ones while the accept was on its way; no more */
 	assert_true(atomic_load(&revived_calls) <= N_REVIVED);
-	uint64_t failed_after = bst_stat_of(ctl_stats(f), "c1", "send_failed");
+	uint64_t failed_after = bst_stat_of(ctl_stats(f), LINK, "send_failed");
 	close(f->ctl_fd);
 	f->ctl_fd = -1;
 	log = stop_daemon(&f->n1);
 	assert_non_null(strstr(log, "destination 'n1_dead' accepts PDUs again"));
-	assert_int_equal(bst_stat_of(log, "c1", "send_failed"), failed_after);
+	assert_int_equal(bst_stat_of(log, LINK, "send_failed"), failed_after);
 	assert_true(failed_after - failed <= N_REVIVED);
 	stop_daemon(&f->n2);
 	hako_endpoint_close(srv);

@@ -474,6 +474,61 @@ static void test_v1_message(void **state)
 	                 HAKO_EPROTO);
 }
 
+/* hakoniwa-pdu-python's v1 declarations: a v1 frame whose body is the request's magic, u32
+ * little-endian ("DPER" read, "DPPW" write, "EPPW" request-read), header_len = name_len + 8.
+ * Hakoniwa's endpoint reads a v1 body that starts with one of these as that request, not as
+ * PDU data; so does hako: request_type is the magic and the body is what follows it. */
+static void test_v1_declare(void **state)
+{
+	(void)state;
+	static const struct {
+		const char magic[4];
+		uint32_t type;
+	} kinds[] = {
+	    {{'D', 'P', 'E', 'R'}, HAKO_FRAME_DECLARE_READ},
+	    {{'D', 'P', 'P', 'W'}, HAKO_FRAME_DECLARE_WRITE},
+	    {{'E', 'P', 'P', 'W'}, HAKO_FRAME_REQUEST_READ},
+	};
+	uint8_t m[21] = {13, 0, 0, 0, 5, 0, 0, 0, 'D', 'r', 'o', 'n', 'e', 1, 0, 0, 0};
+	hako_frame_t f;
+	hako_error_t e;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		memcpy(m + 17, kinds[i].magic, 4);
+		m[0] = 13; /* Python: header_len leaves the body out (a message) */
+		assert_int_equal(hako_frame_decode_message(HAKO_FRAME_V1, m, 21, 1024, &f, &e), 0);
+		assert_int_equal(f.request_type, kinds[i].type);
+		assert_string_equal(f.robot, "Drone");
+		assert_int_equal(f.channel_id, 1);
+		assert_int_equal(f.body_len, 0);
+		m[0] = 17; /* C++: header_len counts the body (a stream frame too) */
+		assert_int_equal(hako_frame_decode(HAKO_FRAME_V1, m, 21, 1024, &f, &e), 0);
+		assert_int_equal(f.request_type, kinds[i].type);
+		assert_int_equal(f.body_len, 0);
+	}
+	/* the magic is read at the start of any body of 4 bytes or more, as Hakoniwa does */
+	uint8_t big[17 + 8];
+	memcpy(big, m, 17);
+	big[0] = 21;
+	memcpy(big + 17, "DPERtail", 8);
+	assert_int_equal(hako_frame_decode(HAKO_FRAME_V1, big, sizeof(big), 1024, &f, &e), 0);
+	assert_int_equal(f.request_type, HAKO_FRAME_DECLARE_READ);
+	assert_int_equal(f.body_len, 4);
+	assert_memory_equal(f.body, "tail", 4);
+	/* anything else is PDU data: another first word, a body shorter than 4 bytes */
+	memcpy(big + 17, "DPEQtail", 8);
+	assert_int_equal(hako_frame_decode(HAKO_FRAME_V1, big, sizeof(big), 1024, &f, &e), 0);
+	assert_int_equal(f.request_type, HAKO_FRAME_PDU_DATA);
+	assert_int_equal(f.body_len, 8);
+	m[0] = 16;
+	assert_int_equal(hako_frame_decode(HAKO_FRAME_V1, m, 20, 1024, &f, &e), 0);
+	assert_int_equal(f.request_type, HAKO_FRAME_PDU_DATA);
+	assert_int_equal(f.body_len, 3);
+	/* the v1 encoder still writes PDU data only */
+	f.request_type = HAKO_FRAME_DECLARE_READ;
+	size_t len;
+	assert_int_equal(hako_frame_encode(HAKO_FRAME_V1, &f, big, sizeof(big), &len), HAKO_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +537,7 @@ int main(void)
 	    cmocka_unit_test(test_v2_refusals),      cmocka_unit_test(test_v1_refusals),
 	    cmocka_unit_test(test_bad_arguments),    cmocka_unit_test(test_needed_stream_v2),
 	    cmocka_unit_test(test_needed_stream_v1), cmocka_unit_test(test_v1_message),
+	    cmocka_unit_test(test_v1_declare),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

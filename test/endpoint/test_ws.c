@@ -738,6 +738,34 @@ static void test_v1_message(void **state)
 	assert_int_equal(ept_stats(s).rejected, 1);
 }
 
+/* hakoniwa-pdu-python's v1 declarations (declare_pdu_for_read / _write): a v1 message whose body
+ * is the magic, "DPER" or "DPPW". They are declarations, not PDUs: before, the queue cache took
+ * them as 4-byte PDUs of the key, around the real 72-byte one (and a latest cache, or a bridge
+ * forwarding the key, had the 72-byte Twist overwritten with 4 bytes). */
+static void test_v1_declare(void **state)
+{
+	(void)state;
+	hako_endpoint_t *s =
+	    ept_must_open("srv", SERVER_COMM ",\"comm_raw_version\":\"v1\"}", 0, 0);
+	hako_pdu_key_t k = ept_key("Drone", 3);
+	uint8_t m[128];
+	char twist[73];
+	memset(twist, 'T', 72);
+	twist[72] = '\0';
+	int fd = ws_upgrade(hako_endpoint_local_port(s));
+	ws_message(fd, 2, m, v1_message(m, 13, "Drone", 3, "DPER"));
+	ws_message(fd, 2, m, v1_message(m, 13, "Drone", 3, twist));
+	ws_message(fd, 2, m, v1_message(m, 13, "Drone", 3, "DPPW"));
+	EPT_WAIT_FOR(ept_stats(s).recv_ignored == 2);
+	assert_int_equal(ept_stats(s).frames_in, 1);
+	expect_pdu(s, &k, twist); /* the first and only PDU of the key */
+	char buf[128];
+	size_t len = 0;
+	assert_int_equal(hako_endpoint_recv(s, &k, buf, sizeof(buf), &len), HAKO_EAGAIN);
+	assert_int_equal(ept_stats(s).rejected, 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -754,6 +782,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_frame_timeout, ept_close_all),
 	    cmocka_unit_test_teardown(test_bind_loopback_default, ept_close_all),
 	    cmocka_unit_test_teardown(test_v1_message, ept_close_all),
+	    cmocka_unit_test_teardown(test_v1_declare, ept_close_all),
 	};
 	return cmocka_run_group_tests(tests, ept_group_setup, ept_group_teardown);
 }

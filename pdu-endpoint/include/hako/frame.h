@@ -13,8 +13,12 @@
  *   @180 124 bytes zero padding
  * v1 (legacy): [u32 header_len][u32 name_len][name][i32 channel_id][body], header_len = the bytes
  *   after the first word (name_len + name + channel id + body). The name has no NUL (at most 127
- *   bytes). v1 has no type or time fields: decode gives HAKO_FRAME_PDU_DATA and zero times; a
- *   control packet carries its magic at the start of the body.
+ *   bytes). v1 has no type or time fields: a request carries its magic (u32) at the start of
+ *   the body, as Hakoniwa's Python library sends its declarations ("DPER", "DPPW") and read
+ *   requests ("EPPW"). Decode gives, as Hakoniwa's endpoint reads it: for a body of 4 bytes or
+ *   more that starts with HAKO_FRAME_DECLARE_READ, _DECLARE_WRITE or _REQUEST_READ, that
+ *   request_type and the body after the magic (empty for Python's); for any other body
+ *   HAKO_FRAME_PDU_DATA and the whole body. Times are zero.
  *
  * Everything read from the network is checked before use: a length that is negative, larger
  * than the configured limit or than the bytes at hand, a bad magic or version, a name without
@@ -58,7 +62,7 @@ typedef enum hako_frame_version {
 typedef struct hako_frame {
 	char robot[HAKO_FRAME_ROBOT_MAX];
 	int32_t channel_id;
-	uint32_t request_type; /* v2; HAKO_FRAME_PDU_DATA for v1 data */
+	uint32_t request_type; /* v2's; v1: PDU data, or the request its body starts with */
 	uint64_t hako_time_us;
 	uint64_t asset_time_us;
 	uint64_t real_time_us;
