@@ -377,6 +377,7 @@ static const hakoi_field_t tcp_fields[] = {
     HAKOI_COMM_COMMON_FIELDS,
     HAKOI_CUSTOM("expected_clients", 0, refuse_mux, NULL),
     HAKOI_COMM_ROLE_FIELD,
+    HAKOI_COMM_RESOLVER_FIELD, /* before the addresses: their node names need its map */
     HAKOI_COMM_ADDR_FIELD("local", local, hakoi_comm_ip_local_fields),
     HAKOI_COMM_ADDR_FIELD("remote", remote, hakoi_comm_ip_remote_fields),
     HAKOI_CHECK(tcp_check_addrs),

@@ -558,6 +558,7 @@ static const hakoi_field_t udp_option_fields[] = {
 
 static const hakoi_field_t udp_fields[] = {
     HAKOI_COMM_COMMON_FIELDS,
+    HAKOI_COMM_RESOLVER_FIELD, /* before the addresses: their node names need its map */
     HAKOI_COMM_ADDR_FIELD("local", local, hakoi_comm_ip_local_fields),
     HAKOI_COMM_ADDR_FIELD("remote", remote, hakoi_comm_ip_remote_fields),
     HAKOI_CHECK(udp_check_addrs),

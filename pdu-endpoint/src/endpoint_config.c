@@ -4,6 +4,7 @@
  * "protocol", finds the comm and walks the file with that comm's table; the pieces every comm
  * table shares (common members, addresses, limits) are defined here. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "hako/endpoint_config.h"
 #include "hako/log.h"
 #include "hakoi/cfg.h"
+#include "node_map.h"
 
 /* Read path and walk it with fn(w, root, arg) (arg is the walk's user). */
 typedef int (*walk_fn)(hakoi_walk_t *w, json_t *root, void *arg);
@@ -85,14 +87,105 @@ int hakoi_comm_check_ip(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fiel
 	return 0;
 }
 
-/* The address of a hako_comm_addr_t (base): its family is the one of the literal. */
+/* ---- node names (Hakoniwa's name_resolver and node-ip-map.json) ---- */
+
+#define NODE_MAP_ENV "HAKO_NODE_IP_MAP"
+
+/* The map at path, named by from, becomes the walk's map. */
+static int use_map(hakoi_walk_t *w, hakoi_comm_load_t *ld, const char *path, const char *from)
+{
+	hako_error_t sub;
+	int r = hakoi_node_map_load(path, &ld->map, &sub);
+	if (r == HAKO_ENOENT && sub.line == 0 && strcmp(from, NODE_MAP_ENV) == 0) {
+		return hakoi_walk_fail(w, "cannot open node map %s (from %s): %s", path, from,
+		                       strerror(ENOENT));
+	}
+	if (r != 0) {
+		return hakoi_walk_sub_error(w, r, &sub, path);
+	}
+	snprintf(ld->cc->node_map, sizeof(ld->cc->node_map), "%s", path);
+	snprintf(ld->cc->node_map_from, sizeof(ld->cc->node_map_from), "%s", from);
+	return 0;
+}
+
+/* name_resolver.path: the map, relative to the comm file, loaded now so that a missing or bad
+ * map is an error whatever the addresses are; HAKO_NODE_IP_MAP, when set, replaces it. */
+static int resolver_path(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)base;
+	hakoi_comm_load_t *ld = w->user;
+	char resolved[HAKO_ENDPOINT_PATH_MAX];
+	int r = path_value(w, v, f->expect, resolved, sizeof(resolved));
+	const char *env = getenv(NODE_MAP_ENV);
+	if (r != 0 || (env != NULL && env[0] != '\0')) {
+		return r;
+	}
+	return use_map(w, ld, resolved, "name_resolver.path");
+}
+
+static const char *const resolver_types[] = {"file", NULL};
+
+/* strict is read and checked: hako never asks DNS, a name the map lacks is always an error. */
+const hakoi_field_t hakoi_comm_resolver_fields[] = {
+    {.key = "type", .kind = HAKOI_K_ENUM, .flags = HAKOI_F_REQUIRED, .names = resolver_types},
+    HAKOI_CUSTOM("path", HAKOI_F_REQUIRED, resolver_path, "a path"),
+    {.key = "strict", .kind = HAKOI_K_BOOL},
+    HAKOI_END,
+};
+
+/* Only digits, dots, hex and colons: meant as an IP literal, so no word about node names. */
+static int looks_numeric(const char *s)
+{
+	return s[0] != '\0' && strspn(s, "0123456789abcdefABCDEF.:") == strlen(s) &&
+	       strpbrk(s, ".:") != NULL;
+}
+
+/* A node name (or localhost) in place of an address: resolved into a, through the map. */
+static int resolve_node(hakoi_walk_t *w, hakoi_comm_load_t *ld, hako_comm_addr_t *a, const char *s)
+{
+	const char *env = getenv(NODE_MAP_ENV);
+	if (ld->map == NULL && env != NULL && env[0] != '\0' && !looks_numeric(s)) {
+		int r = use_map(w, ld, env, NODE_MAP_ENV);
+		if (r != 0) {
+			return r;
+		}
+	}
+	const char *ip = hakoi_node_map_find(ld->map, s);
+	if (ip == NULL && strcmp(s, "localhost") == 0) {
+		ip = "127.0.0.1";
+	}
+	if (ip != NULL) {
+		snprintf(a->node, sizeof(a->node), "%s", s);
+		snprintf(a->address, sizeof(a->address), "%s", ip);
+		a->family = ip_family(ip);
+		return 0;
+	}
+	if (ld->map != NULL) {
+		char names[400];
+		hakoi_node_map_names(ld->map, names, sizeof(names));
+		return hakoi_walk_fail(
+		    w, "\"%s\" is not an IP address nor a node of %s (its nodes: %s)", s,
+		    ld->cc->node_map, names);
+	}
+	if (looks_numeric(s)) {
+		return hakoi_walk_fail(w, "\"%s\" is not an IPv4 or IPv6 address", s);
+	}
+	return hakoi_walk_fail(w,
+	                       "\"%s\" is not an IPv4 or IPv6 address, and there is no node map "
+	                       "to resolve it as a node name (name_resolver in the file, "
+	                       "--node-map or " NODE_MAP_ENV ")",
+	                       s);
+}
+
+/* The address of a hako_comm_addr_t (base): its family is the one of the literal; a node name
+ * of a comm file is resolved (the walk's user is then a hakoi_comm_load_t). */
 static int check_addr_ip(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	int r = hakoi_comm_check_ip(w, v, base, f);
-	if (r == 0) {
-		((hako_comm_addr_t *)base)->family = ip_family(json_string_value(v));
-	}
-	return r;
+	(void)f;
+	hako_comm_addr_t *a = base;
+	const char *s = json_string_value(v);
+	a->family = s != NULL ? ip_family(s) : 0;
+	return a->family != 0 ? 0 : resolve_node(w, w->user, a, s != NULL ? s : "");
 }
 
 static int check_url_path(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
@@ -281,6 +374,7 @@ static int comm_load(const char *path, const hako_pdudef_t *def, hako_comm_confi
 	if (r == 0) {
 		r = walk_file(path, err, comm_root, &ld);
 	}
+	hakoi_node_map_free(ld.map);
 	if (r != 0) {
 		comm_free(ld.cc);
 		return r;

@@ -122,6 +122,15 @@ extern const hakoi_field_t hakoi_comm_ip_local_fields[];
 extern const hakoi_field_t hakoi_comm_ip_remote_fields[];
 extern const hakoi_field_t hakoi_comm_ws_local_fields[];
 extern const hakoi_field_t hakoi_comm_ws_remote_fields[];
+/* Hakoniwa's "name_resolver" block (tcp, udp): {type: "file", path: the node map, relative to
+ * the comm file; strict: a boolean}. Before local / remote in a table: the map it names
+ * resolves the node names of the addresses read after it. */
+extern const hakoi_field_t hakoi_comm_resolver_fields[];
+#define HAKOI_COMM_RESOLVER_FIELD                                                                  \
+	{                                                                                          \
+		.key = "name_resolver", .kind = HAKOI_K_OBJECT,                                    \
+		.fields = hakoi_comm_resolver_fields                                               \
+	}
 #define HAKOI_COMM_ADDR_FIELD(key_, M, table)                                                      \
 	{                                                                                          \
 		.key = (key_), .kind = HAKOI_K_OBJECT, HAKOI_AT(hako_comm_config_t, M),            \
@@ -162,11 +171,16 @@ int hakoi_comm_check_addrs(hakoi_walk_t *w, const hako_comm_config_t *cc, const 
  * the field is its address). */
 int hakoi_comm_check_ip(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f);
 
+typedef struct hakoi_node_map hakoi_node_map_t;
+
 /* The walk's user: the config being read and the endpoint's pdudef (NULL if none). */
 typedef struct hakoi_comm_load {
 	hako_comm_config_t *cc;
 	const hako_pdudef_t *def;
 	void *cur; /* a comm's own scratch during its walk (shm: the robot being read) */
+	/* The node map (cc->node_map), loaded by the name_resolver block or at the first node
+	 * name when HAKO_NODE_IP_MAP is set; freed once the file is read. */
+	hakoi_node_map_t *map;
 } hakoi_comm_load_t;
 
 /* ---- a comm ---- */

@@ -34,14 +34,21 @@ static void format_addr(char *buf, size_t len, const char *what, const hako_comm
 	if (!a->present) {
 		return;
 	}
-	htc_append(buf, len, "  %s address=%s host=%s port=%u path=%s\n", what, a->address, a->host,
+	htc_append(buf, len, "  %s address=%s host=%s port=%u path=%s", what, a->address, a->host,
 	           a->port, a->path);
+	if (a->node[0] != '\0') {
+		htc_append(buf, len, " node=%s", a->node);
+	}
+	htc_append(buf, len, "\n");
 }
 
 static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 {
 	htc_append(buf, len, "comm %s protocol=%s direction=%s v%d role=%s\n", cc->name,
 	           protocols[cc->protocol], dirs[cc->direction], cc->raw_version, roles[cc->role]);
+	if (cc->node_map[0] != '\0') {
+		htc_append(buf, len, "  node_map %s from %s\n", cc->node_map, cc->node_map_from);
+	}
 	format_addr(buf, len, "local", &cc->local);
 	format_addr(buf, len, "remote", &cc->remote);
 	const hako_comm_tcp_options_t *t = hako_comm_tcp_options(cc);
@@ -213,6 +220,43 @@ static void test_defaults(void **state)
 	hako_endpoint_config_free(cfg);
 }
 
+/* HAKO_NODE_IP_MAP (what the tools' --node-map sets) resolves names in a file without a
+ * name_resolver block, and replaces the map a block names. */
+static void test_node_map_env(void **state)
+{
+	(void)state;
+	char path[1100], map[1100];
+	hako_endpoint_config_t *cfg = NULL;
+	hako_error_t err;
+	snprintf(map, sizeof(map), "%s/../fixtures/node-ip-map.json", cases_dir);
+	assert_int_equal(setenv("HAKO_NODE_IP_MAP", map, 1), 0);
+	snprintf(path, sizeof(path), "%s/err_node_name_without_map/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, &err), 0);
+	assert_string_equal(cfg->comm->remote.address, "127.0.0.2");
+	assert_string_equal(cfg->comm->remote.node, "beta-01");
+	assert_string_equal(cfg->comm->node_map, map);
+	assert_string_equal(cfg->comm->node_map_from, "HAKO_NODE_IP_MAP");
+	hako_endpoint_config_free(cfg);
+	/* The block names a map that does not exist: the environment's is the one read. */
+	snprintf(path, sizeof(path), "%s/err_node_map_missing/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, &err), 0);
+	assert_string_equal(cfg->comm->node_map_from, "HAKO_NODE_IP_MAP");
+	hako_endpoint_config_free(cfg);
+	/* An IP literal needs no map: a map that does not exist is never opened. */
+	assert_int_equal(setenv("HAKO_NODE_IP_MAP", "/nonexistent/map.json", 1), 0);
+	snprintf(path, sizeof(path), "%s/ok_tcp_client/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, &err), 0);
+	assert_string_equal(cfg->comm->node_map, "");
+	hako_endpoint_config_free(cfg);
+	snprintf(path, sizeof(path), "%s/err_node_name_without_map/endpoint.json", cases_dir);
+	assert_int_equal(hako_endpoint_config_load(path, &cfg, &err), HAKO_ECONFIG);
+	char msg[1200];
+	hako_error_format(&err, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "remote.address: cannot open node map /nonexistent/map.json "
+	                            "(from HAKO_NODE_IP_MAP): No such file or directory"));
+	unsetenv("HAKO_NODE_IP_MAP");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
@@ -223,6 +267,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest api[] = {
 	    cmocka_unit_test(test_api_errors),
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_node_map_env),
 	};
 	failed += cmocka_run_group_tests(api, NULL, NULL);
 	return failed;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # endpoint.tool: hako-endpoint from the shell: usage and exit codes, check (ok and the exact
 # error line of broken files, taken from the loader's cases), probe + send through a tcp pair,
-# send to nobody, bad JSON, and probe + send through an shm endpoint on a private domain.
+# and through one whose files give node names (a node map: the file's and --node-map), send to
+# nobody, bad JSON, and probe + send through an shm endpoint on a private domain.
 #
 # usage: test_tool.sh HAKO_ENDPOINT HAKO_CMD CASES_DIR
 set -u
@@ -65,7 +66,8 @@ same "check --container ok" "$out" "ok"
 # The cases name the shared files of fixtures/, next to cases/, by relative path: copied alike.
 mkdir "$tmp/cases"
 cp -r "$CASES/../fixtures" "$tmp/fixtures"
-for c in err_bad_port err_unknown_key err_shm_pdu_not_in_pdudef err_invalid_json; do
+for c in err_bad_port err_unknown_key err_shm_pdu_not_in_pdudef err_invalid_json err_node_unknown \
+	err_node_map_duplicate; do
 	cp -r "$CASES/$c" "$tmp/cases/$c"
 	expect 1 stderr_of bash -c "cd '$tmp/cases/$c' && '$TOOL' check endpoint.json"
 	same "check $c" "$out" "$(head -n 1 "$tmp/cases/$c/expected.txt")"
@@ -193,6 +195,43 @@ expect 1 stderr_of "$TOOL" send "$tmp/client.json" Robot nope --json '{}'
 has "pdudef.json: no PDU 'nope' for robot 'Robot'"
 expect 2 stderr_of "$TOOL" send "$tmp/client.json" Robot pos --hex 'zz'
 has 'not a hex digit pair'
+
+# ---- a tcp pair named by node names: the server's file maps them (name_resolver), the
+# client's is given the map on the command line ----
+mkdir "$tmp/maps"
+echo '{"nodes": {"hub-a": "127.0.0.1", "leaf-b": "127.0.0.3"}}' >"$tmp/maps/node-ip-map.json"
+named_server() { # PORT
+	endpoint named_server "{\"protocol\": \"tcp\", \"role\": \"server\",
+	  \"name_resolver\": {\"type\": \"file\", \"path\": \"maps/node-ip-map.json\", \"strict\": true},
+	  \"local\": {\"address\": \"hub-a\", \"port\": $1}}"
+}
+named_server 0
+expect 0 stdout_of "$TOOL" check -v "$tmp/named_server.json"
+has "^  node map: $tmp/maps/node-ip-map.json \(from name_resolver.path\)$"
+has '^  local.address: hub-a -> 127.0.0.1$'
+if ! start_probe "$tmp/named_server.json" --count 1 --timeout 30; then
+	fail "the probe of the named server did not listen"
+	show "$tmp/probe.err"
+	exit 1
+fi
+port=$(sed -n "s/^.*endpoint 'named_server' listens on port \([0-9][0-9]*\)$/\1/p" "$tmp/probe.err")
+if [ -z "$port" ] || [ "$port" -gt 65535 ]; then
+	die "no port in the named server's probe output"
+fi
+endpoint named_client "{\"protocol\": \"tcp\", \"role\": \"client\",
+                        \"remote\": {\"address\": \"hub-a\", \"port\": $port}}"
+expect 1 stderr_of "$TOOL" check "$tmp/named_client.json"
+has 'remote.address: "hub-a" is not an IPv4 or IPv6 address, and there is no node map'
+expect 0 stdout_of "$TOOL" check -v --node-map "$tmp/maps/node-ip-map.json" \
+	"$tmp/named_client.json"
+has '^  node map: .*/maps/node-ip-map.json \(from HAKO_NODE_IP_MAP\)$'
+has '^  remote.address: hub-a -> 127.0.0.1$'
+expect 0 stderr_of "$TOOL" send "$tmp/named_client.json" Robot pos --json "$twist" \
+	--wait-peer 20 --node-map "$tmp/maps/node-ip-map.json"
+has 'named_client: .*frames_out=1 '
+wait "$probe"
+same "named pair: probe exit status" "$?" 0
+same "named pair: the PDU" "$(cat "$tmp/probe.out")" "$twist_out"
 
 # ---- comm-less: send goes into its own cache ----
 echo '{"name": "local", "cache": "queue.json", "comm": null, "pdu_def_path": "pdudef.json"}' \

@@ -602,7 +602,7 @@ typedef struct options {
 
 static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t *o)
 {
-	enum { OPT_STRICT = 256, OPT_RD, OPT_RD_NODE, OPT_STATS_JSON };
+	enum { OPT_STRICT = 256, OPT_RD, OPT_RD_NODE, OPT_STATS_JSON, OPT_NODE_MAP };
 	static const struct option longopts[] = {
 	    {"node", required_argument, NULL, 'n'},
 	    {"container", required_argument, NULL, 'c'},
@@ -616,6 +616,7 @@ static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t
 	    {"rd", required_argument, NULL, OPT_RD},
 	    {"rd-node", required_argument, NULL, OPT_RD_NODE},
 	    {"stats-json", required_argument, NULL, OPT_STATS_JSON},
+	    {"node-map", required_argument, NULL, OPT_NODE_MAP},
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0},
 	};
@@ -650,6 +651,12 @@ static int parse(const hako_cli_command_t *cmd, int argc, char **argv, options_t
 		case OPT_RD: o->rd = optarg; break;
 		case OPT_RD_NODE: o->rd_node = optarg; break;
 		case OPT_STATS_JSON: o->stats_json = optarg; break;
+		case OPT_NODE_MAP:
+			/* the endpoint loader reads it (docs/endpoint.md) */
+			if (optarg[0] == '\0' || setenv("HAKO_NODE_IP_MAP", optarg, 1) != 0) {
+				return hako_cli_usage_error(cmd, "--node-map: give a file");
+			}
+			break;
 		default: {
 			int r = hako_cli_common_option(cmd, ch, argv);
 			return r == 0 ? -1 : r; /* -h, -V: done */
@@ -906,6 +913,9 @@ int main(int argc, char **argv)
 	    "                     forwards only while this node owns the EU); docs/rd.md\n"
 	    "  --rd-node ID|NAME  this node in the RD file (default: the one named NAME)\n"
 	    "  --stats-json FILE  on exit, write the statistics (and routes) to FILE as JSON\n"
+	    "  --node-map FILE    resolve node names in tcp/udp comm files through FILE\n"
+	    "                     (node-ip-map.json; replaces the files' name_resolver map;\n"
+	    "                     default $HAKO_NODE_IP_MAP)\n"
 	    "  --strict           refuse what Hakoniwa's bridge loads with a warning (an\n"
 	    "                     unknown key, a group member the source's pdudef lacks)\n"
 	    "  -v, --verbose      log more (HAKO_LOG=info)\n"

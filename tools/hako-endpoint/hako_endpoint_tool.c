@@ -82,6 +82,19 @@ static void sleep_usec(hako_time_t usec)
 
 static const char common_options[] = "  -h, --help            show this help\n";
 
+/* --node-map F: the library's loader reads HAKO_NODE_IP_MAP (docs/endpoint.md), so the option
+ * sets it for this process; -1 (go on) or the usage error's exit code. */
+static int set_node_map(const hako_cli_command_t *cmd, const char *path)
+{
+	if (path[0] == '\0') {
+		return hako_cli_usage_error(cmd, "--node-map: give a file");
+	}
+	if (setenv("HAKO_NODE_IP_MAP", path, 1) != 0) {
+		return hako_cli_usage_error(cmd, "--node-map: %s", strerror(errno));
+	}
+	return -1;
+}
+
 static int parse_u64(const hako_cli_command_t *cmd, const char *opt, const char *s, uint64_t min,
                      uint64_t *out)
 {
@@ -300,14 +313,17 @@ static void print_pdu(const hako_endpoint_t *ep, hako_msg_registry_t *reg, int r
 
 static int cmd_probe(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"count", required_argument, NULL, 'n'},  {"timeout", required_argument, NULL, 't'},
-	    {"domain", required_argument, NULL, 'd'}, {"raw", no_argument, NULL, 'r'},
-	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {{"count", required_argument, NULL, 'n'},
+	                                         {"timeout", required_argument, NULL, 't'},
+	                                         {"domain", required_argument, NULL, 'd'},
+	                                         {"raw", no_argument, NULL, 'r'},
+	                                         {"node-map", required_argument, NULL, 'm'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 	uint64_t count = 0;
 	double timeout = 0;
 	int raw = 0, c, r;
-	while ((c = getopt_long(argc, argv, ":hn:t:d:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hn:t:d:m:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': r = parse_u64(cmd, "--count", optarg, 1, &count); break;
 		case 't': r = parse_sec(cmd, "--timeout", optarg, &timeout); break;
@@ -319,6 +335,7 @@ static int cmd_probe(const hako_cli_command_t *cmd, int argc, char **argv)
 			raw = 1;
 			r = -1;
 			break;
+		case 'm': r = set_node_map(cmd, optarg); break;
 		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
@@ -596,13 +613,14 @@ static int cmd_send(const hako_cli_command_t *cmd, int argc, char **argv)
 	                                         {"interval-ms", required_argument, NULL, 'i'},
 	                                         {"wait-peer", required_argument, NULL, 'w'},
 	                                         {"domain", required_argument, NULL, 'd'},
+	                                         {"node-map", required_argument, NULL, 'm'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	const char *json = NULL, *json_file = NULL, *hex = NULL;
 	uint64_t count = 1, interval_ms = 0;
 	double wait_sec = DEFAULT_WAIT_SEC;
 	int c, r;
-	while ((c = getopt_long(argc, argv, ":hj:f:x:n:i:w:d:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hj:f:x:n:i:w:d:m:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = optarg;
@@ -623,6 +641,7 @@ static int cmd_send(const hako_cli_command_t *cmd, int argc, char **argv)
 			opt_domain = optarg;
 			r = -1;
 			break;
+		case 'm': r = set_node_map(cmd, optarg); break;
 		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
@@ -714,15 +733,42 @@ out:
 
 /* ---- check ---- */
 
+static void print_addr_name(const char *what, const hako_comm_addr_t *a)
+{
+	if (a->present && a->node[0] != '\0') {
+		printf("  %s.address: %s -> %s\n", what, a->node, a->address);
+	}
+}
+
+/* check -v: the node map an endpoint's comm used and what each node name became. */
+static void print_names(const hako_endpoint_config_t *cfg)
+{
+	const hako_comm_config_t *cc = cfg->comm;
+	printf("endpoint %s: comm %s\n", cfg->name, cc != NULL ? cc->path : "none");
+	if (cc == NULL) {
+		return;
+	}
+	if (cc->node_map[0] != '\0') {
+		printf("  node map: %s (from %s)\n", cc->node_map, cc->node_map_from);
+	}
+	print_addr_name("local", &cc->local);
+	print_addr_name("remote", &cc->remote);
+	if (cc->local.node[0] == '\0' && cc->remote.node[0] == '\0') {
+		printf("  no node names\n");
+	}
+}
+
 static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"container", required_argument, NULL, 'c'},
 	                                         {"node", required_argument, NULL, 'n'},
+	                                         {"verbose", no_argument, NULL, 'v'},
+	                                         {"node-map", required_argument, NULL, 'm'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	const char *container = NULL, *node = NULL;
-	int c, r;
-	while ((c = getopt_long(argc, argv, ":hc:n:", longopts, NULL)) != -1) {
+	int verbose = 0, c, r;
+	while ((c = getopt_long(argc, argv, ":hvc:n:m:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			container = optarg;
@@ -732,6 +778,11 @@ static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 			node = optarg;
 			r = -1;
 			break;
+		case 'v':
+			verbose = 1;
+			r = -1;
+			break;
+		case 'm': r = set_node_map(cmd, optarg); break;
 		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
@@ -749,14 +800,12 @@ static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 	}
 	hako_error_t err;
 	hako_error_clear(&err);
+	hako_endpoint_container_t *ct = NULL;
+	hako_endpoint_config_t *cfg = NULL;
 	if (container != NULL) {
-		hako_endpoint_container_t *ct = NULL;
 		r = hako_endpoint_container_load(container, node, &ct, &err);
-		hako_endpoint_container_free(ct);
 	} else {
-		hako_endpoint_config_t *cfg = NULL;
 		r = hako_endpoint_config_load(argv[optind], &cfg, &err);
-		hako_endpoint_config_free(cfg);
 	}
 	if (r != 0) {
 		/* The bare file:line:column: message line, as compilers print theirs. */
@@ -770,6 +819,11 @@ static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 		return 1;
 	}
 	printf("ok\n");
+	for (size_t i = 0; verbose && i < (ct != NULL ? ct->count : 1); i++) {
+		print_names(ct != NULL ? ct->entries[i].config : cfg);
+	}
+	hako_endpoint_container_free(ct);
+	hako_endpoint_config_free(cfg);
 	return 0;
 }
 
@@ -777,15 +831,14 @@ static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 
 static int cmd_stats(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {{"interval", required_argument, NULL, 'i'},
-	                                         {"count", required_argument, NULL, 'n'},
-	                                         {"domain", required_argument, NULL, 'd'},
-	                                         {"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {
+	    {"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'n'},
+	    {"domain", required_argument, NULL, 'd'},   {"node-map", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	double interval = 1.0;
 	uint64_t count = 0;
 	int c, r;
-	while ((c = getopt_long(argc, argv, ":hi:n:d:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hi:n:d:m:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': r = parse_sec(cmd, "--interval", optarg, &interval); break;
 		case 'n': r = parse_u64(cmd, "--count", optarg, 1, &count); break;
@@ -793,6 +846,7 @@ static int cmd_stats(const hako_cli_command_t *cmd, int argc, char **argv)
 			opt_domain = optarg;
 			r = -1;
 			break;
+		case 'm': r = set_node_map(cmd, optarg); break;
 		default: r = hako_cli_common_option(cmd, c, argv); break;
 		}
 		if (r >= 0) {
@@ -859,6 +913,12 @@ static int cmd_stats(const hako_cli_command_t *cmd, int argc, char **argv)
 
 /* ---- commands ---- */
 
+#define NODE_MAP_HELP                                                                              \
+	"  -m, --node-map F      resolve node names in tcp/udp comm files through the node map "   \
+	"F\n"                                                                                      \
+	"                        (node-ip-map.json; replaces the files' name_resolver map;\n"      \
+	"                        default: $HAKO_NODE_IP_MAP)\n"
+
 static const hako_cli_command_t commands[] = {
     {"probe", "<endpoint.json> [--count N] [--timeout SEC] [--domain NAME] [--raw]",
      "print every PDU an endpoint receives, as JSON lines",
@@ -870,7 +930,7 @@ static const hako_cli_command_t commands[] = {
      "  -n, --count N         stop after N PDUs (exit 1 if the timeout comes first)\n"
      "  -t, --timeout SEC     stop after SEC seconds\n"
      "  -d, --domain NAME     the domain of an shm comm (default: $HAKO_DOMAIN)\n"
-     "  -r, --raw             never decode: \"hex\" holds every byte of the PDU\n",
+     "  -r, --raw             never decode: \"hex\" holds every byte of the PDU\n" NODE_MAP_HELP,
      cmd_probe},
     {"send",
      "<endpoint.json> ROBOT PDU_NAME (--json JSON | --json-file F | --hex HEX) [--count N] "
@@ -885,15 +945,17 @@ static const hako_cli_command_t commands[] = {
      "  -n, --count N         send it N times (default 1)\n"
      "  -i, --interval-ms M   pause between two sends (default 0)\n"
      "  -w, --wait-peer SEC   how long to wait for a peer (default 5)\n"
-     "  -d, --domain NAME     the domain of an shm comm (default: $HAKO_DOMAIN)\n",
+     "  -d, --domain NAME     the domain of an shm comm (default: $HAKO_DOMAIN)\n" NODE_MAP_HELP,
      cmd_send},
-    {"check", "<endpoint.json> | --container <container.json> --node ID",
+    {"check", "<endpoint.json> | --container <container.json> --node ID [-v] [--node-map F]",
      "validate an endpoint or container file",
      "Load and validate an endpoint file and the files it names (cache, comm, pdudef), or the\n"
      "endpoints of one node of a container file. Prints \"ok\", or the error as\n"
      "file:line:column: message on stderr (exit 1). Nothing is opened or bound.",
      "  -c, --container F     a container file\n"
-     "  -n, --node ID         the node whose endpoints to check\n",
+     "  -n, --node ID         the node whose endpoints to check\n"
+     "  -v, --verbose         also say, per endpoint, which node map resolved which node\n"
+     "                        name to which address\n" NODE_MAP_HELP,
      cmd_check},
     {"stats", "<endpoint.json> [--interval SEC] [--count N] [--domain NAME]",
      "print an endpoint's statistics periodically",
@@ -902,7 +964,7 @@ static const hako_cli_command_t commands[] = {
      "endpoint first prints \"port N\".",
      "  -i, --interval SEC    time between two lines (default 1)\n"
      "  -n, --count N         stop after N lines\n"
-     "  -d, --domain NAME     the domain of an shm comm (default: $HAKO_DOMAIN)\n",
+     "  -d, --domain NAME     the domain of an shm comm (default: $HAKO_DOMAIN)\n" NODE_MAP_HELP,
      cmd_stats},
     {"help", "[command]", "help of a command", "Show the help of hako-endpoint or of one command.",
      "", hako_cli_help},
@@ -916,11 +978,12 @@ static void tool_usage(FILE *out)
 	             "Open PDU endpoints (endpoint JSON files: cache + comm + pdudef) from the "
 	             "shell.\n\ncommands:\n");
 	hako_cli_list_commands(out, 6);
-	fprintf(out, "\noptions:\n  -h, --help            show this help\n"
-	             "  -V, --version         print the version\n\n"
-	             "'hako-endpoint <command> --help' describes a command. Environment: "
-	             "HAKO_DOMAIN,\nHAKO_MSG_PATH, HAKO_LOG=debug|info|warn|error.\n"
-	             "Exit codes: 0 ok, 1 runtime or config error, 2 usage error.\n");
+	fprintf(out,
+	        "\noptions:\n  -h, --help            show this help\n"
+	        "  -V, --version         print the version\n\n"
+	        "'hako-endpoint <command> --help' describes a command. Environment: "
+	        "HAKO_DOMAIN,\nHAKO_MSG_PATH, HAKO_NODE_IP_MAP, HAKO_LOG=debug|info|warn|error.\n"
+	        "Exit codes: 0 ok, 1 runtime or config error, 2 usage error.\n");
 }
 
 int main(int argc, char **argv)

@@ -80,13 +80,16 @@ typedef enum hako_shm_impl {
 	HAKO_SHM_POLL = 1,
 } hako_shm_impl_t;
 
-/* local / remote. tcp, udp: address (IPv4/IPv6 literal, family AF_INET/AF_INET6) + port.
+/* local / remote. tcp, udp: address (IPv4/IPv6 literal, family AF_INET/AF_INET6) + port; a
+ * node name in the file ("srv-01") or "localhost" is resolved at load (node map, see
+ * hako_comm_config_t.node_map) and kept in node, address holding its IP.
  * websocket local: port (address "127.0.0.1" unless given: Hakoniwa binds 0.0.0.0, hako listens
  * on other hosts only when the file says so); remote: host + port + path ("/"). */
 typedef struct hako_comm_addr {
 	int present;
 	int family;
 	char address[64];
+	char node[64]; /* the name the file gave for address; "" when it gave the IP */
 	char host[256];
 	char path[256];
 	uint16_t port;
@@ -167,6 +170,12 @@ typedef struct hako_comm_config {
 	hako_comm_role_t role; /* tcp, websocket */
 	hako_comm_addr_t local;
 	hako_comm_addr_t remote;
+	/* tcp, udp: the node map node names were resolved through ("" when none was needed),
+	 * and who named it: "name_resolver.path" (the comm file's block, relative to the file)
+	 * or "HAKO_NODE_IP_MAP" (the environment; the tools' --node-map sets it; it wins over
+	 * the block). */
+	char node_map[HAKO_ENDPOINT_PATH_MAX];
+	char node_map_from[32];
 	/* tcp, udp, websocket */
 	uint32_t max_body_bytes;
 	uint32_t send_queue_depth;
