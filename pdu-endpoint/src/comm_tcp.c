@@ -331,12 +331,42 @@ static void tcp_defaults(hako_comm_config_t *cc)
 	                                       .no_delay = 1};
 }
 
-static int refuse_mux(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+/* Hakoniwa's TCP mux file has expected_clients and local, and no role: it is a server. A role
+ * given with it must say so. Read before role and the options, whose checks look at the role. */
+static int tcp_mux_role(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
 	(void)v;
-	(void)base;
 	(void)f;
-	return hakoi_walk_fail(w, "TCP mux (expected_clients) is not supported");
+	hako_comm_config_t *cc = base;
+	const tcp_opts_t *o = cc->opts;
+	int r = 0;
+	hakoi_walk_push_key(w, "role");
+	if (cc->role == 0 && o->expected_clients > 0) {
+		cc->role = HAKO_COMM_SERVER;
+	} else if (cc->role == 0) {
+		r = hakoi_walk_fail_missing(w, "\"server\" or \"client\"");
+	} else if (cc->role != HAKO_COMM_SERVER && o->expected_clients > 0) {
+		r = hakoi_walk_fail(w, "is \"client\"; a TCP mux (expected_clients) is a server");
+	}
+	hakoi_walk_pop(w);
+	return r;
+}
+
+/* Every expected client needs a place (max_clients bounds the peers of any server). */
+static int tcp_check_expected(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	const hako_comm_config_t *cc = base;
+	const tcp_opts_t *o = cc->opts;
+	if (o->expected_clients <= cc->max_clients) {
+		return 0;
+	}
+	hakoi_walk_push_key(w, "expected_clients");
+	int r = hakoi_walk_fail(w, "is %u; must be at most options.max_clients (%u)",
+	                        (unsigned)o->expected_clients, (unsigned)cc->max_clients);
+	hakoi_walk_pop(w);
+	return r;
 }
 
 static int tcp_check_addrs(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
@@ -375,13 +405,15 @@ static const hakoi_field_t tcp_option_fields[] = {
 
 static const hakoi_field_t tcp_fields[] = {
     HAKOI_COMM_COMMON_FIELDS,
-    HAKOI_CUSTOM("expected_clients", 0, refuse_mux, NULL),
-    HAKOI_COMM_ROLE_FIELD,
+    HAKOI_COMM_INT("expected_clients", tcp_opts_t, expected_clients, 1, HAKO_ENDPOINT_MAX_CLIENTS),
+    HAKOI_ENUM("role", 0, hako_comm_config_t, role, hakoi_comm_role_names, hakoi_comm_role_values),
+    HAKOI_CHECK(tcp_mux_role),
     HAKOI_COMM_RESOLVER_FIELD, /* before the addresses: their node names need its map */
     HAKOI_COMM_ADDR_FIELD("local", local, hakoi_comm_ip_local_fields),
     HAKOI_COMM_ADDR_FIELD("remote", remote, hakoi_comm_ip_remote_fields),
     HAKOI_CHECK(tcp_check_addrs),
     HAKOI_COMM_OBJECT("options", 0, tcp_option_fields),
+    HAKOI_CHECK(tcp_check_expected),
     HAKOI_END,
 };
 

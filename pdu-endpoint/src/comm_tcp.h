@@ -90,8 +90,9 @@ typedef struct tcp_peer {
 	uint64_t frame_ns;  /* last whole frame received (0: none yet) */
 	uint8_t akey[16];   /* its address for the per-address limit (hakoi_addr_key) */
 	int listener;       /* silent at its first-frame deadline while there was room: kept */
-	int bye;            /* stop: queue written, FIN sent */
-	int eof;            /* stop: the peer's EOF (or an error) read */
+	uint64_t session; /* TCP mux: the session's number, from 1 in accept order (0: not a mux) */
+	int bye;          /* stop: queue written, FIN sent */
+	int eof;          /* stop: the peer's EOF (or an error) read */
 } tcp_peer_t;
 
 struct tcp_comm {
@@ -122,6 +123,8 @@ struct tcp_comm {
 	int quiet_logged;      /* a peer dropped for no first frame, and said so */
 	int evict_logged;      /* a peer dropped to make room, and said so */
 	uint32_t per_addr;     /* server: peers one address may hold */
+	uint64_t sessions;     /* TCP mux: sessions accepted (the last one's number) */
+	int ready_logged;      /* TCP mux: said that expected_clients are connected */
 
 	/* Client (loop thread). */
 	struct sockaddr_storage raddr;

@@ -361,6 +361,24 @@ static void refuse(tcp_comm_t *c, int fd, const char *addr)
 	}
 }
 
+/* A TCP mux names its sessions as Hakoniwa's names the endpoints it makes of them,
+ * <endpoint>_<n> in accept order: a client sends nothing that names it. */
+static void mux_session_begins(tcp_comm_t *c, tcp_peer_t *p)
+{
+	const uint32_t want = c->opt->expected_clients;
+	p->session = ++c->sessions;
+	HAKO_INFO("endpoint '%s': session %s_%llu: client %s connected (%zu of %u expected)",
+	          c->ctx.ep_name, c->ctx.ep_name, (unsigned long long)p->session, p->addr,
+	          c->npeers, (unsigned)want);
+	if (c->npeers >= want && !c->ready_logged) {
+		HAKO_INFO("endpoint '%s': the %u expected clients are connected", c->ctx.ep_name,
+		          (unsigned)want);
+		c->ready_logged = 1;
+	} else if (c->npeers < want) {
+		c->ready_logged = 0;
+	}
+}
+
 static void server_accept(tcp_comm_t *c)
 {
 	for (;;) {
@@ -421,7 +439,11 @@ static void server_accept(tcp_comm_t *c)
 			hakoi_timer_set(c->loop, &p->timer, d);
 		}
 		hakoi_count(&c->ctx.ctr->accepted, 1);
-		HAKO_INFO("endpoint '%s': peer %s connected", c->ctx.ep_name, p->addr);
+		if (c->opt->expected_clients > 0) {
+			mux_session_begins(c, p);
+		} else {
+			HAKO_INFO("endpoint '%s': peer %s connected", c->ctx.ep_name, p->addr);
+		}
 	}
 }
 
@@ -448,12 +470,29 @@ void hakoi_tcp_comm_timer(hakoi_timer_t *t)
 
 /* ---- serving the peers (loop thread) ---- */
 
+/* A mux session dropped for what it sent: named, and, before its first frame, with what a mux
+ * client must send (a client that names itself or says hello first is refused here). */
+static void mux_session_refused(tcp_comm_t *c, tcp_peer_t *p, const char *why)
+{
+	const char *name = c->ctx.ep_name;
+	HAKO_WARN("endpoint '%s': session %s_%llu: client %s refused: %s; connection closed%s",
+	          name, name, (unsigned long long)p->session, p->addr, why,
+	          p->frame_ns != 0 ? ""
+	                           : " (a TCP mux client sends v1/v2 frames from its first byte; "
+	                             "it does not name itself)");
+}
+
 static void drop_peer(tcp_comm_t *c, tcp_peer_t *p, int kind, const char *why)
 {
 	const char *name = c->ctx.ep_name;
 	if (kind == RX_REJECT) {
 		hakoi_count(&c->ctx.ctr->rejected, 1);
-		HAKO_WARN("endpoint '%s': peer %s: %s; connection closed", name, p->addr, why);
+		if (p->session > 0) {
+			mux_session_refused(c, p, why);
+		} else {
+			HAKO_WARN("endpoint '%s': peer %s: %s; connection closed", name, p->addr,
+			          why);
+		}
 	} else {
 		hakoi_count(&c->ctx.ctr->disconnects, 1);
 		if (!c->server) {
@@ -461,8 +500,13 @@ static void drop_peer(tcp_comm_t *c, tcp_peer_t *p, int kind, const char *why)
 			          kind == RX_EOF ? "closed by the server"
 			          : why != NULL  ? why
 			                         : "send queue stuck");
+		} else if (kind == RX_EOF && p->session > 0) {
+			HAKO_INFO("endpoint '%s': session %s_%llu: client %s disconnected", name,
+			          name, (unsigned long long)p->session, p->addr);
 		} else if (kind == RX_EOF) {
 			HAKO_INFO("endpoint '%s': peer %s disconnected", name, p->addr);
+		} else if (why != NULL && p->session > 0) {
+			mux_session_refused(c, p, why);
 		} else if (why != NULL) {
 			HAKO_WARN("endpoint '%s': peer %s: %s; connection closed", name, p->addr,
 			          why);

@@ -14,7 +14,7 @@ foreach(scenario shm udp_v2 tcp_hostile udp_hostile websocket_hostile)
   set_tests_properties(endpoint.pairs.${scenario} PROPERTIES TIMEOUT 180)
 endforeach()
 # The conformance suite of the stream comms (test_pairs.c): every scenario against every one.
-foreach(comm tcp_v2 tcp_v1 websocket_v2 websocket_v1)
+foreach(comm tcp_v2 tcp_v1 websocket_v2 websocket_v1 tcp_mux_v2 tcp_mux_v1)
   foreach(scenario pair fanout reconnect burst hostile overflow stop_drain)
     add_test(NAME endpoint.pairs.${comm}_${scenario}
              COMMAND test_endpoint_pairs $<TARGET_FILE:ep_peer> ${comm}_${scenario})

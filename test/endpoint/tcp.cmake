@@ -3,3 +3,9 @@ add_executable(test_endpoint_tcp ${CMAKE_CURRENT_SOURCE_DIR}/test_tcp.c)
 target_link_libraries(test_endpoint_tcp PRIVATE hako_ep_testutil hako_endpoint PkgConfig::CMOCKA Threads::Threads)
 add_test(NAME endpoint.tcp COMMAND test_endpoint_tcp)
 set_tests_properties(endpoint.tcp PROPERTIES TIMEOUT 120)
+# The TCP mux (a tcp server file with expected_clients): streams, a client that names itself, a
+# reconnecting client, a flood of 1,000 connections.
+add_executable(test_endpoint_tcp_mux ${CMAKE_CURRENT_SOURCE_DIR}/test_tcp_mux.c)
+target_link_libraries(test_endpoint_tcp_mux PRIVATE hako_ep_testutil hako_endpoint PkgConfig::CMOCKA)
+add_test(NAME endpoint.tcp_mux COMMAND test_endpoint_tcp_mux)
+set_tests_properties(endpoint.tcp_mux PROPERTIES TIMEOUT 120)

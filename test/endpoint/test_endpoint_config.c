@@ -66,6 +66,10 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 		           t->write_timeout_ms, t->blocking, t->reuse_address, t->keepalive,
 		           t->no_delay, t->recv_buffer_size, t->send_buffer_size, t->linger_enabled,
 		           t->linger_timeout_sec);
+		if (t->expected_clients > 0) {
+			htc_append(buf, len, "  tcp mux expected_clients=%u\n",
+			           t->expected_clients);
+		}
 	}
 	if (u != NULL) {
 		htc_append(buf, len,

@@ -320,9 +320,14 @@ static const char *endpoint_cached(const char *name, const char *cache, const ch
 
 enum { TCP, WS };
 
+typedef struct stream_comm stream_comm_t;
+static const stream_comm_t *sc; /* the one main() picked */
+static int sc_mux(void);
+
 /* A tcp or websocket endpoint: a server on 127.0.0.1 port (0: any free one, the server prints
  * which: peer_port) or a client of that port, with the cache file cache and more comm options
- * (more: "" or ", \"key\": value..."). */
+ * (more: "" or ", \"key\": value..."). A tcp server of the mux's runs is a mux file as
+ * Hakoniwa writes it: expected_clients and no role. */
 static const char *stream_endpoint(int proto, int server, const char *name, const char *version,
                                    unsigned port, const char *cache, const char *more)
 {
@@ -343,11 +348,16 @@ static const char *stream_endpoint(int proto, int server, const char *name, cons
 	const char *opts = proto == WS ? "\"send_queue_depth\": 4096"
 	                               : "\"write_timeout_ms\": 10000, \"send_queue_depth\": 4096, "
 	                                 "\"connect_timeout_ms\": 1000";
+	char role[64];
+	snprintf(role, sizeof(role), "\"role\": \"%s\"", server ? "server" : "client");
+	if (server && proto == TCP && sc_mux()) {
+		snprintf(role, sizeof(role), "\"expected_clients\": 3");
+	}
 	return endpoint_cached(name, cache,
-	                       "{\"protocol\": \"%s\", \"name\": \"%s\", \"role\": \"%s\", "
+	                       "{\"protocol\": \"%s\", \"name\": \"%s\", %s, "
 	                       "\"comm_raw_version\": \"%s\", %s, \"options\": {%s%s}}",
-	                       proto == WS ? "websocket" : "tcp", name,
-	                       server ? "server" : "client", version, addr, opts, more);
+	                       proto == WS ? "websocket" : "tcp", name, role, version, addr, opts,
+	                       more);
 }
 
 static const char *tcp_server(const char *name, const char *version, unsigned port)
@@ -379,23 +389,31 @@ static const char *ws_client(const char *name, const char *version, unsigned por
  * (burst); and, counted in the statistics, hostile raw peers dropped while a good client is
  * served on (hostile), a queue cache that overflows (overflow), PDUs queued when the sender is
  * stopped (stop_drain). udp and shm have their own tests: neither has connections, udp may drop,
- * shm keeps only the latest write. */
-typedef struct stream_comm {
+ * shm keeps only the latest write. The TCP mux (a tcp server file with expected_clients) is
+ * run as a comm of its own: its clients are plain tcp clients, as Hakoniwa's are. */
+struct stream_comm {
 	const char *name; /* the ctest names: endpoint.pairs.<name>_<scenario> */
 	const char *version;
 	const char *(*server)(const char *name, const char *version, unsigned port);
 	const char *(*client)(const char *name, const char *version, unsigned port);
 	int proto; /* TCP, WS */
 	hako_frame_version_t ver;
-} stream_comm_t;
+	int mux; /* tcp servers are TCP mux files */
+};
 
 static const stream_comm_t stream_comms[] = {
-    {"tcp_v2", "v2", tcp_server, tcp_client, TCP, HAKO_FRAME_V2},
-    {"tcp_v1", "v1", tcp_server, tcp_client, TCP, HAKO_FRAME_V1},
-    {"websocket_v2", "v2", ws_server, ws_client, WS, HAKO_FRAME_V2},
-    {"websocket_v1", "v1", ws_server, ws_client, WS, HAKO_FRAME_V1},
+    {"tcp_v2", "v2", tcp_server, tcp_client, TCP, HAKO_FRAME_V2, 0},
+    {"tcp_v1", "v1", tcp_server, tcp_client, TCP, HAKO_FRAME_V1, 0},
+    {"websocket_v2", "v2", ws_server, ws_client, WS, HAKO_FRAME_V2, 0},
+    {"websocket_v1", "v1", ws_server, ws_client, WS, HAKO_FRAME_V1, 0},
+    {"tcp_mux_v2", "v2", tcp_server, tcp_client, TCP, HAKO_FRAME_V2, 1},
+    {"tcp_mux_v1", "v1", tcp_server, tcp_client, TCP, HAKO_FRAME_V1, 1},
 };
-static const stream_comm_t *sc; /* the one main() picked */
+
+static int sc_mux(void)
+{
+	return sc != NULL && sc->mux;
+}
 
 /* local_port 0: any free one (ep_peer prints which); remote_port 0: no remote (replies go to
  * the last sender). */

@@ -17,7 +17,7 @@
  *    frame_timeout_ms (the time one frame may take to arrive, default 10 s); websocket
  *    blocking (as tcp's: a full send queue waits up to write_timeout_ms, the default);
  *  - container entries' direction and mode.
- * Refused: tcp "expected_clients" (Hakoniwa's TCP mux).
+ *  - tcp expected_clients (Hakoniwa's TCP mux: a server whose file may leave out role).
  *
  * Paths in a file are relative to the folder of that file. Errors fill a hako_error_t with
  * file:line:column of the offending value and "path: what" (the config walker's wording, as in
@@ -114,6 +114,9 @@ typedef struct hako_comm_tcp_options {
 	uint32_t send_buffer_size;   /* 0 = kernel default */
 	int linger_enabled;          /* 0 */
 	uint32_t linger_timeout_sec; /* 0 */
+	/* Hakoniwa's TCP mux: a server (its file needs no role) that expects this many clients
+	 * on its one port, each its own session (docs/endpoint.md, "TCP mux"). 0: not a mux. */
+	uint32_t expected_clients;
 } hako_comm_tcp_options_t;
 
 typedef struct hako_comm_udp_options {
