@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ep_comm.h"
+#include "hako/endpoint_config.h"
 #include "hakoi/cfg.h"
 
 typedef struct node_entry {
@@ -80,6 +81,20 @@ int hakoi_node_map_load(const char *path, hakoi_node_map_t **out, hako_error_t *
 	}
 	*out = m;
 	return 0;
+}
+
+int hako_endpoint_node_map_check(const char *path, size_t *count, hako_error_t *err)
+{
+	if (path == NULL) {
+		return HAKO_EINVAL;
+	}
+	hakoi_node_map_t *m = NULL;
+	int r = hakoi_node_map_load(path, &m, err);
+	if (r == 0 && count != NULL) {
+		*count = m->count;
+	}
+	hakoi_node_map_free(m);
+	return r;
 }
 
 const char *hakoi_node_map_find(const hakoi_node_map_t *m, const char *name)

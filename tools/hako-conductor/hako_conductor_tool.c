@@ -1,5 +1,6 @@
 /* hako-conductor: run a node of a federation (its domain, its master and its link to the other
- * nodes), show a node's status, check the drift of a run (docs/conductor.md). */
+ * nodes), show a node's status, check the drift of a run, generate a federation's files, check
+ * a Hakoniwa generated tree (docs/conductor.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +16,7 @@
 #include "hako/domain.h"
 #include "hako/log.h"
 #include "conductor_gen.h"
+#include "conductor_tree.h"
 #include "hako_cli.h"
 
 #ifndef HAKO_VERSION
@@ -500,6 +502,14 @@ static const hako_cli_command_t commands[] = {
      "  -n, --dry-run              print the federation as read; write nothing\n"
      "  -q, --quiet                no summary\n",
      hakoi_gen_command},
+    {"tree", "DIR", "every file of a tree Hakoniwa's gen wrote: loaded, read and not used, refused",
+     "Walk DIR (Hakoniwa's config/generated) and say of every file: loaded (by which hako "
+     "loader: conductor file, pdudef, node map, endpoint container, bridge per node, endpoint, "
+     "comm, cache), read, not used (parsed, its shape checked, and why hako has no use for it), "
+     "refused (file:line:column: why) or unknown (not a file Hakoniwa's gen writes). The "
+     "tree's node-ip-map.json is the endpoints' HAKO_NODE_IP_MAP. Exit 1 when a file is "
+     "refused or unknown (docs/hakoniwa-compat.md).",
+     "", hakoi_tree_command},
     {"keygen", "CONDUCTOR.json...", "the federation's keys (authenticated control plane)",
      "Give every node of the files a CURVE key pair (keys_dir/<node>.key, mode 0600; one that "
      "exists is kept) and put the public key of every node into every node's keys_dir "

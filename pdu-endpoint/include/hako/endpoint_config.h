@@ -253,6 +253,12 @@ HAKO_API int hako_endpoint_container_load_at(const char *file, const char *key, 
                                              hako_endpoint_container_t **out, hako_error_t *err);
 HAKO_API void hako_endpoint_container_free(hako_endpoint_container_t *c);
 
+/* Load and check a node map (Hakoniwa's node-ip-map.json) as the comm loaders do when a tcp / udp
+ * file names a node: 0 and *count (may be NULL) the number of nodes, or HAKO_ECONFIG, HAKO_ENOENT,
+ * HAKO_EIO, HAKO_ENOMEM with err at the map's file:line:column. For tools that check a file tree;
+ * an endpoint never needs it (HAKO_NODE_IP_MAP, name_resolver). */
+HAKO_API int hako_endpoint_node_map_check(const char *path, size_t *count, hako_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif
