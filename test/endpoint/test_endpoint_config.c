@@ -261,6 +261,27 @@ static void test_node_map_env(void **state)
 	unsetenv("HAKO_NODE_IP_MAP");
 }
 
+/* hako_endpoint_node_map_check: the comm loaders' map loader on its own (hako-conductor tree). */
+static void test_node_map_check(void **state)
+{
+	(void)state;
+	char map[1100];
+	size_t n = 0;
+	hako_error_t err;
+	snprintf(map, sizeof(map), "%s/../fixtures/node-ip-map.json", cases_dir);
+	assert_int_equal(hako_endpoint_node_map_check(map, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(hako_endpoint_node_map_check(map, NULL, &err), 0);
+	snprintf(map, sizeof(map), "%s/err_node_map_bad_address/node-ip-map.json", cases_dir);
+	assert_int_equal(hako_endpoint_node_map_check(map, &n, &err), HAKO_ECONFIG);
+	assert_int_equal(err.line, 4);
+	assert_int_equal(err.column, 16);
+	assert_non_null(strstr(err.message, "\"10.0.0.256\" is not an IPv4 or IPv6 address"));
+	assert_int_equal(hako_endpoint_node_map_check("/nonexistent/map.json", &n, &err),
+	                 HAKO_ENOENT);
+	assert_int_equal(hako_endpoint_node_map_check(NULL, &n, &err), HAKO_EINVAL);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
@@ -272,6 +293,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_api_errors),
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_node_map_env),
+	    cmocka_unit_test(test_node_map_check),
 	};
 	failed += cmocka_run_group_tests(api, NULL, NULL);
 	return failed;
