@@ -255,7 +255,8 @@ static void load_pdudef(tree_t *t, tree_file_t *e)
 		refuse(t, e->rel, &err);
 		return;
 	}
-	set(e, T_LOADED, "loaded (pdudef, %zu robots)", d->robot_count);
+	set(e, T_LOADED, "loaded (pdudef, %zu robot%s)", d->robot_count,
+	    d->robot_count == 1 ? "" : "s");
 	hako_pdudef_free(d);
 	/* Its pdutypes files were read with it: the names it gives them. */
 	json_t *root = peek(e->rel);
