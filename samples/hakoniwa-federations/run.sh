@@ -10,7 +10,8 @@
 # the generated files are used as they are. Keys for the control plane are made once
 # (hako-conductor keygen) in config/generated/conductor/keys. --build: hako's build folder
 # (default: build/ of this checkout; without one, the installed tools on PATH).
-# On separate machines, run on each node the line this prints for it.
+# Each node runs in domain <$HAKO_DOMAIN or the sample's name>-<node>. On separate machines,
+# run on each node the line this prints for it.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +19,7 @@ build=$here/../../build
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift 2 ;;
-	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -54,6 +55,8 @@ for n in $nodes; do files="$files $gen/conductor/$n.json"; done
 # shellcheck disable=SC2086
 "$conductor" keygen $files | head -1
 
+# Each node's domain: <prefix>-<node>, the prefix $HAKO_DOMAIN or the sample's name.
+prefix=${HAKO_DOMAIN:-$name}
 pids=
 cleanup() {
 	for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
@@ -62,9 +65,9 @@ cleanup() {
 trap 'cleanup; exit 130' INT TERM
 cd "$sample/hako"
 for n in $nodes; do
-	echo "node $n: (cd $sample/hako && HAKO_DOMAIN=$name-$n hako-launch $n.launch.json)"
+	echo "node $n: (cd $sample/hako && HAKO_DOMAIN=$prefix-$n hako-launch $n.launch.json)"
 	# shellcheck disable=SC2086
-	HAKO_DOMAIN=$name-$n "$launch" $path --no-echo --quiet "$n.launch.json" >"$n.out" 2>&1 &
+	HAKO_DOMAIN=$prefix-$n "$launch" $path --no-echo --quiet "$n.launch.json" >"$n.out" 2>&1 &
 	pids="$pids $!"
 done
 status=0
