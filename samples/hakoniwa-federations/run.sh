@@ -70,8 +70,27 @@ for n in $nodes; do
 	HAKO_DOMAIN=$prefix-$n "$launch" $path --no-echo --quiet "$n.launch.json" >"$n.out" 2>&1 &
 	pids="$pids $!"
 done
+# As a federation file does: once a node fails, the others are ended (a client that lost its
+# server would wait for it to come back).
 status=0
-for p in $pids; do wait "$p" || status=1; done
+left=$pids
+while [ -n "$left" ]; do
+	alive=
+	for p in $left; do
+		if kill -0 "$p" 2>/dev/null; then
+			alive="$alive $p"
+		elif ! wait "$p"; then
+			status=1
+		fi
+	done
+	left=$alive
+	if [ $status -ne 0 ] && [ -n "$left" ]; then
+		for p in $left; do kill -TERM "$p" 2>/dev/null || true; done
+		for p in $left; do wait "$p" || true; done
+		left=
+	fi
+	[ -z "$left" ] || sleep 0.2
+done
 pids=
 for n in $nodes; do
 	echo "== $n"
