@@ -26,12 +26,13 @@ bridges forwarded Sensor.count; no segment of the test's domains is left.
 The reader's tolerance. Both clients are paced at real time and their world clocks are within
 2 Dmax of each other (conductor.md, "Why the bounds hold"), so when edge-b runs its last tick
 edge-a has written at least the count of its tick 200 - 2 Dmax / delta = 196. What the reader
-misses beyond that is what is still in flight through the bridges: two tcp hops and three shm
-channels, the shm sources polled every 1 ms of wall time (hako-bridge's tick): a few ms, under
-a tick, on an idle machine. The test allows LAG_WALL_MS of wall time (20 ticks) for it, for a
-loaded machine, and requires that the reader saw at least half of the counts as distinct
-values (a value read at every tick of its own, it sees each count once unless two arrive
-between two of its ticks).
+misses beyond that is what is still in flight through the four bridges: two tcp hops and
+three domains' channels, the two shm sources polled every 1 ms of wall time (hako-bridge's
+tick): a few ms, under a tick, on an idle machine. The test allows LAG_WALL_MS of wall time
+(20 ticks) for it, for a loaded machine, and requires that the reader saw at least half of the
+counts as distinct values (it reads at every tick of its own, so it sees each count once unless
+two arrive between two of its ticks). Idle or with two busy loops on two cores, the reader
+ends at 199 of 200 (its read at tick n sees edge-a's tick n - 1) with 188 to 199 distinct.
 """
 import argparse
 import glob
@@ -39,12 +40,10 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import hakotest
@@ -276,7 +275,8 @@ class HakoniwaTree(unittest.TestCase):
             self.check(dmax == DMAX_USEC, f"{n}: the table's Dmax is {dmax}")
             self.check(set(rows) == peers[n], f"{n}: drift rows of {sorted(rows)}")
             for peer, (state, p50, p95, dmx, age, samples) in rows.items():
-                self.check(samples > 0 and dmx <= DMAX_USEC and p50 <= dmx and p95 <= dmx,
+                self.check(state == "ok" and samples > 0 and dmx <= DMAX_USEC
+                           and p50 <= dmx and p95 <= dmx,
                            f"{n}: drift against {peer}: {rows[peer]}")
 
         ends = {}
