@@ -23,16 +23,22 @@ a row per peer with drift_max <= Dmax; both assets ran the same ticks to the sam
 time, which never went backwards; the reader saw the writer's counts (below); each of the four
 bridges forwarded Sensor.count; no segment of the test's domains is left.
 
-The reader's tolerance. Both clients are paced at real time and their world clocks are within
-2 Dmax of each other (conductor.md, "Why the bounds hold"), so when edge-b runs its last tick
-edge-a has written at least the count of its tick 200 - 2 Dmax / delta = 196. What the reader
-misses beyond that is what is still in flight through the four bridges: two tcp hops and
+The reader's tolerance. Both clients are paced at real time (under load, slower: never faster)
+and their world clocks are within 2 Dmax of each other (conductor.md, "Why the bounds hold"):
+when edge-b runs its tick k, edge-a has written at least the count k - 2 Dmax / delta. What the
+reader misses beyond that is what is still in flight through the four bridges: two tcp hops and
 three domains' channels, the two shm sources polled every 1 ms of wall time (hako-bridge's
-tick): a few ms, under a tick, on an idle machine. The test allows LAG_WALL_MS of wall time
-(20 ticks) for it, for a loaded machine, and requires that the reader saw at least half of the
-counts as distinct values (it reads at every tick of its own, so it sees each count once unless
-two arrive between two of its ticks). Idle or with two busy loops on two cores, the reader
-ends at 199 of 200 (its read at tick n sees edge-a's tick n - 1) with 188 to 199 distinct.
+tick): a few ms, under a tick, on an idle machine. The test allows LAG_WALL_MS of wall time for
+it on a loaded machine (30 ticks at real time), so the reader's lag (its tick minus the value
+it read) must stay within LAG = 2 Dmax / delta + 30 = 34 ticks at every tick from its first
+value on, and at its last tick. Its first value may come late by the tcp clients' reconnect
+back-off (at most 1 s, 100 ticks: a dialer that tried before its listener was up) plus LAG.
+
+The number of distinct values is not a bound of its own: the shm channels hold the latest value
+and hako-bridge polls its shm sources on the wall clock, so under load a bridge scheduled late
+forwards one value for several writes (idle, the reader saw 166 to 199 of the 200 counts in our
+runs; with two busy loops on two cores, 75 to 199, its lag at most 2 ticks). What a lag within
+LAG at every tick implies is checked: at least one new value every LAG + 1 ticks.
 """
 import argparse
 import glob
@@ -62,7 +68,9 @@ DELTA_USEC = 10000
 DMAX_USEC = 20000
 STOP_USEC = 2000000
 TICKS = STOP_USEC // DELTA_USEC
-LAG_WALL_MS = 200
+LAG_WALL_MS = 300
+LAG = 2 * DMAX_USEC // DELTA_USEC + LAG_WALL_MS * 1000 // DELTA_USEC
+BACKOFF_TICKS = 1000000 // DELTA_USEC  # the tcp clients' longest reconnect back-off, 1 s
 PDU = "Sensor/count"
 DATA_CONNS = {"edge-a": "sensor-edge-a-to-hub-07-01-conn",
               "hub-07-01": "sensor-edge-a-to-hub-07-01-conn",
@@ -198,8 +206,7 @@ class HakoniwaTree(unittest.TestCase):
 
     def wait_nodes(self):
         hakotest.wait_until(lambda: all(p.p.poll() is not None for p in self.procs.values()),
-                            "every hako-launch to exit", RUN_DEADLINE, interval=0.05,
-                            report=self.report)
+                            "every hako-launch to exit", RUN_DEADLINE, interval=0.05)
 
     def kill_all(self):
         for p in self.procs.values():
@@ -223,7 +230,7 @@ class HakoniwaTree(unittest.TestCase):
 
     def check(self, cond, what):
         if not cond:
-            self.fail(what + "\n" + self.report())
+            self.fail(what)  # the test prints the logs
 
     # ---- what the logs say ----
 
@@ -258,6 +265,18 @@ class HakoniwaTree(unittest.TestCase):
     # ---- the test ----
 
     def test_three_nodes_one_launch_each(self):
+        """One run of the tree to 2 s, then the checks.
+
+        Whatever fails (a check, a timeout, an exception), what every hako-launch and every
+        process of the nodes said is printed, then the cleanups kill what is left and remove
+        the domains."""
+        try:
+            self.run_and_check()
+        except BaseException:
+            print(self.report(), file=sys.stderr)
+            raise
+
+    def run_and_check(self):
         self.give_ports()
         self.keygen()
         self.write_launch_files()
@@ -296,11 +315,12 @@ class HakoniwaTree(unittest.TestCase):
             self.check(e["ticks"] == TICKS and e["last_sim_time_usec"] == STOP_USEC
                        and e["backwards"] == 0 and e["result"] == 0, f"end: {e}")
         self.check(w["written"] == TICKS and w["write_errors"] == 0, f"writer: {w}")
-        lag = 2 * DMAX_USEC // DELTA_USEC + LAG_WALL_MS * 1000 // DELTA_USEC
-        self.check(r["went_back"] == 0 and r["read_errors"] == 0 and r["last_value"] is not None
-                   and w["written"] - lag <= r["last_value"] <= w["written"]
-                   and r["distinct"] >= TICKS // 2,
-                   f"reader: {r} (writer {w}; lag allowed {lag})")
+        self.check(r["went_back"] == 0 and r["read_errors"] == 0 and r["last_value"] is not None,
+                   f"reader: {r}")
+        self.check(r["first_seen_tick"] <= BACKOFF_TICKS + LAG and r["max_lag"] <= LAG
+                   and w["written"] - LAG <= r["last_value"] <= w["written"]
+                   and r["distinct"] >= (TICKS - r["first_seen_tick"]) // (LAG + 1),
+                   f"reader: {r} (writer {w}; LAG {LAG})")
 
         for launch_node, name, node in (("edge-a", "bridge", "edge-a"),
                                         (SERVER, "bridge-hub-07-01", "hub-07-01"),
@@ -311,8 +331,8 @@ class HakoniwaTree(unittest.TestCase):
 
         left = [d for d in self.domains.values() if os.path.exists(f"/dev/shm/hako.{d}")]
         self.check(not left, f"segments left: {left}")
-        print(f"reader: last {r['last_value']} of {w['written']}, {r['distinct']} distinct; "
-              f"drift ok", file=sys.stderr)
+        print(f"reader: last {r['last_value']} of {w['written']}, {r['distinct']} distinct, "
+              f"first at tick {r['first_seen_tick']}, max lag {r['max_lag']}", file=sys.stderr)
 
 
 def main():

@@ -13,8 +13,9 @@ as a controller, runs hakopy.start() once, prints one JSON line per event:
 
 With --write ROBOT/PDU it writes the PDU (std_msgs/UInt64, channel 0 of ROBOT here) every
 tick: its data is the tick count. With --read ROBOT/PDU it reads it every tick and keeps the
-last value seen, how many distinct values it saw and how many times a value went backwards
-(it never may: the bridges forward the latest value of a channel, in order).
+last value seen, how many distinct values it saw, the tick it saw the first one, the largest
+lag (its tick minus the value read, from the first value on) and how many times a value went
+backwards (it never may: the bridges forward the latest value of a channel, in order).
 
 The PDU is written in Hakoniwa's binary format by hand (no codec: hakopy moves bytes): the
 24-byte meta header (magic 0x12345678, version 1, base at 24, heap and total at 32, epoch and
@@ -60,6 +61,7 @@ def main():
 
     st = {"tick": 0, "last_sim_time": -1, "backwards": 0, "written": 0, "write_errors": 0,
           "read_value": None, "distinct": 0, "went_back": 0, "read_errors": 0,
+          "first_seen_tick": None, "max_lag": None,
           "final_tick": 0, "final_sim_time": -1}
 
     def emit(event, **values):
@@ -113,6 +115,12 @@ def main():
                          previous=st["read_value"], value=v, tick=st["tick"])
                 st["distinct"] += 1
                 st["read_value"] = v
+                if st["first_seen_tick"] is None:
+                    st["first_seen_tick"] = st["tick"]
+            if st["read_value"] is not None:
+                lag = st["tick"] - st["read_value"]
+                if st["max_lag"] is None or lag > st["max_lag"]:
+                    st["max_lag"] = lag
         if st["tick"] == 1 or st["tick"] % args.log_every == 0:
             emit("TICK", tick=st["tick"], sim_time_usec=sim_time)
         return 0
@@ -133,6 +141,7 @@ def main():
         out.update(pdu=args.write, written=st["written"], write_errors=st["write_errors"])
     if args.read:
         out.update(pdu=args.read, last_value=st["read_value"], distinct=st["distinct"],
+                   first_seen_tick=st["first_seen_tick"], max_lag=st["max_lag"],
                    went_back=st["went_back"], read_errors=st["read_errors"])
     emit("TERMINATED", **out)
     bad = st["backwards"] or st["write_errors"] or st["went_back"] or st["read_errors"]
