@@ -25,7 +25,7 @@
 
 static const char *cases_dir = "cases";
 
-static const char *const protocols[] = {"tcp", "udp", "shm", "websocket"};
+static const char *const protocols[] = {"tcp", "udp", "shm", "websocket", "storage"};
 static const char *const dirs[] = {"?", "in", "out", "inout"};
 static const char *const roles[] = {"none", "server", "client"};
 
@@ -55,8 +55,9 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 	const hako_comm_udp_options_t *u = hako_comm_udp_options(cc);
 	const hako_comm_ws_options_t *w = hako_comm_ws_options(cc);
 	const hako_comm_shm_options_t *s = hako_comm_shm_options(cc);
+	const hako_comm_storage_options_t *st = hako_comm_storage_options(cc);
 	/* Exactly one getter answers: the one of the config's protocol. */
-	assert_int_equal((t != NULL) + (u != NULL) + (w != NULL) + (s != NULL), 1);
+	assert_int_equal((t != NULL) + (u != NULL) + (w != NULL) + (s != NULL) + (st != NULL), 1);
 	assert_string_equal(hako_comm_protocol_name(cc), protocols[cc->protocol]);
 	if (t != NULL) {
 		htc_append(buf, len,
@@ -85,6 +86,12 @@ static void format_comm(const hako_comm_config_t *cc, char *buf, size_t len)
 		           "blocking=%d\n",
 		           w->ping_interval_sec, w->handshake_timeout_ms, w->connect_timeout_ms,
 		           w->read_timeout_ms, w->write_timeout_ms, w->blocking);
+	}
+	if (st != NULL) {
+		const char *base = strrchr(st->path, '/');
+		htc_append(buf, len, "  storage backend=file mode=%s path=.../%s\n",
+		           st->mode == HAKO_STORAGE_LATEST ? "latest" : "queue",
+		           base != NULL ? base + 1 : st->path);
 	}
 	if (s != NULL) {
 		htc_append(buf, len, "  shm impl=%s asset=%s\n",

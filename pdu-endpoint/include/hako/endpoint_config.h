@@ -61,6 +61,7 @@ typedef enum hako_comm_protocol {
 	HAKO_COMM_UDP = 1,
 	HAKO_COMM_SHM = 2,
 	HAKO_COMM_WEBSOCKET = 3,
+	HAKO_COMM_STORAGE = 4,
 } hako_comm_protocol_t;
 
 typedef enum hako_comm_direction {
@@ -143,6 +144,19 @@ typedef struct hako_comm_ws_options {
 	char static_dir[HAKO_ENDPOINT_PATH_MAX];
 } hako_comm_ws_options_t;
 
+/* Hakoniwa's storage comm (docs/endpoint.md, "storage"): PDU frames kept in a file, appended
+ * (queue) or one slot per PDU of the pdudef (latest). */
+typedef enum hako_storage_mode {
+	HAKO_STORAGE_QUEUE = 1,
+	HAKO_STORAGE_LATEST = 2,
+} hako_storage_mode_t;
+
+typedef struct hako_comm_storage_options {
+	int backend;                       /* 0: "file", the only one (as Hakoniwa's) */
+	int mode;                          /* hako_storage_mode_t; queue by default */
+	char path[HAKO_ENDPOINT_PATH_MAX]; /* resolved against the comm file's folder */
+} hako_comm_storage_options_t;
+
 typedef struct hako_comm_shm_pdu {
 	char name[HAKO_NAME_MAX];
 	int notify_on_recv;
@@ -198,6 +212,7 @@ typedef struct hako_comm_config {
 /* The options of a comm config of that protocol; NULL for NULL or another protocol. */
 HAKO_API const hako_comm_tcp_options_t *hako_comm_tcp_options(const hako_comm_config_t *cc);
 HAKO_API const hako_comm_udp_options_t *hako_comm_udp_options(const hako_comm_config_t *cc);
+HAKO_API const hako_comm_storage_options_t *hako_comm_storage_options(const hako_comm_config_t *cc);
 HAKO_API const hako_comm_ws_options_t *hako_comm_ws_options(const hako_comm_config_t *cc);
 HAKO_API const hako_comm_shm_options_t *hako_comm_shm_options(const hako_comm_config_t *cc);
 /* "tcp", "udp", "shm", "websocket": the comm file's protocol; "" for NULL. */
