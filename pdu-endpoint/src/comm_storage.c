@@ -19,7 +19,8 @@
  * Sending ("out", "inout") appends (queue) or overwrites (latest), from the caller's thread
  * under the comm's lock. Receiving ("in", "inout") is a thread that reads what the file holds
  * at start, then what is appended or overwritten, woken by inotify (no polling while nothing
- * changes; a look every second besides, for a file replaced behind the watch): queue delivers
+ * changes but a look every second, for writes inotify does not see; a file renamed over the
+ * path is not followed): queue delivers
  * every record once, in order; latest delivers an entry each time its timestamp changes. An
  * "inout" comm reads its own writes too, as Hakoniwa's does.
  *
