@@ -245,6 +245,31 @@ has '^\[writer\] done: [1-9][0-9]* steps'
 expect 0 hako ls
 has 'no assets registered'
 
+# ---- start --until-usec: the run stops at its stop time; start says so however soon it ends ----
+stopped_at_3ms() { hako status | grep -q '^status=stopped$'; }
+"$WRITER" "$PDUDEF" >"$tmp/writer2.out" 2>&1 &
+wpid=$!
+"$READER" "$PDUDEF" >"$tmp/reader2.out" 2>&1 &
+rpid=$!
+pids+=("$wpid" "$rpid")
+until_ok 5 both_registered || exit 1
+expect 0 hako start --until-usec 3000
+has "^domain '$D': stopped -> running( -> (stopping|stopped) at world time 0\.00[0-3] s: the run is over)?$"
+until_ok 5 stopped_at_3ms || exit 1
+expect 0 hako status
+has '^world time +0\.003 s'
+expect 2 hako stop --until-usec 5
+has 'until-usec is an option of start'
+expect 0 hako reset
+for p in "$wpid" "$rpid"; do
+	wait "$p" || {
+		echo "FAIL: asset process $p exited non-zero after the run to 3 ms"
+		fails=$((fails + 1))
+	}
+done
+out=$(cat "$tmp/writer2.out")
+has '^\[writer\] done: 3 steps'
+
 # ---- the conductor stops on SIGINT and removes the segment ----
 kill -INT "$cpid"
 wait "$cpid"

@@ -32,11 +32,14 @@ static const hako_cli_command_t commands[] = {
      "                        (default: $HAKO_CORE_CONFIG)\n"
      "  -q, --quiet           do not log registrations and state changes\n",
      hakoi_cmd_conductor},
-    {"start", "[--no-wait] [--timeout-ms N]", "start the simulation and wait until it runs",
+    {"start", "[--no-wait] [--timeout-ms N] [--until-usec T]",
+     "start the simulation and wait until it runs",
      "Start the simulation (stopped -> runnable -> running once every asset acknowledged) and "
-     "wait for running.",
+     "wait for running. A run that is already over when this looks (it reached its stop time) "
+     "is said so, and is a success.",
      "  --no-wait             return once the start is requested\n"
-     "  --timeout-ms N        how long to wait for the new state (default 5000)\n",
+     "  --timeout-ms N        how long to wait for the new state (default 5000)\n"
+     "  --until-usec T        stop the run at world time T (the domain's stop time)\n",
      hakoi_cmd_start},
     {"stop", "[--no-wait] [--timeout-ms N]", "stop the simulation and wait until it has stopped",
      "Stop the simulation (running -> stopping -> stopped once every asset acknowledged) and "
