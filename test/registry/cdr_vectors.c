@@ -1,0 +1,85 @@
+/* For the node test against @foxglove/rosmsg2-serialization: for every built-in type, a
+ * deterministic value (cdr_fill) as CDR (<pkg>.<Type>.cdr), its ros2msg schema (.msg) and the
+ * value as hako's JSON (.json) into DIR, and the type names in DIR/index.txt. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdr_fill.h"
+#include "hako/cdr.h"
+#include "hako/pdu.h"
+
+static int write_file(const char *dir, const char *base, const char *ext, const void *data,
+                      size_t len)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s.%s", dir, base, ext);
+	FILE *f = fopen(path, "wb");
+	if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+		fprintf(stderr, "cdr_vectors: cannot write %s\n", path);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: cdr_vectors DIR\n");
+		return 2;
+	}
+	const char *dir = argv[1];
+	hako_msg_registry_t *reg;
+	if (hako_msg_registry_create(&reg) != 0) {
+		return 1;
+	}
+	size_t cap = 1 << 20;
+	uint8_t *pdu = malloc(cap);
+	uint8_t *cdr = malloc(cap);
+	char *schema = malloc(cap);
+	char index_path[1024];
+	snprintf(index_path, sizeof(index_path), "%s/index.txt", dir);
+	FILE *index = fopen(index_path, "w");
+	if (pdu == NULL || cdr == NULL || schema == NULL || index == NULL) {
+		fprintf(stderr, "cdr_vectors: cannot start in %s\n", dir);
+		return 1;
+	}
+	int bad = 0;
+	for (size_t i = 0; i < hako_msg_builtin_count(); i++) {
+		const char *pkg;
+		const char *name;
+		hako_msg_builtin_at(i, &pkg, &name);
+		char full[HAKO_MSG_FULL_MAX];
+		snprintf(full, sizeof(full), "%s/%s", pkg, name);
+		const hako_msg_type_t *t;
+		hako_error_t err;
+		hako_error_clear(&err);
+		size_t len;
+		size_t clen;
+		size_t slen;
+		char *json = NULL;
+		if (hako_msg_registry_get(reg, full, &t, &err) != 0 ||
+		    cdr_fill(t, (uint32_t)i * 13u + 1u, pdu, cap, &len) != 0 ||
+		    hako_cdr_encode(t, pdu, len, cdr, cap, &clen, &err) != 0 ||
+		    hako_cdr_schema(t, schema, cap, &slen) != 0 ||
+		    hako_pdu_to_json(t, pdu, len, 0, &json, &err) != 0) {
+			fprintf(stderr, "cdr_vectors: %s: %s\n", full, err.message);
+			bad = 1;
+			free(json);
+			continue;
+		}
+		char base[HAKO_MSG_FULL_MAX];
+		snprintf(base, sizeof(base), "%s.%s", pkg, name);
+		bad |= write_file(dir, base, "cdr", cdr, clen);
+		bad |= write_file(dir, base, "msg", schema, slen);
+		bad |= write_file(dir, base, "json", json, strlen(json));
+		fprintf(index, "%s\n", full);
+		free(json);
+	}
+	fclose(index);
+	free(pdu);
+	free(cdr);
+	free(schema);
+	hako_msg_registry_destroy(reg);
+	return bad;
+}
