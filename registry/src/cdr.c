@@ -113,6 +113,13 @@ static void e_elems(struct ectx *c, const hako_msg_field_t *f, uint32_t at, uint
 
 static void e_struct(struct ectx *c, const hako_msg_type_t *type, uint32_t at)
 {
+	if (type->cdr_plain != 0 && (cdr_pad(c->pos, type->align) == 0)) {
+		uint8_t *p = e_put(c, 1, type->cdr_plain);
+		if (p != NULL) {
+			memcpy(p, c->pdu + at, type->cdr_plain);
+		}
+		return;
+	}
 	if (type->field_count == 0) {
 		uint8_t *p = e_put(c, 1, 1);
 		if (p != NULL) {
@@ -361,6 +368,12 @@ static int d_varray(struct dctx *c, const hako_msg_field_t *f, uint64_t ref, uin
 static int d_struct(struct dctx *c, const hako_msg_type_t *type, uint64_t at,
                     const hakoi_pdu_frame_t *up)
 {
+	if (type->cdr_plain != 0 && cdr_pad(c->pos, type->align) == 0 &&
+	    type->cdr_plain <= c->len - c->pos) {
+		d_write(c, at, c->in + c->pos, type->cdr_plain);
+		c->pos += type->cdr_plain;
+		return 0;
+	}
 	if (type->field_count == 0) {
 		return d_take(c, 1, 1, up, "empty struct's byte") != NULL ? 0 : HAKO_EPROTO;
 	}

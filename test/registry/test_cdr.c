@@ -383,6 +383,28 @@ static void test_schema(void **state)
 	assert_string_equal(out, "string[2] n\nstring[] m\n");
 }
 
+/* the types whose CDR is their C bytes, copied in one piece */
+static void test_plain(void **state)
+{
+	(void)state;
+	assert_int_equal(type_of("geometry_msgs/Vector3")->cdr_plain, 24);
+	assert_int_equal(type_of("geometry_msgs/Twist")->cdr_plain, 48);
+	assert_int_equal(type_of("geometry_msgs/Pose")->cdr_plain, 56);
+	assert_int_equal(type_of("cdrtest/U8F64")->cdr_plain, 0); /* padding after a */
+	assert_int_equal(type_of("cdrtest/P")->cdr_plain, 3);     /* tail padding is not CDR */
+	assert_int_equal(type_of("cdrtest/Flags")->cdr_plain, 0);
+	assert_int_equal(type_of("std_msgs/Header")->cdr_plain, 0);
+	/* P[2] is not plain: the second P starts after the first one's tail padding in C */
+	const hako_msg_type_t *t = NULL;
+	hako_error_t err;
+	assert_int_equal(
+	    hako_msg_registry_add_text(reg, "cdrtest", "P2", "P[2] p\n", "P2", &t, &err), 0);
+	assert_int_equal(t->cdr_plain, 0);
+	static const uint8_t want[] = {0x00, 0x01, 0x00, 0x00, 1, 0, 2, 0, 3, 0, 4};
+	check_bytes("cdrtest/P2", "{\"p\": [{\"a\": 1, \"b\": 2}, {\"a\": 3, \"b\": 4}]}", want,
+	            sizeof(want));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +419,7 @@ int main(void)
 	    cmocka_unit_test(test_float_bits),
 	    cmocka_unit_test(test_bad_pdu),
 	    cmocka_unit_test(test_schema),
+	    cmocka_unit_test(test_plain),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
