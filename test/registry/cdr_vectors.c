@@ -1,6 +1,7 @@
-/* For the node test against @foxglove/rosmsg2-serialization: for every built-in type, a
- * deterministic value (cdr_fill) as CDR (<pkg>.<Type>.cdr), its ros2msg schema (.msg) and the
- * value as hako's JSON (.json) into DIR, and the type names in DIR/index.txt. */
+/* For the node test against @foxglove/rosmsg2-serialization: for every built-in type and a few
+ * of our own (an empty type, alignment cases), a deterministic value (cdr_fill) as CDR
+ * (<pkg>.<Type>.cdr), its ros2msg schema (.msg) and the value as hako's JSON (.json) into DIR,
+ * and the type names in DIR/index.txt. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,21 @@
 #include "cdr_fill.h"
 #include "hako/cdr.h"
 #include "hako/pdu.h"
+
+/* Types no built-in package has: an empty type alone, nested and in a sequence (ROS 2 gives it
+ * one uint8), and alignment cases. */
+static const struct {
+	const char *name;
+	const char *text;
+} extra[] = {
+    {"Empty", ""},
+    {"HasEmpty", "Empty e\nuint8 a\nEmpty[] es\nEmpty[2] two\nfloat64 z\n"},
+    {"U8F64", "uint8 a\nfloat64 b\n"},
+    {"StrI32", "string s\nint32 i\nstring[] ss\nint64 j\n"},
+    {"P", "int16 a\nuint8 b\n"},
+    {"Seq", "uint8 tag\nP[] pts\nfloat64 z\nP[3] fixed\nbool[] flags\nint64[] big\n"},
+};
+#define EXTRA_COUNT (sizeof(extra) / sizeof(extra[0]))
 
 static int write_file(const char *dir, const char *base, const char *ext, const void *data,
                       size_t len)
@@ -45,10 +61,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int bad = 0;
-	for (size_t i = 0; i < hako_msg_builtin_count(); i++) {
-		const char *pkg;
+	for (size_t i = 0; i < EXTRA_COUNT; i++) {
+		hako_error_t err;
+		if (hako_msg_registry_add_text(reg, "cdrtest", extra[i].name, extra[i].text,
+		                               extra[i].name, NULL, &err) != 0) {
+			fprintf(stderr, "cdr_vectors: cdrtest/%s: %s\n", extra[i].name,
+			        err.message);
+			return 1;
+		}
+	}
+	size_t builtins = hako_msg_builtin_count();
+	for (size_t i = 0; i < builtins + EXTRA_COUNT; i++) {
+		const char *pkg = "cdrtest";
 		const char *name;
-		hako_msg_builtin_at(i, &pkg, &name);
+		if (i < builtins) {
+			hako_msg_builtin_at(i, &pkg, &name);
+		} else {
+			name = extra[i - builtins].name;
+		}
 		char full[HAKO_MSG_FULL_MAX];
 		snprintf(full, sizeof(full), "%s/%s", pkg, name);
 		const hako_msg_type_t *t;

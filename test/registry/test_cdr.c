@@ -29,9 +29,14 @@ static int setup(void **state)
 		const char *name;
 		const char *text;
 	} types[] = {
-	    {"U8F64", "uint8 a\nfloat64 b\n"}, {"StrI32", "string s\nint32 i\n"},
-	    {"P", "int16 a\nuint8 b\n"},       {"Seq", "uint8 tag\nP[] pts\nfloat64 z\n"},
-	    {"Flags", "bool[] f\nbool g\n"},   {"Names", "string[2] n\nstring[] m\n"},
+	    {"U8F64", "uint8 a\nfloat64 b\n"},
+	    {"StrI32", "string s\nint32 i\n"},
+	    {"P", "int16 a\nuint8 b\n"},
+	    {"Seq", "uint8 tag\nP[] pts\nfloat64 z\n"},
+	    {"Flags", "bool[] f\nbool g\n"},
+	    {"Names", "string[2] n\nstring[] m\n"},
+	    {"Empty", ""},
+	    {"HasEmpty", "Empty e\nuint8 a\nEmpty[] es\n"},
 	};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		if (hako_msg_registry_add_text(reg, "cdrtest", types[i].name, types[i].text,
@@ -383,6 +388,21 @@ static void test_schema(void **state)
 	assert_string_equal(out, "string[2] n\nstring[] m\n");
 }
 
+/* ROS 2 gives an empty struct one uint8 (0), alone, nested or as an element */
+static void test_empty(void **state)
+{
+	(void)state;
+	static const uint8_t alone[] = {0x00, 0x01, 0x00, 0x00, 0};
+	check_bytes("cdrtest/Empty", "{}", alone, sizeof(alone));
+	static const uint8_t nested[] = {0x00, 0x01, 0x00, 0x00, 0, 5, 0, 0, 2, 0, 0, 0, 0, 0};
+	check_bytes("cdrtest/HasEmpty", "{\"e\": {}, \"a\": 5, \"es\": [{}, {}]}", nested,
+	            sizeof(nested));
+	/* its byte must be there */
+	static const uint8_t cut[] = {0x00, 0x01, 0x00, 0x00, 0, 5, 0, 0, 2, 0, 0, 0, 0};
+	expect_refused("cdrtest/HasEmpty", cut, sizeof(cut), "es: count 2 needs at least 2 bytes");
+	expect_refused("cdrtest/Empty", alone, 4, "top level: empty struct's byte");
+}
+
 /* the types whose CDR is their C bytes, copied in one piece */
 static void test_plain(void **state)
 {
@@ -420,6 +440,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_pdu),
 	    cmocka_unit_test(test_schema),
 	    cmocka_unit_test(test_plain),
+	    cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
