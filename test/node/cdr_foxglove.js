@@ -1,7 +1,9 @@
 // hako's CDR and ros2msg schemas against a client nobody here wrote: for every type in
 // DIR/index.txt (written by test/registry/cdr_vectors), @foxglove/rosmsg parses the schema,
 // @foxglove/rosmsg2-serialization's MessageReader reads hako's CDR and must give hako's JSON
-// of the same value, and its MessageWriter must write the value back byte for byte.
+// of the same value, and its MessageWriter must write the value back byte for byte: the value
+// it read, and the value built from hako's JSON alone. The latter's bytes go to
+// <type>.fox.cdr, for hako's decoder to read back (cdr_vectors --decode).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -60,6 +62,28 @@ function compare(got, want, where) {
   return `${where}: unexpected ${typeof got}`;
 }
 
+// hako's JSON value as MessageWriter takes it, led by the parsed schema: 64-bit integers as
+// BigInt, "nan" / "inf" / "-inf" as numbers.
+function toWriterValue(defs, fields, value) {
+  const out = {};
+  for (const f of fields) {
+    if (f.isConstant === true) continue;
+    const v = value[f.name];
+    const one = (x) => {
+      if (f.isComplex === true) {
+        return toWriterValue(defs, defs.get(f.type), x);
+      }
+      if (f.type === "int64" || f.type === "uint64") return BigInt(String(x));
+      if (typeof x === "string" && (f.type === "float32" || f.type === "float64")) {
+        return x === "nan" ? NaN : x === "inf" ? Infinity : -Infinity;
+      }
+      return x;
+    };
+    out[f.name] = f.isArray === true ? v.map(one) : one(v);
+  }
+  return out;
+}
+
 const names = fs.readFileSync(path.join(dir, "index.txt"), "utf8").split("\n").filter(Boolean);
 let failed = 0;
 for (const name of names) {
@@ -76,12 +100,19 @@ for (const name of names) {
     }
     const m = compare(got, want, "");
     if (m) throw new Error(`value differs at ${m}`);
-    const back = new MessageWriter(defs).writeMessage(got);
-    if (Buffer.compare(Buffer.from(back), Buffer.from(cdr)) !== 0) {
-      let i = 0;
-      while (i < back.length && i < cdr.length && back[i] === cdr[i]) i++;
-      throw new Error(`MessageWriter's ${back.length} bytes differ from hako's ${cdr.length} at byte ${i}`);
-    }
+    const writer = new MessageWriter(defs);
+    const sameBytes = (bytes, what) => {
+      if (Buffer.compare(Buffer.from(bytes), Buffer.from(cdr)) !== 0) {
+        let i = 0;
+        while (i < bytes.length && i < cdr.length && bytes[i] === cdr[i]) i++;
+        throw new Error(`MessageWriter's ${bytes.length} bytes of ${what} differ from hako's ${cdr.length} at byte ${i}`);
+      }
+    };
+    sameBytes(writer.writeMessage(got), "the value it read");
+    const byName = new Map(defs.map((d) => [d.name ?? "", d.definitions]));
+    const fromJson = writer.writeMessage(toWriterValue(byName, defs[0].definitions, want));
+    sameBytes(fromJson, "hako's JSON value");
+    fs.writeFileSync(base + ".fox.cdr", fromJson);
   } catch (e) {
     failed++;
     console.error(`FAIL ${name}: ${e.message}`);

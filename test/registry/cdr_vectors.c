@@ -1,7 +1,9 @@
 /* For the node test against @foxglove/rosmsg2-serialization: for every built-in type and a few
  * of our own (an empty type, alignment cases), a deterministic value (cdr_fill) as CDR
  * (<pkg>.<Type>.cdr), its ros2msg schema (.msg) and the value as hako's JSON (.json) into DIR,
- * and the type names in DIR/index.txt. */
+ * and the type names in DIR/index.txt.
+ * With --decode: the other way, after the node script: every DIR/<pkg>.<Type>.fox.cdr (what
+ * Foxglove's MessageWriter wrote from the JSON) must decode to a PDU whose JSON is the .json. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,16 +40,112 @@ static int write_file(const char *dir, const char *base, const char *ext, const 
 	return 0;
 }
 
+/* The bytes of a whole file into buf (cap bytes); its length, or -1. */
+static long read_file(const char *dir, const char *base, const char *ext, void *buf, size_t cap)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s.%s", dir, base, ext);
+	FILE *f = fopen(path, "rb");
+	if (f == NULL) {
+		fprintf(stderr, "cdr_vectors: cannot read %s\n", path);
+		return -1;
+	}
+	size_t n = fread(buf, 1, cap, f);
+	int bad = ferror(f) || n == cap;
+	fclose(f);
+	if (bad) {
+		fprintf(stderr, "cdr_vectors: cannot read %s (or larger than %zu bytes)\n", path,
+		        cap);
+		return -1;
+	}
+	return (long)n;
+}
+
+/* Foxglove's bytes of every type in DIR/index.txt decode to the PDU of the same JSON. */
+static int decode_all(hako_msg_registry_t *reg, const char *dir)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/index.txt", dir);
+	FILE *index = fopen(path, "r");
+	size_t cap = 1 << 20;
+	uint8_t *pdu = malloc(cap);
+	uint8_t *cdr = malloc(cap);
+	char *want = malloc(cap);
+	if (index == NULL || pdu == NULL || cdr == NULL || want == NULL) {
+		fprintf(stderr, "cdr_vectors: cannot start in %s\n", dir);
+		return 1;
+	}
+	int bad = 0;
+	size_t n = 0;
+	char full[HAKO_MSG_FULL_MAX + 2];
+	while (fgets(full, sizeof(full), index) != NULL) {
+		full[strcspn(full, "\n")] = '\0';
+		char base[sizeof(full)];
+		memcpy(base, full, sizeof(full));
+		base[strcspn(base, "/")] = '.';
+		const hako_msg_type_t *t;
+		hako_error_t err;
+		hako_error_clear(&err);
+		long clen = read_file(dir, base, "fox.cdr", cdr, cap);
+		long wlen = read_file(dir, base, "json", want, cap - 1);
+		size_t plen;
+		char *json = NULL;
+		if (clen < 0 || wlen < 0 || hako_msg_registry_get(reg, full, &t, &err) != 0 ||
+		    hako_cdr_decode(t, cdr, (size_t)clen, pdu, cap, &plen, &err) != 0 ||
+		    hako_pdu_to_json(t, pdu, plen, 0, &json, &err) != 0) {
+			fprintf(stderr, "FAIL %s: decoding Foxglove's CDR: %s\n", full,
+			        err.message);
+			bad = 1;
+		} else {
+			want[wlen] = '\0';
+			if (strcmp(json, want) != 0) {
+				fprintf(stderr, "FAIL %s: Foxglove's CDR decodes to\n%s\nnot\n%s\n",
+				        full, json, want);
+				bad = 1;
+			}
+		}
+		free(json);
+		n++;
+	}
+	fclose(index);
+	free(pdu);
+	free(cdr);
+	free(want);
+	if (n == 0) {
+		fprintf(stderr, "cdr_vectors: no types in %s/index.txt\n", dir);
+		return 1;
+	}
+	if (!bad) {
+		printf("%zu/%zu types: hako decodes Foxglove's CDR to the same value\n", n, n);
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: cdr_vectors DIR\n");
+	int decode = argc == 3 && strcmp(argv[1], "--decode") == 0;
+	if (argc != 2 && !decode) {
+		fprintf(stderr, "usage: cdr_vectors [--decode] DIR\n");
 		return 2;
 	}
-	const char *dir = argv[1];
+	const char *dir = argv[argc - 1];
 	hako_msg_registry_t *reg;
 	if (hako_msg_registry_create(&reg) != 0) {
 		return 1;
+	}
+	for (size_t i = 0; i < EXTRA_COUNT; i++) {
+		hako_error_t err;
+		if (hako_msg_registry_add_text(reg, "cdrtest", extra[i].name, extra[i].text,
+		                               extra[i].name, NULL, &err) != 0) {
+			fprintf(stderr, "cdr_vectors: cdrtest/%s: %s\n", extra[i].name,
+			        err.message);
+			return 1;
+		}
+	}
+	if (decode) {
+		int rc = decode_all(reg, dir);
+		hako_msg_registry_destroy(reg);
+		return rc;
 	}
 	size_t cap = 1 << 20;
 	uint8_t *pdu = malloc(cap);
@@ -61,15 +159,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int bad = 0;
-	for (size_t i = 0; i < EXTRA_COUNT; i++) {
-		hako_error_t err;
-		if (hako_msg_registry_add_text(reg, "cdrtest", extra[i].name, extra[i].text,
-		                               extra[i].name, NULL, &err) != 0) {
-			fprintf(stderr, "cdr_vectors: cdrtest/%s: %s\n", extra[i].name,
-			        err.message);
-			return 1;
-		}
-	}
 	size_t builtins = hako_msg_builtin_count();
 	for (size_t i = 0; i < builtins + EXTRA_COUNT; i++) {
 		const char *pkg = "cdrtest";
