@@ -6,6 +6,10 @@ PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsocke
             python3-dev
 # Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium.
 TEST_PACKAGES := chromium
+# The tests against clients nobody here wrote (test/node: Foxglove's packages, ...) run on node:
+# Debian's nodejs and npm unless they are there already, then `npm ci` of test/node's lock file.
+TEST_PACKAGES += $(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)
+NODE_STAMP := test/node/node_modules/.package-lock.json
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CMAKE_FLAGS ?=
 
@@ -22,6 +26,12 @@ deps test-deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
+	$(if $(filter test-deps,$@),@$(MAKE) --no-print-directory $(NODE_STAMP))
+
+# npm ci only when node_modules is missing or older than the lock file.
+$(NODE_STAMP): test/node/package-lock.json test/node/package.json
+	cd test/node && npm ci --no-audit --no-fund
+	touch $@
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)

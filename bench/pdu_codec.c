@@ -1,11 +1,12 @@
-/* pdu_codec: the binary PDU codec and PDU <-> JSON (hako/pdu.h) against a plain memcpy of the
- * same bytes, measured in the same run.
+/* pdu_codec: the binary PDU codec, PDU <-> JSON (hako/pdu.h) and PDU <-> ROS 2 CDR (hako/cdr.h)
+ * against a plain memcpy of the same bytes, measured in the same run.
  *
  * Payloads: a Twist (fixed size), a 64-element struct array (bench_msgs/PoseArray, ROS's
  * geometry_msgs/PoseArray: a header and 64 Poses) and a 1 MiB PointCloud2. Operations:
  * memcpy (the baseline: the encoded PDU copied to another buffer), encode (application values
  * into a PDU with the writer), decode (validate, then every field and variable array copied out
- * to application values: what a consumer does), to-json, from-json.
+ * to application values: what a consumer does), to-json, from-json, to-cdr (what hako-record
+ * and the Foxglove bridge do per PDU), from-cdr.
  *
  * Operations take nanoseconds, so each sample is one batch of N back-to-back operations timed
  * together (N sized at start-up for ~50 us batches) divided by N. Rounds interleave everything:
@@ -22,12 +23,14 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "hako/cdr.h"
 #include "hako/msg.h"
 #include "hako/msgs/geometry_msgs/Twist.h"
 #include "hako/pdu.h"
 
-enum { OP_MEMCPY, OP_ENCODE, OP_DECODE, OP_TO_JSON, OP_FROM_JSON, NOPS };
-static const char *const op_names[NOPS] = {"memcpy", "encode", "decode", "to-json", "from-json"};
+enum { OP_MEMCPY, OP_ENCODE, OP_DECODE, OP_TO_JSON, OP_FROM_JSON, OP_TO_CDR, OP_FROM_CDR, NOPS };
+static const char *const op_names[NOPS] = {"memcpy",    "encode", "decode",  "to-json",
+                                           "from-json", "to-cdr", "from-cdr"};
 
 #define MAX_ROUNDS       64
 #define POSES            64
@@ -190,7 +193,10 @@ struct payload {
 	size_t cap;   /* of dst: pdu_len once set up */
 	char *json;   /* to_json of the reference PDU: source of from-json */
 	size_t json_len;
-	size_t enc_len; /* of the last encode */
+	uint8_t *cdr; /* CDR of the reference PDU: source of from-cdr */
+	size_t cdr_len;
+	uint8_t *cdr_dst; /* destination of to-cdr */
+	size_t enc_len;   /* of the last encode */
 	uint8_t epoch;
 	void (*encode)(payload_t *p);
 	void (*decode)(payload_t *p);
@@ -539,6 +545,18 @@ static void payload_setup(payload_t *p, const struct payload_def *d, hako_msg_re
 		die("%s: JSON -> PDU -> JSON is not the identity", p->name);
 	}
 	free(again);
+	rc = hako_cdr_encode(p->type, p->pdu, p->pdu_len, NULL, 0, &p->cdr_len, &err);
+	p->cdr = xmalloc(p->cdr_len);
+	p->cdr_dst = xmalloc(p->cdr_len);
+	if (hako_cdr_encode(p->type, p->pdu, p->pdu_len, p->cdr, p->cdr_len, &len, &err) != 0) {
+		die("%s: to CDR: %s", p->name, hako_error_format(&err, msg, sizeof(msg)));
+	}
+	rc = hako_cdr_decode(p->type, p->cdr, p->cdr_len, p->dst, p->cap, &len, &err);
+	if (rc != 0 || len != p->pdu_len || memcmp(p->dst, p->pdu, HAKO_PDU_EPOCH_OFFSET) != 0 ||
+	    memcmp(p->dst + HAKO_PDU_EPOCH_OFFSET + 1, p->pdu + HAKO_PDU_EPOCH_OFFSET + 1,
+	           p->pdu_len - HAKO_PDU_EPOCH_OFFSET - 1) != 0) {
+		die("%s: PDU -> CDR -> PDU is not the identity", p->name);
+	}
 }
 
 static void payload_free(payload_t *p)
@@ -550,6 +568,8 @@ static void payload_free(payload_t *p)
 	free(p->pdu);
 	free(p->dst);
 	free(p->json);
+	free(p->cdr);
+	free(p->cdr_dst);
 }
 
 /* ---- Timing ---- */
@@ -593,6 +613,28 @@ static void run_batch(payload_t *p, int op, uint64_t n)
 			                            &len, &g_err);
 			if (rc != 0) {
 				die("%s: from_json: %s", p->name, hako_strerror(rc));
+			}
+			escape(p->dst);
+		}
+		break;
+	case OP_TO_CDR:
+		for (uint64_t i = 0; i < n; i++) {
+			size_t len = 0;
+			int rc = hako_cdr_encode(p->type, p->pdu, p->pdu_len, p->cdr_dst,
+			                         p->cdr_len, &len, &g_err);
+			if (rc != 0) {
+				die("%s: to CDR: %s", p->name, hako_strerror(rc));
+			}
+			escape(p->cdr_dst);
+		}
+		break;
+	case OP_FROM_CDR:
+		for (uint64_t i = 0; i < n; i++) {
+			size_t len = 0;
+			int rc = hako_cdr_decode(p->type, p->cdr, p->cdr_len, p->dst, p->cap, &len,
+			                         &g_err);
+			if (rc != 0) {
+				die("%s: from CDR: %s", p->name, hako_strerror(rc));
 			}
 			escape(p->dst);
 		}
@@ -802,20 +844,22 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("# method: %ld interleaved rounds (per round, per payload: %s, %s, %s, %s, %s), "
-	       "%.3f s per operation and payload per round, at least %d batches; one sample = "
+	printf("# method: %ld interleaved rounds (per round, per payload:", rounds);
+	for (int op = 0; op < NOPS; op++) {
+		printf("%s %s", op == 0 ? "" : ",", op_names[op]);
+	}
+	printf("), %.3f s per operation and payload per round, at least %d batches; one sample = "
 	       "one batch of N back-to-back operations (N for ~%.0f us) / N; latency columns = "
 	       "time per PDU in us; variant = operation:payload; payload_bytes = PDU size; "
 	       "JSON compact\n",
-	       rounds, op_names[0], op_names[1], op_names[2], op_names[3], op_names[4],
 	       (double)budget_ns / 1e9, min_batches, batch_us);
 	for (size_t i = 0; i < NPAYLOADS; i++) {
 		if (!want[i]) {
 			continue;
 		}
 		const payload_t *p = &payloads[i];
-		printf("# payload %s: %s, %s; PDU %zu B, JSON %zu B\n", p->name, p->type->full_name,
-		       p->what, p->pdu_len, p->json_len);
+		printf("# payload %s: %s, %s; PDU %zu B, JSON %zu B, CDR %zu B\n", p->name,
+		       p->type->full_name, p->what, p->pdu_len, p->json_len, p->cdr_len);
 		printf("# batch size %s:", p->name);
 		for (int op = 0; op < NOPS; op++) {
 			printf(" %s %llu", op_names[op], (unsigned long long)cells[i][op].batch);
@@ -857,10 +901,18 @@ int main(int argc, char **argv)
 		}
 	}
 	for (size_t i = 0; i < NPAYLOADS; i++) {
-		for (int op = OP_TO_JSON; want[i] && op < NOPS; op++) {
+		for (int op = OP_TO_JSON; want[i] && op <= OP_FROM_JSON; op++) {
 			double mbs = (double)payloads[i].json_len / p50[i][op] * 1000.0;
 			printf("# goal %s %s >= 100 MB/s of JSON: %.0f %s\n", op_names[op],
 			       payloads[i].name, mbs, mbs >= 100.0 ? "PASS" : "MISS");
+		}
+	}
+	/* hako-record of the 256-drone fleet: 1,024 PDUs in every 1 ms step, on one core */
+	for (size_t i = 0; i < NPAYLOADS; i++) {
+		if (want[i] && !payloads[i].type->has_varray) {
+			double per_s = 1e9 / p50[i][OP_TO_CDR];
+			printf("# goal to-cdr %s >= 1.024 M PDUs/s: %.2f M %s\n", payloads[i].name,
+			       per_s / 1e6, per_s >= 1.024e6 ? "PASS" : "MISS");
 		}
 	}
 	fflush(stdout);

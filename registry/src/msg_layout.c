@@ -61,6 +61,33 @@ uint32_t hako_msg_data_end(const hako_msg_type_t *type)
 	return base;
 }
 
+/* hako_msg_type_t.cdr_plain of a laid-out type: its fields back to back in C, no bool, string or
+ * variable array at any depth, so its CDR is its C bytes up to the last field (a primitive sits
+ * at the same offset in both as long as the struct starts aligned in both). */
+static uint32_t cdr_plain(const hako_msg_field_t *fields, size_t count)
+{
+	uint64_t pos = 0;
+	for (size_t i = 0; i < count; i++) {
+		const hako_msg_field_t *f = &fields[i];
+		if (f->kind == HAKO_MSG_BOOL || f->kind == HAKO_MSG_STRING ||
+		    f->form == HAKO_MSG_VARRAY || f->offset != pos) {
+			return 0;
+		}
+		if (f->kind == HAKO_MSG_STRUCT) {
+			uint32_t n = f->form == HAKO_MSG_ARRAY ? f->count : 1;
+			uint32_t plain = f->type->cdr_plain;
+			/* elements after the first start right after the one before */
+			if (plain == 0 || (n > 1 && plain != f->elem_size)) {
+				return 0;
+			}
+			pos = f->offset + (uint64_t)(n - 1) * f->elem_size + plain;
+		} else {
+			pos = f->offset + (uint64_t)f->size;
+		}
+	}
+	return (uint32_t)pos;
+}
+
 int hakoi_msg_layout(hako_msg_type_t *type, hako_msg_field_t *fields, size_t count,
                      hako_error_t *err)
 {
@@ -120,5 +147,6 @@ int hakoi_msg_layout(hako_msg_type_t *type, hako_msg_field_t *fields, size_t cou
 	type->size = (uint32_t)end;
 	type->align = max_align;
 	type->has_varray = has_varray;
+	type->cdr_plain = cdr_plain(fields, count);
 	return 0;
 }

@@ -12,7 +12,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-	echo "usage: $0 <seconds> [pdu_decode] [pdu_json] [frame] [segment] [conductor_wire] [rd_full_wire]" >&2
+	echo "usage: $0 <seconds> [pdu_decode] [pdu_json] [cdr_decode] [frame] [segment] [conductor_wire] [rd_full_wire]" >&2
 	exit 2
 fi
 seconds=$1

@@ -89,6 +89,14 @@ has '^size 260, align 4'
 has '^ +4 +256 +string +array +2 +names +string\[2\]$'
 expect 1 env HAKO_MSG_PATH="$tmp/msg" "$HAKO_CMD" type my_msgs/Broken
 has 'my_msgs/Broken\.msg:2:'
+expect 0 hako schema geometry_msgs/TwistStamped
+has '^std_msgs/Header header$'
+has '^geometry_msgs/Twist twist$'
+has '^={80}$'
+has '^MSG: builtin_interfaces/Time$'
+has '^MSG: geometry_msgs/Vector3$'
+expect 1 hako schema nosuch_msgs/Thing
+has 'nosuch_msgs/Thing'
 
 # ---- no domain yet ----
 expect 1 hako status

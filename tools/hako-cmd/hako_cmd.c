@@ -90,6 +90,11 @@ static const hako_cli_command_t commands[] = {
      "Print the layout of a PDU type: size, alignment and fixed PDU size, and every field with "
      "its offset, size, kind, form and count, nested fields indented under theirs.",
      "", hakoi_cmd_type},
+    {"schema", "<pkg/Type>", "the ros2msg schema of a PDU type (Foxglove, MCAP)",
+     "Print the ros2msg schema of a PDU type, as Foxglove and MCAP's ros2 profile read it with "
+     "its ROS 2 CDR messages: its fields, then each type it uses after a line of 80 '=' and "
+     "'MSG: pkg/Type'.",
+     "", hakoi_cmd_schema},
     {"info", "", "capacities, clock parameters and channels of the domain",
      "Print the layout version, capacities and their use, conductor, liveness policy, clock "
      "parameters, world time and the list of PDU channels.",

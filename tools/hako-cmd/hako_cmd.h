@@ -84,6 +84,7 @@ int hakoi_cmd_pdu(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_pdu_write(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_types(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_type(const hako_cli_command_t *cmd, int argc, char **argv);
+int hakoi_cmd_schema(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_clean(const hako_cli_command_t *cmd, int argc, char **argv);
 int hakoi_cmd_watch(const hako_cli_command_t *cmd, int argc, char **argv);
 /* Hakoniwa's dump, restore, real_cid (hako_cmd_dump.c), pmeta, jmeta, plog (hako_cmd_meta.c). */

@@ -1,9 +1,11 @@
-/* hako-cmd types and type: the PDU types known, and the layout of one. */
+/* hako-cmd types, type and schema: the PDU types known, the layout of one, its ros2msg schema. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hako/cdr.h"
 #include "hako_cmd.h"
 
 int hakoi_cmd_find_type(const char *name, hako_msg_registry_t **reg, const hako_msg_type_t **type,
@@ -155,4 +157,40 @@ int hakoi_cmd_type(const hako_cli_command_t *cmd, int argc, char **argv)
 	}
 	hako_msg_registry_destroy(reg);
 	return 0;
+}
+
+int hakoi_cmd_schema(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {HAKOI_CMD_LONG_OPTIONS, {NULL, 0, NULL, 0}};
+	int c, r;
+	while ((c = getopt_long(argc, argv, ":d:h", longopts, NULL)) != -1) {
+		if ((r = hakoi_cmd_option(cmd, c, argv)) >= 0) {
+			return r;
+		}
+	}
+	if (argc - optind != 1) {
+		return hako_cli_usage_error(cmd, "need one <pkg/Type>");
+	}
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *t;
+	char why[1400];
+	if (hakoi_cmd_find_type(argv[optind], &reg, &t, why, sizeof(why)) != 0) {
+		hakoi_cmd_errf("%s", why);
+		hako_msg_registry_destroy(reg);
+		return 1;
+	}
+	size_t len = 0;
+	char *text = NULL;
+	r = hako_cdr_schema(t, NULL, 0, &len);
+	if (r == HAKO_ETOOBIG && (text = malloc(len + 1)) != NULL) {
+		r = hako_cdr_schema(t, text, len + 1, &len);
+	}
+	if (r == 0) {
+		fwrite(text, 1, len, stdout);
+	} else {
+		hakoi_cmd_errf("%s: no schema: %s", t->full_name, hako_strerror(r));
+	}
+	free(text);
+	hako_msg_registry_destroy(reg);
+	return r == 0 ? 0 : 1;
 }

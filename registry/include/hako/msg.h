@@ -80,6 +80,10 @@ struct hako_msg_type {
 	uint32_t size;  /* sizeof the C struct, tail padding included */
 	uint32_t align; /* its alignment (1 for a type without fields) */
 	int has_varray; /* a field at any depth is a variable array */
+	/* Nonzero when the type's ROS 2 CDR (hako/cdr.h), starting at a CDR position aligned to
+	 * `align`, is the first cdr_plain bytes of its C struct: only primitives other than bool,
+	 * at any depth, with no padding between them (Twist, Pose, Vector3, ...). 0 otherwise. */
+	uint32_t cdr_plain;
 };
 
 /* "bool", "int32", ..., "string", "struct". */
