@@ -555,6 +555,10 @@ static void went_down(mqtt_comm_t *m, const char *why)
 	pthread_mutex_lock(&m->lock);
 	int was = m->connected;
 	m->connected = 0;
+	if (was) {
+		/* The loss is logged here; the thread's loop reports the same reason after. */
+		snprintf(m->last_err, sizeof(m->last_err), "%s", why);
+	}
 	pthread_mutex_unlock(&m->lock);
 	if (was) {
 		atomic_fetch_sub_explicit(&m->ctx.ctr->peers, 1, memory_order_relaxed);
