@@ -558,6 +558,132 @@ static void test_refused(void **state)
 	EPT_WAIT_FOR(ept_stats(ep).frames_out >= 1);
 }
 
+/* ---- pair, fanout, stop_drain: the conformance suite's cases that apply ---- */
+
+/* Both ways at once; the last PDU of each side is out before its close returns. An inout
+ * endpoint also gets its own PDUs back (its subscription covers its topics, as Hakoniwa's). */
+static void test_pair_both_ways(void **state)
+{
+	(void)state;
+	broker_start(&g_broker);
+	hako_endpoint_t *a = mqtt_ep("pair_a", "inout", 1, NULL, 1024);
+	hako_endpoint_t *b = mqtt_ep("pair_b", "inout", 1, NULL, 1024);
+	EPT_WAIT_FOR(ept_stats(a).peers == 1 && ept_stats(b).peers == 1);
+	hako_pdu_key_t ka = ept_key("Drone", 1), kb = ept_key("Drone", 0);
+	/* Both subscribed once a probe of each arrives at the other. */
+	uint8_t pa[PDU_LEN], pb[112], got[256];
+	size_t len;
+	fill_pdu(pa, 0);
+	memset(pb, 0, sizeof(pb));
+	int ok;
+	HTU_WAIT_UNTIL(ok,
+	               hako_endpoint_send(a, &ka, pa, sizeof(pa)) == 0 &&
+	                   hako_endpoint_send(b, &kb, pb, sizeof(pb)) == 0 &&
+	                   hako_endpoint_recv(b, &ka, got, sizeof(got), &len) == 0 &&
+	                   hako_endpoint_recv(a, &kb, got, sizeof(got), &len) == 0,
+	               10 * 1000000);
+	assert_true(ok);
+	while (hako_endpoint_recv(a, &kb, got, sizeof(got), &len) == 0 ||
+	       hako_endpoint_recv(b, &ka, got, sizeof(got), &len) == 0) {
+	}
+	for (uint32_t i = 1; i <= 100; i++) {
+		fill_pdu(pa, i);
+		memset(pb, 0, sizeof(pb));
+		memcpy(pb, &i, sizeof(i));
+		assert_int_equal(hako_endpoint_send(a, &ka, pa, sizeof(pa)), 0);
+		assert_int_equal(hako_endpoint_send(b, &kb, pb, sizeof(pb)), 0);
+	}
+	/* Probes may still be on their way: skip seq 0, then 1..100 in order. */
+	for (uint32_t want = 1; want <= 100; want++) {
+		uint32_t seq;
+		do {
+			assert_int_equal(ept_recv_wait(b, &ka, got, sizeof(got), &len), 0);
+			memcpy(&seq, got, sizeof(seq));
+		} while (seq == 0 && want == 1);
+		assert_int_equal(seq, want);
+		assert_int_equal(len, PDU_LEN);
+		do {
+			assert_int_equal(ept_recv_wait(a, &kb, got, sizeof(got), &len), 0);
+			memcpy(&seq, got, sizeof(seq));
+		} while (seq == 0 && want == 1);
+		assert_int_equal(seq, want);
+		assert_int_equal(len, 112);
+	}
+	/* The last PDU, then close at once: it is out (acknowledged) before close returns. */
+	fill_pdu(pa, 1000);
+	assert_int_equal(hako_endpoint_send(a, &ka, pa, sizeof(pa)), 0);
+	ept_close(a);
+	assert_int_equal(ept_recv_wait(b, &ka, got, sizeof(got), &len), 0);
+	assert_memory_equal(got, pa, PDU_LEN);
+}
+
+/* One sender, three receivers: the broker fans out, each gets every PDU in order. */
+static void test_fanout(void **state)
+{
+	(void)state;
+	broker_start(&g_broker);
+	hako_endpoint_t *rx[3];
+	static burst_rx_t b[3];
+	char name[32];
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "fan_rx%d", i);
+		rx[i] = mqtt_ep(name, "in", 1, NULL, 16);
+		memset(&b[i], 0, sizeof(b[i]));
+		b[i].next = 1;
+		assert_int_equal(hako_endpoint_subscribe(rx[i], NULL, on_burst, &b[i], NULL), 0);
+	}
+	hako_endpoint_t *tx = mqtt_ep("fan_tx", "out", 1, NULL, 16);
+	hako_pdu_key_t k = ept_key("Drone", 1);
+	uint8_t pdu[PDU_LEN];
+	fill_pdu(pdu, 0);
+	int ok;
+	HTU_WAIT_UNTIL(ok,
+	               hako_endpoint_send(tx, &k, pdu, sizeof(pdu)) == 0 && b[0].probes &&
+	                   b[1].probes && b[2].probes,
+	               10 * 1000000);
+	assert_true(ok);
+	for (uint32_t i = 1; i <= 1000; i++) {
+		fill_pdu(pdu, i);
+		assert_int_equal(hako_endpoint_send(tx, &k, pdu, sizeof(pdu)), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		EPT_WAIT_FOR(atomic_load(&b[i].count) >= 1000);
+		assert_int_equal(atomic_load(&b[i].count), 1000);
+		assert_int_equal(atomic_load(&b[i].out_of_order), 0);
+	}
+}
+
+/* PDUs sent just before stop are written out (QoS 1: acknowledged) by stop. */
+static void test_stop_drain(void **state)
+{
+	(void)state;
+	broker_start(&g_broker);
+	hako_endpoint_t *rx = mqtt_ep("drain_rx", "in", 1, NULL, 16);
+	hako_endpoint_t *tx = mqtt_ep("drain_tx", "out", 1, NULL, 16);
+	static burst_rx_t b;
+	memset(&b, 0, sizeof(b));
+	b.next = 1;
+	assert_int_equal(hako_endpoint_subscribe(rx, NULL, on_burst, &b, NULL), 0);
+	hako_pdu_key_t k = ept_key("Drone", 1);
+	uint8_t pdu[PDU_LEN];
+	fill_pdu(pdu, 0);
+	int ok;
+	HTU_WAIT_UNTIL(ok, hako_endpoint_send(tx, &k, pdu, sizeof(pdu)) == 0 && b.probes,
+	               10 * 1000000);
+	assert_true(ok);
+	for (uint32_t i = 1; i <= 2000; i++) {
+		fill_pdu(pdu, i);
+		assert_int_equal(hako_endpoint_send(tx, &k, pdu, sizeof(pdu)), 0);
+	}
+	hako_endpoint_stop(tx);
+	hako_endpoint_stats_t s = ept_stats(tx);
+	assert_int_equal(s.send_dropped, 0);
+	assert_true(s.frames_out >= 2000); /* every one acknowledged before stop returned */
+	EPT_WAIT_FOR(atomic_load(&b.count) >= 2000);
+	assert_int_equal(atomic_load(&b.count), 2000);
+	assert_int_equal(atomic_load(&b.out_of_order), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +694,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_over_max_body, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pair_both_ways, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fanout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_drain, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
