@@ -186,13 +186,7 @@ static int mqtt_check_file(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 			snprintf(o->client_id, sizeof(o->client_id), "%.*s", (int)n, name);
 		}
 	}
-#ifndef HAKO_HAVE_MQTT
-	return hakoi_walk_fail(w, "protocol \"mqtt\": not built in (this hako was built without "
-	                          "libmosquitto: install libmosquitto-dev and build with "
-	                          "HAKO_WITH_MQTT=ON)");
-#else
 	return 0;
-#endif
 }
 
 static const hakoi_field_t mqtt_broker_fields[] = {
@@ -234,7 +228,27 @@ static const hakoi_field_t mqtt_option_fields[] = {
     HAKOI_END,
 };
 
+#ifndef HAKO_HAVE_MQTT
+/* A build without libmosquitto knows the protocol and says so, at "protocol", before anything
+ * else of the file. */
+static int not_built_in(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)base;
+	(void)f;
+	hakoi_walk_push_key(w, "protocol");
+	int r = hakoi_walk_fail(w, "mqtt: not built in (this hako was built without libmosquitto: "
+	                           "install libmosquitto-dev and build with HAKO_WITH_MQTT=ON)");
+	hakoi_walk_pop(w);
+	return r;
+}
+
+#endif
+
 static const hakoi_field_t mqtt_fields[] = {
+#ifndef HAKO_HAVE_MQTT
+    HAKOI_CHECK(not_built_in),
+#endif
     HAKOI_COMM_COMMON_FIELDS,
     HAKOI_COMM_OBJECT("mqtt", HAKOI_F_REQUIRED, mqtt_broker_fields),
     HAKOI_COMM_OBJECT("options", 0, mqtt_option_fields),
@@ -305,7 +319,8 @@ typedef struct mqtt_comm {
 	char where[300]; /* "broker 127.0.0.1:1883" for log lines */
 
 	pthread_t thread;
-	int thread_up;
+	int started;          /* start .. stop (the caller's) */
+	atomic_int thread_up; /* set by the thread itself, with loop_tid */
 	pthread_t loop_tid;
 	atomic_int stopping;
 
@@ -454,7 +469,7 @@ static int mqtt_send(void *impl, const hako_pdu_key_t *key, const void *data, si
 		hakoi_count(&m->ctx.ctr->send_dropped, 1);
 		return HAKO_ETOOBIG;
 	}
-	int on_loop = m->thread_up && pthread_equal(pthread_self(), m->loop_tid);
+	int on_loop = atomic_load(&m->thread_up) && pthread_equal(pthread_self(), m->loop_tid);
 	int depth = (int)m->cfg->send_queue_depth;
 	if (atomic_load(&m->inflight) >= depth && !on_loop && m->opt->blocking &&
 	    m->opt->write_timeout_ms > 0) {
@@ -685,6 +700,9 @@ static void backoff_wait(mqtt_comm_t *m, unsigned ms)
 static void *mqtt_thread(void *arg)
 {
 	mqtt_comm_t *m = arg;
+	/* Before any callback can run a subscriber that sends (mqtt_send must not wait here). */
+	m->loop_tid = pthread_self();
+	atomic_store(&m->thread_up, 1);
 	unsigned delay = m->opt->reconnect_min_ms;
 	int first = 1, sock_up = 0;
 	while (!atomic_load(&m->stopping)) {
@@ -823,8 +841,7 @@ static int mqtt_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 		               "mqtt: cannot start its thread: %s", strerror(r));
 		return HAKO_ENOMEM;
 	}
-	m->loop_tid = m->thread;
-	m->thread_up = 1;
+	m->started = 1;
 	return 0;
 }
 
@@ -833,7 +850,7 @@ static int mqtt_start(void *impl, hako_domain_t *dom, hako_error_t *err)
 static void mqtt_stop(void *impl)
 {
 	mqtt_comm_t *m = impl;
-	if (!m->thread_up) {
+	if (!m->started) {
 		return;
 	}
 	uint32_t wait_ms = m->opt->write_timeout_ms > 0 ? m->opt->write_timeout_ms : 1000;
@@ -862,7 +879,8 @@ static void mqtt_stop(void *impl)
 	pthread_mutex_unlock(&m->lock);
 	mosquitto_disconnect(m->mosq); /* wakes the thread's loop; it then ends */
 	pthread_join(m->thread, NULL);
-	m->thread_up = 0;
+	atomic_store(&m->thread_up, 0);
+	m->started = 0;
 	went_down(m, "stopped");
 	uint64_t refused = refused_total(m);
 	if (refused > 0) {
