@@ -684,6 +684,66 @@ static void test_stop_drain(void **state)
 	assert_int_equal(atomic_load(&b.out_of_order), 0);
 }
 
+/* A subscriber that sends from the comm's own thread (a bridge forwarding on one endpoint):
+ * never waits for room only that thread could make; every PDU comes back. */
+typedef struct echo {
+	hako_endpoint_t *ep;
+	_Atomic uint32_t sent_back;
+} echo_t;
+
+static void on_echo(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	(void)key;
+	echo_t *e = user;
+	hako_pdu_key_t out = ept_key("Drone", 1);
+	if (len == PDU_LEN && hako_endpoint_send(e->ep, &out, data, len) == 0) {
+		atomic_fetch_add(&e->sent_back, 1);
+	}
+}
+
+static void test_echo_from_subscriber(void **state)
+{
+	(void)state;
+	broker_start(&g_broker);
+	/* A small window, so that the echoes find it full at times. */
+	char buf[700];
+	snprintf(buf, sizeof(buf),
+	         "{\"protocol\": \"mqtt\", \"direction\": \"inout\", \"mqtt\": {\"broker\": "
+	         "\"127.0.0.1:%d\", \"topic_prefix\": \"echo\", \"qos\": 1, \"client_id\": "
+	         "\"echo_a\"}, \"options\": {\"send_queue_depth\": 4}}",
+	         g_broker.port);
+	hako_endpoint_t *a = ept_must_open("echo_a", buf, 0, 0);
+	snprintf(buf, sizeof(buf),
+	         "{\"protocol\": \"mqtt\", \"direction\": \"inout\", \"mqtt\": {\"broker\": "
+	         "\"127.0.0.1:%d\", \"topic_prefix\": \"echo\", \"qos\": 1, \"client_id\": "
+	         "\"echo_b\"}}",
+	         g_broker.port);
+	hako_endpoint_t *b = ept_must_open("echo_b", buf, 0, 0);
+	static echo_t e;
+	memset(&e, 0, sizeof(e));
+	e.ep = a;
+	hako_pdu_key_t in = ept_key("Drone", 0);
+	assert_int_equal(hako_endpoint_subscribe(a, &in, on_echo, &e, NULL), 0);
+	static burst_rx_t r;
+	memset(&r, 0, sizeof(r));
+	r.next = 1;
+	hako_pdu_key_t back = ept_key("Drone", 1);
+	assert_int_equal(hako_endpoint_subscribe(b, &back, on_burst, &r, NULL), 0);
+	uint8_t pdu[PDU_LEN];
+	fill_pdu(pdu, 0);
+	int ok;
+	HTU_WAIT_UNTIL(ok, hako_endpoint_send(b, &in, pdu, sizeof(pdu)) == 0 && r.probes,
+	               10 * 1000000);
+	assert_true(ok);
+	for (uint32_t i = 1; i <= 500; i++) {
+		fill_pdu(pdu, i);
+		assert_int_equal(hako_endpoint_send(b, &in, pdu, sizeof(pdu)), 0);
+	}
+	EPT_WAIT_FOR(atomic_load(&r.count) >= 500);
+	assert_int_equal(atomic_load(&r.out_of_order), 0);
+	assert_int_equal(ept_stats(a).send_dropped, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -697,6 +757,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_pair_both_ways, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fanout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_drain, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_echo_from_subscriber, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
