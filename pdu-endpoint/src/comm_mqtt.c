@@ -397,12 +397,15 @@ static int publish_locked(mqtt_comm_t *m, const hako_pdu_key_t *key, const void 
 	                           m->opt->retain != 0);
 	if (rc != MOSQ_ERR_SUCCESS) {
 		atomic_fetch_sub(&m->inflight, 1);
+		if (rc == MOSQ_ERR_NO_CONN) {
+			return HAKO_ENOTCONN; /* lost a moment ago: the caller keeps it pending */
+		}
 		hakoi_count(&m->ctx.ctr->send_dropped, 1);
 		if (rc == MOSQ_ERR_INVAL || rc == MOSQ_ERR_MALFORMED_UTF8 ||
 		    rc == MOSQ_ERR_PAYLOAD_SIZE) {
 			return HAKO_EINVAL; /* a robot name with + or #, bad UTF-8 */
 		}
-		return HAKO_ENOTCONN;
+		return HAKO_EIO;
 	}
 	hakoi_count(&m->ctx.ctr->bytes_out, len);
 	return 0;
@@ -453,7 +456,9 @@ static void flush_pending_locked(mqtt_comm_t *m)
 {
 	for (size_t i = 0; i < m->pend_count; i++) {
 		pending_t *p = &m->pend[i];
-		(void)publish_locked(m, &p->key, p->data, p->len);
+		if (publish_locked(m, &p->key, p->data, p->len) == HAKO_ENOTCONN) {
+			hakoi_count(&m->ctx.ctr->send_dropped, 1); /* lost again at once */
+		}
 		free(p->data);
 		p->data = NULL;
 	}
@@ -502,6 +507,9 @@ static int mqtt_send(void *impl, const hako_pdu_key_t *key, const void *data, si
 		rc = HAKO_ETIMEDOUT;
 	} else {
 		rc = publish_locked(m, key, data, len);
+		if (rc == HAKO_ENOTCONN) {
+			rc = keep_pending(m, key, data, len);
+		}
 	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
