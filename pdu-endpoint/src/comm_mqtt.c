@@ -19,7 +19,9 @@
  *  - disconnected: a send keeps the newest PDU of its channel (latest value) and returns 0;
  *    at most pending_max channels and max_buffered_bytes bytes are kept, more is dropped and
  *    counted. After the reconnect they are published first, in the order their channels were
- *    first written, before any newer send.
+ *    first written, before any newer send. The newest PDU published on each channel is kept
+ *    too: what libmosquitto held when the connection broke is dropped with its client state
+ *    (resent, it would arrive behind newer PDUs) and that copy is published again instead.
  *
  * Input is hostile: a message whose topic is not "<prefix>/<robot>/<channel id>", of a channel
  * the pdudef lacks, empty, larger than the channel (pdudef) or than max_body_bytes is dropped,
@@ -304,11 +306,14 @@ static const char *const refusal_words[R_KINDS] = {
     "payload larger than its channel",    "payload larger than max_body_bytes",
 };
 
-typedef struct pending {
+/* The newest PDU of a channel: the last published (to publish again after a lost connection)
+ * or, pending, one that waits for the connection. */
+typedef struct chan {
 	hako_pdu_key_t key;
 	void *data;
-	size_t len;
-} pending_t;
+	size_t len, cap;
+	int pending;
+} chan_t;
 
 typedef struct mqtt_comm {
 	hakoi_comm_ctx_t ctx;
@@ -330,9 +335,12 @@ typedef struct mqtt_comm {
 	pthread_cond_t wake;
 	int connected; /* CONNACK accepted, not lost since */
 	int ever_up;   /* connected once: a later connect is a reconnect */
-	pending_t *pend;
-	size_t pend_count;
-	size_t pend_bytes;
+	chan_t *chans; /* pending_max, in the order channels were first sent */
+	size_t chan_count;
+	size_t chan_bytes;
+	uint32_t *chan_index; /* open addressing: slot + 1, 0 = free; chan_hcap entries */
+	size_t chan_hcap;
+	int reinit;         /* the connection was lost: libmosquitto's old queue is to be dropped */
 	char last_err[256]; /* the last connection error logged (logged again when it changes) */
 	unsigned failures;  /* attempts since the last success */
 	int refused_now;    /* this attempt's CONNACK said no (logged by on_connect) */
@@ -411,59 +419,96 @@ static int publish_locked(mqtt_comm_t *m, const hako_pdu_key_t *key, const void 
 	return 0;
 }
 
-/* Disconnected: keep the newest PDU of the channel. */
-static int keep_pending(mqtt_comm_t *m, const hako_pdu_key_t *key, const void *data, size_t len)
+static size_t chan_hash(const hako_pdu_key_t *key)
 {
-	pending_t *p = NULL;
-	for (size_t i = 0; i < m->pend_count; i++) {
-		if (m->pend[i].key.channel_id == key->channel_id &&
-		    strcmp(m->pend[i].key.robot, key->robot) == 0) {
-			p = &m->pend[i];
-			break;
+	uint64_t h = 1469598103934665603ull ^ (uint32_t)key->channel_id;
+	for (const char *c = key->robot; *c != '\0'; c++) {
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	}
+	return (size_t)(h ^ (h >> 29));
+}
+
+/* The channel's slot, added when absent (NULL when pending_max channels are known). */
+static chan_t *chan_get(mqtt_comm_t *m, const hako_pdu_key_t *key)
+{
+	size_t mask = m->chan_hcap - 1;
+	for (size_t i = chan_hash(key) & mask;; i = (i + 1) & mask) {
+		uint32_t v = m->chan_index[i];
+		if (v == 0) {
+			if (m->chan_count >= m->opt->pending_max) {
+				return NULL;
+			}
+			chan_t *c = &m->chans[m->chan_count++];
+			c->key = *key;
+			m->chan_index[i] = (uint32_t)m->chan_count;
+			return c;
+		}
+		chan_t *c = &m->chans[v - 1];
+		if (c->key.channel_id == key->channel_id && strcmp(c->key.robot, key->robot) == 0) {
+			return c;
 		}
 	}
-	size_t old = p != NULL ? p->len : 0;
-	if ((p == NULL && m->pend_count >= m->opt->pending_max) ||
-	    m->pend_bytes - old + len > m->cfg->max_buffered_bytes) {
+}
+
+/* Keep a copy of the channel's newest PDU; 0, or HAKO_ENOSPC past pending_max channels or
+ * max_buffered_bytes bytes. */
+static int chan_keep(mqtt_comm_t *m, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	chan_t *c = chan_get(m, key);
+	if (c == NULL) {
+		return HAKO_ENOSPC;
+	}
+	if (len > c->cap) {
+		if (m->chan_bytes - c->cap + len > m->cfg->max_buffered_bytes) {
+			return HAKO_ENOSPC;
+		}
+		void *d = realloc(c->data, len);
+		if (d == NULL) {
+			return HAKO_ENOMEM;
+		}
+		m->chan_bytes = m->chan_bytes - c->cap + len;
+		c->data = d;
+		c->cap = len;
+	}
+	memcpy(c->data, data, len);
+	c->len = len;
+	return 0;
+}
+
+/* Disconnected: keep the newest PDU of the channel for the reconnect. */
+static int keep_pending(mqtt_comm_t *m, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	int r = chan_keep(m, key, data, len);
+	if (r != 0) {
 		hakoi_count(&m->ctx.ctr->send_dropped, 1);
 		if (atomic_exchange(&m->pend_full_logged, 1) == 0) {
 			HAKO_WARN(
 			    "endpoint '%s': %s unreachable and %zu channels (%zu bytes) already "
 			    "wait for it: PDU of %s/%d dropped (counted in send_dropped)",
-			    m->ctx.ep_name, m->where, m->pend_count, m->pend_bytes, key->robot,
+			    m->ctx.ep_name, m->where, m->chan_count, m->chan_bytes, key->robot,
 			    (int)key->channel_id);
 		}
-		return HAKO_ENOTCONN;
+		return r == HAKO_ENOMEM ? r : HAKO_ENOTCONN;
 	}
-	void *copy = malloc(len > 0 ? len : 1);
-	if (copy == NULL) {
-		return HAKO_ENOMEM;
-	}
-	memcpy(copy, data, len);
-	if (p == NULL) {
-		p = &m->pend[m->pend_count++];
-		p->key = *key;
-	} else {
-		free(p->data);
-	}
-	p->data = copy;
-	p->len = len;
-	m->pend_bytes = m->pend_bytes - old + len;
+	chan_get(m, key)->pending = 1;
 	return 0;
 }
 
+/* Connected again: the newest PDU of every channel that has one waiting (sent while
+ * disconnected, or in flight when the connection broke), in the order channels were first
+ * sent, before any newer send. */
 static void flush_pending_locked(mqtt_comm_t *m)
 {
-	for (size_t i = 0; i < m->pend_count; i++) {
-		pending_t *p = &m->pend[i];
-		if (publish_locked(m, &p->key, p->data, p->len) == HAKO_ENOTCONN) {
+	for (size_t i = 0; i < m->chan_count; i++) {
+		chan_t *c = &m->chans[i];
+		if (!c->pending) {
+			continue;
+		}
+		c->pending = 0;
+		if (publish_locked(m, &c->key, c->data, c->len) == HAKO_ENOTCONN) {
 			hakoi_count(&m->ctx.ctr->send_dropped, 1); /* lost again at once */
 		}
-		free(p->data);
-		p->data = NULL;
 	}
-	m->pend_count = 0;
-	m->pend_bytes = 0;
 	atomic_store(&m->pend_full_logged, 0);
 }
 
@@ -509,6 +554,10 @@ static int mqtt_send(void *impl, const hako_pdu_key_t *key, const void *data, si
 		rc = publish_locked(m, key, data, len);
 		if (rc == HAKO_ENOTCONN) {
 			rc = keep_pending(m, key, data, len);
+		} else if (rc == 0) {
+			/* To publish again if the connection breaks before it is through; past the
+			 * bounds the channel just is not republished. */
+			(void)chan_keep(m, key, data, len);
 		}
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -581,14 +630,22 @@ static void went_down(mqtt_comm_t *m, const char *why)
 	if (was) {
 		/* The loss is logged here; the thread's loop reports the same reason after. */
 		snprintf(m->last_err, sizeof(m->last_err), "%s", why);
+		if (!atomic_load(&m->stopping)) {
+			/* What libmosquitto held for the old connection (QoS 0 packets not written,
+			 * QoS 1/2 not acknowledged) would go out after the reconnect behind newer
+			 * PDUs: it is dropped (the thread reinitialises the client) and the newest
+			 * PDU of each channel is published again instead. */
+			for (size_t i = 0; i < m->chan_count; i++) {
+				m->chans[i].pending = 1;
+			}
+			m->reinit = 1;
+		}
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (was) {
 		atomic_fetch_sub_explicit(&m->ctx.ctr->peers, 1, memory_order_relaxed);
 		hakoi_count(&m->ctx.ctr->disconnects, 1);
-		/* What libmosquitto still held for the old connection is its business now (QoS 0
-		 * is dropped, QoS 1/2 resent); the window starts afresh. */
-		atomic_store(&m->inflight, 0);
+		atomic_store(&m->inflight, 0); /* the window starts afresh */
 		room_signal(m);
 		if (!atomic_load(&m->stopping)) {
 			HAKO_WARN(
@@ -689,6 +746,8 @@ static void on_message(struct mosquitto *mosq, void *arg, const struct mosquitto
 
 /* ---- the connection thread ---- */
 
+static void client_setup(mqtt_comm_t *m);
+
 static void backoff_wait(mqtt_comm_t *m, unsigned ms)
 {
 	struct timespec dl;
@@ -717,6 +776,13 @@ static void *mqtt_thread(void *arg)
 		if (!sock_up) {
 			pthread_mutex_lock(&m->lock);
 			m->refused_now = 0;
+			if (m->reinit) {
+				/* No sender publishes now (connected is 0, under this lock). */
+				mosquitto_reinitialise(m->mosq, m->opt->client_id, true, m);
+				client_setup(m);
+				m->reinit = 0;
+				first = 1;
+			}
 			pthread_mutex_unlock(&m->lock);
 			errno = 0;
 			int rc = first
@@ -779,10 +845,11 @@ static void mqtt_free(mqtt_comm_t *m)
 	if (m->mosq != NULL) {
 		mosquitto_destroy(m->mosq);
 	}
-	for (size_t i = 0; i < m->pend_count; i++) {
-		free(m->pend[i].data);
+	for (size_t i = 0; i < m->chan_count; i++) {
+		free(m->chans[i].data);
 	}
-	free(m->pend);
+	free(m->chans);
+	free(m->chan_index);
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->wake);
 	pthread_mutex_destroy(&m->room_lock);
@@ -810,15 +877,27 @@ static int mqtt_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err
 	pthread_cond_init(&m->room, NULL);
 	snprintf(m->sub_topic, sizeof(m->sub_topic), "%s/#", m->opt->topic_prefix);
 	snprintf(m->where, sizeof(m->where), "broker %s:%u", m->opt->host, (unsigned)m->opt->port);
-	m->pend = calloc(m->opt->pending_max, sizeof(*m->pend));
+	m->chans = calloc(m->opt->pending_max, sizeof(*m->chans));
+	m->chan_hcap = 2;
+	while (m->chan_hcap < 2u * m->opt->pending_max) {
+		m->chan_hcap *= 2;
+	}
+	m->chan_index = calloc(m->chan_hcap, sizeof(*m->chan_index));
 	m->mosq = mosquitto_new(m->opt->client_id, true, m);
-	if (m->pend == NULL || m->mosq == NULL) {
+	if (m->chans == NULL || m->chan_index == NULL || m->mosq == NULL) {
 		hako_error_set(err, HAKO_ENOMEM, m->cfg->path, 0, 0,
 		               "mqtt: cannot create the client: %s",
 		               m->mosq == NULL ? strerror(errno) : "out of memory");
 		mqtt_free(m);
 		return HAKO_ENOMEM;
 	}
+	client_setup(m);
+	*impl = m;
+	return 0;
+}
+
+static void client_setup(mqtt_comm_t *m)
+{
 	mosquitto_threaded_set(m->mosq, true);
 	mosquitto_int_option(m->mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
 	/* The window is ours (send_queue_depth); libmosquitto's own (20 by default) would only
@@ -834,8 +913,6 @@ static int mqtt_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err
 	mosquitto_disconnect_callback_set(m->mosq, on_disconnect);
 	mosquitto_publish_callback_set(m->mosq, on_publish);
 	mosquitto_message_callback_set(m->mosq, on_message);
-	*impl = m;
-	return 0;
 }
 
 static int mqtt_start(void *impl, hako_domain_t *dom, hako_error_t *err)
@@ -890,6 +967,11 @@ static void mqtt_stop(void *impl)
 	atomic_store(&m->thread_up, 0);
 	m->started = 0;
 	went_down(m, "stopped");
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->chan_count; i++) {
+		m->chans[i].pending = 0; /* what still waited is dropped with the stop */
+	}
+	pthread_mutex_unlock(&m->lock);
 	uint64_t refused = refused_total(m);
 	if (refused > 0) {
 		HAKO_INFO(

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -744,6 +745,91 @@ static void test_echo_from_subscriber(void **state)
 	assert_int_equal(ept_stats(a).send_dropped, 0);
 }
 
+/* Mid-stream: a thread sends every millisecond while the broker is killed and restarted. The
+ * receiver sees the sequence never go back (per channel order, across the reconnect), the
+ * stream resumes, and the last PDU sent is the last one it gets. */
+typedef struct stream_rx {
+	_Atomic uint32_t last;
+	_Atomic uint32_t went_back;
+	_Atomic uint32_t count;
+} stream_rx_t;
+
+static void on_stream(void *user, const hako_pdu_key_t *key, const void *data, size_t len)
+{
+	(void)key;
+	stream_rx_t *r = user;
+	uint32_t seq;
+	if (len != PDU_LEN) {
+		return;
+	}
+	memcpy(&seq, data, sizeof(seq));
+	if (seq < atomic_load(&r->last)) {
+		atomic_fetch_add(&r->went_back, 1);
+	}
+	atomic_store(&r->last, seq);
+	atomic_fetch_add(&r->count, 1);
+}
+
+typedef struct stream_tx {
+	hako_endpoint_t *ep;
+	atomic_int stop;
+	_Atomic uint32_t sent; /* the last seq sent */
+	_Atomic int errors;
+} stream_tx_t;
+
+static void *stream_send(void *arg)
+{
+	stream_tx_t *t = arg;
+	hako_pdu_key_t k = ept_key("Drone", 1);
+	uint8_t pdu[PDU_LEN];
+	for (uint32_t seq = 1; !atomic_load(&t->stop); seq++) {
+		fill_pdu(pdu, seq);
+		if (hako_endpoint_send(t->ep, &k, pdu, sizeof(pdu)) != 0) {
+			atomic_fetch_add(&t->errors, 1);
+		}
+		atomic_store(&t->sent, seq);
+		htu_sleep_usec(1000);
+	}
+	return NULL;
+}
+
+static void test_restart_mid_stream(void **state)
+{
+	(void)state;
+	broker_start(&g_broker);
+	hako_endpoint_t *rx = mqtt_ep("mid_rx", "in", 1, NULL, 16);
+	hako_endpoint_t *tx = mqtt_ep("mid_tx", "out", 1, ", \"retain\": true", 16);
+	static stream_rx_t r;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(hako_endpoint_subscribe(rx, NULL, on_stream, &r, NULL), 0);
+	EPT_WAIT_FOR(ept_stats(rx).peers == 1 && ept_stats(tx).peers == 1);
+	static stream_tx_t t;
+	memset(&t, 0, sizeof(t));
+	t.ep = tx;
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stream_send, &t), 0);
+	EPT_WAIT_UNTIL(atomic_load(&r.count) >= 100);
+	int streaming = atomic_load(&r.count) >= 100;
+	broker_kill(&g_broker);
+	EPT_WAIT_UNTIL(ept_stats(rx).peers == 0 && ept_stats(tx).peers == 0);
+	uint32_t at_kill = atomic_load(&t.sent);
+	EPT_WAIT_UNTIL(atomic_load(&t.sent) >= at_kill + 100); /* sends go on meanwhile */
+	broker_start(&g_broker);
+	uint32_t at_restart = atomic_load(&t.sent);
+	EPT_WAIT_UNTIL(atomic_load(&r.last) >= at_restart + 100);
+	int resumed = atomic_load(&r.last) >= at_restart + 100;
+	atomic_store(&t.stop, 1);
+	pthread_join(th, NULL);
+	uint32_t final = atomic_load(&t.sent);
+	EPT_WAIT_UNTIL(atomic_load(&r.last) == final);
+	assert_true(streaming);
+	assert_true(resumed);
+	assert_int_equal(atomic_load(&r.last), final);
+	assert_int_equal(atomic_load(&r.went_back), 0);
+	assert_int_equal(atomic_load(&t.errors), 0);
+	assert_true(ept_stats(tx).reconnects >= 1 && ept_stats(rx).reconnects >= 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -751,6 +837,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_to_mosquitto_sub, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_burst_qos1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_broker_restart, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restart_mid_stream, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_over_max_body, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
