@@ -2,10 +2,11 @@
 # sudo): they install what is missing, build, then run the demo or the whole test suite.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev cmake pkg-config \
+PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev libmosquitto-dev cmake pkg-config \
             python3-dev
-# Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium.
-TEST_PACKAGES := chromium
+# Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium;
+# the mqtt tests (endpoint.mqtt*) start a mosquitto broker and its clients.
+TEST_PACKAGES := chromium mosquitto mosquitto-clients
 # The tests against clients nobody here wrote (test/node: Foxglove's packages, ...) run on node:
 # Debian's nodejs and npm unless they are there already, then `npm ci` of test/node's lock file.
 TEST_PACKAGES += $(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)

@@ -4,7 +4,7 @@
 # Installs nothing: the baselines (libzmq, pipes) come with `make deps`. Extra arguments for
 # each program can be passed in SHM_LATENCY_ARGS / STEP_RATE_ARGS / PDU_CODEC_ARGS /
 # COMPAT_PDU_ARGS / RD_HANDOFF_ARGS / ENDPOINT_THROUGHPUT_ARGS / ENDPOINT_LATENCY_ARGS /
-# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / FLEET_ARGS / PYTHON_STEP_ARGS, e.g.
+# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / FLEET_ARGS / PYTHON_STEP_ARGS / MQTT_THROUGHPUT_ARGS, e.g.
 # STEP_RATE_ARGS=--quick.
 # Results: <build-dir>/bench-results/<bench>-<timestamp>.csv, plus <bench>.csv (the latest run)
 # and env-<timestamp>.txt describing the machine.
@@ -68,6 +68,13 @@ run conductor_rate ${CONDUCTOR_RATE_ARGS:-}
 run fleet ${FLEET_ARGS:-}
 # shellcheck disable=SC2086
 run python_step ${PYTHON_STEP_ARGS:-}
+# Only in a build with the mqtt comm (HAKO_WITH_MQTT), and with mosquitto installed.
+if [ -x "$build/bench/mqtt_throughput" ] && [ -x /usr/sbin/mosquitto ]; then
+	# shellcheck disable=SC2086
+	run mqtt_throughput ${MQTT_THROUGHPUT_ARGS:-}
+else
+	echo "$0: mqtt_throughput skipped (not built, or no /usr/sbin/mosquitto)" >&2
+fi
 
 echo "loadavg after: $(cat /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/env-$stamp.txt"
 echo "results in $out (env-$stamp.txt, *-$stamp.csv)" >&2

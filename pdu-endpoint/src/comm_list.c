@@ -5,7 +5,13 @@
 #include "ep_comm.h"
 
 const hakoi_comm_t *const hakoi_comms[] = {
-    &hakoi_comm_tcp, &hakoi_comm_udp, &hakoi_comm_shm, &hakoi_comm_ws, &hakoi_comm_storage, NULL,
+    &hakoi_comm_tcp,
+    &hakoi_comm_udp,
+    &hakoi_comm_shm,
+    &hakoi_comm_ws,
+    &hakoi_comm_storage,
+    &hakoi_comm_mqtt,
+    NULL,
 };
 
 const hakoi_comm_t *hakoi_comm_find(const char *name)

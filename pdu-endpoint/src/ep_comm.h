@@ -235,6 +235,7 @@ extern const hakoi_comm_t hakoi_comm_udp;
 extern const hakoi_comm_t hakoi_comm_ws;
 extern const hakoi_comm_t hakoi_comm_shm;
 extern const hakoi_comm_t hakoi_comm_storage;
+extern const hakoi_comm_t hakoi_comm_mqtt; /* a stub that refuses its files without libmosquitto */
 
 /* The registered comms (comm_list.c), NULL-terminated, in the order error messages list them. */
 extern const hakoi_comm_t *const hakoi_comms[];

@@ -207,11 +207,13 @@ static void stats_to_stderr(const hako_endpoint_t *ep)
 	fprintf(stderr, "hako-endpoint: %s: %s\n", hako_endpoint_name(ep), line);
 }
 
+/* tcp, websocket: a peer; mqtt: the broker. */
 static int is_connected_comm(const hako_endpoint_t *ep)
 {
 	const hako_endpoint_config_t *cfg = hako_endpoint_config(ep);
-	return cfg->comm != NULL &&
-	       (cfg->comm->protocol == HAKO_COMM_TCP || cfg->comm->protocol == HAKO_COMM_WEBSOCKET);
+	return cfg->comm != NULL && (cfg->comm->protocol == HAKO_COMM_TCP ||
+	                             cfg->comm->protocol == HAKO_COMM_WEBSOCKET ||
+	                             cfg->comm->protocol == HAKO_COMM_MQTT);
 }
 
 /* ---- probe ---- */
@@ -555,7 +557,8 @@ out:
 	return rc;
 }
 
-/* Wait for at least one connected peer (tcp, websocket). 0, or 1 after an error line. */
+/* Wait for at least one connected peer (tcp, websocket; mqtt: the broker). 0, or 1 after an error
+ * line. */
 static int wait_peer(hako_endpoint_t *ep, const char *path, double wait_sec)
 {
 	if (!is_connected_comm(ep)) {

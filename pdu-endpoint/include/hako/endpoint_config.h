@@ -62,6 +62,7 @@ typedef enum hako_comm_protocol {
 	HAKO_COMM_SHM = 2,
 	HAKO_COMM_WEBSOCKET = 3,
 	HAKO_COMM_STORAGE = 4,
+	HAKO_COMM_MQTT = 5, /* only in a build with libmosquitto (HAKO_WITH_MQTT) */
 } hako_comm_protocol_t;
 
 typedef enum hako_comm_direction {
@@ -157,6 +158,27 @@ typedef struct hako_comm_storage_options {
 	char path[HAKO_ENDPOINT_PATH_MAX]; /* resolved against the comm file's folder */
 } hako_comm_storage_options_t;
 
+/* mqtt: Hakoniwa's keys are in the file's "mqtt" object, hako's own in "options". */
+typedef struct hako_comm_mqtt_options {
+	char broker[256];       /* as the file gives it: "tcp://host:port" (Hakoniwa's form),
+	                           "mqtt://host:port", "host:port" or "host" */
+	char host[256];         /* parsed from broker */
+	uint16_t port;          /* parsed from broker; 1883 when it names none */
+	char topic_prefix[256]; /* trailing '/' taken off; "hakoniwa" when empty (as Hakoniwa) */
+	char client_id[HAKO_ENDPOINT_NAME_MAX]; /* default: the comm file's name without .json */
+	int qos;                                /* 0 (default), 1 or 2 */
+	int retain;                             /* 0 */
+	/* hako's own (options): */
+	uint32_t keepalive_sec;    /* 30 */
+	uint32_t reconnect_min_ms; /* 100: the first retry's delay, doubled up to the max */
+	uint32_t reconnect_max_ms; /* 2000 */
+	uint32_t write_timeout_ms; /* 1000: how long a blocking send waits for room */
+	int blocking;              /* 1: a send waits for room in the in-flight window */
+	uint32_t pending_max;      /* 1024: channels whose newest PDU is kept while disconnected */
+	char username[128];        /* "" = none */
+	char password[128];
+} hako_comm_mqtt_options_t;
+
 typedef struct hako_comm_shm_pdu {
 	char name[HAKO_NAME_MAX];
 	int notify_on_recv;
@@ -214,8 +236,9 @@ HAKO_API const hako_comm_tcp_options_t *hako_comm_tcp_options(const hako_comm_co
 HAKO_API const hako_comm_udp_options_t *hako_comm_udp_options(const hako_comm_config_t *cc);
 HAKO_API const hako_comm_storage_options_t *hako_comm_storage_options(const hako_comm_config_t *cc);
 HAKO_API const hako_comm_ws_options_t *hako_comm_ws_options(const hako_comm_config_t *cc);
+HAKO_API const hako_comm_mqtt_options_t *hako_comm_mqtt_options(const hako_comm_config_t *cc);
 HAKO_API const hako_comm_shm_options_t *hako_comm_shm_options(const hako_comm_config_t *cc);
-/* "tcp", "udp", "shm", "websocket": the comm file's protocol; "" for NULL. */
+/* "tcp", "udp", "shm", "websocket", "mqtt": the comm file's protocol; "" for NULL. */
 HAKO_API const char *hako_comm_protocol_name(const hako_comm_config_t *cc);
 
 typedef struct hako_cache_config {
