@@ -3,9 +3,13 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev cmake pkg-config \
-            python3-dev
-# Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium.
-TEST_PACKAGES := chromium
+            python3-dev libzstd-dev
+# Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium;
+# node runs the npm readers below (Debian's nodejs comes without npm: installed if missing).
+TEST_PACKAGES := chromium nodejs
+# ... and the npm packages of the tests that check our files with readers nobody here wrote,
+# pinned by their package-lock.json (mcap.real_reader: @mcap/core, @mcap/support).
+NPM_TEST_DIRS := test/mcap/node
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CMAKE_FLAGS ?=
 
@@ -22,6 +26,12 @@ deps test-deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
+	@if [ "$@" = test-deps ]; then \
+	  command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	    --no-install-recommends npm || exit 1; \
+	  for d in $(NPM_TEST_DIRS); do \
+	    [ -d $$d/node_modules ] || npm ci --prefix $$d --ignore-scripts --no-audit --no-fund || exit 1; \
+	  done; fi
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
