@@ -416,7 +416,8 @@ static void test_unchunked_unknown_opcode(void **state)
 	hako_mcap_reader_close(r);
 
 	/* Not MCAP at all; and a first record that is no Header. */
-	spit(path, (const uint8_t *)"PK\003\004 not mcap", 15);
+	static const char zip[] = "PK\003\004 not an mcap file";
+	spit(path, (const uint8_t *)zip, sizeof(zip) - 1);
 	assert_int_equal(hako_mcap_reader_open(&r, path, err, sizeof(err)), HAKO_EMAGIC);
 	assert_non_null(strstr(err, "not an MCAP file"));
 	p = f + 8;
