@@ -5,7 +5,9 @@
  *   none.mcap   uncompressed chunks
  *   empty.mcap  schemas and channels, no message
  *   cut.mcap    zstd.mcap cut off in the middle of its last chunk (a crash while recording):
- *               the messages are those hako_mcap's reader finds in the whole chunks */
+ *               the messages are those hako_mcap's reader finds in the whole chunks
+ * mcap_fixture --dump FILE: what hako_mcap's reader finds in FILE, in file order, as one such
+ * manifest entry (with "skips"), for write_mcap.mjs. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -52,6 +54,18 @@ static int manifest_entry(FILE *f, const char *dir, const char *name, int indexe
 	}
 	fprintf(f, "%s{\"file\":", first ? "" : ",\n");
 	json_str(f, name);
+	if (indexed < 0) {
+		indexed = hako_mcap_reader_indexed(r);
+		fprintf(f, ",\"skips\":[");
+		for (size_t i = 0; i < hako_mcap_reader_skip_count(r); i++) {
+			const hako_mcap_skip_t *sk = hako_mcap_reader_skip(r, i);
+			fprintf(f, "%s{\"offset\":%llu,\"bytes\":%llu,\"why\":", i ? "," : "",
+			        (unsigned long long)sk->offset, (unsigned long long)sk->bytes);
+			json_str(f, sk->why);
+			fputc('}', f);
+		}
+		fputc(']', f);
+	}
 	fprintf(f, ",\"indexed\":%s,\"profile\":", indexed ? "true" : "false");
 	json_str(f, hako_mcap_reader_profile(r));
 	fprintf(f, ",\n\"schemas\":[");
@@ -173,8 +187,20 @@ static int cut(const char *dir, const char *from, const char *to)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "--dump") == 0) {
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", argv[2]);
+		char *slash = strrchr(dir, '/');
+		const char *name = slash ? slash + 1 : dir;
+		if (slash) {
+			*slash = '\0';
+		}
+		int rc = manifest_entry(stdout, slash ? dir : ".", name, -1, 1);
+		printf("\n");
+		return rc;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: mcap_fixture OUTDIR\n");
+		fprintf(stderr, "usage: mcap_fixture OUTDIR | --dump FILE\n");
 		return 2;
 	}
 	const char *dir = argv[1];

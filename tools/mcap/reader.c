@@ -387,8 +387,34 @@ static int read_meta_record(hako_mcap_reader_t *r, uint8_t op, uint64_t offset, 
 	return rc;
 }
 
-/* The records from pos on, to DataEnd, the Footer or the end of the file. */
-static int scan(hako_mcap_reader_t *r, uint64_t pos)
+static int load_block(hako_mcap_reader_t *r, size_t k, loaded_t *l);
+static void unload(loaded_t *l);
+
+/* The Schema and Channel records inside the chunks (other writers put them there) registered,
+ * so that every table is complete before the first message. A chunk that does not load is left
+ * for the iteration to report, with its offset. */
+static int register_chunk_tables(hako_mcap_reader_t *r)
+{
+	size_t *seq = malloc((r->nblocks ? r->nblocks : 1) * sizeof(size_t));
+	if (seq == NULL) {
+		return HAKO_ENOMEM;
+	}
+	free(r->seq);
+	r->seq = seq;
+	for (size_t i = 0; i < r->nblocks; i++) {
+		seq[i] = i;
+		loaded_t l;
+		if (r->blocks[i].chunk && load_block(r, i, &l) == 0) {
+			unload(&l);
+		}
+	}
+	r->err[0] = '\0';
+	return 0;
+}
+
+/* The records from pos on, to DataEnd, the Footer or the end of the file; what follows DataEnd
+ * is noted as skipped when note_tail. */
+static int scan(hako_mcap_reader_t *r, uint64_t pos, int note_tail)
 {
 	for (;;) {
 		if (pos == r->size) {
@@ -441,7 +467,7 @@ static int scan(hako_mcap_reader_t *r, uint64_t pos)
 		case HAKO_MCAP_OP_FOOTER:
 			/* Every message is before here; what follows did not pass try_summary. */
 			pos += RECORD_HEADER + len;
-			if (op == HAKO_MCAP_OP_FOOTER) {
+			if (op == HAKO_MCAP_OP_FOOTER || !note_tail) {
 				return 0;
 			}
 			return pos == r->size
@@ -643,7 +669,11 @@ int hako_mcap_reader_open(hako_mcap_reader_t **out, const char *path, char *errb
 	pos += RECORD_HEADER + hlen;
 	r->indexed = try_summary(r, pos);
 	if (!r->indexed) {
-		rc = scan(r, pos);
+		rc = scan(r, pos, 1);
+		rc = rc ? rc : register_chunk_tables(r);
+	} else if (r->nblocks == 0) {
+		/* A summary without ChunkIndex records: no chunks, or bare messages to find. */
+		rc = scan(r, pos, 0);
 	}
 out:
 	if (rc) {
