@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets with clang and run each for a while; exit 1 on a finding.
 #   test/fuzz/run_fuzz.sh <seconds> [target...]
-# targets: pdu_decode pdu_json (the default), frame, segment, conductor_wire, rd_full_wire
+# targets: pdu_decode pdu_json (the default), frame, segment, conductor_wire, rd_full_wire,
+# mcap_reader
 # Build dir: $HAKO_FUZZ_BUILD (default build-fuzz/). Each target reads the checked-in corpus
 # test/fuzz/corpus/<target>/ (and test/fuzz/<target>.dict if there is one) and grows its own
 # working corpus in <build>/fuzz-corpus/<target>/ (kept between runs, never written back to the
