@@ -252,11 +252,15 @@ static int add_schema(hako_mcap_reader_t *r, const uint8_t *body, size_t len, ui
 			memcpy(s->data, c.p, n);
 		}
 	}
-	if (c.bad || s->data == NULL || s->s.id == 0) {
-		const char *why = c.bad ? "a field runs past the end of the record"
-		                        : (s->s.id == 0 ? "id 0 is reserved" : "out of memory");
+	if (c.bad || s->data == NULL) {
+		const char *why =
+		    c.bad ? "a field runs past the end of the record" : "out of memory";
 		free_schema(s);
 		return fail(r, HAKO_EPROTO, offset, "Schema record: %s", why);
+	}
+	if (s->s.id == 0) { /* invalid, and the spec says to ignore it */
+		free_schema(s);
+		return 0;
 	}
 	s->s.name = s->name;
 	s->s.encoding = s->encoding;
