@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev cmake pkg-config \
-            python3-dev libzstd-dev
+            python3-dev libzstd-dev liblz4-dev
 # Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium;
 # node runs the npm readers below (Debian's nodejs comes without npm: installed if missing).
 TEST_PACKAGES := chromium nodejs

@@ -5,6 +5,7 @@
  *   zstd-alone  the same records compressed by zstd (level 1) in 1 MiB buffers, written nowhere
  *   mcap-none   hako_mcap_writer, chunks of 1 MiB uncompressed, with indexes and summary
  *   mcap-zstd   the same, chunks compressed with zstd level 1 (what hako-record writes)
+ *   mcap-lz4    the same, chunks compressed with lz4 (frame format, default level)
  *
  * Each round runs every variant once over N messages (file created, written, closed: the summary
  * is in the time); the files go to /dev/shm when it exists (else $TMPDIR or /tmp) so that the
@@ -32,9 +33,9 @@
 #define ZBUF       (1u << 20)
 #define MAX_ROUNDS 64
 
-enum { V_FWRITE, V_ZSTD, V_MCAP_NONE, V_MCAP_ZSTD, NVARIANTS };
+enum { V_FWRITE, V_ZSTD, V_MCAP_NONE, V_MCAP_ZSTD, V_MCAP_LZ4, NVARIANTS };
 static const char *const variant_names[NVARIANTS] = {"fwrite", "zstd-alone", "mcap-none",
-                                                     "mcap-zstd"};
+                                                     "mcap-zstd", "mcap-lz4"};
 
 static uint8_t g_pool[POOL][PAYLOAD];
 static char g_path[512];
@@ -45,7 +46,7 @@ static void usage(FILE *out)
 	fprintf(
 	    out,
 	    "usage: mcap_write [--quick] [--rounds R] [--count N] [--variants LIST] [--no-pin]\n"
-	    "  variants: fwrite, zstd-alone, mcap-none, mcap-zstd (default: all)\n"
+	    "  variants: fwrite, zstd-alone, mcap-none, mcap-zstd, mcap-lz4 (default: all)\n"
 	    "  --count N: messages per round (default 2,000,000; --quick 100,000)\n");
 }
 
@@ -118,9 +119,10 @@ static void run_open(run_t *r, int v)
 	} else {
 		hako_mcap_writer_opts_t o = {.profile = "ros2",
 		                             .library = "hako bench",
-		                             .compression = v == V_MCAP_ZSTD
-		                                                ? HAKO_MCAP_COMPRESS_ZSTD
-		                                                : HAKO_MCAP_COMPRESS_NONE,
+		                             .compression =
+		                                 v == V_MCAP_ZSTD  ? HAKO_MCAP_COMPRESS_ZSTD
+		                                 : v == V_MCAP_LZ4 ? HAKO_MCAP_COMPRESS_LZ4
+		                                                   : HAKO_MCAP_COMPRESS_NONE,
 		                             .zstd_level = 1};
 		int rc = hako_mcap_writer_open(&r->w, g_path, &o);
 		if (rc) {

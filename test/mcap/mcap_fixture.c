@@ -3,6 +3,7 @@
  * compare with what @mcap/core reads. Files:
  *   zstd.mcap   many channels, many zstd chunks, one message larger than the chunk size
  *   none.mcap   uncompressed chunks
+ *   lz4.mcap    lz4 chunks (frame format), one message larger than the chunk size
  *   empty.mcap  schemas and channels, no message
  *   cut.mcap    zstd.mcap cut off in the middle of its last chunk (a crash while recording):
  *               the messages are those hako_mcap's reader finds in the whole chunks
@@ -211,6 +212,7 @@ int main(int argc, char **argv)
 	} files[] = {
 	    {"zstd.mcap", {5000, 16384, HAKO_MCAP_COMPRESS_ZSTD, 2500, 1}},
 	    {"none.mcap", {700, 8192, HAKO_MCAP_COMPRESS_NONE, -1, 1}},
+	    {"lz4.mcap", {3000, 65536, HAKO_MCAP_COMPRESS_LZ4, 1200, 1}},
 	    {"empty.mcap", {0, 0, HAKO_MCAP_COMPRESS_ZSTD, -1, 1}},
 	};
 	int bad = 0;

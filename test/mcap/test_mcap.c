@@ -177,6 +177,13 @@ static void test_round_trip_none(void **state)
 	round_trip(&s);
 }
 
+static void test_round_trip_lz4(void **state)
+{
+	(void)state;
+	gen_spec_t s = {4000, 8192, HAKO_MCAP_COMPRESS_LZ4, 1000, 1};
+	round_trip(&s);
+}
+
 static void test_round_trip_big_message(void **state)
 {
 	(void)state;
@@ -319,6 +326,8 @@ static void test_corrupt_bytes(void **state)
 	assert_true(errors > 100);
 	gen_spec_t z = {400, 2048, HAKO_MCAP_COMPRESS_ZSTD, -1, 1};
 	corrupt_everywhere(&z, 29, &errors);
+	gen_spec_t l = {400, 2048, HAKO_MCAP_COMPRESS_LZ4, -1, 1};
+	corrupt_everywhere(&l, 31, &errors);
 }
 
 /* A byte of a message changed in an uncompressed chunk: the chunk's CRC says so, with the
@@ -521,6 +530,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_crc32),
 	    cmocka_unit_test(test_round_trip_zstd),
 	    cmocka_unit_test(test_round_trip_none),
+	    cmocka_unit_test(test_round_trip_lz4),
 	    cmocka_unit_test(test_round_trip_big_message),
 	    cmocka_unit_test(test_round_trip_one_chunk),
 	    cmocka_unit_test(test_empty),

@@ -39,6 +39,7 @@ enum hako_mcap_opcode {
 typedef enum hako_mcap_compression {
 	HAKO_MCAP_COMPRESS_NONE = 0,
 	HAKO_MCAP_COMPRESS_ZSTD = 1,
+	HAKO_MCAP_COMPRESS_LZ4 = 2, /* the LZ4 frame format */
 } hako_mcap_compression_t;
 
 /* CRC-32 of zlib / IEEE 802.3, continued from crc (0 to start). */
@@ -53,7 +54,7 @@ typedef struct hako_mcap_writer_opts {
 	const char *library; /* Header library; NULL: "hako" */
 	size_t chunk_size;   /* uncompressed bytes that close a chunk; 0: 1 MiB */
 	hako_mcap_compression_t compression;
-	int zstd_level; /* 0: 1 (fastest of the usual levels) */
+	int zstd_level; /* 0: 1 (fastest of the usual levels); lz4 runs at its default */
 	int fsync;      /* fsync the file on close */
 } hako_mcap_writer_opts_t;
 

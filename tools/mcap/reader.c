@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <lz4frame.h>
 #include <zstd.h>
 
 #include "hako/error.h"
@@ -823,6 +824,39 @@ int hako_mcap_reader_rewind(hako_mcap_reader_t *r, hako_mcap_order_t order)
 	return 0;
 }
 
+/* One LZ4 frame of n bytes into exactly usize bytes at u. */
+static int lz4_decompress(hako_mcap_reader_t *r, uint64_t offset, uint8_t *u, size_t usize,
+                          const uint8_t *p, size_t n)
+{
+	LZ4F_dctx *d;
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION))) {
+		return HAKO_ENOMEM;
+	}
+	size_t in = 0, out = 0, hint = 1;
+	while (hint != 0) {
+		size_t dn = usize - out, sn = n - in;
+		hint = LZ4F_decompress(d, u + out, &dn, p + in, &sn, NULL);
+		if (LZ4F_isError(hint)) {
+			LZ4F_freeDecompressionContext(d);
+			return fail(r, HAKO_EPROTO, offset, "Chunk: lz4: %s",
+			            LZ4F_getErrorName(hint));
+		}
+		out += dn;
+		in += sn;
+		if (dn == 0 && sn == 0) {
+			break; /* no progress: the frame wants more than there is */
+		}
+	}
+	LZ4F_freeDecompressionContext(d);
+	if (hint != 0 || out != usize) {
+		return fail(r, HAKO_EPROTO, offset,
+		            "Chunk: lz4: the frame %s (%zu bytes out, uncompressed_size %zu)",
+		            hint != 0 ? "is cut off or larger than uncompressed_size" : "is short",
+		            out, usize);
+	}
+	return 0;
+}
+
 /* The records of block b, uncompressed and checked, into l. */
 static int load_records(hako_mcap_reader_t *r, const block_t *b, loaded_t *l)
 {
@@ -866,10 +900,9 @@ static int load_records(hako_mcap_reader_t *r, const block_t *b, loaded_t *l)
 		rc = fail(r, HAKO_EPROTO, b->offset,
 		          "uncompressed Chunk holds %llu bytes, says it has %llu",
 		          (unsigned long long)clen, (unsigned long long)usize);
-	} else if (strcmp(comp, "") != 0 && strcmp(comp, "zstd") != 0) {
+	} else if (strcmp(comp, "") != 0 && strcmp(comp, "zstd") != 0 && strcmp(comp, "lz4") != 0) {
 		rc = fail(r, HAKO_ENOTSUP, b->offset,
-		          "Chunk compressed with \"%.32s\": only zstd "
-		          "and none are supported",
+		          "Chunk compressed with \"%.32s\": only zstd, lz4 and none are supported",
 		          comp);
 	}
 	uint8_t *u = NULL;
@@ -879,6 +912,8 @@ static int load_records(hako_mcap_reader_t *r, const block_t *b, loaded_t *l)
 			rc = HAKO_ENOMEM;
 		} else if (strcmp(comp, "") == 0) {
 			memcpy(u, c.p, usize);
+		} else if (strcmp(comp, "lz4") == 0) {
+			rc = lz4_decompress(r, b->offset, u, (size_t)usize, c.p, (size_t)clen);
 		} else {
 			size_t z = ZSTD_decompress(u, usize, c.p, clen);
 			if (ZSTD_isError(z) || z != usize) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <lz4frame.h>
 #include <zstd.h>
 
 #include "hako/error.h"
@@ -51,6 +52,7 @@ struct hako_mcap_writer {
 	uint64_t chunk_start, chunk_end, chunk_messages;
 	buf_t zbuf;
 	ZSTD_CCtx *cctx;
+	LZ4F_cctx *lz4;
 
 	chan_index_t *index; /* per channel */
 	uint16_t *touched;   /* channels with messages in the current chunk */
@@ -191,6 +193,12 @@ int hako_mcap_writer_open(hako_mcap_writer_t **out, const char *path,
 		}
 		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->opts.zstd_level);
 		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
+	} else if (w->opts.compression == HAKO_MCAP_COMPRESS_LZ4) {
+		w->compression_name = "lz4";
+		if (LZ4F_isError(LZ4F_createCompressionContext(&w->lz4, LZ4F_VERSION))) {
+			free(w);
+			return HAKO_ENOMEM;
+		}
 	} else if (w->opts.compression == HAKO_MCAP_COMPRESS_NONE) {
 		w->compression_name = "";
 	} else {
@@ -208,6 +216,7 @@ int hako_mcap_writer_open(hako_mcap_writer_t **out, const char *path,
 		}
 		free(w->out.p);
 		ZSTD_freeCCtx(w->cctx);
+		LZ4F_freeCompressionContext(w->lz4);
 		free(w);
 		return rc;
 	}
@@ -387,6 +396,29 @@ static int close_chunk(hako_mcap_writer_t *w)
 		}
 		data = w->zbuf.p;
 		clen = z;
+	} else if (w->lz4) {
+		LZ4F_preferences_t prefs;
+		memset(&prefs, 0, sizeof(prefs));
+		prefs.frameInfo.contentSize = w->chunk.len;
+		size_t cap = LZ4F_HEADER_SIZE_MAX + LZ4F_compressBound(w->chunk.len, &prefs);
+		int rc = reserve(w, &w->zbuf, cap);
+		if (rc) {
+			return rc;
+		}
+		size_t n = LZ4F_compressBegin(w->lz4, w->zbuf.p, w->zbuf.cap, &prefs);
+		size_t k = LZ4F_isError(n)
+		               ? n
+		               : LZ4F_compressUpdate(w->lz4, w->zbuf.p + n, w->zbuf.cap - n,
+		                                     w->chunk.p, w->chunk.len, NULL);
+		n += LZ4F_isError(k) ? 0 : k;
+		size_t e = LZ4F_isError(k)
+		               ? k
+		               : LZ4F_compressEnd(w->lz4, w->zbuf.p + n, w->zbuf.cap - n, NULL);
+		if (LZ4F_isError(e)) {
+			return fail(w, HAKO_EIO, "lz4: %s", LZ4F_getErrorName(e));
+		}
+		data = w->zbuf.p;
+		clen = n + e;
 	}
 	size_t cname = strlen(w->compression_name);
 	uint8_t h[8 + 8 + 8 + 4 + 4 + 8 + 8];
@@ -658,6 +690,7 @@ int hako_mcap_writer_close(hako_mcap_writer_t *w)
 	free(w->channels.p);
 	free(w->chunk_indexes.p);
 	ZSTD_freeCCtx(w->cctx);
+	LZ4F_freeCompressionContext(w->lz4);
 	free(w);
 	return rc;
 }
