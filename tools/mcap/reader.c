@@ -85,6 +85,8 @@ struct hako_mcap_reader {
 	size_t next; /* in seq */
 	loaded_t *open;
 	size_t nopen, open_cap;
+	ZSTD_DCtx
+	    *zstd; /* made at the first zstd chunk, kept: ZSTD_decompress makes one per call */
 };
 
 static int fail(hako_mcap_reader_t *r, int code, uint64_t offset, const char *fmt, ...)
@@ -716,6 +718,7 @@ void hako_mcap_reader_close(hako_mcap_reader_t *r)
 	free(r->blocks);
 	free(r->skips);
 	free(r->seq);
+	ZSTD_freeDCtx(r->zstd);
 	free(r->profile);
 	free(r->path);
 	free(r);
@@ -915,7 +918,13 @@ static int load_records(hako_mcap_reader_t *r, const block_t *b, loaded_t *l)
 		} else if (strcmp(comp, "lz4") == 0) {
 			rc = lz4_decompress(r, b->offset, u, (size_t)usize, c.p, (size_t)clen);
 		} else {
-			size_t z = ZSTD_decompress(u, usize, c.p, clen);
+			if (r->zstd == NULL && (r->zstd = ZSTD_createDCtx()) == NULL) {
+				free(comp);
+				free(raw);
+				free(u);
+				return HAKO_ENOMEM;
+			}
+			size_t z = ZSTD_decompressDCtx(r->zstd, u, usize, c.p, clen);
 			if (ZSTD_isError(z) || z != usize) {
 				rc = fail(r, HAKO_EPROTO, b->offset, "Chunk: zstd: %s",
 				          ZSTD_isError(z) ? ZSTD_getErrorName(z)
