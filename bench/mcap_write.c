@@ -124,9 +124,10 @@ static void run_open(run_t *r, int v)
 		                                 : v == V_MCAP_LZ4 ? HAKO_MCAP_COMPRESS_LZ4
 		                                                   : HAKO_MCAP_COMPRESS_NONE,
 		                             .zstd_level = 1};
-		int rc = hako_mcap_writer_open(&r->w, g_path, &o);
+		char err[512];
+		int rc = hako_mcap_writer_open(&r->w, g_path, &o, err, sizeof(err));
 		if (rc) {
-			bench_die("%s: writer open: %d", g_path, rc);
+			bench_die("%s", err);
 		}
 		uint16_t sid;
 		rc = hako_mcap_writer_add_schema(r->w, "geometry_msgs/msg/Twist", "ros2msg",

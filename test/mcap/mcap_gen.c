@@ -41,9 +41,10 @@ int gen_write(const char *path, const gen_spec_t *s)
 	                             .chunk_size = s->chunk_size,
 	                             .compression = (hako_mcap_compression_t)s->compression};
 	hako_mcap_writer_t *w;
-	int rc = hako_mcap_writer_open(&w, path, &o);
+	char err[512];
+	int rc = hako_mcap_writer_open(&w, path, &o, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "%s: open: %d\n", path, rc);
+		fprintf(stderr, "%s\n", err);
 		return rc;
 	}
 	static gen_msg_t m;

@@ -444,7 +444,7 @@ static void test_write_error(void **state)
 		skip();
 	}
 	hako_mcap_writer_t *w;
-	assert_int_equal(hako_mcap_writer_open(&w, "/dev/full", NULL), 0);
+	assert_int_equal(hako_mcap_writer_open(&w, "/dev/full", NULL, NULL, 0), 0);
 	uint16_t ch;
 	int rc = hako_mcap_writer_add_channel(w, 0, "/t", "cdr", NULL, &ch);
 	uint8_t data[100] = {0};
@@ -457,7 +457,7 @@ static void test_write_error(void **state)
 	assert_int_equal(hako_mcap_writer_close(w), HAKO_ENOSPC);
 
 	/* Nothing but a header and close: the error still comes out of close. */
-	assert_int_equal(hako_mcap_writer_open(&w, "/dev/full", NULL), 0);
+	assert_int_equal(hako_mcap_writer_open(&w, "/dev/full", NULL, NULL, 0), 0);
 	assert_int_equal(hako_mcap_writer_close(w), HAKO_ENOSPC);
 }
 
@@ -465,7 +465,13 @@ static void test_bad_arguments(void **state)
 {
 	(void)state;
 	hako_mcap_writer_t *w;
-	assert_int_equal(hako_mcap_writer_open(&w, tmp_path("args.mcap"), NULL), 0);
+	char err[256];
+	assert_int_equal(
+	    hako_mcap_writer_open(&w, "/nonexistent-dir/x.mcap", NULL, err, sizeof(err)),
+	    HAKO_ENOENT);
+	assert_string_equal(err, "/nonexistent-dir/x.mcap: No such file or directory");
+	assert_int_equal(hako_mcap_writer_open(&w, tmp_path("args.mcap"), NULL, err, sizeof(err)),
+	                 0);
 	uint16_t id;
 	assert_int_equal(hako_mcap_writer_add_channel(w, 5, "/t", "cdr", NULL, &id), HAKO_EINVAL);
 	const char *odd[] = {"k", NULL};
@@ -473,7 +479,6 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(hako_mcap_writer_write(w, 0, 0, 0, 0, "x", 1), HAKO_EINVAL);
 	assert_int_equal(hako_mcap_writer_close(w), 0);
 	hako_mcap_reader_t *r;
-	char err[256];
 	assert_int_equal(hako_mcap_reader_open(&r, tmp_path("nonexistent"), err, sizeof(err)),
 	                 HAKO_ENOENT);
 }

@@ -58,9 +58,10 @@ typedef struct hako_mcap_writer_opts {
 	int fsync;      /* fsync the file on close */
 } hako_mcap_writer_opts_t;
 
-/* Create (truncate) path and write the magic and the Header. opts NULL: the defaults (zstd). */
+/* Create (truncate) path and write the magic and the Header. opts NULL: the defaults (zstd).
+ * On error the message ("path: why") goes to errbuf (may be NULL). */
 int hako_mcap_writer_open(hako_mcap_writer_t **out, const char *path,
-                          const hako_mcap_writer_opts_t *opts);
+                          const hako_mcap_writer_opts_t *opts, char *errbuf, size_t errlen);
 /* A Schema record, written at once (outside any chunk) and again in the summary. *id: 1, 2, ... */
 int hako_mcap_writer_add_schema(hako_mcap_writer_t *w, const char *name, const char *encoding,
                                 const void *data, size_t len, uint16_t *id);

@@ -162,11 +162,27 @@ static void put_string(buf_t *b, const char *s)
 	b->len += 4 + n;
 }
 
+static int open_error(char *errbuf, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int open_error(char *errbuf, size_t errlen, int code, const char *fmt, ...)
+{
+	if (errbuf && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(errbuf, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
 int hako_mcap_writer_open(hako_mcap_writer_t **out, const char *path,
-                          const hako_mcap_writer_opts_t *opts)
+                          const hako_mcap_writer_opts_t *opts, char *errbuf, size_t errlen)
 {
 	if (out == NULL || path == NULL) {
-		return HAKO_EINVAL;
+		return open_error(errbuf, errlen, HAKO_EINVAL, "no path");
+	}
+	if (errbuf && errlen) {
+		errbuf[0] = '\0';
 	}
 	*out = NULL;
 	hako_mcap_writer_t *w = calloc(1, sizeof(*w));
@@ -203,14 +219,17 @@ int hako_mcap_writer_open(hako_mcap_writer_t **out, const char *path,
 		w->compression_name = "";
 	} else {
 		free(w);
-		return HAKO_EINVAL;
+		return open_error(errbuf, errlen, HAKO_EINVAL, "%s: unknown compression %d", path,
+		                  (int)opts->compression);
 	}
 	w->out.p = malloc(OUT_CAP);
 	w->out.cap = OUT_CAP;
 	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->out.p == NULL || w->fd < 0) {
-		int rc =
-		    w->out.p == NULL ? HAKO_ENOMEM : (errno == ENOENT ? HAKO_ENOENT : HAKO_EIO);
+		int e = errno;
+		int rc = w->out.p == NULL ? HAKO_ENOMEM : (e == ENOENT ? HAKO_ENOENT : HAKO_EIO);
+		open_error(errbuf, errlen, rc, "%s: %s", path,
+		           w->out.p == NULL ? "out of memory" : strerror(e));
 		if (w->fd >= 0) {
 			close(w->fd);
 		}
@@ -233,6 +252,7 @@ int hako_mcap_writer_open(hako_mcap_writer_t **out, const char *path,
 	}
 	free(hdr.p);
 	if (rc) {
+		open_error(errbuf, errlen, rc, "%s: %s", path, w->errmsg);
 		hako_mcap_writer_close(w);
 		return rc;
 	}
