@@ -3,14 +3,16 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev libmosquitto-dev cmake pkg-config \
-            python3-dev
+            python3-dev libzstd-dev liblz4-dev
 # Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium;
 # the mqtt tests (endpoint.mqtt*) start a mosquitto broker and its clients.
 TEST_PACKAGES := chromium mosquitto mosquitto-clients
-# The tests against clients nobody here wrote (test/node: Foxglove's packages, ...) run on node:
-# Debian's nodejs and npm unless they are there already, then `npm ci` of test/node's lock file.
+# The tests against clients nobody here wrote (Foxglove's and MCAP's packages) run on node:
+# Debian's nodejs and npm unless they are there already (NodeSource's nodejs brings its own npm
+# and conflicts with Debian's), then `npm ci` of each folder's lock file, again when it changes.
 TEST_PACKAGES += $(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)
-NODE_STAMP := test/node/node_modules/.package-lock.json
+NPM_TEST_DIRS := test/node test/mcap/node
+NPM_STAMPS := $(addsuffix /node_modules/.package-lock.json,$(NPM_TEST_DIRS))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CMAKE_FLAGS ?=
 
@@ -27,11 +29,11 @@ deps test-deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all packages present"; fi
-	$(if $(filter test-deps,$@),@$(MAKE) --no-print-directory $(NODE_STAMP))
+	$(if $(filter test-deps,$@),@$(MAKE) --no-print-directory $(NPM_STAMPS))
 
-# npm ci only when node_modules is missing or older than the lock file.
-$(NODE_STAMP): test/node/package-lock.json test/node/package.json
-	cd test/node && npm ci --no-audit --no-fund
+# npm ci (no install scripts) only when node_modules is missing or older than the lock file.
+%/node_modules/.package-lock.json: %/package-lock.json %/package.json
+	cd $* && npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
 
 $(BUILD)/CMakeCache.txt:

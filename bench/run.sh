@@ -4,7 +4,8 @@
 # Installs nothing: the baselines (libzmq, pipes) come with `make deps`. Extra arguments for
 # each program can be passed in SHM_LATENCY_ARGS / STEP_RATE_ARGS / PDU_CODEC_ARGS /
 # COMPAT_PDU_ARGS / RD_HANDOFF_ARGS / ENDPOINT_THROUGHPUT_ARGS / ENDPOINT_LATENCY_ARGS /
-# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / FLEET_ARGS / PYTHON_STEP_ARGS / MQTT_THROUGHPUT_ARGS, e.g.
+# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / FLEET_ARGS / PYTHON_STEP_ARGS / MQTT_THROUGHPUT_ARGS /
+# MCAP_WRITE_ARGS, e.g.
 # STEP_RATE_ARGS=--quick.
 # Results: <build-dir>/bench-results/<bench>-<timestamp>.csv, plus <bench>.csv (the latest run)
 # and env-<timestamp>.txt describing the machine.
@@ -17,7 +18,7 @@ fi
 build=$1
 out=$build/bench-results
 for b in shm_latency step_rate pdu_codec compat_pdu rd_handoff endpoint_throughput endpoint_latency \
-	bridge_overhead conductor_rate fleet python_step; do
+	bridge_overhead conductor_rate fleet python_step mcap_write; do
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "$0: $build/bench/$b is missing: build with HAKO_BUILD_BENCH=ON (make build)" >&2
 		exit 1
@@ -75,6 +76,8 @@ if [ -x "$build/bench/mqtt_throughput" ] && [ -x /usr/sbin/mosquitto ]; then
 else
 	echo "$0: mqtt_throughput skipped (not built, or no /usr/sbin/mosquitto)" >&2
 fi
+# shellcheck disable=SC2086
+run mcap_write ${MCAP_WRITE_ARGS:-}
 
 echo "loadavg after: $(cat /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/env-$stamp.txt"
 echo "results in $out (env-$stamp.txt, *-$stamp.csv)" >&2
