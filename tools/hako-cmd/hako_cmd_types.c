@@ -120,7 +120,10 @@ static int print_fields(const hako_msg_type_t *t, uint32_t origin, int per_elem,
 	return relative;
 }
 
-int hakoi_cmd_type(const hako_cli_command_t *cmd, int argc, char **argv)
+/* The options and the one <pkg/Type> operand of type and schema: -1 and the type (*reg to
+ * destroy), or the command's exit status. */
+static int one_type(const hako_cli_command_t *cmd, int argc, char **argv, hako_msg_registry_t **reg,
+                    const hako_msg_type_t **t)
 {
 	static const struct option longopts[] = {HAKOI_CMD_LONG_OPTIONS, {NULL, 0, NULL, 0}};
 	int c, r;
@@ -132,13 +135,23 @@ int hakoi_cmd_type(const hako_cli_command_t *cmd, int argc, char **argv)
 	if (argc - optind != 1) {
 		return hako_cli_usage_error(cmd, "need one <pkg/Type>");
 	}
-	hako_msg_registry_t *reg = NULL;
-	const hako_msg_type_t *t;
+	*reg = NULL;
 	char why[1400];
-	if (hakoi_cmd_find_type(argv[optind], &reg, &t, why, sizeof(why)) != 0) {
+	if (hakoi_cmd_find_type(argv[optind], reg, t, why, sizeof(why)) != 0) {
 		hakoi_cmd_errf("%s", why);
-		hako_msg_registry_destroy(reg);
+		hako_msg_registry_destroy(*reg);
 		return 1;
+	}
+	return -1;
+}
+
+int hakoi_cmd_type(const hako_cli_command_t *cmd, int argc, char **argv)
+{
+	hako_msg_registry_t *reg = NULL;
+	const hako_msg_type_t *t = NULL;
+	int r = one_type(cmd, argc, argv, &reg, &t);
+	if (r >= 0) {
+		return r;
 	}
 	uint32_t fixed = hako_msg_pdu_fixed_size(t);
 	printf("%s (%s)\n", t->full_name, t->path);
@@ -161,23 +174,11 @@ int hakoi_cmd_type(const hako_cli_command_t *cmd, int argc, char **argv)
 
 int hakoi_cmd_schema(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {HAKOI_CMD_LONG_OPTIONS, {NULL, 0, NULL, 0}};
-	int c, r;
-	while ((c = getopt_long(argc, argv, ":d:h", longopts, NULL)) != -1) {
-		if ((r = hakoi_cmd_option(cmd, c, argv)) >= 0) {
-			return r;
-		}
-	}
-	if (argc - optind != 1) {
-		return hako_cli_usage_error(cmd, "need one <pkg/Type>");
-	}
 	hako_msg_registry_t *reg = NULL;
-	const hako_msg_type_t *t;
-	char why[1400];
-	if (hakoi_cmd_find_type(argv[optind], &reg, &t, why, sizeof(why)) != 0) {
-		hakoi_cmd_errf("%s", why);
-		hako_msg_registry_destroy(reg);
-		return 1;
+	const hako_msg_type_t *t = NULL;
+	int r = one_type(cmd, argc, argv, &reg, &t);
+	if (r >= 0) {
+		return r;
 	}
 	size_t len = 0;
 	char *text = NULL;
