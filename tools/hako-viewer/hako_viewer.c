@@ -97,6 +97,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                                         {"max-sessions", required_argument, NULL, 's'},
 	                                         {"session-budget", required_argument, NULL, 'B'},
 	                                         {"cpu-max", required_argument, NULL, 'C'},
+	                                         {"foxglove-rate-hz", required_argument, NULL, 'F'},
 	                                         {"allow-host", required_argument, NULL, 'A'},
 	                                         HAKO_CLI_HELP_VERSION,
 	                                         {NULL, 0, NULL, 0}};
@@ -109,6 +110,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    .max_sessions = 128,
 	    .session_budget = 1u << 20,
 	    .cpu_max = 0.10,
+	    .foxglove_rate_hz = 30,
 	};
 	vw_sampler_config_t pc = {hako_domain_default_name(), getenv("HAKO_PDUDEF"), NULL};
 	/* --allow-host, then $HAKO_VIEWER_ALLOW_HOSTS (how a launch file's viewer gets some) */
@@ -146,6 +148,10 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		case 'C':
 			r = parse_int(cmd, "--cpu-max", optarg, 1, 100, &v);
 			sc.cpu_max = (double)v / 100.0;
+			break;
+		case 'F':
+			r = parse_int(cmd, "--foxglove-rate-hz", optarg, 1, 1000, &v);
+			sc.foxglove_rate_hz = (int)v;
 			break;
 		case 'A':
 			if (nallow == VW_ALLOW_MAX) {
@@ -212,6 +218,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	printf("hako-viewer: to control the simulation (start, stop, reset) open\n"
 	       "    http://%s:%d/?token=%s\n",
 	       host, port, token);
+	printf("hako-viewer: Foxglove: ws://%s:%d/ (read-only), ws://%s:%d/?token=%s (publish)\n",
+	       host, port, host, port, token);
 	fflush(stdout);
 	vw_server_run(srv, &stop_flag);
 	vw_server_destroy(srv);
@@ -228,7 +236,7 @@ int main(int argc, char **argv)
 	    "[-d DOMAIN] [--port N] [--bind ADDR] [--allow-host NAME]... [--pdudef FILE]\n"
 	    "       [--rd FILE] [--www DIR]\n"
 	    "       [--rate-hz N] [--max-message BYTES] [--max-sessions N]\n"
-	    "       [--session-budget BYTES] [--cpu-max PERCENT]",
+	    "       [--session-budget BYTES] [--cpu-max PERCENT] [--foxglove-rate-hz N]",
 	    "",
 	    "Serve a page that shows a running domain in the browser: its state, world time,\n"
 	    "real-time factor, the assets' clocks and drift, the PDU channels and their values,\n"
