@@ -95,6 +95,16 @@ async function main() {
   }
   console.log("each bad message got a status of level error; the session goes on");
 
+  // the Foxglove web app may open a Foxglove session from its page; another site may not
+  const fromApp = new WebSocket(`ws://127.0.0.1:${port}/`, ["foxglove.websocket.v1"], { origin: "https://app.foxglove.dev" });
+  const fromEvil = new WebSocket(`ws://127.0.0.1:${port}/`, ["foxglove.websocket.v1"], { origin: "https://evil.example" });
+  const outcome = (ws) => new Promise((r) => { ws.on("open", () => r("open")); ws.on("unexpected-response", (q, res) => r("http " + res.statusCode)); ws.on("error", (e) => r("error " + e.message)); });
+  const [oa, oe] = await Promise.all([outcome(fromApp), outcome(fromEvil)]);
+  check(oa === "open", "Origin https://app.foxglove.dev: " + oa);
+  check(oe === "http 403", "Origin https://evil.example: " + oe);
+  fromApp.close();
+  console.log(`Origin https://app.foxglove.dev: ${oa}; https://evil.example: ${oe}`);
+
   // a message over --max-message closes that session (1009), not the server
   const big = session();
   await until("big: serverInfo", () => big.json.length > 0);

@@ -98,6 +98,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                                         {"session-budget", required_argument, NULL, 'B'},
 	                                         {"cpu-max", required_argument, NULL, 'C'},
 	                                         {"foxglove-rate-hz", required_argument, NULL, 'F'},
+	                                         {"foxglove-origin", required_argument, NULL, 'O'},
 	                                         {"allow-host", required_argument, NULL, 'A'},
 	                                         HAKO_CLI_HELP_VERSION,
 	                                         {NULL, 0, NULL, 0}};
@@ -115,6 +116,9 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	vw_sampler_config_t pc = {hako_domain_default_name(), getenv("HAKO_PDUDEF"), NULL};
 	/* --allow-host, then $HAKO_VIEWER_ALLOW_HOSTS (how a launch file's viewer gets some) */
 	const char *allow[VW_ALLOW_MAX];
+	/* the Foxglove web app by default; --foxglove-origin replaces it ("" for none) */
+	const char *origins[VW_ALLOW_MAX] = {"https://app.foxglove.dev"};
+	int norigins = 1, origins_given = 0;
 	int nallow = 0;
 	long v = 0;
 	int c, r = -1;
@@ -149,6 +153,19 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			r = parse_int(cmd, "--cpu-max", optarg, 1, 100, &v);
 			sc.cpu_max = (double)v / 100.0;
 			break;
+		case 'O':
+			if (!origins_given) {
+				norigins = 0;
+				origins_given = 1;
+			}
+			if (norigins == VW_ALLOW_MAX) {
+				return hako_cli_usage_error(cmd, "--foxglove-origin: %d at most",
+				                            VW_ALLOW_MAX);
+			}
+			if (optarg[0] != '\0') {
+				origins[norigins++] = optarg;
+			}
+			break;
 		case 'F':
 			r = parse_int(cmd, "--foxglove-rate-hz", optarg, 1, 1000, &v);
 			sc.foxglove_rate_hz = (int)v;
@@ -175,6 +192,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	if ((r = env_hosts(cmd, allow, &nallow)) >= 0) {
 		return r;
 	}
+	sc.fox_origins = origins;
+	sc.nfox_origins = norigins;
 	sc.allow_hosts = allow;
 	sc.nallow_hosts = nallow;
 	char token[VW_TOKEN_LEN * 2 + 1];
@@ -236,7 +255,8 @@ int main(int argc, char **argv)
 	    "[-d DOMAIN] [--port N] [--bind ADDR] [--allow-host NAME]... [--pdudef FILE]\n"
 	    "       [--rd FILE] [--www DIR]\n"
 	    "       [--rate-hz N] [--max-message BYTES] [--max-sessions N]\n"
-	    "       [--session-budget BYTES] [--cpu-max PERCENT] [--foxglove-rate-hz N]",
+	    "       [--session-budget BYTES] [--cpu-max PERCENT] [--foxglove-rate-hz N]\n"
+	    "       [--foxglove-origin ORIGIN]...",
 	    "",
 	    "Serve a page that shows a running domain in the browser: its state, world time,\n"
 	    "real-time factor, the assets' clocks and drift, the PDU channels and their values,\n"

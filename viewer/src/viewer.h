@@ -208,6 +208,10 @@ vw_channel_t *vw_sampler_channel(vw_sampler_t *s, const char *robot, int32_t id)
 /* Read a channel's PDU bytes if it was written since they were read; 0 if c->raw holds its
  * latest value. Once per write, however many sessions want it. */
 int vw_sampler_read(vw_sampler_t *s, vw_channel_t *c);
+/* Between two ticks, cheaply: a channel's write number now (c->seq), the world time now
+ * (st->info.world_time, also returned). For a faster pace than the full sample's. */
+void vw_sampler_refresh(vw_sampler_t *s, vw_channel_t *c);
+hako_time_t vw_sampler_world_time(vw_sampler_t *s);
 /* Read and convert to JSON (through the registry) once per write: c->json, NULL if unknown. */
 const char *vw_sampler_json(vw_sampler_t *s, vw_channel_t *c);
 

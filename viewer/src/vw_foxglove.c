@@ -68,7 +68,8 @@ typedef struct fox_chan {
 	int master_pid;   /* the conductor it was advertised under */
 	fox_msg_t *frame; /* the latest message (header + CDR), shared by the sessions */
 	uint64_t frame_seq;
-	int bad; /* its PDU does not encode: said once */
+	uint64_t tick; /* the tick frame and frame_seq were last looked at */
+	int bad;       /* its PDU does not encode: said once */
 	int keep;
 } fox_chan_t;
 
@@ -127,6 +128,7 @@ struct vw_fox {
 	hako_time_t last_world;
 	uint64_t tf_seq;
 	int warned_unknown; /* the count of unknown-type channels last said */
+	uint64_t tick;      /* ticks so far */
 };
 
 /* ---- pure pieces ---- */
@@ -600,7 +602,11 @@ static fox_msg_t *tf_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t 
 	uint64_t sum = 0;
 	for (int i = 0; i < st->nchannels; i++) {
 		vw_channel_t *vc = &st->channels[i];
-		if (vc->position && vw_sampler_read(f->cfg.sampler, vc) == 0) {
+		if (!vc->position) {
+			continue;
+		}
+		vw_sampler_refresh(f->cfg.sampler, vc);
+		if (vw_sampler_read(f->cfg.sampler, vc) == 0) {
 			sum += vc->raw_seq;
 		}
 	}
@@ -622,13 +628,17 @@ static fox_msg_t *tf_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t 
 
 /* The latest message of a channel: encoded once per write, shared by the sessions. *seq: the
  * write it carries. */
-static fox_msg_t *chan_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
+static fox_msg_t *chan_encode(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
 {
 	if (c->tf) {
 		return tf_frame(f, st, c, seq);
 	}
 	vw_channel_t *vc = chan_source(f, st, c);
-	if (vc == NULL || vw_sampler_read(f->cfg.sampler, vc) != 0 || vc->raw_len == 0) {
+	if (vc == NULL) {
+		return NULL;
+	}
+	vw_sampler_refresh(f->cfg.sampler, vc);
+	if (vw_sampler_read(f->cfg.sampler, vc) != 0 || vc->raw_len == 0) {
 		return NULL;
 	}
 	*seq = vc->raw_seq;
@@ -654,6 +664,22 @@ static fox_msg_t *chan_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_
 	c->frame = m;
 	c->frame_seq = vc->raw_seq;
 	return m;
+}
+
+/* As chan_encode, looked at once a tick however many sessions subscribe the channel. */
+static fox_msg_t *chan_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
+{
+	if (c->tick != f->tick) {
+		c->tick = f->tick;
+		uint64_t q = 0;
+		if (chan_encode(f, st, c, &q) == NULL) {
+			c->frame_seq = 0;
+			msg_unref(c->frame);
+			c->frame = NULL;
+		}
+	}
+	*seq = c->frame_seq;
+	return c->frame;
 }
 
 /* ---- sessions ---- */
@@ -794,6 +820,10 @@ void vw_fox_tick(vw_fox_t *f, double dt)
 {
 	vw_state_t *st = vw_sampler_state(f->cfg.sampler);
 	sync_chans(f, st);
+	f->tick++;
+	if (st->attached) {
+		vw_sampler_world_time(f->cfg.sampler);
+	}
 	fox_msg_t *time = NULL;
 	if (st->attached && st->info.world_time != f->last_world) {
 		unsigned char t[9];

@@ -663,6 +663,24 @@ static int host_ok(const vw_server_t *v, const char *host)
 	return 0;
 }
 
+/* A Foxglove app in a browser opens its WebSocket from its own page: an Origin in
+ * --foxglove-origin (https://app.foxglove.dev by default) may open a Foxglove session, not the
+ * viewer's page's. */
+static int fox_origin_ok(const vw_server_t *v, struct lws *wsi, const char *origin)
+{
+	char proto[256] = "";
+	if (lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL) <= 0 ||
+	    strstr(proto, VW_FOX_PROTOCOL) == NULL) {
+		return 0;
+	}
+	for (int i = 0; i < v->cfg.nfox_origins; i++) {
+		if (strcasecmp(origin, v->cfg.fox_origins[i]) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Whether a request may be served: why not in `why` (for the log). A browser always sends
  * Host, and Origin on a WebSocket: the page that opens it must be the viewer's own
  * (http://<Host>), so another site open in the same browser cannot watch, nor one that made its
@@ -699,12 +717,14 @@ static int request_ok(const vw_server_t *v, struct lws *wsi, char *why, size_t l
 	const char *o = strncmp(origin, "http://", 7) == 0    ? origin + 7
 	                : strncmp(origin, "https://", 8) == 0 ? origin + 8
 	                                                      : NULL;
-	if (o == NULL || strcasecmp(o, host) != 0) {
-		snprintf(why, len, "Origin %.100s is not this viewer's page (Host %.100s)", origin,
-		         host);
-		return 0;
+	if (o != NULL && strcasecmp(o, host) == 0) {
+		return 1;
 	}
-	return 1;
+	if (fox_origin_ok(v, wsi, origin)) {
+		return 1;
+	}
+	snprintf(why, len, "Origin %.100s is not this viewer's page (Host %.100s)", origin, host);
+	return 0;
 }
 
 /* The names a request may give, from the config: HAKO_EINVAL with why for a bad one. */
@@ -1146,7 +1166,8 @@ static void fox_tick_cb(lws_sorted_usec_list_t *sul)
 	}
 	double dt = v->fox_last > 0 ? (double)(now - v->fox_last) / 1e6 : 0.0;
 	v->fox_last = now;
-	vw_sampler_tick(v->cfg.sampler);
+	/* The channel list comes from the page's tick (it always runs, at --rate-hz); this one
+	 * only looks at the write numbers of what is subscribed, and the world time. */
 	vw_fox_tick(v->fox, dt);
 	lws_sul_schedule(v->lws, 0, &v->fox_tick, fox_tick_cb,
 	                 (lws_usec_t)(1e6 / v->cfg.foxglove_rate_hz));
