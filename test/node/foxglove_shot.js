@@ -40,13 +40,14 @@ c.on("message", (m) => {
 function write() {
   const t = tf.v.transforms;
   const xs = t.map((e) => e.transform.translation);
-  // top-down, north (x) up, west (+y) left
-  const sx = (p) => -p.y, sy = (p) => -p.x;
+  // top-down, x to the right, y up (the frame the fleet draws its letters in)
+  const sx = (p) => p.x, sy = (p) => -p.y;
   const minX = Math.min(...xs.map(sx)) - 1, maxX = Math.max(...xs.map(sx)) + 1;
   const minY = Math.min(...xs.map(sy)) - 1, maxY = Math.max(...xs.map(sy)) + 1;
   const W = 1000, H = 640, k = Math.min(W / (maxX - minX), H / (maxY - minY));
   const zs = xs.map((p) => p.z), zmin = Math.min(...zs), zmax = Math.max(...zs);
-  const col = (z) => `hsl(${210 - 160 * ((z - zmin) / (zmax - zmin || 1))},70%,45%)`;
+  const span = Math.max(zmax - zmin, 1);
+  const col = (z) => `hsl(${210 - 160 * ((z - zmin) / span)},70%,45%)`;
   let agree = 0;
   for (const e of t) {
     const p = pos.get(e.child_frame_id);
@@ -64,7 +65,7 @@ function write() {
 ${channels.size} channels advertised; <b>/tf</b> (${channels.get(subs.get([...subs.keys()].find((s) => channels.get(subs.get(s)).topic === "/tf"))).schemaName}, cdr, ros2msg schema)
 decoded by @foxglove/rosmsg2-serialization: ${t.length} frames world &rarr; drone at world time
 ${(Number(tf.stamp) / 1e9).toFixed(3)} s; ${agree} of them agree with their /&lt;drone&gt;/pos (geometry_msgs/msg/Twist).
-Seen from above, north up; colour = altitude ${zmin.toFixed(2)} m (blue) to ${zmax.toFixed(2)} m.</p>
+Seen from above, x to the right, y up; colour = altitude ${zmin.toFixed(2)} m (blue) to ${zmax.toFixed(2)} m.</p>
 <svg width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${dots}</svg></body></html>`;
   fs.writeFileSync(out, html);
   console.log(`foxglove_shot: ${t.length} drones at ${(Number(tf.stamp) / 1e9).toFixed(3)} s, ${agree} agree with pos; wrote ${out}`);
