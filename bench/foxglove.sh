@@ -8,8 +8,13 @@
 # median over the rounds (so RTF x 1000); then the rounds and the ratio.
 #
 # usage: bench/foxglove.sh BUILD_DIR [ROUNDS (5)] [SECONDS (5)] [SESSIONS (20)] [DRONES (256)]
+#        bench/foxglove.sh BUILD_DIR --quick     (the ctest smoke run: 1 round of 1 s, 4 x 32)
+# Needs the build's test programs (viewer-probe): HAKO_BUILD_TESTS, on by default.
 set -u
 BIN=$(cd "$1" && pwd)
+if [ "${2:-}" = --quick ]; then
+	set -- "$1" 1 1 4 32
+fi
 ROUNDS=${2:-5} SECONDS_=${3:-5} SESSIONS=${4:-20} DRONES=${5:-256}
 FLEET=$BIN/samples/fleet
 export HAKO_DOMAIN="bench-fox-$$"
