@@ -111,6 +111,8 @@ struct vw_fox_sess {
 	size_t rx_len, rx_cap;
 	int rx_binary;
 	unsigned char *batch; /* LWS_PRE + SEND_LIMIT: frames written in one go */
+	fox_msg_t *held;      /* taken, but did not fit the last batch: the next one's first */
+	uint32_t held_sub;
 };
 
 struct vw_fox {
@@ -734,10 +736,11 @@ int vw_fox_open(vw_fox_t *f, struct lws *wsi, const char *peer, int authorized, 
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
 	s->authorized = authorized;
 	s->credit = (double)f->cfg.session_budget;
+	vw_state_t *st = vw_sampler_state(f->cfg.sampler);
+	sync_chans(f, st); /* the list as it is now, before this session is one to tell */
 	s->next = f->sessions;
 	f->sessions = s;
 	f->stats.sessions++;
-	vw_state_t *st = vw_sampler_state(f->cfg.sampler);
 	json_t *caps = json_pack("[s,s]", "clientPublish", "time");
 	json_t *meta = json_pack("{s:s,s:s}", "domain", st->info.name, "publish",
 	                         authorized ? "allowed" : "refused: no token in the URL");
@@ -778,6 +781,7 @@ void vw_fox_close(vw_fox_t *f, vw_fox_sess_t *s)
 		free(q);
 	}
 	msg_unref(s->time);
+	msg_unref(s->held);
 	for (int i = 0; i < s->nsubs; i++) {
 		msg_unref(s->subs[i].pending);
 	}
@@ -809,7 +813,8 @@ static void slot_put(vw_fox_t *f, fox_msg_t **slot, fox_msg_t *m)
 
 static size_t sess_pending(const vw_fox_sess_t *s)
 {
-	size_t n = s->ctrl_bytes + (s->time != NULL ? s->time->len : 0);
+	size_t n = s->ctrl_bytes + (s->time != NULL ? s->time->len : 0) +
+	           (s->held != NULL ? s->held->len : 0);
 	for (int i = 0; i < s->nsubs; i++) {
 		n += s->subs[i].pending != NULL ? s->subs[i].pending->len : 0;
 	}
@@ -888,6 +893,12 @@ static size_t ws_header(unsigned char *h, size_t len, int binary)
 static fox_msg_t *next_msg(vw_fox_sess_t *s, uint32_t *sub_id)
 {
 	*sub_id = UINT32_MAX;
+	if (s->held != NULL) {
+		fox_msg_t *m = s->held;
+		s->held = NULL;
+		*sub_id = s->held_sub;
+		return m;
+	}
 	if (s->ctrl != NULL) {
 		fox_q_t *q = s->ctrl;
 		fox_msg_t *m = q->m;
@@ -919,7 +930,7 @@ static fox_msg_t *next_msg(vw_fox_sess_t *s, uint32_t *sub_id)
 
 static int has_pending(const vw_fox_sess_t *s)
 {
-	if (s->ctrl != NULL || s->time != NULL) {
+	if (s->held != NULL || s->ctrl != NULL || s->time != NULL) {
 		return 1;
 	}
 	for (int i = 0; i < s->nsubs; i++) {
@@ -931,8 +942,10 @@ static int has_pending(const vw_fox_sess_t *s)
 }
 
 /* Many small messages (256 drones at 30 Hz) would each cost a system call through lws_write:
- * they are framed here, many to a buffer, and handed to the socket in one raw write. A large
- * one goes on its own through lws_write. */
+ * they are framed here, many to a buffer, and handed to the socket in one raw write. One write
+ * per callback: lws takes what the socket does not (and then asks for no more until it is
+ * sent), so a second write could find it still holding the first. A message larger than the
+ * buffer goes alone through lws_write. */
 int vw_fox_write(vw_fox_t *f, vw_fox_sess_t *s)
 {
 	if (s->closing) {
@@ -945,21 +958,17 @@ int vw_fox_write(vw_fox_t *f, vw_fox_sess_t *s)
 	size_t n = 0;
 	fox_msg_t *m;
 	uint32_t sub_id;
-	while ((m = next_msg(s, &sub_id)) != NULL) {
+	while (n < SEND_LIMIT / 2 && (m = next_msg(s, &sub_id)) != NULL) {
 		unsigned char *payload = m->buf + LWS_PRE;
 		if (sub_id != UINT32_MAX) {
 			put_u32(payload + 1, sub_id);
 		}
-		s->credit -= (double)m->len;
-		f->stats.messages_sent++;
-		if (m->len + 10 > SEND_LIMIT - n && n > 0) {
-			if (lws_write(s->wsi, b, n, LWS_WRITE_RAW) < (int)n) {
-				msg_unref(m);
-				return -1;
+		if (m->len + 10 > SEND_LIMIT - n) {
+			if (n > 0) { /* the next callback's */
+				s->held = m;
+				s->held_sub = sub_id;
+				break;
 			}
-			n = 0;
-		}
-		if (m->len + 10 > SEND_LIMIT) {
 			int w = lws_write(s->wsi, payload, m->len,
 			                  m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
 			size_t len = m->len;
@@ -967,15 +976,16 @@ int vw_fox_write(vw_fox_t *f, vw_fox_sess_t *s)
 			if (w < (int)len) {
 				return -1;
 			}
+			s->credit -= (double)len;
+			f->stats.messages_sent++;
 			break;
 		}
 		n += ws_header(b + n, m->len, m->binary);
 		memcpy(b + n, payload, m->len);
 		n += m->len;
+		s->credit -= (double)m->len;
+		f->stats.messages_sent++;
 		msg_unref(m);
-		if (n >= SEND_LIMIT / 2) {
-			break;
-		}
 	}
 	if (n > 0 && lws_write(s->wsi, b, n, LWS_WRITE_RAW) < (int)n) {
 		return -1;
