@@ -238,6 +238,8 @@ static void test_state(void **state)
 	st.neus = 1;
 	st.list_version = 4;
 	st.stats.frames_dropped = 7;
+	st.stats.fox.sessions = 3;
+	st.stats.fox.messages_dropped = 11;
 	st.sample_hz = 2.5;
 	st.sample_hz_max = 10;
 
@@ -259,6 +261,9 @@ static void test_state(void **state)
 	assert_non_null(json_object_get(j, "handoffs"));
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(j, "viewer"), "frames_dropped")), 7);
+	json_t *fox = json_object_get(json_object_get(j, "viewer"), "foxglove");
+	assert_int_equal(json_integer_value(json_object_get(fox, "sessions")), 3);
+	assert_int_equal(json_integer_value(json_object_get(fox, "messages_dropped")), 11);
 	assert_null(json_object_get(j, "federation")); /* not a federation node */
 	json_t *smp = json_object_get(j, "sampling");
 	assert_true(json_real_value(json_object_get(smp, "hz")) == 2.5);

@@ -32,17 +32,6 @@ typedef struct vw_fox_config {
 	void *log_ctx;
 } vw_fox_config_t;
 
-typedef struct vw_fox_stats {
-	int sessions;
-	int channels;              /* advertised now */
-	uint64_t messages_sent;    /* message and time frames */
-	uint64_t messages_dropped; /* replaced before a slow client took them */
-	uint64_t throttled;        /* session samples skipped: the byte budget was spent */
-	uint64_t refused;          /* bad messages, refused publishes */
-	uint64_t published;        /* PDUs written for clients */
-	uint64_t pending_max;      /* the most one session ever had queued (bytes) */
-} vw_fox_stats_t;
-
 typedef struct vw_fox vw_fox_t;
 typedef struct vw_fox_sess vw_fox_sess_t;
 

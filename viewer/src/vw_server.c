@@ -489,6 +489,7 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 	v->stats.sessions = v->nsessions;
 	v->stats.pending_bytes = pending;
 	st->stats = v->stats;
+	st->stats.fox = vw_fox_stats(v->fox);
 	st->sample_hz = v->hz;
 	st->sample_hz_max = v->cfg.rate_hz;
 	st->cpu = v->cpu;
