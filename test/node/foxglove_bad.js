@@ -78,6 +78,8 @@ async function main() {
     ["malformed JSON", "{\"op\": \"subscribe\", ", /not JSON/],
     ["not an object", "[1,2,3]", /needs "op"/],
     ["unknown op", JSON.stringify({ op: "fly" }), /op fly is not supported/],
+    ["escape bytes quoted", JSON.stringify({ op: "fly\u001b[31m\u00e9" }), /op fly\?\[31m\?\? is not supported/],
+    ["advertise without token", JSON.stringify({ op: "advertise", channels: [] }), /clientPublish refused: no token/],
     ["wrong types", JSON.stringify({ op: "subscribe", subscriptions: [{ id: "x", channelId: {} }] }), /needs integer/],
     ["subscriptions not an array", JSON.stringify({ op: "subscribe", subscriptions: 7 }), /must be an array/],
     ["unknown channel", JSON.stringify({ op: "subscribe", subscriptions: [{ id: 1, channelId: 999999 }] }), /channel 999999 is not advertised/],

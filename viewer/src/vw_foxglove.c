@@ -235,6 +235,9 @@ static void ctrl_push(vw_fox_sess_t *s, fox_msg_t *m)
 
 static void send_json(vw_fox_sess_t *s, json_t *j)
 {
+	if (j == NULL) {
+		return;
+	}
 	char *text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (text == NULL) {
@@ -273,6 +276,11 @@ static void refuse(vw_fox_t *f, vw_fox_sess_t *s, int kind, const char *fmt, ...
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	/* It quotes the client (topics, types, ops): nothing a terminal acts on goes to the log,
+	 * and no UTF-8 sequence cut short by a precision goes into the JSON. */
+	for (unsigned char *c = (unsigned char *)text; *c != '\0'; c++) {
+		*c = *c < 0x20 || *c >= 0x7f ? '?' : *c;
+	}
 	f->stats.refused++;
 	status(s, 2, "%s", text);
 	say(f, kind, s->peer, "foxglove client %s: %s", s->peer, text);
