@@ -213,6 +213,10 @@ static void say(vw_fox_t *f, int kind, const char *peer, const char *fmt, ...)
 
 static void ctrl_push(vw_fox_sess_t *s, fox_msg_t *m)
 {
+	if (s->closing) { /* going: it does not read, and nothing more is kept for it */
+		msg_unref(m);
+		return;
+	}
 	fox_q_t *q = malloc(sizeof(*q));
 	if (q == NULL) {
 		msg_unref(m);
@@ -228,7 +232,10 @@ static void ctrl_push(vw_fox_sess_t *s, fox_msg_t *m)
 	s->ctrl_tail = q;
 	s->ctrl_bytes += m->len;
 	if (s->ctrl_bytes > CTRL_MAX) {
-		s->closing = 1; /* it does not read what it must have: let it go */
+		/* It does not read what it must have: let it go, now (a client that does not read
+		 * never makes its socket writable, where the close would otherwise happen). */
+		s->closing = 1;
+		lws_set_timeout(s->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
 	}
 	lws_callback_on_writable(s->wsi);
 }
@@ -782,6 +789,11 @@ void vw_fox_close(vw_fox_t *f, vw_fox_sess_t *s)
 		}
 	}
 	f->stats.sessions--;
+	if (s->closing) {
+		say(f, VW_FOX_LOG_MESSAGE, s->peer,
+		    "foxglove client %s closed: more than %u bytes of advertisements not taken",
+		    s->peer, CTRL_MAX);
+	}
 	while (s->ctrl != NULL) {
 		fox_q_t *q = s->ctrl;
 		s->ctrl = q->next;
@@ -957,9 +969,6 @@ static int has_pending(const vw_fox_sess_t *s)
 int vw_fox_write(vw_fox_t *f, vw_fox_sess_t *s)
 {
 	if (s->closing) {
-		say(f, VW_FOX_LOG_MESSAGE, s->peer,
-		    "foxglove client %s: more than %u bytes of advertisements not taken (closing)",
-		    s->peer, CTRL_MAX);
 		return -1;
 	}
 	unsigned char *b = s->batch + LWS_PRE;
