@@ -125,6 +125,12 @@ async function main() {
   const rss1 = rssKb();
   console.log(`${nSlow} slow clients: viewer RSS ${rss0} kB -> ${rss1} kB; world time ${t0} -> ${a.times[a.times.length - 1]} ns`);
   check(rss1 - rss0 < 200 * 1024, `the viewer grew by ${rss1 - rss0} kB`);
+  // and stays there: what a client does not take replaces what it had, it does not pile up
+  const t1 = a.times[a.times.length - 1];
+  await until("2 s more of world time", () => a.times[a.times.length - 1] > t1 + 2000000000n, 30000);
+  const rss2 = rssKb();
+  console.log(`2 s later: viewer RSS ${rss2} kB`);
+  check(rss2 - rss1 < 16 * 1024, `the viewer went on growing: ${rss1} kB -> ${rss2} kB`);
 
   // the server still answers a new client, and its time frames advance
   const c = new FoxgloveClient({ ws: new WebSocket(`ws://127.0.0.1:${port}/`, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]) });
