@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "viewer.h"
+#include "vw_fox.h"
 
 static void path_ok(const char *path, const char *want)
 {
@@ -237,6 +238,8 @@ static void test_state(void **state)
 	st.neus = 1;
 	st.list_version = 4;
 	st.stats.frames_dropped = 7;
+	st.stats.fox.sessions = 3;
+	st.stats.fox.messages_dropped = 11;
 	st.sample_hz = 2.5;
 	st.sample_hz_max = 10;
 
@@ -258,6 +261,9 @@ static void test_state(void **state)
 	assert_non_null(json_object_get(j, "handoffs"));
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(j, "viewer"), "frames_dropped")), 7);
+	json_t *fox = json_object_get(json_object_get(j, "viewer"), "foxglove");
+	assert_int_equal(json_integer_value(json_object_get(fox, "sessions")), 3);
+	assert_int_equal(json_integer_value(json_object_get(fox, "messages_dropped")), 11);
 	assert_null(json_object_get(j, "federation")); /* not a federation node */
 	json_t *smp = json_object_get(j, "sampling");
 	assert_true(json_real_value(json_object_get(smp, "hz")) == 2.5);
@@ -402,6 +408,23 @@ static void test_watch_view(void **state)
 	vw_buf_free(&b);
 }
 
+/* Foxglove's ros2 decoding and MCAP's ros2 profile name a type pkg/msg/Type. */
+static void test_fox_names(void **state)
+{
+	(void)state;
+	char out[64];
+	assert_int_equal(vw_fox_schema_name("geometry_msgs/Twist", out, sizeof(out)), 0);
+	assert_string_equal(out, "geometry_msgs/msg/Twist");
+	assert_int_equal(vw_fox_schema_name("Twist", out, sizeof(out)), -1);
+	assert_int_equal(vw_fox_schema_name("/Twist", out, sizeof(out)), -1);
+	assert_int_equal(vw_fox_schema_name("a/b/c", out, sizeof(out)), -1);
+	assert_int_equal(vw_fox_schema_name("geometry_msgs/Twist", out, 10), -1);
+	assert_true(vw_fox_same_type("geometry_msgs/msg/Twist", "geometry_msgs/Twist"));
+	assert_true(vw_fox_same_type("geometry_msgs/Twist", "geometry_msgs/Twist"));
+	assert_false(vw_fox_same_type("geometry_msgs/msg/Pose", "geometry_msgs/Twist"));
+	assert_false(vw_fox_same_type("geometry_msgs/srv/Twist", "geometry_msgs/Twist"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -409,7 +432,7 @@ int main(void)
 	    cmocka_unit_test(test_tokens),     cmocka_unit_test(test_query),
 	    cmocka_unit_test(test_commands),   cmocka_unit_test(test_buf),
 	    cmocka_unit_test(test_state),      cmocka_unit_test(test_positions),
-	    cmocka_unit_test(test_watch_view),
+	    cmocka_unit_test(test_watch_view), cmocka_unit_test(test_fox_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

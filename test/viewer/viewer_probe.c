@@ -13,6 +13,10 @@
  *                               a session asks what a page does: half of them the dashboard
  *                               (the values of the first 50 channels, the RD part), half the
  *                               map (the positions)
+ *   fox-load PORT SESSIONS SECONDS [DOMAIN [ROUNDS [DRONES]]]
+ *                               as load, with Foxglove sessions (foxglove.websocket.v1) each
+ *                               subscribed to every channel whose topic ends in /pos (DRONES
+ *                               of them, default 256) and reading everything
  *   twist DOMAIN ROBOTS SECONDS  write geometry_msgs/Twist PDUs Drone1..N/0 moving on circles
  *                               (the map's demo data; not an asset, paced by the wall clock)
  *   cdp DEVTOOLS_PORT URL UNTIL TIMEOUT_S [DOM_FILE [PNG_FILE]]
@@ -150,18 +154,22 @@ static char *http_get(int port, const char *path, int *status)
 
 /* ---- WebSocket (RFC 6455 client: masked frames out, unfragmented frames in) ---- */
 
-static int ws_open(int port, const char *path, int rcvbuf)
+/* A WebSocket session; proto: the subprotocol to ask for, NULL none. */
+static int ws_open_proto(int port, const char *path, int rcvbuf, const char *proto)
 {
 	int fd = tcp_connect(port, rcvbuf);
 	if (fd < 0) {
 		return -1;
 	}
-	char req[2048];
+	char req[2048], extra[256] = "";
+	if (proto != NULL) {
+		snprintf(extra, sizeof(extra), "Sec-WebSocket-Protocol: %s\r\n", proto);
+	}
 	snprintf(req, sizeof(req),
 	         "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
 	         "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-	         "Sec-WebSocket-Version: 13\r\n\r\n",
-	         path, port);
+	         "Sec-WebSocket-Version: 13\r\n%s\r\n",
+	         path, port, extra);
 	if (write_all(fd, req, strlen(req)) != 0) {
 		close(fd);
 		return -1;
@@ -185,6 +193,11 @@ static int ws_open(int port, const char *path, int rcvbuf)
 		return -1;
 	}
 	return fd;
+}
+
+static int ws_open(int port, const char *path, int rcvbuf)
+{
+	return ws_open_proto(port, path, rcvbuf, NULL);
 }
 
 static int ws_send(int fd, int opcode, const void *data, size_t len)
@@ -434,12 +447,31 @@ static int cmd_stall(int port, long seconds)
 
 /* ---- load: real-time factor with and without sessions ---- */
 
+/* How the sessions read: 0, as soon as anything comes (poll); N > 0, every N ms, all that
+ * came (a client that draws at a frame rate). $VIEWER_PROBE_READ_MS. */
+static int read_period_ms(void)
+{
+	const char *e = getenv("VIEWER_PROBE_READ_MS");
+	return e != NULL ? atoi(e) : 0;
+}
+
 static double rtf_over(hako_domain_t *dom, double seconds, int *fds, int nfds, long *msgs)
 {
 	hako_time_t w0 = hako_domain_world_time(dom);
 	double t0 = now_s(), end = t0 + seconds;
 	uint8_t buf[65536];
+	int period = read_period_ms();
 	while (now_s() < end) {
+		if (period > 0 && nfds > 0) {
+			usleep((useconds_t)period * 1000);
+			for (int i = 0; i < nfds; i++) {
+				ssize_t n;
+				while ((n = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+					*msgs += n;
+				}
+			}
+			continue;
+		}
 		if (nfds <= 0 || nfds > 256) {
 			usleep(20000);
 			continue;
@@ -565,6 +597,97 @@ static int cmd_load(int port, int sessions, double seconds, const char *domain, 
 	       med0, sessions, med1, med1 / med0, 100.0 * (1.0 - med1 / med0));
 	hako_domain_close(dom);
 	free(watch);
+	return 0;
+}
+
+/* A Foxglove session subscribed to every channel whose topic ends in `suffix` (the fleet's
+ * /<drone>/pos): reads the advertisements until `want` such channels came, then subscribes
+ * them all in one message. */
+static int fox_open(int port, const char *suffix, int want)
+{
+	int fd = ws_open_proto(port, "/", 0, "foxglove.websocket.v1");
+	if (fd < 0) {
+		return -1;
+	}
+	json_t *subs = json_array();
+	size_t sl = strlen(suffix);
+	double end = now_s() + 20;
+	while ((int)json_array_size(subs) < want && now_s() < end) {
+		int op;
+		uint8_t *p;
+		size_t len;
+		if (ws_recv(fd, &op, &p, &len, 5000) != 0) {
+			break;
+		}
+		json_t *j = op == 1 ? json_loadb((const char *)p, len, 0, NULL) : NULL;
+		free(p);
+		const char *o = json_string_value(json_object_get(j, "op"));
+		json_t *chans = json_object_get(j, "channels"), *c;
+		size_t i;
+		if (o != NULL && strcmp(o, "advertise") == 0) {
+			json_array_foreach(chans, i, c)
+			{
+				const char *t = json_string_value(json_object_get(c, "topic"));
+				size_t tl = t != NULL ? strlen(t) : 0;
+				if (tl >= sl && strcmp(t + tl - sl, suffix) == 0) {
+					json_array_append_new(
+					    subs, json_pack("{s:I,s:O}", "id",
+					                    (json_int_t)json_array_size(subs),
+					                    "channelId", json_object_get(c, "id")));
+				}
+			}
+		}
+		json_decref(j);
+	}
+	json_t *msg = json_pack("{s:s,s:o}", "op", "subscribe", "subscriptions", subs);
+	char *text = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (text == NULL || ws_send(fd, 1, text, strlen(text)) != 0) {
+		free(text);
+		close(fd);
+		return -1;
+	}
+	free(text);
+	return fd;
+}
+
+/* As cmd_load, with Foxglove sessions subscribed to every drone's pos. */
+static int cmd_fox_load(int port, int sessions, double seconds, const char *domain, int rounds,
+                        int drones)
+{
+	hako_domain_t *dom = NULL;
+	if (hako_domain_open(domain, &dom) != 0) {
+		return die("no domain %s", domain);
+	}
+	sessions = sessions > 256 ? 256 : sessions;
+	rounds = rounds < 1 || rounds > 100 ? 3 : rounds;
+	int fds[256];
+	double r0s[100], r1s[100];
+	printf("round,sessions,seconds,rtf,bytes_read\n");
+	for (int round = 0; round < rounds; round++) {
+		long m0 = 0, m1 = 0;
+		double r0 = rtf_over(dom, seconds, fds, 0, &m0);
+		for (int i = 0; i < sessions; i++) {
+			fds[i] = fox_open(port, "/pos", drones);
+			if (fds[i] < 0) {
+				return die("Foxglove session refused%s", "");
+			}
+		}
+		double r1 = rtf_over(dom, seconds, fds, sessions, &m1);
+		for (int i = 0; i < sessions; i++) {
+			close(fds[i]);
+		}
+		printf("%d,0,%.1f,%.4f,%ld\n%d,%d,%.1f,%.4f,%ld\n", round, seconds, r0, m0, round,
+		       sessions, seconds, r1, m1);
+		fflush(stdout);
+		r0s[round] = r0;
+		r1s[round] = r1;
+	}
+	double med0 = median(r0s, rounds), med1 = median(r1s, rounds);
+	printf("median rtf without sessions %.4f, with %d Foxglove sessions %.4f: ratio %.4f "
+	       "(%.2f %% drop)\n",
+	       med0, sessions, med1, med1 / med0, 100.0 * (1.0 - med1 / med0));
+	hako_domain_close(dom);
 	return 0;
 }
 
@@ -795,6 +918,11 @@ int main(int argc, char **argv)
 		return cmd_load(port, atoi(argv[3]), atof(argv[4]),
 		                argc > 5 ? argv[5] : hako_domain_default_name(),
 		                argc > 6 ? atoi(argv[6]) : 3);
+	}
+	if (strcmp(c, "fox-load") == 0 && argc >= 5) {
+		return cmd_fox_load(port, atoi(argv[3]), atof(argv[4]),
+		                    argc > 5 ? argv[5] : hako_domain_default_name(),
+		                    argc > 6 ? atoi(argv[6]) : 3, argc > 7 ? atoi(argv[7]) : 256);
 	}
 	if (strcmp(c, "twist") == 0 && argc == 5) {
 		return cmd_twist(argv[2], atoi(argv[3]), atof(argv[4]));

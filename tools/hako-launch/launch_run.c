@@ -597,6 +597,10 @@ static int start_viewer(void)
 	if (L.viewer_ctl[0] != '\0') {
 		hakoi_say_always("viewer: %s (read-only), %s (control)", L.viewer_url,
 		                 L.viewer_ctl);
+		/* The same port speaks Foxglove's WebSocket protocol (docs/viewer.md). */
+		hakoi_say_always("Foxglove: open ws://%s (read-only; add ?token=... to "
+		                 "publish)",
+		                 L.viewer_url + strlen("http://"));
 	} else if (hakoi_sup_running(p)) {
 		hakoi_say("viewer: hako-viewer (pid %d) printed no URL within %d s; the run goes "
 		          "on (its log: %s/viewer.log)",

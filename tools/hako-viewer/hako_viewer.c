@@ -97,6 +97,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                                         {"max-sessions", required_argument, NULL, 's'},
 	                                         {"session-budget", required_argument, NULL, 'B'},
 	                                         {"cpu-max", required_argument, NULL, 'C'},
+	                                         {"foxglove-rate-hz", required_argument, NULL, 'F'},
+	                                         {"foxglove-origin", required_argument, NULL, 'O'},
 	                                         {"allow-host", required_argument, NULL, 'A'},
 	                                         HAKO_CLI_HELP_VERSION,
 	                                         {NULL, 0, NULL, 0}};
@@ -109,10 +111,14 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    .max_sessions = 128,
 	    .session_budget = 1u << 20,
 	    .cpu_max = 0.10,
+	    .foxglove_rate_hz = 30,
 	};
 	vw_sampler_config_t pc = {hako_domain_default_name(), getenv("HAKO_PDUDEF"), NULL};
 	/* --allow-host, then $HAKO_VIEWER_ALLOW_HOSTS (how a launch file's viewer gets some) */
 	const char *allow[VW_ALLOW_MAX];
+	/* the Foxglove web app by default; --foxglove-origin replaces it ("" for none) */
+	const char *origins[VW_ALLOW_MAX] = {"https://app.foxglove.dev"};
+	int norigins = 1, origins_given = 0;
 	int nallow = 0;
 	long v = 0;
 	int c, r = -1;
@@ -147,6 +153,23 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			r = parse_int(cmd, "--cpu-max", optarg, 1, 100, &v);
 			sc.cpu_max = (double)v / 100.0;
 			break;
+		case 'O':
+			if (!origins_given) {
+				norigins = 0;
+				origins_given = 1;
+			}
+			if (norigins == VW_ALLOW_MAX) {
+				return hako_cli_usage_error(cmd, "--foxglove-origin: %d at most",
+				                            VW_ALLOW_MAX);
+			}
+			if (optarg[0] != '\0') {
+				origins[norigins++] = optarg;
+			}
+			break;
+		case 'F':
+			r = parse_int(cmd, "--foxglove-rate-hz", optarg, 1, 1000, &v);
+			sc.foxglove_rate_hz = (int)v;
+			break;
 		case 'A':
 			if (nallow == VW_ALLOW_MAX) {
 				return hako_cli_usage_error(cmd, "--allow-host: %d names at most",
@@ -169,6 +192,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	if ((r = env_hosts(cmd, allow, &nallow)) >= 0) {
 		return r;
 	}
+	sc.fox_origins = origins;
+	sc.nfox_origins = norigins;
 	sc.allow_hosts = allow;
 	sc.nallow_hosts = nallow;
 	char token[VW_TOKEN_LEN * 2 + 1];
@@ -212,6 +237,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	printf("hako-viewer: to control the simulation (start, stop, reset) open\n"
 	       "    http://%s:%d/?token=%s\n",
 	       host, port, token);
+	printf("hako-viewer: Foxglove: ws://%s:%d/ (read-only), ws://%s:%d/?token=%s (publish)\n",
+	       host, port, host, port, token);
 	fflush(stdout);
 	vw_server_run(srv, &stop_flag);
 	vw_server_destroy(srv);
@@ -228,7 +255,8 @@ int main(int argc, char **argv)
 	    "[-d DOMAIN] [--port N] [--bind ADDR] [--allow-host NAME]... [--pdudef FILE]\n"
 	    "       [--rd FILE] [--www DIR]\n"
 	    "       [--rate-hz N] [--max-message BYTES] [--max-sessions N]\n"
-	    "       [--session-budget BYTES] [--cpu-max PERCENT]",
+	    "       [--session-budget BYTES] [--cpu-max PERCENT] [--foxglove-rate-hz N]\n"
+	    "       [--foxglove-origin ORIGIN]...",
 	    "",
 	    "Serve a page that shows a running domain in the browser: its state, world time,\n"
 	    "real-time factor, the assets' clocks and drift, the PDU channels and their values,\n"

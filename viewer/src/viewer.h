@@ -136,6 +136,18 @@ typedef struct vw_handoff {
 	int epoch;
 } vw_handoff_t;
 
+/* The Foxglove sessions' counters (vw_fox.h). */
+typedef struct vw_fox_stats {
+	int sessions;
+	int channels;              /* advertised now */
+	uint64_t messages_sent;    /* message and time frames */
+	uint64_t messages_dropped; /* replaced before a slow client took them */
+	uint64_t throttled;        /* session samples skipped: the byte budget was spent */
+	uint64_t refused;          /* bad messages, refused publishes */
+	uint64_t published;        /* PDUs written for clients */
+	uint64_t pending_max;      /* the most one session ever had queued (bytes) */
+} vw_fox_stats_t;
+
 typedef struct vw_stats {
 	int sessions;
 	uint64_t frames_sent;
@@ -146,6 +158,7 @@ typedef struct vw_stats {
 	uint64_t refused_path;
 	uint64_t refused_message;
 	uint64_t refused_token;
+	vw_fox_stats_t fox;
 } vw_stats_t;
 
 #define VW_FEDERATION_MAX HAKO_CONDUCTOR_STATUS_BYTES /* the status as JSON (hako/conductor.h) */
@@ -208,6 +221,10 @@ vw_channel_t *vw_sampler_channel(vw_sampler_t *s, const char *robot, int32_t id)
 /* Read a channel's PDU bytes if it was written since they were read; 0 if c->raw holds its
  * latest value. Once per write, however many sessions want it. */
 int vw_sampler_read(vw_sampler_t *s, vw_channel_t *c);
+/* Between two ticks, cheaply: a channel's write number now (c->seq), the world time now
+ * (st->info.world_time, also returned). For a faster pace than the full sample's. */
+void vw_sampler_refresh(vw_sampler_t *s, vw_channel_t *c);
+hako_time_t vw_sampler_world_time(vw_sampler_t *s);
 /* Read and convert to JSON (through the registry) once per write: c->json, NULL if unknown. */
 const char *vw_sampler_json(vw_sampler_t *s, vw_channel_t *c);
 

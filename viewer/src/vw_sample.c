@@ -308,6 +308,25 @@ static void update_rate(vw_channel_t *c, uint64_t seq, hako_time_t now)
 	}
 }
 
+void vw_sampler_refresh(vw_sampler_t *s, vw_channel_t *c)
+{
+	(void)s;
+	if (c->ch != NULL) {
+		uint64_t seq = hako_channel_seq(c->ch);
+		if (seq > c->seq || seq < c->raw_seq) {
+			c->seq = seq;
+		}
+	}
+}
+
+hako_time_t vw_sampler_world_time(vw_sampler_t *s)
+{
+	if (s->dom != NULL) {
+		s->st.info.world_time = hako_domain_world_time(s->dom);
+	}
+	return s->st.info.world_time;
+}
+
 int vw_sampler_read(vw_sampler_t *s, vw_channel_t *c)
 {
 	(void)s;

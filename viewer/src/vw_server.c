@@ -44,6 +44,7 @@
 #include "hako/frame.h"
 #include "hako/log.h"
 
+#include "vw_fox.h"
 #include "vw_server.h"
 
 #define VW_SUB_MAX    512       /* channels one session may subscribe (a fleet of 256 drones) */
@@ -127,8 +128,12 @@ struct vw_server {
 	char www[PATH_MAX];
 	struct lws_context *lws;
 	struct lws_vhost *vh;
-	struct lws_protocols protocols[2];
+	struct lws_protocols protocols[3];
 	lws_sorted_usec_list_t tick;
+	vw_fox_t *fox;                   /* the Foxglove sessions (vw_fox.h) */
+	lws_sorted_usec_list_t fox_tick; /* their pace: --foxglove-rate-hz */
+	int fox_ticking;
+	hako_time_t fox_last;
 	vw_sess_t *sessions;
 	int nsessions;
 	int port;
@@ -484,6 +489,7 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 	v->stats.sessions = v->nsessions;
 	v->stats.pending_bytes = pending;
 	st->stats = v->stats;
+	st->stats.fox = vw_fox_stats(v->fox);
 	st->sample_hz = v->hz;
 	st->sample_hz_max = v->cfg.rate_hz;
 	st->cpu = v->cpu;
@@ -658,6 +664,24 @@ static int host_ok(const vw_server_t *v, const char *host)
 	return 0;
 }
 
+/* A Foxglove app in a browser opens its WebSocket from its own page: an Origin in
+ * --foxglove-origin (https://app.foxglove.dev by default) may open a Foxglove session, not the
+ * viewer's page's. */
+static int fox_origin_ok(const vw_server_t *v, struct lws *wsi, const char *origin)
+{
+	char proto[256] = "";
+	if (lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL) <= 0 ||
+	    strstr(proto, VW_FOX_PROTOCOL) == NULL) {
+		return 0;
+	}
+	for (int i = 0; i < v->cfg.nfox_origins; i++) {
+		if (strcasecmp(origin, v->cfg.fox_origins[i]) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Whether a request may be served: why not in `why` (for the log). A browser always sends
  * Host, and Origin on a WebSocket: the page that opens it must be the viewer's own
  * (http://<Host>), so another site open in the same browser cannot watch, nor one that made its
@@ -694,12 +718,14 @@ static int request_ok(const vw_server_t *v, struct lws *wsi, char *why, size_t l
 	const char *o = strncmp(origin, "http://", 7) == 0    ? origin + 7
 	                : strncmp(origin, "https://", 8) == 0 ? origin + 8
 	                                                      : NULL;
-	if (o == NULL || strcasecmp(o, host) != 0) {
-		snprintf(why, len, "Origin %.100s is not this viewer's page (Host %.100s)", origin,
-		         host);
-		return 0;
+	if (o != NULL && strcasecmp(o, host) == 0) {
+		return 1;
 	}
-	return 1;
+	if (fox_origin_ok(v, wsi, origin)) {
+		return 1;
+	}
+	snprintf(why, len, "Origin %.100s is not this viewer's page (Host %.100s)", origin, host);
+	return 0;
 }
 
 /* The names a request may give, from the config: HAKO_EINVAL with why for a bad one. */
@@ -1113,6 +1139,101 @@ static int vw_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 	}
 }
 
+/* ---- Foxglove (vw_foxglove.c) ---- */
+
+static void fox_log(void *ctx, int kind, const char *peer, const char *line)
+{
+	vw_server_t *v = ctx;
+	int k = kind == VW_FOX_LOG_TOKEN     ? LOG_TOKEN
+	        : kind == VW_FOX_LOG_COMMAND ? LOG_COMMAND
+	                                     : LOG_MESSAGE;
+	if (kind == VW_FOX_LOG_TOKEN) {
+		v->stats.refused_token++;
+	} else if (kind == VW_FOX_LOG_MESSAGE) {
+		v->stats.refused_message++;
+	}
+	plog(v, k, peer, "%s", line);
+}
+
+/* The Foxglove sessions' own pace (a 256-drone fleet at 30 Hz), apart from the page's: it
+ * samples the domain too, and runs only while a Foxglove session is open. */
+static void fox_tick_cb(lws_sorted_usec_list_t *sul)
+{
+	vw_server_t *v = lws_container_of(sul, vw_server_t, fox_tick);
+	hako_time_t now = hako_now_usec();
+	if (vw_fox_sessions(v->fox) == 0) {
+		v->fox_ticking = 0;
+		return;
+	}
+	double dt = v->fox_last > 0 ? (double)(now - v->fox_last) / 1e6 : 0.0;
+	v->fox_last = now;
+	/* The channel list comes from the page's tick (it always runs, at --rate-hz); this one
+	 * only looks at the write numbers of what is subscribed, and the world time. */
+	vw_fox_tick(v->fox, dt);
+	lws_sul_schedule(v->lws, 0, &v->fox_tick, fox_tick_cb,
+	                 (lws_usec_t)(1e6 / v->cfg.foxglove_rate_hz));
+}
+
+static int fox_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                  size_t len)
+{
+	struct lws_context *lc = lws_get_context(wsi);
+	vw_server_t *v = lc != NULL ? lws_context_user(lc) : NULL;
+	vw_fox_sess_t **pss = user;
+	if (v == NULL) {
+		return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
+	switch (reason) {
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: return upgrade_ok(v, wsi);
+	case LWS_CALLBACK_ESTABLISHED: {
+		char peer[64] = "?", why[256], args[512], token[128];
+		lws_get_peer_simple(wsi, peer, sizeof(peer));
+		if (v->nsessions + vw_fox_sessions(v->fox) >= v->cfg.max_sessions) {
+			plog(v, LOG_SESSIONS, peer,
+			     "refused a Foxglove session from %s: %d sessions already "
+			     "(--max-sessions)",
+			     peer, v->nsessions + vw_fox_sessions(v->fox));
+			return -1;
+		}
+		if (!request_ok(v, wsi, why, sizeof(why))) {
+			plog(v, LOG_HOST, peer, "refused a WebSocket from %s: %s", peer, why);
+			return -1;
+		}
+		int authorized = 0;
+		if (lws_hdr_copy(wsi, args, sizeof(args), WSI_TOKEN_HTTP_URI_ARGS) > 0 &&
+		    vw_query_arg(args, "token", token, sizeof(token)) == 0) {
+			authorized = vw_token_equal(v->cfg.token, token);
+			if (!authorized) {
+				v->stats.refused_token++;
+				plog(v, LOG_TOKEN, peer,
+				     "Foxglove session from %s: bad token in its URL, read-only",
+				     peer);
+			}
+		}
+		if (vw_fox_open(v->fox, wsi, peer, authorized, pss) != 0) {
+			return -1;
+		}
+		if (!v->fox_ticking) {
+			v->fox_ticking = 1;
+			v->fox_last = 0;
+			lws_sul_schedule(v->lws, 0, &v->fox_tick, fox_tick_cb, 1);
+		}
+		return 0;
+	}
+	case LWS_CALLBACK_CLOSED:
+		if (pss != NULL && *pss != NULL) {
+			vw_fox_close(v->fox, *pss);
+			*pss = NULL;
+		}
+		return 0;
+	case LWS_CALLBACK_RECEIVE:
+		return pss != NULL && *pss != NULL ? vw_fox_rx(v->fox, *pss, in, len) : -1;
+	case LWS_CALLBACK_SERVER_WRITEABLE:
+		return pss != NULL && *pss != NULL ? vw_fox_write(v->fox, *pss) : 0;
+	default: return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
+}
+
 /* ---- the server ---- */
 
 int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why, size_t len)
@@ -1140,6 +1261,31 @@ int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why
 	    .per_session_data_size = sizeof(vw_sess_t *),
 	    .rx_buffer_size = 65536,
 	};
+	/* Foxglove on the same port: the client names the subprotocol, lws picks the table. */
+	v->protocols[1] = (struct lws_protocols){
+	    .name = VW_FOX_PROTOCOL,
+	    .callback = fox_cb,
+	    .per_session_data_size = sizeof(vw_fox_sess_t *),
+	    .rx_buffer_size = 65536,
+	};
+	vw_fox_config_t fc = {
+	    .sampler = cfg->sampler,
+	    .token = cfg->token,
+	    .rate_hz = cfg->foxglove_rate_hz,
+	    .session_budget = cfg->session_budget,
+	    .max_message = cfg->max_message,
+	    .log = fox_log,
+	    .log_ctx = v,
+	};
+	if (v->cfg.foxglove_rate_hz <= 0) {
+		v->cfg.foxglove_rate_hz = 30;
+		fc.rate_hz = 30;
+	}
+	if (vw_fox_create(&fc, &v->fox) != 0) {
+		snprintf(why, len, "out of memory");
+		free(v);
+		return HAKO_ENOMEM;
+	}
 	struct lws_context_creation_info info;
 	memset(&info, 0, sizeof(info));
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
@@ -1150,6 +1296,7 @@ int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why
 	v->lws = lws_create_context(&info);
 	if (v->lws == NULL) {
 		snprintf(why, len, "cannot create the libwebsockets context");
+		vw_fox_destroy(v->fox);
 		free(v);
 		return HAKO_EIO;
 	}
@@ -1169,6 +1316,7 @@ int vw_server_create(const vw_server_config_t *cfg, vw_server_t **out, char *why
 	if (port <= 0) {
 		snprintf(why, len, "cannot listen on %s port %d", cfg->bind, cfg->port);
 		lws_context_destroy(v->lws);
+		vw_fox_destroy(v->fox);
 		free(v);
 		return HAKO_EIO;
 	}
@@ -1200,7 +1348,9 @@ void vw_server_destroy(vw_server_t *v)
 		return;
 	}
 	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, LWS_SET_TIMER_USEC_CANCEL);
+	lws_sul_schedule(v->lws, 0, &v->fox_tick, fox_tick_cb, LWS_SET_TIMER_USEC_CANCEL);
 	lws_context_destroy(v->lws); /* closes the sessions: CLOSED frees each */
+	vw_fox_destroy(v->fox);
 	ration_check(v, hako_now_usec(), 1);
 	msg_unref(v->list_msg);
 	frames_release(v);

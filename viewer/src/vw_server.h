@@ -23,6 +23,11 @@ typedef struct vw_server_config {
 	size_t max_message;    /* bytes a client message may have */
 	int max_sessions;      /* WebSocket sessions at once */
 	size_t session_budget; /* bytes a second one session may be sent at most */
+	/* Origins (scheme://host[:port]) of Foxglove apps that may open a Foxglove session from
+	 * a browser (--foxglove-origin), besides the viewer's own page. */
+	const char *const *fox_origins;
+	int nfox_origins;
+	int foxglove_rate_hz;  /* messages a second per channel and Foxglove session at most */
 	double cpu_max;        /* fraction of a core the viewer may use before it samples slower */
 	vw_sampler_t *sampler; /* borrowed */
 } vw_server_config_t;

@@ -172,7 +172,15 @@ void vw_state_encode(const vw_state_t *st, int with_rd, vw_buf_t *b)
 	    ",\"viewer\":{\"sessions\":%d,\"frames_sent\":%" PRIu64 ",\"frames_dropped\":%" PRIu64
 	    ",\"frames_throttled\":%" PRIu64 ",\"pending_bytes\":%" PRIu64
 	    ",\"pending_max\":%" PRIu64 ",\"refused_path\":%" PRIu64 ",\"refused_message\":%" PRIu64
-	    ",\"refused_token\":%" PRIu64 "}}",
+	    ",\"refused_token\":%" PRIu64 ",",
 	    s->sessions, s->frames_sent, s->frames_dropped, s->frames_throttled, s->pending_bytes,
 	    s->pending_max, s->refused_path, s->refused_message, s->refused_token);
+	const vw_fox_stats_t *f = &s->fox;
+	vw_buf_printf(b,
+	              "\"foxglove\":{\"sessions\":%d,\"channels\":%d,\"messages_sent\":%" PRIu64
+	              ",\"messages_dropped\":%" PRIu64 ",\"throttled\":%" PRIu64
+	              ",\"refused\":%" PRIu64 ",\"published\":%" PRIu64 ",\"pending_max\":%" PRIu64
+	              "}}}",
+	              f->sessions, f->channels, f->messages_sent, f->messages_dropped, f->throttled,
+	              f->refused, f->published, f->pending_max);
 }
