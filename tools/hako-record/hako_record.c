@@ -75,7 +75,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_CHUNK,
 		O_SKIP,
 		O_UNTIL,
-		O_WAIT
+		O_WAIT,
+		O_STALL
 	};
 	static const struct option longopts[] = {
 	    {"domain", required_argument, NULL, 'd'},
@@ -93,6 +94,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    {"until-stop", no_argument, NULL, O_UNTIL},
 	    {"wait-ms", required_argument, NULL, O_WAIT},
 	    {"quiet", no_argument, NULL, 'q'},
+	    {"test-stall-writer", no_argument, NULL, O_STALL}, /* tests only: rec_opts_t */
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0}};
 	rec_opts_t o = {.domain = hako_domain_default_name(),
@@ -185,6 +187,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			o.chunk_size = (size_t)(v * 1024);
 			break;
 		case O_SKIP: o.skip_unknown = 1; break;
+		case O_STALL: o.test_stall_writer = 1; break;
 		case O_UNTIL: o.until_stop = 1; break;
 		case O_WAIT:
 			if (parse_double(optarg, 0, 3600000, &v) != 0) {

@@ -41,7 +41,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_DELTA,
 		O_WAIT,
 		O_CHECK,
-		O_ASSET
+		O_ASSET,
+		O_DUMP
 	};
 	static const struct option longopts[] = {
 	    {"domain", required_argument, NULL, 'd'},
@@ -56,6 +57,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    {"delta-usec", required_argument, NULL, O_DELTA},
 	    {"wait-ms", required_argument, NULL, O_WAIT},
 	    {"check", no_argument, NULL, O_CHECK},
+	    {"dump", no_argument, NULL, O_DUMP},
 	    {"quiet", no_argument, NULL, 'q'},
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0}};
@@ -133,6 +135,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			o.wait_ms = (int)v;
 			break;
 		case O_CHECK: o.check = 1; break;
+		case O_DUMP: o.check = o.dump = 1; break;
 		default: return hako_cli_common_option(cmd, c, argv);
 		}
 	}
@@ -178,6 +181,8 @@ int main(int argc, char **argv)
 	    "  --remap OLD=NEW      write robot OLD's channels into robot NEW (repeatable)\n"
 	    "  --pdudef FILE        PDU sizes for recordings that lack them\n"
 	    "  --check              read the file and say what it holds, do not replay\n"
+	    "  --dump               --check, and a line per message: log time (us), ROBOT:ID\n"
+	    "                       and an FNV-1a hash of the PDU after its meta header\n"
 	    "  --wait-ms N          wait this long for the domain to exist (default 10000)\n"
 	    "  -q, --quiet          only the last line and errors\n",
 	    run,

@@ -307,6 +307,10 @@ static int write_entry(recorder_t *R, const rec_entry_t *e)
 static void *writer_main(void *arg)
 {
 	recorder_t *R = arg;
+	while (R->o->test_stall_writer && !atomic_load(&R->done)) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
 	for (;;) {
 		const rec_entry_t *e = rec_ring_peek(&R->ring);
 		if (e != NULL) {

@@ -39,6 +39,7 @@ typedef struct rec_opts {
 	int until_stop;   /* end when the run stops */
 	int wait_ms;      /* for the domain to appear */
 	int quiet;
+	int test_stall_writer; /* tests: the writer thread waits for the end (forces drops) */
 } rec_opts_t;
 
 /* Record until *stop is set (a signal), the run stops (until_stop), or the domain's conductor

@@ -43,7 +43,7 @@ typedef struct replayer {
 	uint64_t pend_time;
 	int at_end;
 	int64_t loop_base_ns; /* added to the file's log times, for --loop */
-	uint64_t last_log_ns;
+	uint64_t last_log_ns, first_log_ns;
 	uint64_t written, errors;
 } replayer_t;
 
@@ -221,6 +221,9 @@ static int fetch(replayer_t *P)
 		}
 		P->pend_chan = c;
 		P->pend_time = msg.log_time;
+		if (P->first_log_ns == 0 || msg.log_time < P->first_log_ns) {
+			P->first_log_ns = msg.log_time;
+		}
 		if (msg.log_time > P->last_log_ns) {
 			P->last_log_ns = msg.log_time;
 		}
@@ -262,6 +265,17 @@ static int emit_until(replayer_t *P, int64_t recorded)
 		}
 		if ((int64_t)P->pend_time + P->loop_base_ns > recorded) {
 			return 0;
+		}
+		if (P->o->dump) {
+			/* FNV-1a of the values (after the meta header), as
+			 * test/tools/record_probe.c */
+			uint64_t h = 1469598103934665603ull;
+			for (size_t i = 24; i < P->pdu_len; i++) {
+				h = (h ^ P->pdu[i]) * 1099511628211ull;
+			}
+			printf("%" PRId64 " %s:%" PRId32 " %016" PRIx64 "\n",
+			       ((int64_t)P->pend_time + P->loop_base_ns) / 1000,
+			       P->pend_chan->robot, P->pend_chan->id, P->pdu_len > 24 ? h : 0);
 		}
 		int rc = P->o->check ? 0 : hako_channel_write(P->pend_chan->ch, P->pdu, P->pdu_len);
 		if (rc != 0) {
@@ -405,8 +419,9 @@ int rep_run(const rep_opts_t *o, volatile sig_atomic_t *stop)
 		while ((rc = emit_until(&P, INT64_MAX)) == 0 && !P.at_end) {
 		}
 		printf("hako-replay: %" PRIu64 " messages would be written, %" PRIu64
-		       " read errors\n",
-		       P.written, P.errors);
+		       " read errors; log times %.6f s to %.6f s\n",
+		       P.written, P.errors, (double)P.first_log_ns / 1e9,
+		       (double)P.last_log_ns / 1e9);
 	} else if (rc == 0) {
 		rc = open_domain(&P, stop);
 		rc = rc ? rc : create_channels(&P);

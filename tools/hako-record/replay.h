@@ -31,6 +31,7 @@ typedef struct rep_opts {
 	int nremaps;
 	int wait_ms;
 	int check; /* only open and read the file, say what it holds and what was skipped */
+	int dump;  /* with check: a line per message (log time, robot:id, a hash of its values) */
 	int quiet;
 } rep_opts_t;
 
