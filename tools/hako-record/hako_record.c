@@ -76,7 +76,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_SKIP,
 		O_UNTIL,
 		O_WAIT,
-		O_STALL
+		O_STALL,
+		O_ASSET
 	};
 	static const struct option longopts[] = {
 	    {"domain", required_argument, NULL, 'd'},
@@ -94,6 +95,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    {"until-stop", no_argument, NULL, O_UNTIL},
 	    {"wait-ms", required_argument, NULL, O_WAIT},
 	    {"quiet", no_argument, NULL, 'q'},
+	    {"asset", required_argument, NULL, O_ASSET},
 	    {"test-stall-writer", no_argument, NULL, O_STALL}, /* tests only: rec_opts_t */
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0}};
@@ -188,6 +190,13 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			break;
 		case O_SKIP: o.skip_unknown = 1; break;
 		case O_STALL: o.test_stall_writer = 1; break;
+		case O_ASSET:
+			if (optarg[0] == '\0' || strlen(optarg) >= HAKO_NAME_MAX) {
+				return hako_cli_usage_error(cmd, "--asset: 1..%d characters",
+				                            HAKO_NAME_MAX - 1);
+			}
+			o.asset = optarg;
+			break;
 		case O_UNTIL: o.until_stop = 1; break;
 		case O_WAIT:
 			if (parse_double(optarg, 0, 3600000, &v) != 0) {
@@ -242,6 +251,9 @@ int main(int argc, char **argv)
 	    "                       (default 0: every write)\n"
 	    "  --pdu-rate P=HZ      the rate of the PDUs P (as --pdu), before --rate-hz\n"
 	    "  --skip-unknown       leave out channels whose type is unknown\n"
+	    "  --asset NAME         be an asset: read at each of its steps (the world's step),\n"
+	    "                       stamped with the step's time; the world waits for it\n"
+	    "                       (at most Dmax). Register before the run starts.\n"
 	    "  --until-stop         end when the run stops (else at a signal, or when the\n"
 	    "                       domain's conductor ends)\n"
 	    "  --buffer-mb N        room between the reader and the file (default 64)\n"

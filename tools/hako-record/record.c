@@ -69,6 +69,7 @@ typedef struct recorder {
 	int write_error;
 	int64_t base_ns, max_log_ns, delta_ns;
 	uint32_t resets;
+	int64_t step_ns; /* --asset: the log time of this step's reads; -1: the world time */
 	uint64_t recorded, missed, dropped, decimated, invalid;
 } recorder_t;
 
@@ -375,7 +376,9 @@ static int scan(recorder_t *R)
 		if (seq < c->last_seq) { /* a reset we have not seen yet: it restarts from 0 */
 			c->last_seq = 0;
 		}
-		int64_t now_ns = R->base_ns + (int64_t)hako_domain_world_time(R->dom) * 1000;
+		int64_t now_ns = R->step_ns >= 0
+		                     ? R->step_ns
+		                     : R->base_ns + (int64_t)hako_domain_world_time(R->dom) * 1000;
 		if (c->period_ns > 0 && now_ns < c->next_due_ns) {
 			c->decimated += seq - c->last_seq;
 			c->last_seq = seq;
@@ -395,7 +398,9 @@ static int scan(recorder_t *R)
 		}
 		c->missed += got - c->last_seq - 1;
 		c->last_seq = got;
-		int64_t log_ns = R->base_ns + (int64_t)hako_domain_world_time(R->dom) * 1000;
+		int64_t log_ns = R->step_ns >= 0
+		                     ? R->step_ns
+		                     : R->base_ns + (int64_t)hako_domain_world_time(R->dom) * 1000;
 		if (c->period_ns > 0) {
 			c->next_due_ns = (log_ns / c->period_ns + 1) * c->period_ns;
 		}
@@ -416,7 +421,9 @@ static int scan(recorder_t *R)
  * file's log times keep increasing (docs/hako-record.md). */
 static void after_reset(recorder_t *R)
 {
-	R->base_ns = R->max_log_ns + (R->delta_ns > 0 ? R->delta_ns : 1000000);
+	if (R->max_log_ns > 0) { /* nothing recorded yet: nothing to go on from */
+		R->base_ns = R->max_log_ns + (R->delta_ns > 0 ? R->delta_ns : 1000000);
+	}
 	for (int i = 0; i < R->nchans_cap; i++) {
 		R->chans[i].last_seq = 0;
 		R->chans[i].next_due_ns = 0;
@@ -464,9 +471,73 @@ static int summary_metadata(recorder_t *R)
 	return hako_mcap_writer_add_metadata(R->w, "hako-record", kv);
 }
 
+/* --asset: read every chosen channel at each step of its own, stamped with the time the step
+ * brings its clock to. The world waits for it (at most Dmax, as for any asset); it never waits
+ * for the writer thread. */
+static int run_asset(recorder_t *R, volatile sig_atomic_t *stop, const char **why)
+{
+	hako_member_t *m;
+	hako_time_t delta = R->delta_ns / 1000 > 0 ? R->delta_ns / 1000 : 1000;
+	int rc = hako_member_register(R->dom, R->o->asset, delta, &m);
+	if (rc != 0) {
+		fprintf(stderr, "hako-record: register asset '%s': %s\n", R->o->asset,
+		        hako_strerror(rc));
+		return rc;
+	}
+	int count = 0, ran = 0;
+	if (!R->o->quiet) {
+		printf("hako-record: asset '%s' registered (step %lld us)\n", R->o->asset,
+		       (long long)delta);
+	}
+	while (!*stop && rc == 0) {
+		int ev = HAKO_EVENT_NONE;
+		int r = hako_member_wait_event(m, 100000, &ev);
+		if (r == HAKO_ETIMEDOUT) {
+			continue;
+		}
+		if (r != 0) {
+			rc = r;
+			break;
+		}
+		hako_member_ack(m, ev);
+		if (ev == HAKO_EVENT_ERROR) {
+			*why = "the domain failed";
+			break;
+		}
+		if (ev == HAKO_EVENT_RESET) {
+			/* An asset leaves at the reset that follows a run (its stop is acknowledged
+			 * while the run ends; leaving then would fail it). */
+			if (R->o->until_stop && ran) {
+				*why = "the run ended";
+				break;
+			}
+			after_reset(R);
+			continue;
+		}
+		if (ev != HAKO_EVENT_START) {
+			continue;
+		}
+		ran = 1;
+		while (!*stop && rc == 0 && hako_member_step_wait(m) == 0) {
+			if (hako_domain_list_channels(R->dom, NULL, 0, &count) == 0 &&
+			    count != R->nknown) {
+				rc = rescan(R);
+			}
+			hako_time_t T = hako_member_time(m) + hako_member_delta(m);
+			R->step_ns = R->base_ns + (int64_t)T * 1000;
+			if (scan(R)) {
+				wake_writer(R);
+			}
+			hako_member_step_done(m);
+		}
+	}
+	hako_member_unregister(m);
+	return rc;
+}
+
 int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 {
-	recorder_t R = {.o = o};
+	recorder_t R = {.o = o, .step_ns = -1};
 	hako_error_t err;
 	char msg[1024];
 	int rc = hako_msg_registry_create(&R.reg);
@@ -510,7 +581,10 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 	int was_running = 0;
 	hako_time_t next_rescan = hako_now_usec() + RESCAN_USEC;
 	const char *why = "stopped by a signal";
-	while (rc == 0 && !*stop) {
+	if (rc == 0 && o->asset != NULL) {
+		rc = run_asset(&R, stop, &why);
+	}
+	while (rc == 0 && !*stop && o->asset == NULL) {
 		uint32_t seen = hako_domain_changes(R.dom);
 		int count = 0;
 		if (hako_domain_list_channels(R.dom, NULL, 0, &count) == 0 && count != R.nknown) {
