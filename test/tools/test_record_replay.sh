@@ -263,4 +263,25 @@ awk 'NR == FNR { t[NR] = $1; h[NR] = $3; n = NR; next }
 replay_run cut Robot
 file_has "$tmp/logs-cut/replay.log" 'hako-replay: done'
 
+# ---- "record" in a launch file: hako-record started first, the file in the log folder ----
+n=$((n + 1))
+domains+=("rec-test-$$-$n")
+cat >"$tmp/launch-record.json" <<EOF
+{
+  "domain": "rec-test-$$-$n",
+  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "real_time_factor": 4,
+                "stop_at_usec": 300000},
+  "log_dir": "$tmp/logs-launch-record",
+  "record": {"pdudef": "$PDUDEF", "file": "run.mcap"},
+  "processes": [{"name": "writer", "command": "$WRITER", "wait_for": {"asset": "writer"}}]
+}
+EOF
+expect 0 "$LAUNCH" --no-echo "$tmp/launch-record.json"
+has "record: $tmp/logs-launch-record/run.mcap"
+done_line=$(grep 'hako-record: done' "$tmp/logs-launch-record/record.log")
+sum=$(($(field messages) + $(field missed) + $(field dropped) + $(field decimated)))
+same "launch record: recorded + missed + dropped + decimated" "$sum" 300
+expect 0 "$REP" --check "$tmp/logs-launch-record/run.mcap"
+has "^hako-replay: $(field messages) messages would be written, 0 read errors"
+
 finish tools.record_replay
