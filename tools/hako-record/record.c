@@ -172,7 +172,7 @@ static int rescan(recorder_t *R)
 		return r;
 	}
 	if (R->chans == NULL) {
-		if (hako_waitset_create(R->dom, &R->ws) != 0) {
+		if (R->o->wake_on_write && hako_waitset_create(R->dom, &R->ws) != 0) {
 			fprintf(stderr,
 			        "hako-record: no wait-set left in domain '%s': following its "
 			        "clock instead (writes between two world steps may be missed)\n",
@@ -593,6 +593,12 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		uint32_t rs = hako_domain_reset_count(R.dom);
 		if (rs != resets) {
 			resets = rs;
+			if (o->until_stop && (was_running || R.max_log_ns > 0)) {
+				/* The run ended and was reset between two looks: what was written
+				 * after the last one is gone with the reset (not counted). */
+				why = "the run ended";
+				break;
+			}
 			after_reset(&R);
 		}
 		int state = hako_domain_state(R.dom);
@@ -617,7 +623,13 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 			}
 			rc = rescan(&R);
 		}
-		if (R.ws != NULL && R.nselected > 0 && state == HAKO_STATE_RUNNING) {
+		if (!o->wake_on_write && state == HAKO_STATE_RUNNING) {
+			/* Look again after poll_usec of wall time: no cost to the writers (a
+			 * wake-up per write would cost each one a system call while the sampler
+			 * sleeps). */
+			struct timespec ts = {0, (long)o->poll_usec * 1000};
+			nanosleep(&ts, NULL);
+		} else if (R.ws != NULL && R.nselected > 0 && state == HAKO_STATE_RUNNING) {
 			/* Woken by a write to a chosen channel; a channel created meanwhile is
 			 * found at the latest when the wait times out. */
 			int nev = 0;

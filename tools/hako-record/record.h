@@ -39,6 +39,8 @@ typedef struct rec_opts {
 	int until_stop;   /* end when the run stops */
 	int wait_ms;      /* for the domain to appear */
 	int quiet;
+	int poll_usec;         /* running: look again after this much wall time */
+	int wake_on_write;     /* running: wake at each write instead (costs every writer) */
 	const char *asset;     /* non-NULL: read at each step of an asset of this name (docs) */
 	int test_stall_writer; /* tests: the writer thread waits for the end (forces drops) */
 } rec_opts_t;
