@@ -206,7 +206,8 @@ full=$("$REP" --check "$tmp/full.mcap" | sed -nE 's/^hako-replay: ([0-9]+) messa
 
 # ---- replay: the channel holds at every step the last message of log time <= T ----
 # replay_run NAME REPLAY_ARGS... : hako-replay and record-probe (reading ROBOT:0 once the replay
-# passed T) in a fresh domain for 1 s; the probe's lines in $tmp/NAME.probe.
+# passed T) in a fresh domain for 1 s; the probe's lines in $tmp/NAME.probe. The file:
+# $REPLAY_FILE, else full.mcap.
 replay_run() {
 	local name=$1 robot=$2
 	shift 2
@@ -222,7 +223,7 @@ replay_run() {
   "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 1000000},
   "log_dir": "$tmp/logs-$name",
   "processes": [
-    {"name": "replay", "command": "$REP", "args": [${args} "$tmp/full.mcap"],
+    {"name": "replay", "command": "$REP", "args": [${args} "${REPLAY_FILE:-$tmp/full.mcap}"],
      "wait_for": {"asset": "hako-replay"}},
     {"name": "probe", "command": "$PROBE",
      "args": ["--asset", "probe", "--after", "hako-replay", "--out", "$tmp/$name.probe", "$robot:0"],
@@ -260,9 +261,15 @@ awk 'NR == FNR { t[NR] = $1; h[NR] = $3; n = NR; next }
      { while (i < n && t[i + 1] <= $1 + 500000) i++; want = i ? h[i] : "0000000000000000";
        if ($4 != want) bad++ }
      END { exit bad != 0 }' "$tmp/dump.txt" "$tmp/off.probe" || fail "--start-offset 0.5: not the file at T + 0.5 s"
+# --loop --speed 3: the 1 s file three times over in 1 s of world time
+replay_run loop Robot --loop --speed 3
+written=$(sed -nE 's/.*hako-replay: done: ([0-9]+) messages written.*/\1/p' "$tmp/logs-loop/replay.log")
+[ -n "$written" ] && [ "$written" -ge $((2 * full)) ] ||
+	fail "--loop --speed 3: ${written:-no} messages written, the file has $full"
 # the cut file replays its whole chunks and says what it skipped
-replay_run cut Robot
-file_has "$tmp/logs-cut/replay.log" 'hako-replay: done'
+REPLAY_FILE=$tmp/cut.mcap replay_run cut Robot
+file_has "$tmp/logs-cut/replay.log" 'skipped [0-9]+ bytes at offset [0-9]+'
+file_has "$tmp/logs-cut/replay.log" "hako-replay: done: $got messages written"
 
 # ---- "record" in a launch file: hako-record started first, the file in the log folder ----
 n=$((n + 1))

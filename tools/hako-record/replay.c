@@ -251,7 +251,7 @@ static int emit_until(replayer_t *P, int64_t recorded)
 			P->at_end = rc == 0;
 		}
 		if (P->at_end) {
-			if (!P->o->loop || P->last_log_ns == 0) {
+			if (!P->o->loop || P->o->check || P->last_log_ns == 0) {
 				return 0;
 			}
 			/* Once more, after the last message, one step later. */
