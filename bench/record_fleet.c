@@ -32,6 +32,7 @@
 #define MAX_ROUNDS 15
 
 static char g_domain[64];
+static char g_poll[16] = "100"; /* hako-record --poll-usec */
 static char g_dir[64];
 
 static void cleanup(void)
@@ -250,13 +251,11 @@ int main(int argc, char **argv)
 	double seconds = 10;
 	int rounds = 3;
 	const char *exe = HAKO_RECORD_EXE;
-	static const struct option opts[] = {{"drones", required_argument, NULL, 'n'},
-	                                     {"seconds", required_argument, NULL, 's'},
-	                                     {"rounds", required_argument, NULL, 'r'},
-	                                     {"record-exe", required_argument, NULL, 'e'},
-	                                     {"quick", no_argument, NULL, 'q'},
-	                                     {"help", no_argument, NULL, 'h'},
-	                                     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"drones", required_argument, NULL, 'n'}, {"seconds", required_argument, NULL, 's'},
+	    {"rounds", required_argument, NULL, 'r'}, {"record-exe", required_argument, NULL, 'e'},
+	    {"quick", no_argument, NULL, 'q'},        {"poll-usec", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -264,6 +263,10 @@ int main(int argc, char **argv)
 		case 's': seconds = strtod(optarg, NULL); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'e': exe = optarg; break;
+		case 'p':
+			snprintf(g_poll, sizeof(g_poll), "%d",
+			         atoi(optarg) > 0 ? atoi(optarg) : 100);
+			break;
 		case 'q':
 			drones = 64;
 			seconds = 1;
@@ -271,7 +274,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			printf("usage: record_fleet [--drones N] [--seconds S] [--rounds R] "
-			       "[--record-exe PATH] [--quick]\n");
+			       "[--record-exe PATH] [--poll-usec N] [--quick]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
