@@ -639,6 +639,11 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 			hako_domain_wait_change(R.dom, seen, IDLE_WAIT_USEC);
 		}
 	}
+	if (rc == 0 && thread && o->asset == NULL && hako_domain_reset_count(R.dom) == resets) {
+		/* A last look (at a signal): the writes since the previous one are recorded or
+		 * counted, so the counts cover the whole time it followed the domain. */
+		scan(&R);
+	}
 	if (thread) {
 		atomic_store(&R.done, 1);
 		pthread_mutex_lock(&R.mu);
