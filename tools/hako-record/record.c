@@ -157,7 +157,7 @@ static void chan_init(recorder_t *R, rec_chan_t *c, const hako_channel_info_t *c
 	if (c->selected && R->ws != NULL) {
 		hako_waitset_add(R->ws, c->ch, NULL);
 	}
-	if (c->selected && !R->o->quiet) {
+	if (c->selected && !R->o->quiet && R->nselected <= 16) { /* the rest: a count */
 		printf("hako-record: channel %s/%" PRId32 " (%s, %s, %" PRIu32 " bytes)\n",
 		       c->robot, c->id, c->name[0] ? c->name : "no name",
 		       c->type[0] ? c->type : "raw", c->size);
@@ -574,7 +574,8 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		thread = rc == 0;
 	}
 	if (rc == 0 && !o->quiet) {
-		printf("hako-record: recording domain '%s' into %s\n", o->domain, o->out);
+		printf("hako-record: recording domain '%s' into %s (%d channels so far)\n",
+		       o->domain, o->out, R.nselected);
 		fflush(stdout);
 	}
 	uint32_t resets = rc == 0 ? hako_domain_reset_count(R.dom) : 0;
