@@ -82,7 +82,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_ASSET,
 		O_POLL,
 		O_WAKE,
-		O_NICE
+		O_NICE,
+		O_BUDGET
 	};
 	static const struct option longopts[] = {
 	    {"domain", required_argument, NULL, 'd'},
@@ -104,6 +105,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    {"poll-usec", required_argument, NULL, O_POLL},
 	    {"wake-on-write", no_argument, NULL, O_WAKE},
 	    {"nice", required_argument, NULL, O_NICE},
+	    {"cpu-budget", required_argument, NULL, O_BUDGET},
 	    {"test-stall-writer", no_argument, NULL, O_STALL}, /* tests only: rec_opts_t */
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0}};
@@ -111,7 +113,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                .buffer_bytes = 64u << 20,
 	                .compression = HAKO_MCAP_COMPRESS_ZSTD,
 	                .wait_ms = 10000,
-	                .poll_usec = 100};
+	                .poll_usec = 100,
+	                .cpu_budget = 0.1};
 	int c;
 	double v;
 	int nice_level = 10;
@@ -201,6 +204,12 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		case O_SKIP: o.skip_unknown = 1; break;
 		case O_STALL: o.test_stall_writer = 1; break;
 		case O_WAKE: o.wake_on_write = 1; break;
+		case O_BUDGET:
+			if (parse_double(optarg, 0, 64, &o.cpu_budget) != 0) {
+				return hako_cli_usage_error(
+				    cmd, "--cpu-budget %s: expected [0, 64] (CPUs)", optarg);
+			}
+			break;
 		case O_NICE:
 			if (parse_double(optarg, 0, 19, &v) != 0) {
 				return hako_cli_usage_error(cmd, "--nice %s: expected [0, 19]",
@@ -286,6 +295,8 @@ int main(int argc, char **argv)
 	    "                       (at most Dmax). Register before the run starts.\n"
 	    "  --poll-usec N        while the run runs, look at the channels every N us of\n"
 	    "                       wall time (default 100); no cost to the writers\n"
+	    "  --cpu-budget F       a follower uses at most F CPUs on average (default 0.1;\n"
+	    "                       0: no limit); what it then does not see is missed\n"
 	    "  --nice N             run at this nice level (default 10: below the assets)\n"
 	    "  --wake-on-write      wake at every write instead: sees more writes of a slow\n"
 	    "                       run, costs each writer a system call while it sleeps\n"

@@ -582,6 +582,10 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 	int was_running = 0;
 	hako_time_t next_rescan = hako_now_usec() + RESCAN_USEC;
 	const char *why = "stopped by a signal";
+	struct timespec c0;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	int64_t cpu0 = (int64_t)c0.tv_sec * 1000000000 + c0.tv_nsec;
+	hako_time_t wall0 = hako_now_usec();
 	if (rc == 0 && o->asset != NULL) {
 		rc = run_asset(&R, stop, &why);
 	}
@@ -628,7 +632,24 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 			/* Look again after poll_usec of wall time: no cost to the writers (a
 			 * wake-up per write would cost each one a system call while the sampler
 			 * sleeps). */
-			struct timespec ts = {0, (long)o->poll_usec * 1000};
+			int64_t nap = (int64_t)o->poll_usec * 1000;
+			if (o->cpu_budget > 0) {
+				/* Its CPU time (sampler and writer) against the wall time it has
+				 * followed the run: over budget, it sleeps until it is back under.
+				 * On two vCPUs the other one may be the assets' core's sibling:
+				 * what the recorder does there, the assets lose. */
+				struct timespec c;
+				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+				int64_t cpu = (int64_t)c.tv_sec * 1000000000 + c.tv_nsec - cpu0;
+				int64_t wall = (hako_now_usec() - wall0) * 1000;
+				int64_t over = cpu - (int64_t)(o->cpu_budget * (double)wall);
+				if (over > 0) {
+					int64_t need = (int64_t)((double)over / o->cpu_budget);
+					nap = need > nap ? (need < 100000000 ? need : 100000000)
+					                 : nap;
+				}
+			}
+			struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
 			nanosleep(&ts, NULL);
 		} else if (R.ws != NULL && R.nselected > 0 && state == HAKO_STATE_RUNNING) {
 			/* Woken by a write to a chosen channel; a channel created meanwhile is
