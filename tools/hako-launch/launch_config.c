@@ -138,6 +138,18 @@ void hakoi_launch_free(hakoi_launch_config_t *cfg)
 	free(cfg->viewer.bind);
 	free(cfg->viewer.pdudef);
 	free(cfg->viewer.rd);
+	free_proc(&cfg->record.proc);
+	free(cfg->record.file);
+	free(cfg->record.pdudef);
+	free(cfg->record.asset);
+	for (size_t i = 0; i < cfg->record.pdu_count; i++) {
+		free(cfg->record.pdus[i]);
+	}
+	free(cfg->record.pdus);
+	for (size_t i = 0; i < cfg->record.robot_count; i++) {
+		free(cfg->record.robots[i]);
+	}
+	free(cfg->record.robots);
 	for (size_t i = 0; cfg->nodes != NULL && i < cfg->node_count; i++) {
 		free(cfg->nodes[i].file);
 		free(cfg->nodes[i].domain);

@@ -64,6 +64,7 @@ typedef struct hakoi_launch_proc {
 	long long
 	    delay_ms; /* after it started (and is ready): wait this long (Hakoniwa's delay_sec) */
 	int viewer;   /* hako-viewer, started for "viewer": never awaited, its end never fatal */
+	int recorder; /* hako-record, started for "record": the same */
 } hakoi_launch_proc_t;
 
 #define HAKOI_LAUNCH_VIEWER_PORT 8080
@@ -78,6 +79,20 @@ typedef struct hakoi_launch_viewer {
 	long long rate_hz;        /* 0 = hako-viewer's */
 	hakoi_launch_proc_t proc; /* how it runs: name "viewer", its log viewer.log */
 } hakoi_launch_viewer_t;
+
+/* "record": hako-record started before the processes, its file under the log folder. */
+typedef struct hakoi_launch_record {
+	int enabled;
+	char *file;   /* as given, relative to the log folder; NULL = record.mcap */
+	char *pdudef; /* absolute; NULL = none */
+	char **pdus;  /* --pdu */
+	size_t pdu_count;
+	char **robots; /* --robot */
+	size_t robot_count;
+	double rate_hz;           /* 0 = every write */
+	char *asset;              /* NULL = a follower; else --asset NAME */
+	hakoi_launch_proc_t proc; /* name "record", its log record.log */
+} hakoi_launch_record_t;
 
 struct hakoi_launch_config;
 
@@ -117,6 +132,7 @@ typedef struct hakoi_launch_config {
 	hakoi_launch_node_t *nodes;
 	size_t node_count;
 	hakoi_launch_viewer_t viewer;
+	hakoi_launch_record_t record;
 	int hakoniwa;        /* the file is in Hakoniwa's launcher format (assets, defaults) */
 	int hakoniwa_notify; /* ... with a "notify" (checked, not run) */
 } hakoi_launch_config_t;

@@ -57,6 +57,18 @@ static void dump_viewer(const hakoi_launch_config_t *cfg, FILE *out)
 	fputc('\n', out);
 }
 
+static void dump_record(const hakoi_launch_config_t *cfg, FILE *out)
+{
+	const hakoi_launch_proc_t *p = &cfg->record.proc;
+	fprintf(out, "record log=%s/record.log\n", cfg->log_dir);
+	fprintf(out, "  exe %s\n  argv", p->exe);
+	for (size_t j = 0; j < p->argc; j++) {
+		fputc(' ', out);
+		dump_quoted(out, p->argv[j]);
+	}
+	fputc('\n', out);
+}
+
 void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
 {
 	static const char *const waits[] = {"nothing", "asset", "log"};
@@ -101,6 +113,9 @@ void hakoi_launch_dump(const hakoi_launch_config_t *cfg, FILE *out)
 	}
 	if (cfg->viewer.enabled) {
 		dump_viewer(cfg, out);
+	}
+	if (cfg->record.enabled) {
+		dump_record(cfg, out);
 	}
 	for (size_t i = 0; i < cfg->proc_count; i++) {
 		const hakoi_launch_proc_t *p = &cfg->procs[i];

@@ -255,5 +255,6 @@ const hakoi_field_t hakoi_launch_top_fields[] = {
      .expect = "an array of processes"},
     HAKOI_CHECK(check_processes),
     HAKOI_OBJECT("viewer", 0, hakoi_launch_config_t, viewer, hakoi_launch_viewer_fields),
+    HAKOI_OBJECT("record", 0, hakoi_launch_config_t, record, hakoi_launch_record_fields),
     HAKOI_END,
 };

@@ -85,6 +85,7 @@ int hakoi_launch_set_argv(hakoi_walk_t *w, hakoi_launch_proc_t *p);
 
 /* launch_config_viewer.c: "viewer" */
 extern const hakoi_field_t hakoi_launch_viewer_fields[];
+extern const hakoi_field_t hakoi_launch_record_fields[];
 
 /* launch_config_federation.c: a federation file */
 extern const hakoi_field_t hakoi_launch_federation_top_fields[];

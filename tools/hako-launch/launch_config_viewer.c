@@ -133,3 +133,146 @@ const hakoi_field_t hakoi_launch_viewer_fields[] = {
     HAKOI_CHECK(check_viewer),
     HAKOI_END,
 };
+
+/* ---- the recorder ---- */
+
+static int find_beside(hakoi_walk_t *w, const char *name, char **exe)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *first = NULL;
+	size_t nfirst = 0;
+	if (len > 0) {
+		self[len] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash != NULL && slash != self) {
+			*slash = '\0';
+			if ((first = strdup(self)) == NULL) {
+				return hakoi_walk_fail_oom(w);
+			}
+			nfirst = 1;
+		}
+	}
+	int r = hakoi_launch_resolve_command_in(w, NULL, name, (const char *const *)&first, nfirst,
+	                                        exe);
+	free(first);
+	return r;
+}
+
+/* record.file: a file name under the log folder (no "..": the recording stays there). */
+static int check_record_file(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	const char *s = *(char **)(void *)((char *)base + f->offset);
+	if (s[0] == '\0' || s[0] == '/' || strstr(s, "..") != NULL) {
+		return hakoi_walk_fail(w, "'%s': a file name under the log folder, without '..'",
+		                       s);
+	}
+	return 0;
+}
+
+/* The recorder as a process of the launch: hako-record -d <domain> -o <log_dir>/<file>
+ * [--pdudef ...] [--pdu ...]... [--robot ...]... [--rate-hz ...] [--asset NAME --until-stop],
+ * its output in <log_dir>/record.log. */
+static int check_record(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	(void)v;
+	(void)f;
+	hakoi_launch_record_t *rc = base;
+	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
+	hakoi_launch_proc_t *p = &rc->proc;
+	rc->enabled = 1;
+	for (size_t i = 0; i < cfg->proc_count; i++) {
+		if (strcmp(cfg->procs[i].name, "record") == 0) {
+			return hakoi_walk_fail(w,
+			                       "its log is record.log, as is the log of "
+			                       "processes[%zu] (\"record\"): rename that process",
+			                       i);
+		}
+	}
+	snprintf(p->name, sizeof(p->name), "record");
+	p->recorder = 1;
+	p->phase = HAKOI_LAUNCH_PHASE_RUN;
+	p->wait_for = HAKOI_LAUNCH_WAIT_NOTHING;
+	p->echo = 1;
+	size_t max = 16 + 2 * (rc->pdu_count + rc->robot_count);
+	if ((p->command = strdup("hako-record")) == NULL ||
+	    (p->args = calloc(max, sizeof(char *))) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	int r = find_beside(w, "hako-record", &p->exe);
+	if (r != 0) {
+		return r;
+	}
+	char *out =
+	    hakoi_launch_join(cfg->log_dir_abs, rc->file != NULL ? rc->file : "record.mcap");
+	if (out == NULL || add_arg(p, "-d") != 0 || add_arg(p, cfg->domain) != 0 ||
+	    add_arg(p, "-o") != 0 || add_arg(p, out) != 0 ||
+	    (rc->pdudef != NULL && (add_arg(p, "--pdudef") != 0 || add_arg(p, rc->pdudef) != 0))) {
+		free(out);
+		return hakoi_walk_fail_oom(w);
+	}
+	free(out);
+	for (size_t i = 0; i < rc->pdu_count; i++) {
+		if (add_arg(p, "--pdu") != 0 || add_arg(p, rc->pdus[i]) != 0) {
+			return hakoi_walk_fail_oom(w);
+		}
+	}
+	for (size_t i = 0; i < rc->robot_count; i++) {
+		if (add_arg(p, "--robot") != 0 || add_arg(p, rc->robots[i]) != 0) {
+			return hakoi_walk_fail_oom(w);
+		}
+	}
+	if (rc->rate_hz > 0) {
+		char num[64];
+		snprintf(num, sizeof(num), "%.17g", rc->rate_hz);
+		if (add_arg(p, "--rate-hz") != 0 || add_arg(p, num) != 0) {
+			return hakoi_walk_fail_oom(w);
+		}
+	}
+	if (rc->asset != NULL && (add_arg(p, "--asset") != 0 || add_arg(p, rc->asset) != 0 ||
+	                          add_arg(p, "--until-stop") != 0)) {
+		return hakoi_walk_fail_oom(w);
+	}
+	return hakoi_launch_set_argv(w, p);
+}
+
+static const hakoi_field_t record_str_elem = {.kind = HAKOI_K_CUSTOM,
+                                              .parse = hakoi_launch_parse_expanded};
+
+const hakoi_field_t hakoi_launch_record_fields[] = {
+    {.key = "file",
+     .kind = HAKOI_K_CUSTOM,
+     .offset = offsetof(hakoi_launch_record_t, file),
+     .parse = hakoi_launch_parse_expanded,
+     .check = check_record_file,
+     .expect = "a string"},
+    {.key = "pdudef",
+     .kind = HAKOI_K_CUSTOM,
+     .offset = offsetof(hakoi_launch_record_t, pdudef),
+     .parse = parse_viewer_file,
+     .expect = "a string"},
+    {.key = "pdus",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_NEW(hakoi_launch_record_t, pdus, pdu_count),
+     .elem = &record_str_elem,
+     .expect = "an array of strings (ROBOT/NAME, ROBOT:ID or NAME)"},
+    {.key = "robots",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_NEW(hakoi_launch_record_t, robots, robot_count),
+     .elem = &record_str_elem,
+     .expect = "an array of strings (robot names)"},
+    {.key = "rate_hz",
+     .kind = HAKOI_K_NUMBER,
+     HAKOI_AT(hakoi_launch_record_t, rate_hz),
+     .dmin = 0,
+     .dmax = 1e6,
+     .expect = "a number in [0, 1000000] (messages per PDU per second of world time)"},
+    {.key = "asset",
+     .kind = HAKOI_K_CUSTOM,
+     .offset = offsetof(hakoi_launch_record_t, asset),
+     .parse = hakoi_launch_parse_expanded,
+     .expect = "a string (the recorder's asset name)"},
+    HAKOI_CHECK(check_record),
+    HAKOI_END,
+};

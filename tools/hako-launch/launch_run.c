@@ -267,16 +267,23 @@ static void fail_proc(hakoi_proc_t *p, const char *when)
 	failed("process \"%s\" %s%s%s", p->cfg->name, how, extra, when);
 }
 
-/* The viewer is there to look, not part of the run: its end is said, never fatal. */
+/* The viewer and the recorder: processes beside the run, never awaited, never fatal. */
+static int side(const hakoi_launch_proc_t *c)
+{
+	return c->viewer || c->recorder;
+}
+
+/* The viewer is there to look, the recorder to keep a copy, neither is part of the run: their
+ * end is said, never fatal. */
 static void viewer_exited(const hakoi_proc_t *p, enum exit_mode mode, const char *how)
 {
-	if (mode == MODE_SHUTDOWN && p->signalled) {
+	if (mode == MODE_SHUTDOWN && (p->signalled || exited_ok(p->status))) {
 		hakoi_say("%s (pid %d) %s", p->cfg->name, (int)p->pgid, how);
 		return;
 	}
-	hakoi_say("viewer: hako-viewer (pid %d) %s%s%s; the run goes on without it (its log: "
-	          "%s/viewer.log)",
-	          (int)p->pgid, how, p->last[0] != '\0' ? ": " : "", p->last, L.cfg->log_dir);
+	hakoi_say("%s: %s (pid %d) %s%s%s; the run goes on without it (its log: %s/%s.log)",
+	          p->cfg->name, p->cfg->command, (int)p->pgid, how, p->last[0] != '\0' ? ": " : "",
+	          p->last, L.cfg->log_dir, p->cfg->name);
 }
 
 /* Look at the processes that exited since the last call. Returns the process whose failure
@@ -296,7 +303,7 @@ static hakoi_proc_t *handle_exits(enum exit_mode mode)
 		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_AFTER) {
 			continue; /* run_after looks at them */
 		}
-		if (p->cfg->viewer) {
+		if (side(p->cfg)) {
 			viewer_exited(p, mode, how);
 			continue;
 		}
@@ -520,7 +527,7 @@ static int start_processes(int again)
 {
 	for (int i = 0; i < S.nprocs; i++) {
 		hakoi_proc_t *p = &S.procs[i];
-		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || p->cfg->viewer ||
+		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || side(p->cfg) ||
 		    (again && hakoi_sup_running(p))) {
 			continue;
 		}
@@ -605,6 +612,55 @@ static int start_viewer(void)
 		hakoi_say("viewer: hako-viewer (pid %d) printed no URL within %d s; the run goes "
 		          "on (its log: %s/viewer.log)",
 		          (int)p->pid, VIEWER_WAIT_USEC / 1000000, L.cfg->log_dir);
+	}
+	handle_exits(MODE_START); /* an early end is said there */
+	return 0;
+}
+
+/* ---- the recorder ---- */
+
+static void record_line(hakoi_proc_t *p, const char *line, size_t len)
+{
+	(void)len;
+	const char *ready = L.cfg->record.asset != NULL ? "registered (step" : "recording domain";
+	if (strstr(line, ready) != NULL) {
+		p->seen_log = 1;
+	}
+}
+
+/* Start hako-record and wait (10 s at most) until it follows the domain, so that it sees the
+ * first writes (as an asset: until it is registered, so that the run waits for it). Whatever
+ * becomes of it, the run goes on: -1 only for a signal. */
+static int start_record(void)
+{
+	hakoi_proc_t *p = NULL;
+	for (int i = 0; i < S.nprocs; i++) {
+		if (S.procs[i].cfg->recorder) {
+			p = &S.procs[i];
+		}
+	}
+	if (p == NULL) {
+		return 0;
+	}
+	char why[1024];
+	p->on_line = record_line;
+	if (hakoi_sup_spawn(&S, p, why, sizeof(why)) != 0) {
+		hakoi_say("record: %s; the run goes on without it", why);
+		return 0;
+	}
+	hako_time_t deadline = hako_now_usec() + VIEWER_WAIT_USEC;
+	while (hakoi_sup_running(p) && hako_now_usec() < deadline) {
+		if (S.interrupted) {
+			return -1;
+		}
+		if (p->seen_log) {
+			break;
+		}
+		pump(20000);
+	}
+	if (hakoi_sup_running(p)) {
+		hakoi_say_always("record: %s/%s", L.cfg->log_dir,
+		                 L.cfg->record.file != NULL ? L.cfg->record.file : "record.mcap");
 	}
 	handle_exits(MODE_START); /* an early end is said there */
 	return 0;
@@ -852,7 +908,7 @@ static int all_run_processes_done(void)
 	int runs = 0;
 	for (int i = 0; i < S.nprocs; i++) {
 		const hakoi_proc_t *p = &S.procs[i];
-		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || p->cfg->viewer) {
+		if (p->cfg->phase != HAKOI_LAUNCH_PHASE_RUN || side(p->cfg)) {
 			continue;
 		}
 		runs++;
@@ -869,7 +925,7 @@ static int end_run_processes(void)
 {
 	for (int i = 0; i < S.nprocs; i++) {
 		hakoi_proc_t *p = &S.procs[i];
-		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !p->cfg->viewer &&
+		if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !side(p->cfg) &&
 		    hakoi_sup_running(p) && !p->signalled) {
 			hakoi_sup_signal(p, SIGTERM);
 		}
@@ -879,7 +935,7 @@ static int end_run_processes(void)
 		int left = 0;
 		for (int i = 0; i < S.nprocs; i++) {
 			const hakoi_proc_t *p = &S.procs[i];
-			left += p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !p->cfg->viewer &&
+			left += p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !side(p->cfg) &&
 			        (hakoi_sup_running(p) || p->exit_pending);
 		}
 		if (left == 0) {
@@ -892,7 +948,7 @@ static int end_run_processes(void)
 			killed = 1;
 			for (int i = 0; i < S.nprocs; i++) {
 				hakoi_proc_t *p = &S.procs[i];
-				if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !p->cfg->viewer &&
+				if (p->cfg->phase == HAKOI_LAUNCH_PHASE_RUN && !side(p->cfg) &&
 				    hakoi_sup_running(p)) {
 					hakoi_say("%s (pid %d) ignored SIGTERM: SIGKILL",
 					          p->cfg->name, (int)p->pid);
@@ -1322,7 +1378,7 @@ int hakoi_launch_run(hakoi_launch_config_t *cfg)
 	}
 	describe_setup();
 
-	int ok = start_viewer() == 0 && start_processes(0) == 0 &&
+	int ok = start_viewer() == 0 && start_record() == 0 && start_processes(0) == 0 &&
 	         (L.cfg->federation == NULL || link_federation() == 0) && start_simulation() == 0 &&
 	         run_simulation() == 0;
 	if (L.wall_end == 0) {

@@ -214,14 +214,18 @@ int hakoi_sup_open(hakoi_sup_t *s, const hakoi_launch_config_t *cfg, char *why, 
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->sigfd = -1;
-	s->nprocs = (int)cfg->proc_count + (cfg->viewer.enabled ? 1 : 0);
+	s->nprocs =
+	    (int)cfg->proc_count + (cfg->viewer.enabled ? 1 : 0) + (cfg->record.enabled ? 1 : 0);
 	s->procs = calloc((size_t)s->nprocs + 1, sizeof(*s->procs));
 	if (s->procs == NULL) {
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
 	for (int i = 0; i < s->nprocs; i++) {
-		s->procs[i].cfg = (size_t)i < cfg->proc_count ? &cfg->procs[i] : &cfg->viewer.proc;
+		size_t k = (size_t)i;
+		s->procs[i].cfg = k < cfg->proc_count                           ? &cfg->procs[k]
+		                  : k == cfg->proc_count && cfg->viewer.enabled ? &cfg->viewer.proc
+		                                                                : &cfg->record.proc;
 		s->procs[i].out_fd = s->procs[i].log_fd = -1;
 		s->procs[i].color = colors[i % (int)(sizeof(colors) / sizeof(colors[0]))];
 	}

@@ -74,6 +74,10 @@ int hako_mcap_writer_add_channel(hako_mcap_writer_t *w, uint16_t schema_id, cons
  * unless a message is larger than any before it. */
 int hako_mcap_writer_write(hako_mcap_writer_t *w, uint16_t channel_id, uint32_t sequence,
                            uint64_t log_time, uint64_t publish_time, const void *data, size_t len);
+/* A Metadata record (name, then key, value, ..., NULL; NULL: none) between chunks (the current
+ * chunk is closed first), indexed in the summary (MetadataIndex) and counted in Statistics. */
+int hako_mcap_writer_add_metadata(hako_mcap_writer_t *w, const char *name,
+                                  const char *const *pairs);
 /* Close the current chunk (if any) and hand every byte to the kernel. */
 int hako_mcap_writer_flush(hako_mcap_writer_t *w);
 /* The last chunk, DataEnd, the summary, the summary offsets, the Footer and the magic; then

@@ -59,6 +59,8 @@ struct hako_mcap_writer {
 	size_t ntouched;
 
 	buf_t schemas, channels, chunk_indexes; /* serialized records for the summary */
+	buf_t metadata_indexes;
+	uint32_t nmetadata;
 	uint16_t nschemas;
 	uint32_t nchannels;
 	uint64_t *channel_counts;
@@ -597,6 +599,64 @@ int hako_mcap_writer_flush(hako_mcap_writer_t *w)
 	return rc ? rc : out_flush(w);
 }
 
+int hako_mcap_writer_add_metadata(hako_mcap_writer_t *w, const char *name, const char *const *pairs)
+{
+	if (w == NULL || name == NULL) {
+		return HAKO_EINVAL;
+	}
+	if (w->error) {
+		return w->error;
+	}
+	size_t map = 0, n = 0;
+	for (; pairs && pairs[n]; n++) {
+		map += 4 + strlen(pairs[n]);
+	}
+	if (n % 2) {
+		return HAKO_EINVAL;
+	}
+	/* A Metadata record lives outside the chunks. */
+	int rc = close_chunk(w);
+	if (rc) {
+		return rc;
+	}
+	size_t body = 4 + strlen(name) + 4 + map;
+	buf_t rec = {0};
+	rc = reserve(w, &rec, RECORD_HEADER + body);
+	if (rc) {
+		return rc;
+	}
+	rec.p[0] = HAKO_MCAP_OP_METADATA;
+	mcap_put_u64(rec.p + 1, body);
+	rec.len = RECORD_HEADER;
+	put_string(&rec, name);
+	mcap_put_u32(rec.p + rec.len, (uint32_t)map);
+	rec.len += 4;
+	for (size_t i = 0; i < n; i++) {
+		put_string(&rec, pairs[i]);
+	}
+	uint64_t at = w->offset;
+	rc = emit(w, rec.p, rec.len);
+	free(rec.p);
+	if (rc) {
+		return rc;
+	}
+	size_t ibody = 8 + 8 + 4 + strlen(name);
+	size_t ix = w->metadata_indexes.len;
+	rc = reserve(w, &w->metadata_indexes, RECORD_HEADER + ibody);
+	if (rc) {
+		return rc;
+	}
+	uint8_t *p = w->metadata_indexes.p + ix;
+	p[0] = HAKO_MCAP_OP_METADATA_INDEX;
+	mcap_put_u64(p + 1, ibody);
+	mcap_put_u64(p + RECORD_HEADER, at);
+	mcap_put_u64(p + RECORD_HEADER + 8, RECORD_HEADER + body);
+	w->metadata_indexes.len += RECORD_HEADER + 16;
+	put_string(&w->metadata_indexes, name);
+	w->nmetadata++;
+	return 0;
+}
+
 static int write_summary(hako_mcap_writer_t *w)
 {
 	int rc = close_chunk(w);
@@ -616,7 +676,7 @@ static int write_summary(hako_mcap_writer_t *w)
 	struct {
 		uint8_t op;
 		uint64_t start, len;
-	} groups[4];
+	} groups[5];
 	int ngroups = 0;
 	const buf_t *lists[] = {&w->schemas, &w->channels};
 	const uint8_t ops[] = {HAKO_MCAP_OP_SCHEMA, HAKO_MCAP_OP_CHANNEL};
@@ -641,7 +701,7 @@ static int write_summary(hako_mcap_writer_t *w)
 		p = mcap_put_u16(p, w->nschemas);
 		p = mcap_put_u32(p, w->nchannels);
 		p = mcap_put_u32(p, 0); /* attachments */
-		p = mcap_put_u32(p, 0); /* metadata */
+		p = mcap_put_u32(p, w->nmetadata);
 		p = mcap_put_u32(p, (uint32_t)w->chunks);
 		p = mcap_put_u64(p, w->start_time);
 		p = mcap_put_u64(p, w->end_time);
@@ -665,6 +725,13 @@ static int write_summary(hako_mcap_writer_t *w)
 		groups[ngroups].start = w->offset;
 		rc = emit(w, w->chunk_indexes.p, w->chunk_indexes.len);
 		groups[ngroups++].len = w->chunk_indexes.len;
+	}
+
+	if (rc == 0 && w->metadata_indexes.len) {
+		groups[ngroups].op = HAKO_MCAP_OP_METADATA_INDEX;
+		groups[ngroups].start = w->offset;
+		rc = emit(w, w->metadata_indexes.p, w->metadata_indexes.len);
+		groups[ngroups++].len = w->metadata_indexes.len;
 	}
 
 	uint64_t summary_offset_start = w->offset;
@@ -709,6 +776,7 @@ int hako_mcap_writer_close(hako_mcap_writer_t *w)
 	free(w->schemas.p);
 	free(w->channels.p);
 	free(w->chunk_indexes.p);
+	free(w->metadata_indexes.p);
 	ZSTD_freeCCtx(w->cctx);
 	LZ4F_freeCompressionContext(w->lz4);
 	free(w);
