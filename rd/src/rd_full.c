@@ -384,6 +384,11 @@ static void server_msg(rdf_t *f, const hako_conductor_ext_msg_t *x, const hakoi_
 		}
 		return;
 	case HAKOI_RDF_CONTEXT: {
+		if (x->peer != NULL && m->epoch >= 0 &&
+		    hako_rd_master_store_checkpoint(f->auth, m->eu, from, (uint8_t)m->epoch,
+		                                    x->payload, x->payload_len) == 0) {
+			return; /* the owner's checkpoint: kept for a restart, sent nowhere */
+		}
 		if (x->peer == NULL || m->epoch < 0 ||
 		    hako_rd_master_store_context(f->auth, m->eu, (uint8_t)m->epoch, x->payload,
 		                                 x->payload_len) != 0) {

@@ -327,6 +327,33 @@ int hako_rd_master_store_context(hako_rd_master_t *m, uint32_t eu, uint8_t epoch
 	return 0;
 }
 
+int hako_rd_master_store_checkpoint(hako_rd_master_t *m, uint32_t eu, uint8_t node, uint8_t epoch,
+                                    const void *pdu, size_t len)
+{
+	struct meu *e = m != NULL ? eu_of(m, eu) : NULL;
+	if (e == NULL || (pdu == NULL && len > 0)) {
+		return HAKO_EINVAL;
+	}
+	/* The owner's, of its ownership: Stable at its epoch, or announced to be released (epoch
+	 * + 1) while its own hand-off context has not come yet. Anything else is a late one of an
+	 * ownership that ended: a restart must not start from it. */
+	int stable = e->st.status == HAKO_RD_OWNER_STABLE && e->st.epoch == epoch;
+	int releasing = e->st.status == HAKO_RD_OWNER_RELEASING &&
+	                (uint8_t)(e->st.epoch - 1) == epoch && !e->st.from_stored && !e->ctx_sent;
+	if (e->st.curr != node || !(stable || releasing)) {
+		return HAKO_ESTATE;
+	}
+	uint8_t *copy = malloc(len > 0 ? len : 1);
+	if (copy == NULL) {
+		return HAKO_ENOMEM;
+	}
+	memcpy(copy, pdu, len);
+	free(e->ctx);
+	e->ctx = copy;
+	e->ctx_len = len;
+	return 0;
+}
+
 const void *hako_rd_master_context(const hako_rd_master_t *m, uint32_t eu, size_t *len)
 {
 	struct meu *e = m != NULL ? eu_of(m, eu) : NULL;

@@ -16,6 +16,10 @@ struct mirror_eu {
 	uint64_t status_seen; /* the last write looked at (or written) */
 	uint64_t context_seen;
 	uint32_t resets;
+	/* The last announcement written, of a hand-off this node's owner has to release (curr
+	 * is this node): its epoch and commit point; ann_epoch -1 when there is none. */
+	int ann_epoch;
+	hako_time_t ann_commit;
 	uint8_t *buf;
 	size_t cap;
 };
@@ -86,6 +90,7 @@ int hako_rd_mirror_open(hako_domain_t *dom, const hako_rd_config_t *cfg, uint8_t
 		if (e->buf == NULL) {
 			r = HAKO_ENOMEM;
 		}
+		e->ann_epoch = -1;
 		e->status_seen = hako_channel_seq(e->status_ch);
 		e->context_seen = hako_channel_seq(e->context_ch);
 		e->resets = hako_domain_reset_count(dom);
@@ -123,22 +128,36 @@ static int write_own(hako_rd_mirror_t *mr, hako_channel_t *ch, uint64_t *seen, c
 	return r;
 }
 
+/* The announcement of a committed hand-off, in the EU's context channel (before its status:
+ * an owner that sees the status finds it). */
+static int write_announce(hako_rd_mirror_t *mr, struct mirror_eu *e, uint8_t epoch, uint8_t curr,
+                          hako_time_t commit)
+{
+	hakoi_rd_context_t cx = {mr->cfg->config_hash,  epoch, curr, commit,
+	                         HAKOI_RD_CTX_ANNOUNCE, NULL,  0};
+	size_t len = 0;
+	int r = hakoi_rd_context_encode(&mr->types, &cx, e->buf, e->cap, &len);
+	return r != 0 ? r : write_own(mr, e->context_ch, &e->context_seen, e->buf, len);
+}
+
 int hako_rd_mirror_apply(hako_rd_mirror_t *mr, const hako_rd_commit_t *c)
 {
 	struct mirror_eu *e = mr != NULL && c != NULL ? eu_of(mr, c->eu) : NULL;
 	if (e == NULL) {
 		return HAKO_EINVAL;
 	}
-	size_t len = 0;
 	int r;
+	e->ann_epoch = -1;
 	if (c->status == HAKO_RD_OWNER_RELEASING) {
-		hakoi_rd_context_t cx = {mr->cfg->config_hash,  c->epoch, c->curr, c->commit_usec,
-		                         HAKOI_RD_CTX_ANNOUNCE, NULL,     0};
-		if ((r = hakoi_rd_context_encode(&mr->types, &cx, e->buf, e->cap, &len)) != 0 ||
-		    (r = write_own(mr, e->context_ch, &e->context_seen, e->buf, len)) != 0) {
+		if ((r = write_announce(mr, e, c->epoch, c->curr, c->commit_usec)) != 0) {
 			return r;
 		}
+		if (c->curr == mr->node) {
+			e->ann_epoch = c->epoch;
+			e->ann_commit = c->commit_usec;
+		}
 	}
+	size_t len = 0;
 	hakoi_rd_status_t st = {mr->cfg->config_hash, (uint8_t)c->status, c->epoch, c->curr,
 	                        c->next};
 	if ((r = hakoi_rd_status_encode(&mr->types, &st, e->buf, e->cap, &len)) != 0 ||
@@ -205,6 +224,7 @@ int hako_rd_mirror_scan(hako_rd_mirror_t *mr, void (*fn)(void *arg, const hako_r
 			e->resets = resets;
 			e->status_seen = 0;
 			e->context_seen = 0;
+			e->ann_epoch = -1;
 		}
 		size_t len = 0;
 		uint64_t seq = 0;
@@ -220,6 +240,18 @@ int hako_rd_mirror_scan(hako_rd_mirror_t *mr, void (*fn)(void *arg, const hako_r
 				hako_rd_relay_t rl = {e->cfg->id, HAKO_RD_RELAY_CONTEXT, cx.epoch,
 				                      e->buf, len};
 				fn(arg, &rl);
+				/* The owner's checkpoint replaced the announcement of the hand-off
+				 * it has to release (its release context has the announced epoch):
+				 * written again, and the owner holds its model until it reads it.
+				 */
+				if (e->ann_epoch >= 0 && cx.epoch != (uint8_t)e->ann_epoch) {
+					HAKO_DEBUG(
+					    "rd: EU %s: a checkpoint replaced the announcement "
+					    "of epoch %d: written again",
+					    e->cfg->name, e->ann_epoch);
+					write_announce(mr, e, (uint8_t)e->ann_epoch, mr->node,
+					               e->ann_commit);
+				}
 			}
 		}
 		if (hako_channel_seq(e->status_ch) != e->status_seen &&

@@ -730,7 +730,12 @@ static int poll_committed(hako_rd_node_t *node, struct eu_rt *e, hako_time_t now
 	    hakoi_rd_context_decode(&node->types, e->buf, len, &cx, why, sizeof(why)) != 0 ||
 	    cx.config_hash != node->cfg->config_hash || cx.epoch != v.epoch ||
 	    cx.model_step != HAKOI_RD_CTX_ANNOUNCE) {
-		return 0; /* the announcement is not there (yet): keep the EU */
+		/* The status came after the announcement, so it was there: this owner's own
+		 * checkpoint, written in the moment between the two, replaced it, and the
+		 * conductor writes it again. Until then the commit point is unknown: the model
+		 * waits, so that it cannot run past it. */
+		*ev = HAKO_RD_EV_HOLD;
+		return 0;
 	}
 	e->commit_at = cx.release_time;
 	e->commit_epoch = v.epoch;
@@ -876,6 +881,29 @@ int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now)
 	return 0;
 }
 
+/* RD-Full: the context channel also carries the conductor's announcement of a committed
+ * hand-off (written before the status). A checkpoint goes there only while the status says
+ * this node owns the EU at its epoch and no announcement of the next epoch is in the channel;
+ * should one still come in between, the conductor writes it again and the owner holds its
+ * model meanwhile (HAKO_RD_EV_HOLD). */
+static int checkpoint_allowed(hako_rd_node_t *node, struct eu_rt *e)
+{
+	refresh(node, e);
+	const hakoi_rd_status_t v = e->view;
+	if (v.status != HAKO_RD_OWNER_STABLE || v.epoch != e->epoch || v.curr != node->id) {
+		return 0;
+	}
+	size_t len = 0;
+	hakoi_rd_context_t cx;
+	char why[200];
+	int announced =
+	    hako_channel_read(e->context_ch, e->buf, e->cap, &len, NULL) == 0 && len > 0 &&
+	    hakoi_rd_context_decode(&node->types, e->buf, len, &cx, why, sizeof(why)) == 0 &&
+	    cx.config_hash == node->cfg->config_hash && cx.model_step == HAKOI_RD_CTX_ANNOUNCE &&
+	    cx.epoch == (uint8_t)(e->epoch + 1);
+	return !announced;
+}
+
 int hako_rd_checkpoint(hako_rd_node_t *node, uint32_t eu, const void *ctx, size_t ctx_len,
                        uint64_t model_step, hako_time_t now)
 {
@@ -884,14 +912,14 @@ int hako_rd_checkpoint(hako_rd_node_t *node, uint32_t eu, const void *ctx, size_
 		return HAKO_EINVAL;
 	}
 	sync_reset(node);
-	if (full(node)) {
-		return HAKO_ESTATE;
-	}
 	if (e->local != HAKO_RD_LOCAL_OWNER) {
 		return HAKO_ENOTOWNER;
 	}
 	if (ctx_len > e->cfg->max_context_bytes) {
 		return HAKO_ETOOBIG;
+	}
+	if (full(node) && !checkpoint_allowed(node, e)) {
+		return 0; /* a hand-off is committed: its release context follows */
 	}
 	/* The epoch of this ownership: a standby reads a context only for a hand-off (the status
 	 * RELEASING at epoch + 1), so a checkpoint is never taken for one. */

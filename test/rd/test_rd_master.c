@@ -266,6 +266,52 @@ static void test_owner_lost(void **state)
 	assert_int_equal(get(f, 0).curr, 2);
 }
 
+/* The owner's checkpoints become the last committed context: a restart after its node is
+ * lost starts from the latest one; checkpoints of anyone else, of another epoch, or after the
+ * hand-off context was stored are refused. */
+static void test_checkpoint(void **state)
+{
+	struct fx *f = *state;
+	/* EU 0: initial owner node 2, epoch 0. */
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 3, 0, "bad", 3), HAKO_ESTATE);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 1, "bad", 3), HAKO_ESTATE);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 0, "ck1", 3), 0);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 0, "ck22", 4), 0);
+	size_t len = 0;
+	const void *ctx = hako_rd_master_context(f->m, 0, &len);
+	assert_int_equal(len, 4);
+	assert_memory_equal(ctx, "ck22", 4);
+	/* A hand-off 2 -> 3 announced (epoch 1): the owner's checkpoint of epoch 0 still counts
+	 * until its hand-off context comes; then the hand-off context is the committed one. */
+	assert_int_equal(hako_rd_master_request(f->m, 0, 3, 0, NULL, 0), 0);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 0, "ck3", 3), 0);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 1, "bad", 3), HAKO_ESTATE);
+	assert_int_equal(hako_rd_master_store_context(f->m, 0, 1, "hand", 4), 0);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 0, "late", 4), HAKO_ESTATE);
+	assert_memory_equal(hako_rd_master_context(f->m, 0, &len), "hand", 4);
+	assert_int_equal(hako_rd_master_activated(f->m, 3, 0, 1), 0);
+	/* The old owner's late checkpoint is refused; the new owner's is kept. */
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 0, "late", 4), HAKO_ESTATE);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 3, 1, "ck3b", 4), 0);
+	/* Node 3 is lost: node 2 restarts the EU from node 3's checkpoint. */
+	hako_rd_master_node_lost(f->m, 3, 50000);
+	uint32_t changed[4];
+	assert_int_equal(hako_rd_master_tick(f->m, 50000 + TIMEOUT, changed, 4), 2);
+	hako_rd_commit_t s = get(f, 0);
+	assert_int_equal(s.status, HAKO_RD_OWNER_RELEASING);
+	assert_int_equal(s.next, 2);
+	assert_int_equal(s.epoch, 2);
+	assert_int_equal(s.from_stored, 1);
+	assert_memory_equal(hako_rd_master_context(f->m, 0, &len), "ck3b", 4);
+	/* During the restart nothing replaces the context it sends. */
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 3, 1, "late", 4), HAKO_ESTATE);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 3, 2, "late", 4), HAKO_ESTATE);
+	assert_int_equal(hako_rd_master_activated(f->m, 2, 0, 2), 0);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 2, 2, "ck4", 3), 0);
+	assert_int_equal(hako_rd_master_store_checkpoint(NULL, 0, 2, 2, "x", 1), HAKO_EINVAL);
+	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 99, 2, 2, "x", 1), HAKO_EINVAL);
+}
+
 /* The owner is lost during its hand-off, before it sent its context: the new owner starts
  * from the last committed context instead. */
 static void test_owner_lost_before_release(void **state)
@@ -308,6 +354,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_next_lost, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_lost, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_lost_before_release, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_checkpoint, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_barrier_lowest, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

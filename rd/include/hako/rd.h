@@ -187,6 +187,10 @@ typedef enum hako_rd_event {
 	                             the conductor committed (act->release_time_usec, act->epoch,
 	                             act->from = the node taking over): run the model up to that
 	                             time, not beyond, and hako_rd_release there */
+	HAKO_RD_EV_HOLD = 5,      /* RD-Full owner that checkpoints: a hand-off is committed and
+	                             its commit point is not known here yet (the owner's own
+	                             checkpoint replaced the announcement; the conductor writes it
+	                             again): do not step the model this time, poll again */
 } hako_rd_event_t;
 
 typedef struct hako_rd_activation {
@@ -210,11 +214,16 @@ HAKO_API int hako_rd_poll(hako_rd_node_t *node, uint32_t eu, hako_time_t now, ha
  * pending ACTIVATE, HAKO_ETIMEDOUT if now is outside (release time, release time + timeout]. */
 HAKO_API int hako_rd_activate(hako_rd_node_t *node, uint32_t eu, int ok, hako_time_t now);
 
-/* RD-Light, owner only: publish the EU's context (ctx: the state after model step model_step,
- * at world time now) in its context channel, so that a candidate can take the EU over should
- * this process die (hako_rd_take_over). The lost steps are those after the last checkpoint:
- * the new owner runs them again. HAKO_ENOTOWNER, HAKO_ETOOBIG, HAKO_ESTATE in RD-Full (the
- * conductor keeps the committed contexts there). */
+/* Owner only: publish the EU's context (ctx: the state after model step model_step, at world
+ * time now) in its context channel, so that the EU can be taken over should this process or
+ * its node die. The lost steps are those after the last checkpoint: the new owner runs them
+ * again.
+ * - RD-Light: a candidate takes it from there (hako_rd_take_over).
+ * - RD-Full: the node's conductor relays it to the authority, which keeps it as the EU's last
+ *   committed context and restarts the EU from it on a live candidate when the owner's node
+ *   is lost. While a hand-off of the EU is committed nothing is written (0): its release
+ *   context follows. An owner that checkpoints handles HAKO_RD_EV_HOLD.
+ * HAKO_ENOTOWNER, HAKO_ETOOBIG. */
 HAKO_API int hako_rd_checkpoint(hako_rd_node_t *node, uint32_t eu, const void *ctx, size_t ctx_len,
                                 uint64_t model_step, hako_time_t now);
 

@@ -94,6 +94,13 @@ HAKO_API int hako_rd_master_activated(hako_rd_master_t *m, uint8_t node, uint32_
  * the hand-off in progress; HAKO_ENOMEM. */
 HAKO_API int hako_rd_master_store_context(hako_rd_master_t *m, uint32_t eu, uint8_t epoch,
                                           const void *pdu, size_t len);
+/* The owner (node) checkpointed its EU (hako_rd_checkpoint, relayed by its conductor): the
+ * context (epoch: the one of its ownership) becomes the EU's last committed context, so that a
+ * restart after the owner is lost runs again only the steps after it. HAKO_ESTATE if node does
+ * not own the EU at that epoch (a late checkpoint of an ownership that ended), or the
+ * owner's hand-off context of the release under way was stored already; HAKO_ENOMEM. */
+HAKO_API int hako_rd_master_store_checkpoint(hako_rd_master_t *m, uint32_t eu, uint8_t node,
+                                             uint8_t epoch, const void *pdu, size_t len);
 /* The last committed context PDU of EU (NULL, 0 if none: the initial owner's start). */
 HAKO_API const void *hako_rd_master_context(const hako_rd_master_t *m, uint32_t eu, size_t *len);
 
