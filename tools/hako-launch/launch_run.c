@@ -1035,6 +1035,39 @@ static hako_time_t stopped_at_from_log(hako_time_t fallback)
 	return fallback;
 }
 
+/* Server, while the federation runs: say once when a client is lost (no message for
+ * peer_timeout_ms) and the federation goes on without it (on_client_loss "drop"; with "error"
+ * the domain's error says it). Looked at twice a second: the statistics cost a copy. */
+static void report_lost_clients(void)
+{
+	static hako_time_t next;
+	static unsigned char told[HAKO_CONDUCTOR_MAX_CLIENTS];
+	const hako_conductor_config_t *c = L.cfg->federation;
+	hako_time_t now = hako_now_usec();
+	if (c == NULL || is_client() || L.node == NULL || now < next ||
+	    c->on_client_loss != HAKO_CLIENT_LOSS_DROP) {
+		return;
+	}
+	next = now + 500000;
+	hako_conductor_peer_stats_t st[HAKO_CONDUCTOR_MAX_CLIENTS];
+	int n = 0;
+	if (hako_conductor_node_stats(L.node, st, HAKO_CONDUCTOR_MAX_CLIENTS, &n) != 0) {
+		return;
+	}
+	char t[48];
+	for (int i = 0; i < n; i++) {
+		if (st[i].joined) {
+			told[i] = 0; /* back (after a reset): a later loss is told again */
+		} else if (!told[i] && st[i].known_time > 0) {
+			told[i] = 1;
+			hakoi_say(
+			    "client %s lost (its last world time %s s): dropped, the federation "
+			    "goes on without it (on_client_loss: drop)",
+			    st[i].node_id, fmt_time(st[i].known_time, t, sizeof(t)));
+		}
+	}
+}
+
 /* Run until the stop time, a signal, a failure, or the end of every process. */
 static int run_simulation(void)
 {
@@ -1074,6 +1107,7 @@ static int run_simulation(void)
 		if (service_restarts() != 0) {
 			return -1;
 		}
+		report_lost_clients();
 		int st = hako_domain_state(L.dom);
 		if (st == HAKO_STATE_ERROR) {
 			/* Its process may not have been reaped yet: give the exit a moment to come
