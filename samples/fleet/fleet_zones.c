@@ -200,7 +200,7 @@ int fleet_zones_write_config(const char *dir, size_t total, const char *full, ch
 		         "{\"mode\": \"full\", \"pdudef\": \"fleet_pdudef.json\",\n"
 		         " \"nodes\": [{\"id\": 1, \"name\": \"%s\"}, {\"id\": 2, \"name\": "
 		         "\"%s\"}],\n"
-		         " \"handoff_timeout_usec\": 2000000,\n"
+		         " \"handoff_timeout_usec\": 50000,\n"
 		         " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": "
 		         "0.0, \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
 		         "\"low_owner\": 1, \"high_owner\": 2},\n"
@@ -466,9 +466,12 @@ static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
 		return;
 	}
 	zd->retry_at = now + z->cfg->trigger.cooldown_usec;
+	if (r == HAKO_ECRASHED) {
+		z->lost[next] = 1; /* the server lost that node: its zone is this host's now */
+	}
 	if (z->refused++ < 5) {
-		fprintf(stderr, "fleet-zone-%u: moving drone %zu to node %u: %s%s\n", z->self,
-		        i + 1, next, hako_strerror(r), why[0] ? why : "");
+		fprintf(stderr, "fleet-zone-%u: moving drone %zu to node %u: %s%s%s\n", z->self,
+		        i + 1, next, hako_strerror(r), why[0] ? ": " : "", why);
 	}
 }
 
@@ -495,7 +498,13 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			}
 			if (ok) {
 				zd->d = restored;
-				z->activations++;
+				/* RD-Full: a context from the authority (from 0) restarts a
+				 * drone of a lost node. */
+				if (act.from == 0) {
+					z->takeovers++;
+				} else {
+					z->activations++;
+				}
 				hako_rd_trigger_reset(&zd->tst, restored.pos[0], now);
 			}
 		} else if (ev == HAKO_RD_EV_RECLAIMED) {
@@ -506,6 +515,8 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 				return r;
 			}
 			continue;
+		} else if (ev == HAKO_RD_EV_HOLD) {
+			continue; /* its commit point is not known yet: not a step past it */
 		}
 		if (!hako_rd_is_owner(z->node, eu) &&
 		    (z->take_from == 0 || !take_over(z, i, now))) {
@@ -537,7 +548,7 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			next = z->release_to;
 			z->to_release--;
 		}
-		if (next != 0 || (checkpoint && !z->full)) {
+		if (next != 0 || checkpoint) {
 			size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
 			r = next != 0 ? hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, mt)
 			              : hako_rd_checkpoint(z->node, eu, ctx, n, zd->d.step, mt);
