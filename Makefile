@@ -7,7 +7,7 @@ PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsocke
 # Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium;
 # the mqtt tests (endpoint.mqtt*) start a mosquitto broker and its clients.
 TEST_PACKAGES := chromium mosquitto mosquitto-clients
-# The tests against clients nobody here wrote (Foxglove's and MCAP's packages) run on node:
+# The tests against clients nobody here wrote (Foxglove's, MCAP's and npm's mqtt packages) run on node:
 # Debian's nodejs and npm unless they are there already (NodeSource's nodejs brings its own npm
 # and conflicts with Debian's), then `npm ci` of each folder's lock file, again when it changes.
 TEST_PACKAGES += $(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)

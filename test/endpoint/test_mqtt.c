@@ -327,24 +327,36 @@ static void on_burst(void *user, const hako_pdu_key_t *key, const void *data, si
 	atomic_fetch_add(&b->count, 1);
 }
 
-static void test_burst_qos1(void **state)
+/* A broker, a sender <name>_tx and a receiver <name>_rx whose PDUs on_burst counts into *b;
+ * returns the sender once a probe has gone through (the receiver is subscribed). */
+static hako_endpoint_t *burst_pair(const char *name, burst_rx_t *b)
 {
-	(void)state;
+	char rx_name[64], tx_name[64];
+	snprintf(rx_name, sizeof(rx_name), "%s_rx", name);
+	snprintf(tx_name, sizeof(tx_name), "%s_tx", name);
 	broker_start(&g_broker);
-	hako_endpoint_t *rx = mqtt_ep("burst_rx", "in", 1, NULL, 16);
-	hako_endpoint_t *tx = mqtt_ep("burst_tx", "out", 1, NULL, 16);
-	static burst_rx_t b;
-	memset(&b, 0, sizeof(b));
-	b.next = 1;
-	assert_int_equal(hako_endpoint_subscribe(rx, NULL, on_burst, &b, NULL), 0);
-	EPT_WAIT_FOR(ept_stats(rx).peers == 1 && ept_stats(tx).peers == 1);
+	hako_endpoint_t *rx = mqtt_ep(rx_name, "in", 1, NULL, 16);
+	hako_endpoint_t *tx = mqtt_ep(tx_name, "out", 1, NULL, 16);
+	memset(b, 0, sizeof(*b));
+	b->next = 1;
+	assert_int_equal(hako_endpoint_subscribe(rx, NULL, on_burst, b, NULL), 0);
 	hako_pdu_key_t k = ept_key("Drone", 1);
 	uint8_t pdu[PDU_LEN];
 	fill_pdu(pdu, 0);
 	int ok;
-	HTU_WAIT_UNTIL(ok, hako_endpoint_send(tx, &k, pdu, sizeof(pdu)) == 0 && b.probes,
+	HTU_WAIT_UNTIL(ok, hako_endpoint_send(tx, &k, pdu, sizeof(pdu)) == 0 && b->probes,
 	               10 * 1000000);
 	assert_true(ok);
+	return tx;
+}
+
+static void test_burst_qos1(void **state)
+{
+	(void)state;
+	static burst_rx_t b;
+	hako_endpoint_t *tx = burst_pair("burst", &b);
+	hako_pdu_key_t k = ept_key("Drone", 1);
+	uint8_t pdu[PDU_LEN];
 	for (uint32_t i = 1; i <= BURST; i++) {
 		fill_pdu(pdu, i);
 		assert_int_equal(hako_endpoint_send(tx, &k, pdu, sizeof(pdu)), 0);
@@ -658,20 +670,10 @@ static void test_fanout(void **state)
 static void test_stop_drain(void **state)
 {
 	(void)state;
-	broker_start(&g_broker);
-	hako_endpoint_t *rx = mqtt_ep("drain_rx", "in", 1, NULL, 16);
-	hako_endpoint_t *tx = mqtt_ep("drain_tx", "out", 1, NULL, 16);
 	static burst_rx_t b;
-	memset(&b, 0, sizeof(b));
-	b.next = 1;
-	assert_int_equal(hako_endpoint_subscribe(rx, NULL, on_burst, &b, NULL), 0);
+	hako_endpoint_t *tx = burst_pair("drain", &b);
 	hako_pdu_key_t k = ept_key("Drone", 1);
 	uint8_t pdu[PDU_LEN];
-	fill_pdu(pdu, 0);
-	int ok;
-	HTU_WAIT_UNTIL(ok, hako_endpoint_send(tx, &k, pdu, sizeof(pdu)) == 0 && b.probes,
-	               10 * 1000000);
-	assert_true(ok);
 	for (uint32_t i = 1; i <= 2000; i++) {
 		fill_pdu(pdu, i);
 		assert_int_equal(hako_endpoint_send(tx, &k, pdu, sizeof(pdu)), 0);
