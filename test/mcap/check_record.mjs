@@ -8,44 +8,23 @@
 // message's value is its channel write number (the MCAP sequence), log times never go back and
 // each is at least the world time of that write (the writer's step k ends at k ms); both readers
 // give the same messages. Exit 0 when all hold; else a line per difference on stderr and exit 1.
-import { openSync, readSync, fstatSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const mcapRequire = createRequire(path.join(here, "node", "x.js"));
-const foxRequire = createRequire(path.join(here, "..", "node", "x.js"));
-const { McapIndexedReader, McapStreamReader } = mcapRequire("@mcap/core");
-const { loadDecompressHandlers } = mcapRequire("@mcap/support");
-const { parse } = foxRequire("@foxglove/rosmsg");
-const { MessageReader } = foxRequire("@foxglove/rosmsg2-serialization");
+import {
+  McapStreamReader,
+  MessageReader,
+  args,
+  decompressHandlers,
+  failures,
+  openIndexed,
+  parse,
+} from "./record_kit.mjs";
 
-const [file, recordedArg] = process.argv.slice(2);
-if (!file || !recordedArg) {
-  console.error("usage: node check_record.mjs FILE RECORDED");
-  process.exit(2);
-}
+const [file, recordedArg] = args("check_record.mjs", "FILE RECORDED", 2);
 const recorded = Number(recordedArg);
-const decompressHandlers = await loadDecompressHandlers();
-let failures = 0;
-const fail = (what) => {
-  failures++;
-  if (failures <= 30) console.error(`${file}: ${what}`);
-};
+const { fail, done } = failures(file);
 
-const fd = openSync(file, "r");
-const size = BigInt(fstatSync(fd).size);
-const readable = {
-  size: async () => size,
-  read: async (offset, length) => {
-    const buf = new Uint8Array(Number(length));
-    readSync(fd, buf, 0, Number(length), Number(offset));
-    return buf;
-  },
-};
-
-const indexed = await McapIndexedReader.Initialize({ readable, decompressHandlers });
+const indexed = await openIndexed(file);
 if (indexed.header.profile !== "ros2") fail(`profile '${indexed.header.profile}', want ros2`);
 if (indexed.schemasById.size !== 1) fail(`${indexed.schemasById.size} schemas, want 1`);
 const schema = [...indexed.schemasById.values()][0];
@@ -102,5 +81,5 @@ if (!stream.done()) fail("the stream reader did not reach the end");
 const b = check("streamed", viaStream);
 if (a !== b) fail("the indexed and the streamed reader give different messages");
 
-if (failures) process.exit(1);
+done();
 console.log(`check_record: ${file}: ${recorded} messages, indexed and streamed, values and times ok`);

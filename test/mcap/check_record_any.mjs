@@ -4,40 +4,11 @@
 // written again by its MessageWriter: the bytes must be the file's, so Foxglove reads every value
 // hako wrote. Also: the message count is RECORDED and the Statistics', the schemas are exactly
 // TYPES (comma-separated pkg/msg/Type), every cdr channel has a schema, log times never go back.
-import { openSync, readSync, fstatSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { MessageReader, MessageWriter, args, failures, openIndexed, parse } from "./record_kit.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const mcapRequire = createRequire(path.join(here, "node", "x.js"));
-const foxRequire = createRequire(path.join(here, "..", "node", "x.js"));
-const { McapIndexedReader } = mcapRequire("@mcap/core");
-const { loadDecompressHandlers } = mcapRequire("@mcap/support");
-const { parse } = foxRequire("@foxglove/rosmsg");
-const { MessageReader, MessageWriter } = foxRequire("@foxglove/rosmsg2-serialization");
-
-const [file, recordedArg, typesArg] = process.argv.slice(2);
-if (!file || !recordedArg || !typesArg) {
-  console.error("usage: node check_record_any.mjs FILE RECORDED TYPES");
-  process.exit(2);
-}
-let failures = 0;
-const fail = (what) => {
-  failures++;
-  if (failures <= 30) console.error(`${file}: ${what}`);
-};
-const fd = openSync(file, "r");
-const size = BigInt(fstatSync(fd).size);
-const readable = {
-  size: async () => size,
-  read: async (offset, length) => {
-    const buf = new Uint8Array(Number(length));
-    readSync(fd, buf, 0, Number(length), Number(offset));
-    return buf;
-  },
-};
-const r = await McapIndexedReader.Initialize({ readable, decompressHandlers: await loadDecompressHandlers() });
+const [file, recordedArg, typesArg] = args("check_record_any.mjs", "FILE RECORDED TYPES", 3);
+const { fail, done } = failures(file);
+const r = await openIndexed(file);
 const names = [...r.schemasById.values()].map((s) => s.name).sort().join(",");
 const want = typesArg.split(",").sort().join(",");
 if (names !== want) fail(`schemas ${names}, want ${want}`);
@@ -68,5 +39,5 @@ for await (const m of r.readMessages()) {
 }
 if (n !== Number(recordedArg)) fail(`${n} messages, hako-record said ${recordedArg}`);
 if (!r.statistics || r.statistics.messageCount !== BigInt(n)) fail(`Statistics say ${r.statistics?.messageCount}`);
-if (failures) process.exit(1);
+done();
 console.log(`check_record_any: ${file}: ${n} messages on ${r.channelsById.size} channels, each decoded and written again byte for byte`);

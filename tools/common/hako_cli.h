@@ -12,7 +12,9 @@
 #ifndef HAKO_CLI_H
 #define HAKO_CLI_H
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define HAKO_CLI_EXIT_USAGE 2
@@ -68,5 +70,26 @@ int hako_cli_common_option(const hako_cli_command_t *cmd, int c, char **argv);
 
 /* The "help [command]" command. */
 int hako_cli_help(const hako_cli_command_t *cmd, int argc, char **argv);
+
+/* Numbers of options (hako_cli_number.c). The whole of s, base 10 for integers, in [lo, hi]
+ * (what the type cannot hold is out of range too): 0 and *out set, else -1 and nothing said,
+ * so that each tool keeps its own words for the error. */
+int hako_cli_parse_double(const char *s, double lo, double hi, double *out);
+int hako_cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+/* An option's number with the usage error "<opt> <s>: expected <expected>" (hako-record's and
+ * hako-replay's words). -1 to go on with *out set, else the exit code, as
+ * hako_cli_common_option. */
+int hako_cli_option_double(const hako_cli_command_t *cmd, const char *opt, const char *s, double lo,
+                           double hi, const char *expected, double *out);
+
+/* Signals that a tool's loop looks for (hako_cli_signal.c): sig sets *flag to sig. No
+ * SA_RESTART, so a sleep or a poll ends at once and the loop sees it. once: the handler is reset
+ * after the first signal, so a second one ends the process at once. Call before the threads
+ * start. */
+void hako_cli_catch_signal(int sig, volatile sig_atomic_t *flag, int once);
+
+/* SIGINT and SIGTERM, as hako_cli_catch_signal: how every long-running tool is stopped. */
+void hako_cli_catch_stop(volatile sig_atomic_t *flag, int once);
 
 #endif

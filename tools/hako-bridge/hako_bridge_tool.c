@@ -54,17 +54,6 @@ static void follow_rd(void)
 	}
 }
 
-static void on_quit(int sig)
-{
-	quit_signal = sig;
-}
-
-static void on_dump(int sig)
-{
-	(void)sig;
-	dump_requested = 1;
-}
-
 static int fail(const char *fmt, ...)
 {
 	va_list ap;
@@ -750,13 +739,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	if (r != 0) {
 		return r < 0 ? 0 : r;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_quit; /* no SA_RESTART: sleeps end at once */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = on_dump;
-	sigaction(SIGUSR1, &sa, NULL);
+	hako_cli_catch_stop(&quit_signal, 0); /* quit_signal: the signal's number */
+	hako_cli_catch_signal(SIGUSR1, &dump_requested, 0);
 	signal(SIGPIPE, SIG_IGN);
 
 	hako_error_t err;

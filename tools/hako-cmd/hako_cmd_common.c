@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,27 +57,19 @@ int hakoi_cmd_option(const hako_cli_command_t *cmd, int c, char **argv)
 int hakoi_cmd_parse_i64(const hako_cli_command_t *cmd, const char *opt, const char *s, int64_t min,
                         int64_t *out)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < min) {
+	if (hako_cli_parse_i64(s, min, INT64_MAX, out) != 0) {
 		return hako_cli_usage_error(cmd, "%s: '%s' is not an integer >= %lld", opt, s,
 		                            (long long)min);
 	}
-	*out = v;
 	return -1;
 }
 
 int hakoi_cmd_parse_double(const hako_cli_command_t *cmd, const char *opt, const char *s,
                            double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !(v >= 0.0)) {
+	if (hako_cli_parse_double(s, 0.0, HUGE_VAL, out) != 0) {
 		return hako_cli_usage_error(cmd, "%s: '%s' is not a number >= 0", opt, s);
 	}
-	*out = v;
 	return -1;
 }
 

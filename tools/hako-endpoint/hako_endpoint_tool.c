@@ -39,24 +39,10 @@ static volatile sig_atomic_t got_usr1; /* SIGUSR1: print the statistics */
 static const char *opt_domain;         /* --domain, for shm comms */
 static hako_domain_t *shm_domain;      /* opened for --domain */
 
-static void on_signal(int sig)
-{
-	if (sig == SIGUSR1) {
-		got_usr1 = 1;
-	} else {
-		got_stop = 1;
-	}
-}
-
 static void install_signals(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
+	hako_cli_catch_stop(&got_stop, 0);
+	hako_cli_catch_signal(SIGUSR1, &got_usr1, 0);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -98,23 +84,19 @@ static int set_node_map(const hako_cli_command_t *cmd, const char *path)
 static int parse_u64(const hako_cli_command_t *cmd, const char *opt, const char *s, uint64_t min,
                      uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < min) {
+	int64_t v;
+	if (hako_cli_parse_i64(s, (int64_t)min, INT64_MAX, &v) != 0) {
 		return hako_cli_usage_error(cmd, "%s: '%s' is not an integer >= %" PRIu64, opt, s,
 		                            min);
 	}
-	*out = v;
+	*out = (uint64_t)v;
 	return -1;
 }
 
 static int parse_sec(const hako_cli_command_t *cmd, const char *opt, const char *s, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !(v > 0.0) || v > 1e9) {
+	double v;
+	if (hako_cli_parse_double(s, 0.0, 1e9, &v) != 0 || v == 0.0) {
 		return hako_cli_usage_error(cmd, "%s: '%s' is not a number of seconds > 0", opt, s);
 	}
 	*out = v;

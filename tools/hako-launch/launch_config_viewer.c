@@ -34,9 +34,9 @@ static int parse_viewer_file(hakoi_walk_t *w, json_t *v, void *base, const hakoi
 	return 0;
 }
 
-/* hako-viewer: beside hako-launch (the build tree's bin/, or the installed bin/), else where
- * any command is looked for. */
-static int find_viewer(hakoi_walk_t *w, char **exe)
+/* The program `name`: beside hako-launch (the build tree's bin/, or the installed bin/), else
+ * where any command is looked for. */
+static int find_beside(hakoi_walk_t *w, const char *name, char **exe)
 {
 	char self[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -53,10 +53,35 @@ static int find_viewer(hakoi_walk_t *w, char **exe)
 			nfirst = 1;
 		}
 	}
-	int r = hakoi_launch_resolve_command_in(w, NULL, "hako-viewer", (const char *const *)&first,
-	                                        nfirst, exe);
+	int r = hakoi_launch_resolve_command_in(w, NULL, name, (const char *const *)&first, nfirst,
+	                                        exe);
 	free(first);
 	return r;
+}
+
+/* A process that the launch adds itself (the viewer, the recorder): named `name`, so its log is
+ * <name>.log and no process of the file may have that name; run by `program`, found beside
+ * hako-launch, with room for max_args arguments; never awaited. */
+static int own_process(hakoi_walk_t *w, hakoi_launch_proc_t *p, const char *name,
+                       const char *program, size_t max_args)
+{
+	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
+	for (size_t i = 0; i < cfg->proc_count; i++) {
+		if (strcmp(cfg->procs[i].name, name) == 0) {
+			return hakoi_walk_fail(w,
+			                       "its log is %s.log, as is the log of "
+			                       "processes[%zu] (\"%s\"): rename that process",
+			                       name, i, name);
+		}
+	}
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->phase = HAKOI_LAUNCH_PHASE_RUN;
+	p->wait_for = HAKOI_LAUNCH_WAIT_NOTHING;
+	if ((p->command = strdup(program)) == NULL ||
+	    (p->args = calloc(max_args, sizeof(char *))) == NULL) {
+		return hakoi_walk_fail_oom(w);
+	}
+	return find_beside(w, program, &p->exe);
 }
 
 static int add_arg(hakoi_launch_proc_t *p, const char *a)
@@ -81,24 +106,9 @@ static int check_viewer(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fiel
 	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
 	hakoi_launch_proc_t *p = &vw->proc;
 	vw->enabled = 1;
-	for (size_t i = 0; i < cfg->proc_count; i++) {
-		if (strcmp(cfg->procs[i].name, "viewer") == 0) {
-			return hakoi_walk_fail(w,
-			                       "its log is viewer.log, as is the log of "
-			                       "processes[%zu] (\"viewer\"): rename that process",
-			                       i);
-		}
-	}
-	snprintf(p->name, sizeof(p->name), "viewer");
 	p->viewer = 1;
-	p->phase = HAKOI_LAUNCH_PHASE_RUN;
-	p->wait_for = HAKOI_LAUNCH_WAIT_NOTHING;
 	p->echo = 0; /* its URLs are said by hako-launch */
-	if ((p->command = strdup("hako-viewer")) == NULL ||
-	    (p->args = calloc(12, sizeof(char *))) == NULL) {
-		return hakoi_walk_fail_oom(w);
-	}
-	int r = find_viewer(w, &p->exe);
+	int r = own_process(w, p, "viewer", "hako-viewer", 12);
 	if (r != 0) {
 		return r;
 	}
@@ -136,29 +146,6 @@ const hakoi_field_t hakoi_launch_viewer_fields[] = {
 
 /* ---- the recorder ---- */
 
-static int find_beside(hakoi_walk_t *w, const char *name, char **exe)
-{
-	char self[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *first = NULL;
-	size_t nfirst = 0;
-	if (len > 0) {
-		self[len] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash != NULL && slash != self) {
-			*slash = '\0';
-			if ((first = strdup(self)) == NULL) {
-				return hakoi_walk_fail_oom(w);
-			}
-			nfirst = 1;
-		}
-	}
-	int r = hakoi_launch_resolve_command_in(w, NULL, name, (const char *const *)&first, nfirst,
-	                                        exe);
-	free(first);
-	return r;
-}
-
 /* record.file: a file name under the log folder (no "..": the recording stays there). */
 static int check_record_file(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
@@ -182,25 +169,10 @@ static int check_record(hakoi_walk_t *w, json_t *v, void *base, const hakoi_fiel
 	const hakoi_launch_config_t *cfg = ctx_of(w)->cfg;
 	hakoi_launch_proc_t *p = &rc->proc;
 	rc->enabled = 1;
-	for (size_t i = 0; i < cfg->proc_count; i++) {
-		if (strcmp(cfg->procs[i].name, "record") == 0) {
-			return hakoi_walk_fail(w,
-			                       "its log is record.log, as is the log of "
-			                       "processes[%zu] (\"record\"): rename that process",
-			                       i);
-		}
-	}
-	snprintf(p->name, sizeof(p->name), "record");
 	p->recorder = 1;
-	p->phase = HAKOI_LAUNCH_PHASE_RUN;
-	p->wait_for = HAKOI_LAUNCH_WAIT_NOTHING;
 	p->echo = 1;
-	size_t max = 16 + 2 * (rc->pdu_count + rc->robot_count);
-	if ((p->command = strdup("hako-record")) == NULL ||
-	    (p->args = calloc(max, sizeof(char *))) == NULL) {
-		return hakoi_walk_fail_oom(w);
-	}
-	int r = find_beside(w, "hako-record", &p->exe);
+	int r =
+	    own_process(w, p, "record", "hako-record", 16 + 2 * (rc->pdu_count + rc->robot_count));
 	if (r != 0) {
 		return r;
 	}

@@ -13,23 +13,6 @@
 
 static volatile sig_atomic_t g_stop;
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	g_stop = 1;
-}
-
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end != '\0' || !(v >= lo && v <= hi)) {
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 /* "robot/name", ROBOT + "/" + "*" (any PDU of it), "robot:id" or "name". */
 static int parse_spec(const char *s, rec_pdu_spec_t *p)
 {
@@ -115,10 +98,10 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                .wait_ms = 10000,
 	                .poll_usec = 100,
 	                .cpu_budget = 0.1};
-	int c;
-	double v;
+	int c, r = -1;
+	double v = 0; /* set by each option that reads it, before use */
 	int nice_level = 10;
-	while ((c = getopt_long(argc, argv, ":d:o:qhV", longopts, NULL)) != -1) {
+	while (r < 0 && (c = getopt_long(argc, argv, ":d:o:qhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o.domain = optarg; break;
 		case 'o': o.out = optarg; break;
@@ -147,17 +130,15 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			}
 			break;
 		case O_RATE:
-			if (parse_double(optarg, 0, 1e6, &o.rate_hz) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--rate-hz %s: expected a number in [0, 1e6]", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--rate-hz", optarg, 0, 1e6,
+			                           "a number in [0, 1e6]", &o.rate_hz);
 			break;
 		case O_PDU_RATE: {
 			char *eq = strrchr(optarg, '=');
 			if (o.nrates == REC_MAX_FILTERS) {
 				return hako_cli_usage_error(cmd, "too many --pdu-rate options");
 			}
-			if (eq == NULL || parse_double(eq + 1, 0, 1e6, &v) != 0) {
+			if (eq == NULL || hako_cli_parse_double(eq + 1, 0, 1e6, &v) != 0) {
 				return hako_cli_usage_error(cmd, "--pdu-rate %s: expected PDU=HZ",
 				                            optarg);
 			}
@@ -174,11 +155,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			break;
 		}
 		case O_BUFFER:
-			if (parse_double(optarg, 0.01, 65536, &v) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--buffer-mb %s: expected a number in [0.01, 65536]",
-				    optarg);
-			}
+			r = hako_cli_option_double(cmd, "--buffer-mb", optarg, 0.01, 65536,
+			                           "a number in [0.01, 65536]", &v);
 			o.buffer_bytes = (size_t)(v * (1 << 20));
 			break;
 		case O_COMPRESS:
@@ -194,34 +172,24 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			}
 			break;
 		case O_CHUNK:
-			if (parse_double(optarg, 1, 1 << 20, &v) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--chunk-kb %s: expected a number in [1, 1048576]",
-				    optarg);
-			}
+			r = hako_cli_option_double(cmd, "--chunk-kb", optarg, 1, 1 << 20,
+			                           "a number in [1, 1048576]", &v);
 			o.chunk_size = (size_t)(v * 1024);
 			break;
 		case O_SKIP: o.skip_unknown = 1; break;
 		case O_STALL: o.test_stall_writer = 1; break;
 		case O_WAKE: o.wake_on_write = 1; break;
 		case O_BUDGET:
-			if (parse_double(optarg, 0, 64, &o.cpu_budget) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--cpu-budget %s: expected [0, 64] (CPUs)", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--cpu-budget", optarg, 0, 64,
+			                           "[0, 64] (CPUs)", &o.cpu_budget);
 			break;
 		case O_NICE:
-			if (parse_double(optarg, 0, 19, &v) != 0) {
-				return hako_cli_usage_error(cmd, "--nice %s: expected [0, 19]",
-				                            optarg);
-			}
+			r = hako_cli_option_double(cmd, "--nice", optarg, 0, 19, "[0, 19]", &v);
 			nice_level = (int)v;
 			break;
 		case O_POLL:
-			if (parse_double(optarg, 1, 1000000, &v) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--poll-usec %s: expected [1, 1000000]", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--poll-usec", optarg, 1, 1000000,
+			                           "[1, 1000000]", &v);
 			o.poll_usec = (int)v;
 			break;
 		case O_ASSET:
@@ -233,14 +201,15 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			break;
 		case O_UNTIL: o.until_stop = 1; break;
 		case O_WAIT:
-			if (parse_double(optarg, 0, 3600000, &v) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--wait-ms %s: expected a number in [0, 3600000]", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--wait-ms", optarg, 0, 3600000,
+			                           "a number in [0, 3600000]", &v);
 			o.wait_ms = (int)v;
 			break;
 		default: return hako_cli_common_option(cmd, c, argv);
 		}
+	}
+	if (r >= 0) {
+		return r;
 	}
 	if (optind < argc) {
 		return hako_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
@@ -252,11 +221,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		return hako_cli_usage_error(cmd,
 		                            "--type needs --pdudef (the types of the channels)");
 	}
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	hako_cli_catch_stop(&g_stop, 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* The simulation first: on a busy machine the recorder gets the CPU time the assets
 	 * leave (what it cannot keep up with is counted as missed), never theirs. */

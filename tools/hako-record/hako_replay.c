@@ -11,23 +11,6 @@
 
 static volatile sig_atomic_t g_stop;
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	g_stop = 1;
-}
-
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end != '\0' || !(v >= lo && v <= hi)) {
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	enum {
@@ -65,9 +48,9 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                .asset = "hako-replay",
 	                .speed = 1.0,
 	                .wait_ms = 10000};
-	int c;
-	double v;
-	while ((c = getopt_long(argc, argv, ":d:qhV", longopts, NULL)) != -1) {
+	int c, r = -1;
+	double v = 0; /* set by each option that reads it, before use */
+	while (r < 0 && (c = getopt_long(argc, argv, ":d:qhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o.domain = optarg; break;
 		case 'q': o.quiet = 1; break;
@@ -92,17 +75,13 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			o.pdus[o.npdus++] = optarg;
 			break;
 		case O_SPEED:
-			if (parse_double(optarg, 1e-6, 1e6, &o.speed) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--speed %s: expected a number in [1e-6, 1e6]", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--speed", optarg, 1e-6, 1e6,
+			                           "a number in [1e-6, 1e6]", &o.speed);
 			break;
 		case O_LOOP: o.loop = 1; break;
 		case O_OFFSET:
-			if (parse_double(optarg, 0, 1e9, &v) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--start-offset %s: expected seconds in [0, 1e9]", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--start-offset", optarg, 0, 1e9,
+			                           "seconds in [0, 1e9]", &v);
 			o.start_offset_ns = (int64_t)(v * 1e9 + 0.5);
 			break;
 		case O_REMAP: {
@@ -121,23 +100,22 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			break;
 		}
 		case O_DELTA:
-			if (parse_double(optarg, 1, 3600e6, &v) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--delta-usec %s: expected [1, 3600000000]", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--delta-usec", optarg, 1, 3600e6,
+			                           "[1, 3600000000]", &v);
 			o.delta_usec = (hako_time_t)v;
 			break;
 		case O_WAIT:
-			if (parse_double(optarg, 0, 3600000, &v) != 0) {
-				return hako_cli_usage_error(
-				    cmd, "--wait-ms %s: expected a number in [0, 3600000]", optarg);
-			}
+			r = hako_cli_option_double(cmd, "--wait-ms", optarg, 0, 3600000,
+			                           "a number in [0, 3600000]", &v);
 			o.wait_ms = (int)v;
 			break;
 		case O_CHECK: o.check = 1; break;
 		case O_DUMP: o.check = o.dump = 1; break;
 		default: return hako_cli_common_option(cmd, c, argv);
 		}
+	}
+	if (r >= 0) {
+		return r;
 	}
 	if (optind >= argc) {
 		return hako_cli_usage_error(cmd, "no recording given");
@@ -146,12 +124,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		return hako_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
 	}
 	o.file = argv[optind];
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESETHAND; /* a second one ends it at once */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	hako_cli_catch_stop(&g_stop, 1); /* a second one ends it at once */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return rep_run(&o, &g_stop) == 0 ? 0 : 1;
 }

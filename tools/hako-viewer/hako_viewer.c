@@ -19,12 +19,6 @@
 
 static volatile sig_atomic_t stop_flag;
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
 /* www/ next to the executable (the build tree), else the installed copy. */
 static const char *default_www(void)
 {
@@ -47,13 +41,12 @@ static const char *default_www(void)
 static int parse_int(const hako_cli_command_t *cmd, const char *opt, const char *s, long lo,
                      long hi, long *out)
 {
-	char *end = NULL;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end != '\0' || v < lo || v > hi) {
+	int64_t v;
+	if (hako_cli_parse_i64(s, lo, hi, &v) != 0) {
 		return hako_cli_usage_error(cmd, "%s %s: not an integer in [%ld, %ld]", opt, s, lo,
 		                            hi);
 	}
-	*out = v;
+	*out = (long)v;
 	return -1;
 }
 
@@ -223,11 +216,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		vw_sampler_destroy(sampler);
 		return 1;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	hako_cli_catch_stop(&stop_flag, 0);
 	signal(SIGPIPE, SIG_IGN);
 
 	const char *host =

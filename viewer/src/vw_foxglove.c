@@ -35,25 +35,18 @@
 #include "hako/msg.h"
 
 #include "vw_fox.h"
+#include "vw_msg.h"
 
 #define SUB_MAX     4096         /* subscriptions one session may hold */
 #define CLIENT_MAX  256          /* channels one client may advertise */
 #define CTRL_MAX    (4u << 20)   /* queued control bytes past which a session is closed */
 #define STATUS_ROOM 65536u       /* statuses are queued only below this many control bytes */
 #define SEND_LIMIT  (256u << 10) /* bytes written per WRITEABLE callback at most */
-#define RX_KEEP     65536u
-#define MSG_HDR     13 /* opcode u8, subscription id u32, timestamp u64 */
+#define MSG_HDR     13           /* opcode u8, subscription id u32, timestamp u64 */
 #define TF_TOPIC    "/tf"
 #define TF_TYPE     "tf2_msgs/TFMessage"
 #define WORLD_FRAME "world"
 #define SCHEMA_MAX  (256u << 10)
-
-typedef struct fox_msg {
-	int refs;
-	int binary;
-	size_t len;
-	unsigned char buf[]; /* LWS_PRE of headroom, then the payload */
-} fox_msg_t;
 
 typedef struct fox_chan {
 	uint32_t id;
@@ -65,8 +58,8 @@ typedef struct fox_chan {
 	char type[128]; /* pkg/Type */
 	const hako_msg_type_t *mt;
 	char *schema;
-	int master_pid;   /* the conductor it was advertised under */
-	fox_msg_t *frame; /* the latest message (header + CDR), shared by the sessions */
+	int master_pid;  /* the conductor it was advertised under */
+	vw_msg_t *frame; /* the latest message (header + CDR), shared by the sessions */
 	uint64_t frame_seq;
 	uint64_t tick; /* the tick frame and frame_seq were last looked at */
 	int bad;       /* its PDU does not encode: said once */
@@ -79,7 +72,7 @@ typedef struct fox_sub {
 	int chan; /* index in f->chans, checked against chan_id */
 	uint64_t sent_seq;
 	int force;
-	fox_msg_t *pending;
+	vw_msg_t *pending;
 } fox_sub_t;
 
 typedef struct fox_client_chan {
@@ -89,7 +82,7 @@ typedef struct fox_client_chan {
 
 typedef struct fox_q {
 	struct fox_q *next;
-	fox_msg_t *m;
+	vw_msg_t *m;
 } fox_q_t;
 
 struct vw_fox_sess {
@@ -100,18 +93,16 @@ struct vw_fox_sess {
 	int closing;
 	fox_q_t *ctrl, *ctrl_tail;
 	size_t ctrl_bytes;
-	fox_msg_t *time;
+	vw_msg_t *time;
 	fox_sub_t *subs;
 	int nsubs, subs_cap;
 	int sub_next;
 	fox_client_chan_t clients[CLIENT_MAX];
 	int nclients;
 	double credit;
-	unsigned char *rx;
-	size_t rx_len, rx_cap;
-	int rx_binary;
+	vw_rx_t rx;
 	unsigned char *batch; /* LWS_PRE + SEND_LIMIT: frames written in one go */
-	fox_msg_t *held;      /* taken, but did not fit the last batch: the next one's first */
+	vw_msg_t *held;       /* taken, but did not fit the last batch: the next one's first */
 	uint32_t held_sub;
 };
 
@@ -156,28 +147,6 @@ int vw_fox_same_type(const char *schema_name, const char *type)
 
 /* ---- messages ---- */
 
-static fox_msg_t *msg_new(const void *data, size_t len, int binary)
-{
-	fox_msg_t *m = malloc(sizeof(*m) + LWS_PRE + len);
-	if (m == NULL) {
-		return NULL;
-	}
-	m->refs = 1;
-	m->binary = binary;
-	m->len = len;
-	if (data != NULL) {
-		memcpy(m->buf + LWS_PRE, data, len);
-	}
-	return m;
-}
-
-static void msg_unref(fox_msg_t *m)
-{
-	if (m != NULL && --m->refs == 0) {
-		free(m);
-	}
-}
-
 static void put_u32(unsigned char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++) {
@@ -211,15 +180,15 @@ static void say(vw_fox_t *f, int kind, const char *peer, const char *fmt, ...)
 	}
 }
 
-static void ctrl_push(vw_fox_sess_t *s, fox_msg_t *m)
+static void ctrl_push(vw_fox_sess_t *s, vw_msg_t *m)
 {
 	if (s->closing) { /* going: it does not read, and nothing more is kept for it */
-		msg_unref(m);
+		vw_msg_unref(m);
 		return;
 	}
 	fox_q_t *q = malloc(sizeof(*q));
 	if (q == NULL) {
-		msg_unref(m);
+		vw_msg_unref(m);
 		return;
 	}
 	q->next = NULL;
@@ -240,21 +209,42 @@ static void ctrl_push(vw_fox_sess_t *s, fox_msg_t *m)
 	lws_callback_on_writable(s->wsi);
 }
 
-static void send_json(vw_fox_sess_t *s, json_t *j)
+/* j (consumed) as a text message; NULL if it could not be made. */
+static vw_msg_t *json_msg(json_t *j)
 {
 	if (j == NULL) {
-		return;
+		return NULL;
 	}
 	char *text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (text == NULL) {
-		return;
+		return NULL;
 	}
-	fox_msg_t *m = msg_new(text, strlen(text), 0);
+	vw_msg_t *m = vw_msg_new(text, strlen(text), 0);
 	free(text);
+	return m;
+}
+
+static void send_json(vw_fox_sess_t *s, json_t *j)
+{
+	vw_msg_t *m = json_msg(j);
 	if (m != NULL) {
 		ctrl_push(s, m);
 	}
+}
+
+/* j (consumed), encoded once, to one session, or to every session if s is NULL. */
+static void send_json_to(vw_fox_t *f, vw_fox_sess_t *s, json_t *j)
+{
+	vw_msg_t *m = json_msg(j);
+	if (m == NULL) {
+		return;
+	}
+	for (vw_fox_sess_t *t = s != NULL ? s : f->sessions; t != NULL;
+	     t = s != NULL ? NULL : t->next) {
+		ctrl_push(t, vw_msg_ref(m));
+	}
+	vw_msg_unref(m);
 }
 
 /* A status to one client (level 2: error), unless its queue is long: then it is dropped. */
@@ -306,7 +296,8 @@ static json_t *chan_json(const fox_chan_t *c)
 	                 c->schema, "schemaEncoding", HAKO_CDR_SCHEMA_ENCODING);
 }
 
-/* Advertise the channels f->chans[which[0..n)] in messages of about 256 KiB at most. */
+/* Advertise the channels f->chans[which[0..n)] in messages of about 256 KiB at most, encoded
+ * once: to session s, or to every session if s is NULL. */
 static void advertise(vw_fox_t *f, vw_fox_sess_t *s, const int *which, int n)
 {
 	int i = 0;
@@ -318,14 +309,14 @@ static void advertise(vw_fox_t *f, vw_fox_sess_t *s, const int *which, int n)
 			json_array_append_new(arr, chan_json(c));
 			bytes += strlen(c->schema) + 200;
 		}
-		send_json(s, json_pack("{s:s,s:o}", "op", "advertise", "channels", arr));
+		send_json_to(f, s, json_pack("{s:s,s:o}", "op", "advertise", "channels", arr));
 	}
 }
 
 static void chan_free(fox_chan_t *c)
 {
 	free(c->schema);
-	msg_unref(c->frame);
+	vw_msg_unref(c->frame);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -356,7 +347,7 @@ static void drop_subs_of(vw_fox_sess_t *s, uint32_t chan_id)
 {
 	for (int i = 0; i < s->nsubs;) {
 		if (s->subs[i].chan_id == chan_id) {
-			msg_unref(s->subs[i].pending);
+			vw_msg_unref(s->subs[i].pending);
 			s->subs[i] = s->subs[--s->nsubs];
 		} else {
 			i++;
@@ -476,18 +467,20 @@ static void sync_chans(vw_fox_t *f, const vw_state_t *st)
 		    unknown, unknown > 1 ? "s" : "", unknown_list, unknown > 4 ? ", ..." : "");
 	}
 	f->warned_unknown = unknown;
-	for (vw_fox_sess_t *s = f->sessions; s != NULL; s = s->next) {
-		if (nremoved > 0) {
-			json_t *ids = json_array();
-			for (int k = 0; k < nremoved; k++) {
-				json_array_append_new(ids, json_integer(removed[k]));
-				drop_subs_of(s, removed[k]);
-			}
-			send_json(s,
-			          json_pack("{s:s,s:o}", "op", "unadvertise", "channelIds", ids));
+	if (nremoved > 0 && f->sessions != NULL) {
+		json_t *ids = json_array();
+		for (int k = 0; k < nremoved; k++) {
+			json_array_append_new(ids, json_integer(removed[k]));
 		}
-		if (nadded > 0) {
-			advertise(f, s, added, nadded);
+		send_json_to(f, NULL,
+		             json_pack("{s:s,s:o}", "op", "unadvertise", "channelIds", ids));
+	}
+	if (nadded > 0 && f->sessions != NULL) {
+		advertise(f, NULL, added, nadded);
+	}
+	for (vw_fox_sess_t *s = f->sessions; s != NULL; s = s->next) {
+		for (int k = 0; k < nremoved; k++) {
+			drop_subs_of(s, removed[k]);
 		}
 		for (int k = 0; k < s->nsubs; k++) {
 			s->subs[k].chan = -1; /* indexes changed */
@@ -602,9 +595,9 @@ static size_t tf_encode(vw_fox_t *f, vw_state_t *st, unsigned char *out, size_t 
 	return o.len;
 }
 
-static fox_msg_t *frame_new(size_t payload, hako_time_t world)
+static vw_msg_t *frame_new(size_t payload, hako_time_t world)
 {
-	fox_msg_t *m = msg_new(NULL, MSG_HDR + payload, 1);
+	vw_msg_t *m = vw_msg_new(NULL, MSG_HDR + payload, 1);
 	if (m != NULL) {
 		unsigned char *p = m->buf + LWS_PRE;
 		p[0] = 1;
@@ -614,7 +607,7 @@ static fox_msg_t *frame_new(size_t payload, hako_time_t world)
 	return m;
 }
 
-static fox_msg_t *tf_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
+static vw_msg_t *tf_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
 {
 	uint64_t sum = 0;
 	for (int i = 0; i < st->nchannels; i++) {
@@ -632,12 +625,12 @@ static fox_msg_t *tf_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t 
 		return c->frame;
 	}
 	size_t need = tf_encode(f, st, NULL, 0);
-	fox_msg_t *m = frame_new(need, st->info.world_time);
+	vw_msg_t *m = frame_new(need, st->info.world_time);
 	if (m == NULL) {
 		return NULL;
 	}
 	tf_encode(f, st, m->buf + LWS_PRE + MSG_HDR, need);
-	msg_unref(c->frame);
+	vw_msg_unref(c->frame);
 	c->frame = m;
 	c->frame_seq = sum;
 	return m;
@@ -645,7 +638,7 @@ static fox_msg_t *tf_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t 
 
 /* The latest message of a channel: encoded once per write, shared by the sessions. *seq: the
  * write it carries. */
-static fox_msg_t *chan_encode(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
+static vw_msg_t *chan_encode(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
 {
 	if (c->tf) {
 		return tf_frame(f, st, c, seq);
@@ -665,10 +658,10 @@ static fox_msg_t *chan_encode(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64
 	hako_error_t err;
 	size_t need = 0;
 	int r = hako_cdr_encode(c->mt, vc->raw, vc->raw_len, NULL, 0, &need, &err);
-	fox_msg_t *m = r == HAKO_ETOOBIG ? frame_new(need, st->info.world_time) : NULL;
+	vw_msg_t *m = r == HAKO_ETOOBIG ? frame_new(need, st->info.world_time) : NULL;
 	if (m == NULL || hako_cdr_encode(c->mt, vc->raw, vc->raw_len, m->buf + LWS_PRE + MSG_HDR,
 	                                 need, &need, &err) != 0) {
-		msg_unref(m);
+		vw_msg_unref(m);
 		if (!c->bad) {
 			HAKO_WARN("hako-viewer: foxglove: %s: write %llu does not encode as %s: %s",
 			          c->topic, (unsigned long long)vc->raw_seq, c->type,
@@ -677,21 +670,21 @@ static fox_msg_t *chan_encode(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64
 		}
 		return NULL;
 	}
-	msg_unref(c->frame);
+	vw_msg_unref(c->frame);
 	c->frame = m;
 	c->frame_seq = vc->raw_seq;
 	return m;
 }
 
 /* As chan_encode, looked at once a tick however many sessions subscribe the channel. */
-static fox_msg_t *chan_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
+static vw_msg_t *chan_frame(vw_fox_t *f, vw_state_t *st, fox_chan_t *c, uint64_t *seq)
 {
 	if (c->tick != f->tick) {
 		c->tick = f->tick;
 		uint64_t q = 0;
 		if (chan_encode(f, st, c, &q) == NULL) {
 			c->frame_seq = 0;
-			msg_unref(c->frame);
+			vw_msg_unref(c->frame);
 			c->frame = NULL;
 		}
 	}
@@ -797,16 +790,16 @@ void vw_fox_close(vw_fox_t *f, vw_fox_sess_t *s)
 	while (s->ctrl != NULL) {
 		fox_q_t *q = s->ctrl;
 		s->ctrl = q->next;
-		msg_unref(q->m);
+		vw_msg_unref(q->m);
 		free(q);
 	}
-	msg_unref(s->time);
-	msg_unref(s->held);
+	vw_msg_unref(s->time);
+	vw_msg_unref(s->held);
 	for (int i = 0; i < s->nsubs; i++) {
-		msg_unref(s->subs[i].pending);
+		vw_msg_unref(s->subs[i].pending);
 	}
 	free(s->subs);
-	free(s->rx);
+	vw_rx_free(&s->rx);
 	free(s->batch);
 	free(s);
 }
@@ -821,14 +814,9 @@ vw_fox_stats_t vw_fox_stats(const vw_fox_t *f)
 	return f->stats;
 }
 
-static void slot_put(vw_fox_t *f, fox_msg_t **slot, fox_msg_t *m)
+static void slot_put(vw_fox_t *f, vw_msg_t **slot, vw_msg_t *m)
 {
-	if (*slot != NULL) {
-		f->stats.messages_dropped++;
-		msg_unref(*slot);
-	}
-	m->refs++;
-	*slot = m;
+	f->stats.messages_dropped += (uint64_t)vw_msg_put(slot, m);
 }
 
 static size_t sess_pending(const vw_fox_sess_t *s)
@@ -849,13 +837,13 @@ void vw_fox_tick(vw_fox_t *f, double dt)
 	if (st->attached) {
 		vw_sampler_world_time(f->cfg.sampler);
 	}
-	fox_msg_t *time = NULL;
+	vw_msg_t *time = NULL;
 	if (st->attached && st->info.world_time != f->last_world) {
 		unsigned char t[9];
 		t[0] = 2;
 		put_u64(t + 1,
 		        (uint64_t)(st->info.world_time > 0 ? st->info.world_time : 0) * 1000u);
-		time = msg_new(t, sizeof(t), 1);
+		time = vw_msg_new(t, sizeof(t), 1);
 		f->last_world = st->info.world_time;
 	}
 	double budget = (double)f->cfg.session_budget;
@@ -873,7 +861,7 @@ void vw_fox_tick(vw_fox_t *f, double dt)
 			fox_sub_t *sub = &s->subs[i];
 			fox_chan_t *c = chan_by_id(f, sub->chan_id, &sub->chan);
 			uint64_t seq = 0;
-			fox_msg_t *m = c != NULL ? chan_frame(f, st, c, &seq) : NULL;
+			vw_msg_t *m = c != NULL ? chan_frame(f, st, c, &seq) : NULL;
 			if (m == NULL || (seq == sub->sent_seq && !sub->force)) {
 				continue;
 			}
@@ -885,7 +873,7 @@ void vw_fox_tick(vw_fox_t *f, double dt)
 		f->stats.pending_max = p > f->stats.pending_max ? p : f->stats.pending_max;
 		lws_callback_on_writable(s->wsi);
 	}
-	msg_unref(time);
+	vw_msg_unref(time);
 }
 
 /* A WebSocket frame header (server to client: unmasked) for len bytes; its size. */
@@ -910,18 +898,18 @@ static size_t ws_header(unsigned char *h, size_t len, int binary)
 }
 
 /* The next message to write, taken out of its slot (the caller owns the reference). */
-static fox_msg_t *next_msg(vw_fox_sess_t *s, uint32_t *sub_id)
+static vw_msg_t *next_msg(vw_fox_sess_t *s, uint32_t *sub_id)
 {
 	*sub_id = UINT32_MAX;
 	if (s->held != NULL) {
-		fox_msg_t *m = s->held;
+		vw_msg_t *m = s->held;
 		s->held = NULL;
 		*sub_id = s->held_sub;
 		return m;
 	}
 	if (s->ctrl != NULL) {
 		fox_q_t *q = s->ctrl;
-		fox_msg_t *m = q->m;
+		vw_msg_t *m = q->m;
 		s->ctrl = q->next;
 		if (s->ctrl == NULL) {
 			s->ctrl_tail = NULL;
@@ -931,14 +919,14 @@ static fox_msg_t *next_msg(vw_fox_sess_t *s, uint32_t *sub_id)
 		return m;
 	}
 	if (s->time != NULL) {
-		fox_msg_t *m = s->time;
+		vw_msg_t *m = s->time;
 		s->time = NULL;
 		return m;
 	}
 	for (int k = 0; k < s->nsubs; k++) {
 		int i = (s->sub_next + k) % s->nsubs;
 		if (s->subs[i].pending != NULL) {
-			fox_msg_t *m = s->subs[i].pending;
+			vw_msg_t *m = s->subs[i].pending;
 			s->subs[i].pending = NULL;
 			s->sub_next = (i + 1) % s->nsubs;
 			*sub_id = s->subs[i].sub_id;
@@ -973,10 +961,10 @@ int vw_fox_write(vw_fox_t *f, vw_fox_sess_t *s)
 	}
 	unsigned char *b = s->batch + LWS_PRE;
 	size_t n = 0;
-	fox_msg_t *m;
+	vw_msg_t *m;
 	uint32_t sub_id;
 	while (n < SEND_LIMIT / 2 && (m = next_msg(s, &sub_id)) != NULL) {
-		unsigned char *payload = m->buf + LWS_PRE;
+		unsigned char *payload = vw_msg_payload(m);
 		if (sub_id != UINT32_MAX) {
 			put_u32(payload + 1, sub_id);
 		}
@@ -986,11 +974,10 @@ int vw_fox_write(vw_fox_t *f, vw_fox_sess_t *s)
 				s->held_sub = sub_id;
 				break;
 			}
-			int w = lws_write(s->wsi, payload, m->len,
-			                  m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
 			size_t len = m->len;
-			msg_unref(m);
-			if (w < (int)len) {
+			int w = vw_msg_write(s->wsi, m);
+			vw_msg_unref(m);
+			if (w != 0) {
 				return -1;
 			}
 			s->credit -= (double)len;
@@ -1002,7 +989,7 @@ int vw_fox_write(vw_fox_t *f, vw_fox_sess_t *s)
 		n += m->len;
 		s->credit -= (double)m->len;
 		f->stats.messages_sent++;
-		msg_unref(m);
+		vw_msg_unref(m);
 	}
 	if (n > 0 && lws_write(s->wsi, b, n, LWS_WRITE_RAW) < (int)n) {
 		return -1;
@@ -1084,7 +1071,7 @@ static void do_unsubscribe(vw_fox_t *f, vw_fox_sess_t *s, json_t *msg)
 		int found = 0;
 		for (int k = 0; json_is_integer(e) && k < s->nsubs; k++) {
 			if ((json_int_t)s->subs[k].sub_id == json_integer_value(e)) {
-				msg_unref(s->subs[k].pending);
+				vw_msg_unref(s->subs[k].pending);
 				s->subs[k] = s->subs[--s->nsubs];
 				found = 1;
 				break;
@@ -1269,48 +1256,25 @@ static void do_publish(vw_fox_t *f, vw_fox_sess_t *s, const unsigned char *buf, 
 
 int vw_fox_rx(vw_fox_t *f, vw_fox_sess_t *s, const void *in, size_t len)
 {
-	struct lws *wsi = s->wsi;
-	if (lws_is_first_fragment(wsi) && s->rx_len == 0) {
-		s->rx_binary = lws_frame_is_binary(wsi);
-	}
-	size_t need = s->rx_len + len + lws_remaining_packet_payload(wsi);
-	if (need > f->cfg.max_message) {
+	int r = vw_rx_add(&s->rx, s->wsi, in, len, f->cfg.max_message);
+	if (r == VW_RX_TOO_BIG) {
 		f->stats.refused++;
 		say(f, VW_FOX_LOG_MESSAGE, s->peer,
 		    "foxglove client %s: a message of more than %zu bytes (closing)", s->peer,
 		    f->cfg.max_message);
-		static const char why[] = "message too large";
-		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)why,
-		                 sizeof(why) - 1);
-		return -1;
 	}
-	if (need + 1 > s->rx_cap) {
-		unsigned char *p = realloc(s->rx, need + 1);
-		if (p == NULL) {
-			return -1;
-		}
-		s->rx = p;
-		s->rx_cap = need + 1;
+	if (r <= 0) {
+		return r == 0 ? 0 : -1;
 	}
-	memcpy(s->rx + s->rx_len, in, len);
-	s->rx_len += len;
-	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) {
-		return 0;
-	}
-	if (!s->rx_binary) {
-		s->rx[s->rx_len] = '\0';
-		do_text(f, s, (const char *)s->rx, s->rx_len);
-	} else if (s->rx_len > 0 && s->rx[0] == 1) {
-		do_publish(f, s, s->rx, s->rx_len);
+	const unsigned char *buf = s->rx.buf;
+	if (!s->rx.binary) {
+		do_text(f, s, (const char *)buf, s->rx.len);
+	} else if (s->rx.len > 0 && buf[0] == 1) {
+		do_publish(f, s, buf, s->rx.len);
 	} else {
 		refuse(f, s, VW_FOX_LOG_MESSAGE, "binary opcode %d is not supported",
-		       s->rx_len > 0 ? s->rx[0] : -1);
+		       s->rx.len > 0 ? buf[0] : -1);
 	}
-	s->rx_len = 0;
-	if (s->rx_cap > RX_KEEP) {
-		free(s->rx);
-		s->rx = NULL;
-		s->rx_cap = 0;
-	}
+	vw_rx_next(&s->rx);
 	return 0;
 }

@@ -45,23 +45,16 @@
 #include "hako/log.h"
 
 #include "vw_fox.h"
+#include "vw_msg.h"
 #include "vw_server.h"
 
 #define VW_SUB_MAX    512       /* channels one session may subscribe (a fleet of 256 drones) */
-#define VW_RX_KEEP    65536u    /* a receive buffer larger than this is freed after its message */
 #define VW_SEND_LIMIT (1 << 20) /* bytes written per WRITEABLE callback at most */
 #define RD_MIN_USEC   500000    /* the RD part goes to a session at 2 Hz at most */
 #define CPU_WINDOW    1000000   /* the viewer's CPU use is measured over this (us) */
 #define LOG_BURST     5         /* lines of one kind a peer may make us log in a window */
 #define LOG_WINDOW    10000000  /* us; then one line counts those not logged */
 #define VW_HOST_MAX   256       /* a host name, an address */
-
-typedef struct vw_msg {
-	int refs;
-	int binary;
-	size_t len;
-	unsigned char buf[]; /* LWS_PRE bytes of headroom, then the payload */
-} vw_msg_t;
 
 typedef struct vw_sub {
 	char robot[HAKO_FRAME_ROBOT_MAX];
@@ -117,10 +110,7 @@ typedef struct vw_sess {
 	vw_sub_t subs[VW_SUB_MAX];
 	int nsubs;
 	int sub_next;
-	unsigned char *rx;
-	size_t rx_len;
-	size_t rx_cap;
-	int rx_binary;
+	vw_rx_t rx;
 } vw_sess_t;
 
 struct vw_server {
@@ -216,36 +206,6 @@ static void ration_check(vw_server_t *v, hako_time_t now, int all)
 
 /* ---- messages ---- */
 
-static vw_msg_t *msg_new(const void *data, size_t len, int binary)
-{
-	vw_msg_t *m = malloc(sizeof(*m) + LWS_PRE + len);
-	if (m == NULL) {
-		return NULL;
-	}
-	m->refs = 1;
-	m->binary = binary;
-	m->len = len;
-	if (data != NULL) {
-		memcpy(m->buf + LWS_PRE, data, len);
-	}
-	return m;
-}
-
-static void msg_unref(vw_msg_t *m)
-{
-	if (m != NULL && --m->refs == 0) {
-		free(m);
-	}
-}
-
-static vw_msg_t *msg_ref(vw_msg_t *m)
-{
-	if (m != NULL) {
-		m->refs++;
-	}
-	return m;
-}
-
 static uint64_t sess_pending(const vw_sess_t *s)
 {
 	uint64_t n = 0;
@@ -261,12 +221,8 @@ static uint64_t sess_pending(const vw_sess_t *s)
 /* Replace a pending message; one a slow client never took is dropped. */
 static int slot_put(vw_server_t *v, vw_msg_t **slot, vw_msg_t *m)
 {
-	int dropped = *slot != NULL;
-	if (dropped) {
-		v->stats.frames_dropped++;
-		msg_unref(*slot);
-	}
-	*slot = msg_ref(m);
+	int dropped = vw_msg_put(slot, m);
+	v->stats.frames_dropped += (uint64_t)dropped;
 	return dropped;
 }
 
@@ -282,10 +238,10 @@ static void reply(vw_server_t *v, vw_sess_t *s, const char *cmd, int ok, const c
 	}
 	vw_buf_puts(&b, "}");
 	if (!b.oom) {
-		vw_msg_t *m = msg_new(b.data, b.len, 0);
+		vw_msg_t *m = vw_msg_new(b.data, b.len, 0);
 		if (m != NULL) {
 			slot_put(v, &s->slot[SLOT_REPLY], m);
-			msg_unref(m);
+			vw_msg_unref(m);
 			lws_callback_on_writable(s->wsi);
 		}
 	}
@@ -305,9 +261,9 @@ static vw_msg_t *pdu_frame(const vw_state_t *st, const vw_channel_t *c)
 	f.body = c->raw;
 	f.body_len = (uint32_t)c->raw_len;
 	size_t size = hako_frame_size(HAKO_FRAME_V2, c->robot, f.body_len), len = 0;
-	vw_msg_t *m = size > 0 ? msg_new(NULL, size, 1) : NULL;
-	if (m != NULL && hako_frame_encode(HAKO_FRAME_V2, &f, m->buf + LWS_PRE, size, &len) != 0) {
-		msg_unref(m);
+	vw_msg_t *m = size > 0 ? vw_msg_new(NULL, size, 1) : NULL;
+	if (m != NULL && hako_frame_encode(HAKO_FRAME_V2, &f, vw_msg_payload(m), size, &len) != 0) {
+		vw_msg_unref(m);
 		m = NULL;
 	}
 	return m;
@@ -330,7 +286,7 @@ static vw_channel_t *sub_channel(vw_server_t *v, vw_state_t *st, vw_sub_t *sub)
 
 static vw_msg_t *buf_msg(vw_buf_t *b)
 {
-	vw_msg_t *m = !b->oom && b->data != NULL ? msg_new(b->data, b->len, 0) : NULL;
+	vw_msg_t *m = !b->oom && b->data != NULL ? vw_msg_new(b->data, b->len, 0) : NULL;
 	vw_buf_free(b);
 	return m;
 }
@@ -386,7 +342,7 @@ static vw_msg_t *positions_msg(vw_server_t *v, vw_state_t *st)
 static vw_msg_t *list_msg(vw_server_t *v, vw_state_t *st)
 {
 	if (v->list_msg == NULL || v->list_msg_version != st->list_version) {
-		msg_unref(v->list_msg);
+		vw_msg_unref(v->list_msg);
 		vw_buf_t b = {0};
 		vw_list_encode(st, &b);
 		v->list_msg = buf_msg(&b);
@@ -417,7 +373,7 @@ static vw_msg_t *shared_frame(vw_server_t *v, vw_state_t *st, vw_channel_t *c)
 static void frames_release(vw_server_t *v)
 {
 	for (int i = 0; i < v->frames_cap; i++) {
-		msg_unref(v->frames[i]);
+		vw_msg_unref(v->frames[i]);
 		v->frames[i] = NULL;
 	}
 }
@@ -533,7 +489,7 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 			vw_msg_t *m = values_msg(v, st, s);
 			if (m != NULL) {
 				slot_put(v, &s->slot[SLOT_VALUES], m);
-				msg_unref(m);
+				vw_msg_unref(m);
 			}
 		}
 		queue_subs(v, st, s);
@@ -541,9 +497,9 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 		v->stats.pending_max = p > v->stats.pending_max ? p : v->stats.pending_max;
 		lws_callback_on_writable(s->wsi);
 	}
-	msg_unref(state[0]);
-	msg_unref(state[1]);
-	msg_unref(positions);
+	vw_msg_unref(state[0]);
+	vw_msg_unref(state[1]);
+	vw_msg_unref(positions);
 	frames_release(v);
 	lws_sul_schedule(v->lws, 0, &v->tick, tick_cb, (lws_usec_t)(1e6 / v->hz));
 }
@@ -827,12 +783,12 @@ static void sess_close(vw_server_t *v, vw_sess_t **pss)
 	}
 	v->nsessions--;
 	for (int k = 0; k < SLOTS; k++) {
-		msg_unref(s->slot[k]);
+		vw_msg_unref(s->slot[k]);
 	}
 	for (int i = 0; i < s->nsubs; i++) {
-		msg_unref(s->subs[i].pending);
+		vw_msg_unref(s->subs[i].pending);
 	}
-	free(s->rx);
+	vw_rx_free(&s->rx);
 	free(s);
 	*pss = NULL;
 }
@@ -864,11 +820,10 @@ static int sess_write(vw_server_t *v, vw_sess_t *s)
 	while ((slot = next_pending(s, &kind)) != NULL) {
 		vw_msg_t *m = *slot;
 		*slot = NULL;
-		int n = lws_write(s->wsi, m->buf + LWS_PRE, m->len,
-		                  m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
 		size_t len = m->len;
-		msg_unref(m);
-		if (n < (int)len) {
+		int w = vw_msg_write(s->wsi, m);
+		vw_msg_unref(m);
+		if (w != 0) {
 			return -1;
 		}
 		/* What the client now has: the list and RD part are sent again only when they
@@ -1009,46 +964,23 @@ static int sess_rx(vw_server_t *v, struct lws *wsi, vw_sess_t *s, const void *in
 	if (s == NULL) {
 		return -1;
 	}
-	if (lws_is_first_fragment(wsi) && s->rx_len == 0) {
-		s->rx_binary = lws_frame_is_binary(wsi);
-	}
-	size_t need = s->rx_len + len + lws_remaining_packet_payload(wsi);
-	if (need > v->cfg.max_message) {
+	int r = vw_rx_add(&s->rx, wsi, in, len, v->cfg.max_message);
+	if (r == VW_RX_TOO_BIG) {
 		v->stats.refused_message++;
 		plog(v, LOG_MESSAGE, s->peer,
 		     "refused a message of more than %zu bytes from %s (limit %zu; closing)",
 		     v->cfg.max_message, s->peer, v->cfg.max_message);
-		static const char why[] = "message too large";
-		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)why,
-		                 sizeof(why) - 1);
-		return -1;
 	}
-	if (need + 1 > s->rx_cap) {
-		unsigned char *p = realloc(s->rx, need + 1);
-		if (p == NULL) {
-			return -1;
-		}
-		s->rx = p;
-		s->rx_cap = need + 1;
+	if (r <= 0) {
+		return r == 0 ? 0 : -1;
 	}
-	memcpy(s->rx + s->rx_len, in, len);
-	s->rx_len += len;
-	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) {
-		return 0;
-	}
-	int r = 0;
-	if (s->rx_binary) {
-		r = do_frame(v, s, s->rx, s->rx_len);
+	r = 0;
+	if (s->rx.binary) {
+		r = do_frame(v, s, s->rx.buf, s->rx.len);
 	} else {
-		s->rx[s->rx_len] = '\0';
-		do_command(v, s, (const char *)s->rx, s->rx_len);
+		do_command(v, s, (const char *)s->rx.buf, s->rx.len);
 	}
-	s->rx_len = 0;
-	if (s->rx_cap > VW_RX_KEEP) {
-		free(s->rx);
-		s->rx = NULL;
-		s->rx_cap = 0;
-	}
+	vw_rx_next(&s->rx);
 	return r;
 }
 
@@ -1352,7 +1284,7 @@ void vw_server_destroy(vw_server_t *v)
 	lws_context_destroy(v->lws); /* closes the sessions: CLOSED frees each */
 	vw_fox_destroy(v->fox);
 	ration_check(v, hako_now_usec(), 1);
-	msg_unref(v->list_msg);
+	vw_msg_unref(v->list_msg);
 	frames_release(v);
 	free(v->frames);
 	free(v);
