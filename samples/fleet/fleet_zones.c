@@ -2,6 +2,7 @@
 #include "fleet_zones.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ struct fleet_zones {
 	struct zdrone *z;
 	uint64_t releases, activations, takeovers;
 	int balance; /* the RD config's trigger is "manual": the monitor moves drones */
+	int grid;    /* the RD config's trigger is "grid": zones are its cells */
 	hako_channel_t *load_ch, *order_ch;
 	uint64_t order_seq;  /* the order channel's write behind the last order read */
 	uint32_t order_done; /* the last order carried out */
@@ -132,7 +134,7 @@ static int write_pdu_files(const char *dir, size_t total)
  * nodes 1..hosts; its first owner: with counts, host k has counts[k - 1] drones in order;
  * without, zones: node 1 west of x = 0, node 2 east. */
 static int write_rd(const char *dir, size_t total, const char *head, size_t hosts,
-                    const size_t *counts, char *rd_path, size_t len)
+                    const size_t *counts, const hako_rd_trigger_t *grid, char *rd_path, size_t len)
 {
 	char path[4200], cand[160] = "";
 	snprintf(path, sizeof(path), "%s/%s", dir, config_files[2]);
@@ -150,6 +152,9 @@ static int write_rd(const char *dir, size_t total, const char *head, size_t host
 		double start[3];
 		fleet_formation_point(FLEET_GRID, i, total, start);
 		int owner = start[0] < 0 ? 1 : 2;
+		if (grid != NULL) {
+			owner = hako_rd_trigger_grid_owner(grid, start[0], start[1]);
+		}
 		if (counts != NULL) {
 			while (left == 0 && host < hosts) {
 				left = counts[host++];
@@ -218,7 +223,104 @@ int fleet_zones_write_config(const char *dir, size_t total, const char *full, ch
 		         " \"execution_units\": [",
 		         p.v_max + 0.5);
 	}
-	return write_rd(dir, total, head, 2, NULL, rd_path, len);
+	return write_rd(dir, total, head, 2, NULL, NULL, rd_path, len);
+}
+
+/* Boundaries splitting [lo, hi] into n equal parts, rounded to a millimetre (the file and the
+ * writer then hold the same doubles). */
+static void split(double lo, double hi, size_t n, double *b)
+{
+	for (size_t k = 1; k < n; k++) {
+		double v = lo + (hi - lo) * (double)k / (double)n;
+		b[k - 1] = round(v * 1000.0) / 1000.0;
+	}
+}
+
+int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t rows,
+                           const char *full, char *rd_path, size_t len)
+{
+	size_t hosts = cols * rows;
+	if (cols < 1 || rows < 1 || hosts < 2 || hosts > FLEET_MAX_HOSTS ||
+	    cols > HAKO_RD_GRID_LINES + 1 || rows > HAKO_RD_GRID_LINES + 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* The nodes' names: the federation's client nodes for RD-Full, in cell order. */
+	char names[FLEET_MAX_HOSTS][64];
+	for (size_t k = 0; k < hosts; k++) {
+		snprintf(names[k], sizeof(names[k]), "zone-%zu", k + 1);
+	}
+	if (full != NULL) {
+		const char *p = full;
+		for (size_t k = 0; k < hosts; k++) {
+			const char *end = strchr(p, ',');
+			size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+			if (n == 0 || n >= sizeof(names[k]) || (k + 1 < hosts) != (end != NULL)) {
+				errno = EINVAL;
+				return -1;
+			}
+			memcpy(names[k], p, n);
+			names[k][n] = '\0';
+			p = end != NULL ? end + 1 : p + n;
+		}
+	}
+	/* The airspace: every place of the mission's formations, split evenly. */
+	double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+	for (int f = FLEET_GRID; f <= FLEET_CIRCLE; f++) {
+		for (size_t i = 0; i < total; i++) {
+			double xyz[3];
+			fleet_formation_point((fleet_formation_t)f, i, total, xyz);
+			for (int a = 0; a < 2; a++) {
+				lo[a] = xyz[a] < lo[a] ? xyz[a] : lo[a];
+				hi[a] = xyz[a] > hi[a] ? xyz[a] : hi[a];
+			}
+		}
+	}
+	hako_rd_trigger_t g = {.type = "grid", .grid_nx = cols - 1, .grid_ny = rows - 1};
+	split(lo[0], hi[0], cols, g.grid_x);
+	split(lo[1], hi[1], rows, g.grid_y);
+	if (write_pdu_files(dir, total) != 0) {
+		return -1;
+	}
+	drone_params_t p;
+	drone_params_default(&p);
+	char head[8192];
+	int at =
+	    snprintf(head, sizeof(head), "{%s\"pdudef\": \"fleet_pdudef.json\",\n \"nodes\": [",
+	             full != NULL ? "\"mode\": \"full\", " : "");
+	for (size_t k = 0; k < hosts; k++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at,
+		               "%s{\"id\": %zu, \"name\": \"%s\"}", k > 0 ? ", " : "", k + 1,
+		               names[k]);
+	}
+	at += snprintf(
+	    head + at, sizeof(head) - (size_t)at,
+	    "],\n \"handoff_timeout_usec\": %d,\n \"trigger\": {\"type\": \"grid\", \"x\": [",
+	    full != NULL ? 2000000 : 200000);
+	for (size_t k = 0; k < g.grid_nx; k++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "%s%.3f", k > 0 ? ", " : "",
+		               g.grid_x[k]);
+	}
+	at += snprintf(head + at, sizeof(head) - (size_t)at, "], \"y\": [");
+	for (size_t k = 0; k < g.grid_ny; k++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "%s%.3f", k > 0 ? ", " : "",
+		               g.grid_y[k]);
+	}
+	at += snprintf(head + at, sizeof(head) - (size_t)at, "],\n  \"owners\": [");
+	for (size_t j = 0; j < rows; j++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "%s[", j > 0 ? ", " : "");
+		for (size_t i = 0; i < cols; i++) {
+			g.grid_owner[j][i] = (uint8_t)(1 + i + cols * j);
+			at += snprintf(head + at, sizeof(head) - (size_t)at, "%s%u",
+			               i > 0 ? ", " : "", g.grid_owner[j][i]);
+		}
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "]");
+	}
+	snprintf(head + at, sizeof(head) - (size_t)at,
+	         "],\n  \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000},\n"
+	         " \"execution_units\": [",
+	         p.v_max + 0.5);
+	return write_rd(dir, total, head, hosts, NULL, &g, rd_path, len);
 }
 
 int fleet_zones_write_balance(const char *dir, size_t total, const size_t *counts, size_t hosts,
@@ -247,7 +349,27 @@ int fleet_zones_write_balance(const char *dir, size_t total, const size_t *count
 	         " \"handoff_timeout_usec\": 200000,\n"
 	         " \"trigger\": {\"type\": \"manual\"},\n"
 	         " \"execution_units\": [");
-	return write_rd(dir, total, head, hosts, counts, rd_path, len);
+	return write_rd(dir, total, head, hosts, counts, NULL, rd_path, len);
+}
+
+/* This host got drone zd at world time now: the trigger counts from here. */
+static void trigger_reset(struct zdrone *zd, hako_time_t now)
+{
+	hako_rd_trigger_reset_xy(&zd->tst, zd->d.pos[0], zd->d.pos[1], now);
+}
+
+/* The node the RD config's trigger hands drone zd to at model time mt, or 0: the boundary at
+ * x = 0, or the owner of the grid cell it enters. */
+static uint8_t trigger_next(fleet_zones_t *z, struct zdrone *zd, hako_time_t mt)
+{
+	const hako_rd_trigger_t *tr = &z->cfg->trigger;
+	double v[3];
+	drone_velocity_world(&zd->d, v);
+	if (z->grid) {
+		return hako_rd_trigger_grid(tr, &zd->tst, z->self, zd->d.pos[0], zd->d.pos[1], v[0],
+		                            v[1], mt, z->dmax);
+	}
+	return hako_rd_trigger_boundary(tr, &zd->tst, z->self, zd->d.pos[0], v[0], mt, z->dmax);
 }
 
 static size_t write_index(const hako_rd_eu_config_t *eu, const char *name)
@@ -298,7 +420,7 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 				return HAKO_ECONFIG;
 			}
 		}
-		hako_rd_trigger_reset(&z->z[i].tst, z->z[i].d.pos[0], 0);
+		trigger_reset(&z->z[i], 0);
 	}
 	if ((r = hako_rd_node_open(dom, z->cfg, node, trace, &z->node)) != 0) {
 		snprintf(why, why_len, "%s: node %u: %s", rd_path, node, hako_strerror(r));
@@ -307,6 +429,7 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 	}
 	hako_rd_trace_writes(z->node, 0);
 	z->balance = strcmp(z->cfg->trigger.type, "manual") == 0;
+	z->grid = strcmp(z->cfg->trigger.type, "grid") == 0;
 	z->full = z->cfg->mode == HAKO_RD_MODE_FULL;
 	char robot[64];
 	snprintf(robot, sizeof(robot), FLEET_LOAD_ROBOT "%u", node);
@@ -408,7 +531,7 @@ static int take_over(fleet_zones_t *z, size_t i, int64_t now)
 		        z->self, i + 1);
 		return 0;
 	}
-	hako_rd_trigger_reset(&zd->tst, zd->d.pos[0], now);
+	trigger_reset(zd, now);
 	z->takeovers++;
 	return 1;
 }
@@ -496,10 +619,10 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			if (ok) {
 				zd->d = restored;
 				z->activations++;
-				hako_rd_trigger_reset(&zd->tst, restored.pos[0], now);
+				trigger_reset(zd, now);
 			}
 		} else if (ev == HAKO_RD_EV_RECLAIMED) {
-			hako_rd_trigger_reset(&zd->tst, zd->d.pos[0], now);
+			trigger_reset(zd, now);
 			zd->requested = 0;
 		} else if (ev == HAKO_RD_EV_COMMIT) {
 			if ((r = release_at_commit(z, i, act.release_time_usec, act.from)) != 0) {
@@ -522,10 +645,7 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		}
 		uint8_t next = 0;
 		if (!z->balance) {
-			double v[3];
-			drone_velocity_world(&zd->d, v);
-			next = hako_rd_trigger_boundary(&z->cfg->trigger, &zd->tst, z->self,
-			                                zd->d.pos[0], v[0], mt, z->dmax);
+			next = trigger_next(z, zd, mt);
 			next =
 			    z->lost[next] ? 0 : next; /* the lost host's zone is this host's now */
 			if (z->full && next != 0) {
@@ -577,6 +697,11 @@ int fleet_zones_publish(fleet_zones_t *z, int64_t now, uint64_t busy_p50_ns, uin
 	                  z->activations,
 	                  z->takeovers};
 	return hako_channel_write(z->load_ch, &l, sizeof(l));
+}
+
+int fleet_zones_grid(const fleet_zones_t *z)
+{
+	return z != NULL && z->grid;
 }
 
 int fleet_zones_full(const fleet_zones_t *z)
