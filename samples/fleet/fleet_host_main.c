@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "fleet_cmds.h"
 #include "fleet_host.h"
 #include "fleet_share.h"
 #include "fleet_tool.h"
@@ -72,11 +73,15 @@ static size_t slot_index(size_t i)
 /* What this host needs of the domain: its drones' channels and their PDU bytes; in zones the
  * whole fleet's, plus each drone's RD status and context and the monitor's and controller's
  * channels. */
-static void needs(int zones, long total, long count, size_t *ch, size_t *bytes)
+static void needs(int zones, int cmds, long total, long count, size_t *ch, size_t *bytes)
 {
 	size_t n = (size_t)(zones ? total : count);
 	*ch = fleet_host_channels(n) + 1; /* + the controller's */
 	*bytes = fleet_host_bytes(n) + 4096;
+	if (cmds) {
+		*ch += fleet_dcmd_channels(n);
+		*bytes += fleet_dcmd_bytes(n);
+	}
 	if (zones) {
 		*ch += fleet_zones_extra_channels(n);
 		*bytes += fleet_zones_extra_bytes(n);
@@ -187,7 +192,7 @@ int main(int argc, char **argv)
 {
 	long total = -1, first = 0, count = -1, node = 0;
 	const char *balance = NULL;
-	int controlled = 0, print_needs = 0;
+	int controlled = 0, print_needs = 0, drone_cmds = 0;
 	const char *full = NULL, *conductor = NULL;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
 	const char *write_zones = NULL, *zones_grid = NULL;
@@ -209,6 +214,7 @@ int main(int argc, char **argv)
 	                                         {"conductor", required_argument, NULL, 'N'},
 	                                         {"zones-grid", required_argument, NULL, 'G'},
 	                                         {"hosts", required_argument, NULL, 'K'},
+	                                         {"drone-cmds", no_argument, NULL, 'D'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
@@ -231,6 +237,7 @@ int main(int argc, char **argv)
 		case 'N': conductor = optarg; break;
 		case 'G': zones_grid = optarg; break;
 		case 'K': grid_hosts = strtol(optarg, NULL, 10); break;
+		case 'D': drone_cmds = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -294,7 +301,7 @@ int main(int argc, char **argv)
 	}
 	if (print_needs) {
 		size_t ch, bytes;
-		needs(zones != NULL, total, count, &ch, &bytes);
+		needs(zones != NULL, drone_cmds, total, count, &ch, &bytes);
 		printf("{\"channels\": %zu, \"arena_bytes\": %zu, \"assets\": 1}\n", ch, bytes);
 		return 0;
 	}
@@ -316,7 +323,7 @@ int main(int argc, char **argv)
 	hako_domain_info_t info;
 	if (hako_domain_get_info(dom, &info) == 0) {
 		size_t need_ch, need_b;
-		needs(zones != NULL, total, count, &need_ch, &need_b);
+		needs(zones != NULL, drone_cmds, total, count, &need_ch, &need_b);
 		/* Zones: the first host creates every channel, so the domain must hold them all
 		 * (the others find some made already). */
 		size_t have_ch = info.max_channels - info.channel_count;
@@ -376,6 +383,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	g_h = h;
+	if (drone_cmds) {
+		char why[1300] = "";
+		r = g_z != NULL ? fleet_zones_enable_cmds(g_z, why, sizeof(why))
+		                : fleet_host_enable_cmds(h);
+		if (r != 0) {
+			fprintf(stderr, PROG ": --drone-cmds: %s\n",
+			        why[0] ? why : hako_strerror(r));
+			fleet_host_close(h);
+			fleet_zones_close(g_z);
+			hako_domain_close(dom);
+			return 1;
+		}
+	}
 	fleet_plan_t *plan = NULL;
 	if (controlled && (r = fleet_plan_open(dom, &plan)) != 0) {
 		fprintf(stderr, PROG ": the controller's channel: %s\n", hako_strerror(r));
@@ -555,6 +575,16 @@ int main(int argc, char **argv)
 		       asset, (unsigned long long)fleet_zones_releases(g_z),
 		       (unsigned long long)fleet_zones_activations(g_z),
 		       (unsigned long long)fleet_zones_takeovers(g_z), fleet_zones_owned(g_z));
+	}
+	if (drone_cmds) {
+		uint64_t taken, answered;
+		if (g_z != NULL) {
+			fleet_zones_cmd_counts(g_z, &taken, &answered);
+		} else {
+			fleet_host_cmd_counts(h, &taken, &answered);
+		}
+		printf("%s: %llu per-drone commands taken, %llu answered\n", asset,
+		       (unsigned long long)taken, (unsigned long long)answered);
 	}
 	if (plan != NULL) {
 		printf("%s: %u commands of fleet-controller flown\n", asset,

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fleet_cmds.h"
 #include "fleet_host.h"
 #include "fleet_share.h"
 #include "formation.h"
@@ -28,7 +29,11 @@ struct zdrone {
 	int requested;        /* RD-Full: a move was asked and not yet committed or given up */
 	hako_time_t retry_at; /* RD-Full: a refused move is not asked again before this */
 	size_t pdu[P_COUNT];  /* index of each PDU in the EU's writes */
+	fleet_dcmd_t cmd;     /* its per-drone command (fleet_cmds.h), in its context */
 };
+
+/* A drone's context: its state, then its per-drone command state. */
+#define CTX_MAX (DRONE_CONTEXT_SIZE + FLEET_DCMD_CTX_SIZE)
 
 struct fleet_zones {
 	hako_domain_t *dom;
@@ -54,13 +59,16 @@ struct fleet_zones {
 	hako_conductor_config_t *ccfg;
 	hako_rd_full_requester_t *rq;
 	uint64_t refused;
+	int ctx_cmd;          /* the RD config has room for the command state in contexts */
+	fleet_dcmd_io_t *dio; /* per-drone commands: every drone's channels (NULL: off) */
+	uint64_t dcmd_taken, dcmd_answered;
 };
 
 /* The files of a fleet's RD config, and the sizes of each drone's RD channels in them. */
 static const char *const config_files[] = {"drone_pdutypes.json", "fleet_pdudef.json",
                                            "fleet_rd.json"};
 #define RD_STATUS_SIZE  256u
-#define RD_CONTEXT_SIZE 320u
+#define RD_CONTEXT_SIZE 384u
 
 size_t fleet_zones_extra_channels(size_t n)
 {
@@ -167,7 +175,7 @@ static int write_rd(const char *dir, size_t total, const char *head, size_t host
 		        "\"writes\": [\"motor\", \"pos\", \"velocity\", \"status\"], "
 		        "\"candidates\": [%s], \"initial_owner\": %d, \"max_context_bytes\": %u, "
 		        "\"status\": \"rd_status\", \"context\": \"rd_context\"}",
-		        i > 0 ? ",\n    " : "", i, i + 1, i + 1, cand, owner, DRONE_CONTEXT_SIZE);
+		        i > 0 ? ",\n    " : "", i, i + 1, i + 1, cand, owner, CTX_MAX);
 	}
 	fprintf(f, "]}\n");
 	if (fclose(f) != 0) {
@@ -428,6 +436,10 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 		return r;
 	}
 	hako_rd_trace_writes(z->node, 0);
+	z->ctx_cmd = 1;
+	for (size_t i = 0; i < z->total; i++) {
+		z->ctx_cmd &= z->cfg->eus[i].max_context_bytes >= CTX_MAX;
+	}
 	z->balance = strcmp(z->cfg->trigger.type, "manual") == 0;
 	z->grid = strcmp(z->cfg->trigger.type, "grid") == 0;
 	z->full = z->cfg->mode == HAKO_RD_MODE_FULL;
@@ -455,6 +467,7 @@ void fleet_zones_close(fleet_zones_t *z)
 	hako_conductor_config_free(z->ccfg);
 	hako_rd_node_close(z->node);
 	hako_rd_config_free(z->cfg);
+	free(z->dio);
 	free(z->z);
 	free(z);
 }
@@ -506,6 +519,34 @@ static void read_order(fleet_zones_t *z)
 	}
 }
 
+/* Drone zd's context into ctx (CTX_MAX bytes): its state, and its command state if the RD
+ * config has room for it (a config written before per-drone commands has not). */
+static size_t pack_ctx(const fleet_zones_t *z, const struct zdrone *zd, uint8_t *ctx)
+{
+	size_t n = drone_context_pack(&zd->d, ctx, DRONE_CONTEXT_SIZE);
+	if (z->ctx_cmd) {
+		n += fleet_dcmd_pack(&zd->cmd, ctx + n, FLEET_DCMD_CTX_SIZE);
+	}
+	return n;
+}
+
+/* A context of a drone at model step `step` into d and c. 0, or -1 if it is not one. */
+static int unpack_ctx(drone_t *d, fleet_dcmd_t *c, const uint8_t *ctx, size_t len, uint64_t step)
+{
+	fleet_dcmd_t none;
+	memset(&none, 0, sizeof(none));
+	if (len < DRONE_CONTEXT_SIZE || drone_context_unpack(d, ctx, DRONE_CONTEXT_SIZE) != 0 ||
+	    d->step != step) {
+		return -1;
+	}
+	if (len == DRONE_CONTEXT_SIZE) {
+		*c = none;
+		return 0;
+	}
+	return fleet_dcmd_unpack(c, ctx + DRONE_CONTEXT_SIZE, len - DRONE_CONTEXT_SIZE) == 0 ? 0
+	                                                                                     : -1;
+}
+
 /* Take drone i over from the lost host, from its last context (or its start). 1 if taken. */
 static int take_over(fleet_zones_t *z, size_t i, int64_t now)
 {
@@ -516,15 +557,15 @@ static int take_over(fleet_zones_t *z, size_t i, int64_t now)
 	    st.local != HAKO_RD_LOCAL_STANDBY) {
 		return 0;
 	}
-	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	uint8_t ctx[CTX_MAX];
 	hako_rd_activation_t act;
 	if (hako_rd_take_over(z->node, eu, z->take_from, now, ctx, sizeof(ctx), &act) != 0) {
 		return 0; /* logged by the RD library; the drone stays where it is */
 	}
 	if (act.ctx_len == 0) {
 		fleet_drone_start(&zd->d, i, z->total);
-	} else if (drone_context_unpack(&zd->d, ctx, act.ctx_len) != 0 ||
-	           zd->d.step != act.model_step) {
+		memset(&zd->cmd, 0, sizeof(zd->cmd));
+	} else if (unpack_ctx(&zd->d, &zd->cmd, ctx, act.ctx_len, act.model_step) != 0) {
 		fprintf(stderr,
 		        "fleet-zone-%u: drone %zu: the context of the lost host is not a "
 		        "drone's\n",
@@ -544,8 +585,16 @@ static void run_to(fleet_zones_t *z, size_t i, uint64_t target)
 	uint32_t eu = z->cfg->eus[i].id;
 	while (zd->d.step < target) {
 		int64_t mt = (int64_t)(zd->d.step + 1) * DRONE_DT_USEC;
-		fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
-		drone_step(&zd->d, &z->params);
+		if (zd->cmd.state == FLEET_DCMD_NONE) {
+			fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
+			drone_step(&zd->d, &z->params);
+		} else {
+			drone_t before = zd->d;
+			fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
+			fleet_dcmd_apply(&zd->cmd, &zd->d, mt, fleet_dcmd_changed(&before, &zd->d));
+			drone_step(&zd->d, &z->params);
+			fleet_dcmd_check(&zd->cmd, &zd->d);
+		}
 		hako_rd_trace_step(z->node, eu, zd->d.step, mt);
 	}
 }
@@ -556,14 +605,14 @@ static int release_at_commit(fleet_zones_t *z, size_t i, hako_time_t c, uint8_t 
 {
 	struct zdrone *zd = &z->z[i];
 	uint32_t eu = z->cfg->eus[i].id;
-	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	uint8_t ctx[CTX_MAX];
 	run_to(z, i, (uint64_t)(c / DRONE_DT_USEC));
 	int64_t mt = (int64_t)zd->d.step * DRONE_DT_USEC;
 	int r = write_pdus(z, eu, zd, mt);
 	if (r != 0) {
 		return r;
 	}
-	size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
+	size_t n = pack_ctx(z, zd, ctx);
 	if ((r = hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, c)) != 0) {
 		return r;
 	}
@@ -597,7 +646,7 @@ static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
 
 int fleet_zones_step(fleet_zones_t *z, int64_t now)
 {
-	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	uint8_t ctx[CTX_MAX];
 	read_order(z);
 	int checkpoint = now % FLEET_CKPT_EVERY == 0;
 	for (size_t i = 0; i < z->total; i++) {
@@ -611,13 +660,14 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		}
 		if (ev == HAKO_RD_EV_ACTIVATE) {
 			drone_t restored;
-			int ok = drone_context_unpack(&restored, ctx, act.ctx_len) == 0 &&
-			         restored.step == act.model_step;
+			fleet_dcmd_t cmd;
+			int ok = unpack_ctx(&restored, &cmd, ctx, act.ctx_len, act.model_step) == 0;
 			if ((r = hako_rd_activate(z->node, eu, ok, now)) != 0) {
 				return r;
 			}
 			if (ok) {
 				zd->d = restored;
+				zd->cmd = cmd;
 				z->activations++;
 				trigger_reset(zd, now);
 			}
@@ -638,10 +688,20 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		if (zd->d.step >= target) {
 			continue;
 		}
+		if (z->dio != NULL) {
+			z->dcmd_taken +=
+			    (uint64_t)fleet_dcmd_poll(&z->dio[i], &zd->cmd, now, z->dmax);
+		}
 		run_to(z, i, target);
 		int64_t mt = (int64_t)zd->d.step * DRONE_DT_USEC;
 		if ((r = write_pdus(z, eu, zd, mt)) != 0) {
 			return r;
+		}
+		if (z->dio != NULL && (r = fleet_dcmd_reply(&z->dio[i], &zd->cmd)) != 0) {
+			if (r < 0) {
+				return r;
+			}
+			z->dcmd_answered++;
 		}
 		uint8_t next = 0;
 		if (!z->balance) {
@@ -658,7 +718,7 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			z->to_release--;
 		}
 		if (next != 0 || (checkpoint && !z->full)) {
-			size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
+			size_t n = pack_ctx(z, zd, ctx);
 			r = next != 0 ? hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, mt)
 			              : hako_rd_checkpoint(z->node, eu, ctx, n, zd->d.step, mt);
 			if (r != 0) {
@@ -697,6 +757,36 @@ int fleet_zones_publish(fleet_zones_t *z, int64_t now, uint64_t busy_p50_ns, uin
 	                  z->activations,
 	                  z->takeovers};
 	return hako_channel_write(z->load_ch, &l, sizeof(l));
+}
+
+int fleet_zones_enable_cmds(fleet_zones_t *z, char *why, size_t why_len)
+{
+	if (!z->ctx_cmd) {
+		snprintf(why, why_len,
+		         "%s: its contexts have no room for per-drone commands (max_context_bytes "
+		         "%u); write it again with fleet-host --write-zones",
+		         z->cfg->path, CTX_MAX);
+		return HAKO_ECONFIG;
+	}
+	z->dio = calloc(z->total, sizeof(*z->dio));
+	if (z->dio == NULL) {
+		return HAKO_ENOMEM;
+	}
+	for (size_t i = 0; i < z->total; i++) {
+		int r = fleet_dcmd_open(z->dom, i, &z->dio[i]);
+		if (r != 0) {
+			snprintf(why, why_len, "the drone_cmd channels of Drone-%zu: %s", i + 1,
+			         hako_strerror(r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+void fleet_zones_cmd_counts(const fleet_zones_t *z, uint64_t *taken, uint64_t *answered)
+{
+	*taken = z != NULL ? z->dcmd_taken : 0;
+	*answered = z != NULL ? z->dcmd_answered : 0;
 }
 
 int fleet_zones_grid(const fleet_zones_t *z)

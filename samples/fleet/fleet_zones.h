@@ -54,6 +54,12 @@ int fleet_zones_remove_config(const char *dir);
  * order channel and every possible host's load record. */
 size_t fleet_zones_extra_channels(size_t n);
 size_t fleet_zones_extra_bytes(size_t n);
+/* Per-drone commands (fleet_cmds.h): the drone_cmd channels of every drone, read for the drones
+ * this host owns. 0, or HAKO_ECONFIG (the RD config's contexts have no room for the command
+ * state) or a channel error, with why. */
+int fleet_zones_enable_cmds(fleet_zones_t *z, char *why, size_t why_len);
+/* Per-drone commands taken and answered by this host. */
+void fleet_zones_cmd_counts(const fleet_zones_t *z, uint64_t *taken, uint64_t *answered);
 /* 1 if the RD config's trigger is a grid (zones are its cells; any number of hosts). */
 int fleet_zones_grid(const fleet_zones_t *z);
 /* 1 if the RD config is RD-Full (zones across the nodes of a federation). */
