@@ -125,6 +125,106 @@ static const hakoi_field_t boundary_fields[] = {
     HAKOI_END,
 };
 
+/* grid: boundaries strictly increasing along each axis. */
+static int grid_increasing(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	size_t i = hakoi_walk_index(w);
+	const double *b = base;
+	(void)v;
+	if (i > 0 && !(b[0] > b[-1])) {
+		return hakoi_walk_fail(w, "must be greater than %s[%zu] (%g): boundaries increase",
+		                       f->key, i - 1, b[-1]);
+	}
+	return 0;
+}
+
+static const hakoi_field_t grid_line_elem = {
+    .kind = HAKOI_K_NUMBER, .size = sizeof(double), .dmin = -INFINITY, .dmax = INFINITY};
+static const hakoi_field_t grid_owner_elem = {.kind = HAKOI_K_INT,
+                                              .flags = HAKOI_F_UNSIGNED,
+                                              .size = sizeof(uint8_t),
+                                              .min = 1,
+                                              .max = 255,
+                                              .expect = NODE_ID,
+                                              .check = node_declared};
+
+/* owners[j][i]: the node of cell i along x in row j along y; x and y are read before it. */
+static int grid_owners(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	hako_rd_trigger_t *tr = base;
+	size_t rows = tr->grid_ny + 1, cols = tr->grid_nx + 1;
+	(void)f;
+	if (!json_is_array(v)) {
+		return hakoi_walk_fail_must(w, "an array of rows (one per cell along y)");
+	}
+	if (json_array_size(v) != rows) {
+		return hakoi_walk_fail(w,
+		                       "has %zu rows; must have %zu, one per cell along y (y has "
+		                       "%zu boundar%s)",
+		                       json_array_size(v), rows, tr->grid_ny,
+		                       tr->grid_ny == 1 ? "y" : "ies");
+	}
+	for (size_t j = 0; j < rows; j++) {
+		json_t *row = json_array_get(v, j);
+		hakoi_walk_push_index(w, j);
+		if (!json_is_array(row)) {
+			return hakoi_walk_fail_must(w,
+			                            "an array of node ids (one per cell along x)");
+		}
+		if (json_array_size(row) != cols) {
+			return hakoi_walk_fail(
+			    w,
+			    "has %zu owners; must have %zu, one per cell along x "
+			    "(x has %zu boundar%s)",
+			    json_array_size(row), cols, tr->grid_nx,
+			    tr->grid_nx == 1 ? "y" : "ies");
+		}
+		for (size_t i = 0; i < cols; i++) {
+			hakoi_walk_push_index(w, i);
+			int r = hakoi_walk_value(w, json_array_get(row, i), &grid_owner_elem,
+			                         &tr->grid_owner[j][i]);
+			if (r != 0) {
+				return r;
+			}
+			hakoi_walk_pop(w);
+		}
+		hakoi_walk_pop(w);
+	}
+	return 0;
+}
+
+static int grid_cells(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	const hako_rd_trigger_t *tr = base;
+	(void)v;
+	(void)f;
+	if (tr->grid_nx + tr->grid_ny == 0) {
+		hakoi_walk_push_key(w, "x");
+		return hakoi_walk_fail(w, "a grid needs at least one boundary in x or y");
+	}
+	return 0;
+}
+
+static const hakoi_field_t grid_fields[] = {
+    HAKOI_IGNORE("type"),
+    {.key = "x",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_IN(hako_rd_trigger_t, grid_x, grid_nx),
+     .elem = &grid_line_elem,
+     .check = grid_increasing},
+    {.key = "y",
+     .kind = HAKOI_K_ARRAY,
+     HAKOI_ELEMS_IN(hako_rd_trigger_t, grid_y, grid_ny),
+     .elem = &grid_line_elem,
+     .check = grid_increasing},
+    HAKOI_CUSTOM("owners", HAKOI_F_REQUIRED, grid_owners, "an array of rows of node ids"),
+    HAKOI_NUMBER("v_max", HAKOI_F_REQUIRED, hako_rd_trigger_t, v_max, 0.0, INFINITY),
+    HAKOI_NUMBER("hysteresis", 0, hako_rd_trigger_t, hysteresis, 0.0, INFINITY),
+    HAKOI_INT("cooldown_usec", 0, hako_rd_trigger_t, cooldown_usec, 0, MAX_TIMEOUT_USEC),
+    HAKOI_CHECK(grid_cells),
+    HAKOI_END,
+};
+
 static const hakoi_field_t timetable_fields[] = {
     HAKOI_IGNORE("type"),
     HAKOI_INT("period_usec", HAKOI_F_REQUIRED, hako_rd_trigger_t, period_usec, 1000,
@@ -135,9 +235,9 @@ static const hakoi_field_t timetable_fields[] = {
 /* The type selects the table of the other members. */
 static int trigger(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
-	static const char *const names[] = {"manual", "boundary", "timetable", NULL};
+	static const char *const names[] = {"manual", "boundary", "timetable", "grid", NULL};
 	static const hakoi_field_t *const tables[] = {manual_fields, boundary_fields,
-	                                              timetable_fields};
+	                                              timetable_fields, grid_fields};
 	static const hakoi_field_t type = {.key = "type",
 	                                   .kind = HAKOI_K_ENUM,
 	                                   .flags = HAKOI_F_REQUIRED,
@@ -391,6 +491,18 @@ static int eu_owners(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t
 				return hakoi_walk_fail(w, "must include node %u, the trigger's %s",
 				                       owners[k],
 				                       k == 0 ? "low_owner" : "high_owner");
+			}
+		}
+	}
+	for (size_t j = 0; strcmp(tr->type, "grid") == 0 && j <= tr->grid_ny; j++) {
+		for (size_t i = 0; i <= tr->grid_nx; i++) {
+			if (!is_candidate(eu, tr->grid_owner[j][i])) {
+				hakoi_walk_push_key(w, "candidates");
+				return hakoi_walk_fail(
+				    w,
+				    "must include node %u, the trigger's owner of "
+				    "cell owners[%zu][%zu]",
+				    tr->grid_owner[j][i], j, i);
 			}
 		}
 	}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet_cmds.h"
 #include "fleet_share.h"
 #include "formation.h"
 #include "hako/error.h"
@@ -25,6 +26,10 @@ struct fleet_host {
 	drone_t *drones;
 	struct drone_io *io;
 	const fleet_plan_t *plan;
+	fleet_dcmd_io_t *dio; /* per-drone commands (NULL: off) */
+	fleet_dcmd_t *cmd;
+	int64_t dmax;
+	uint64_t dcmd_taken, dcmd_answered;
 };
 
 static const int32_t channel_ids[FLEET_CHANNELS] = {FLEET_CH_MOTOR, FLEET_CH_POS, FLEET_CH_VELOCITY,
@@ -108,6 +113,8 @@ void fleet_host_close(fleet_host_t *h)
 	}
 	free(h->drones);
 	free(h->io);
+	free(h->dio);
+	free(h->cmd);
 	free(h);
 }
 
@@ -312,12 +319,59 @@ static int write_pdus(const struct drone_io *io, const drone_t *d, int64_t now)
 	return r;
 }
 
+int fleet_host_enable_cmds(fleet_host_t *h)
+{
+	hako_domain_info_t info;
+	h->dmax = hako_domain_get_info(h->dom, &info) == 0 ? info.max_delay_usec : 1000;
+	h->dio = calloc(h->count, sizeof(*h->dio));
+	h->cmd = calloc(h->count, sizeof(*h->cmd));
+	if (h->dio == NULL || h->cmd == NULL) {
+		return HAKO_ENOMEM;
+	}
+	for (size_t i = 0; i < h->count; i++) {
+		int r = fleet_dcmd_open(h->dom, h->first + i, &h->dio[i]);
+		if (r != 0) {
+			return r;
+		}
+	}
+	return 0;
+}
+
+void fleet_host_cmd_counts(const fleet_host_t *h, uint64_t *taken, uint64_t *answered)
+{
+	*taken = h != NULL ? h->dcmd_taken : 0;
+	*answered = h != NULL ? h->dcmd_answered : 0;
+}
+
+/* Drone i's step with its per-drone command (fleet_cmds.h), as fleet_zones.c runs it. */
+static int step_with_cmd(fleet_host_t *h, size_t i, int64_t now)
+{
+	drone_t *d = &h->drones[i];
+	fleet_dcmd_t *c = &h->cmd[i];
+	h->dcmd_taken += (uint64_t)fleet_dcmd_poll(&h->dio[i], c, now, h->dmax);
+	drone_t before = *d;
+	fleet_plan_apply(h->plan, d, h->first + i, h->total, now);
+	fleet_dcmd_apply(c, d, now, fleet_dcmd_changed(&before, d));
+	drone_step(d, &h->params);
+	fleet_dcmd_check(c, d);
+	int r = fleet_dcmd_reply(&h->dio[i], c);
+	h->dcmd_answered += r > 0;
+	return r < 0 ? r : 0;
+}
+
 int fleet_host_step(fleet_host_t *h, int64_t now)
 {
 	for (size_t i = 0; i < h->count; i++) {
 		drone_t *d = &h->drones[i];
-		fleet_plan_apply(h->plan, d, h->first + i, h->total, now);
-		drone_step(d, &h->params);
+		if (h->dio != NULL) {
+			int r = step_with_cmd(h, i, now);
+			if (r != 0) {
+				return r;
+			}
+		} else {
+			fleet_plan_apply(h->plan, d, h->first + i, h->total, now);
+			drone_step(d, &h->params);
+		}
 		int r = write_pdus(&h->io[i], d, now);
 		if (r != 0) {
 			return r;

@@ -77,6 +77,11 @@ void fleet_plan_poll(fleet_plan_t *p, int64_t now);
  * schedule (fleet_mission_apply). */
 void fleet_plan_apply(const fleet_plan_t *p, drone_t *d, size_t i, size_t n, int64_t t);
 uint32_t fleet_plan_commands(const fleet_plan_t *p);
+/* Per-drone commands (fleet_cmds.h) for this host's drones: their drone_cmd channels. 0 or a
+ * channel error. */
+int fleet_host_enable_cmds(fleet_host_t *h);
+/* Per-drone commands taken and answered. */
+void fleet_host_cmd_counts(const fleet_host_t *h, uint64_t *taken, uint64_t *answered);
 /* Use plan p (NULL: the built-in schedule) for this host's drones. */
 void fleet_host_set_plan(fleet_host_t *h, const fleet_plan_t *p);
 

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "fleet_cmds.h"
 #include "fleet_host.h"
 #include "fleet_share.h"
 #include "fleet_tool.h"
@@ -72,11 +73,15 @@ static size_t slot_index(size_t i)
 /* What this host needs of the domain: its drones' channels and their PDU bytes; in zones the
  * whole fleet's, plus each drone's RD status and context and the monitor's and controller's
  * channels. */
-static void needs(int zones, long total, long count, size_t *ch, size_t *bytes)
+static void needs(int zones, int cmds, long total, long count, size_t *ch, size_t *bytes)
 {
 	size_t n = (size_t)(zones ? total : count);
 	*ch = fleet_host_channels(n) + 1; /* + the controller's */
 	*bytes = fleet_host_bytes(n) + 4096;
+	if (cmds) {
+		*ch += fleet_dcmd_channels(n);
+		*bytes += fleet_dcmd_bytes(n);
+	}
 	if (zones) {
 		*ch += fleet_zones_extra_channels(n);
 		*bytes += fleet_zones_extra_bytes(n);
@@ -108,50 +113,90 @@ static size_t balance_counts(const char *list, size_t total, size_t counts[FLEET
 	return hosts;
 }
 
+/* --zones-grid CxR, or --hosts K as the squarest grid of K cells (more columns than rows). 1,
+ * or 0 if it is not one. */
+static int grid_size(const char *grid, long hosts, size_t *cols, size_t *rows)
+{
+	if (grid != NULL) {
+		char *end;
+		long c = strtol(grid, &end, 10), r = 0;
+		if (end != grid && (*end == 'x' || *end == 'X')) {
+			const char *p = end + 1;
+			r = strtol(p, &end, 10);
+			if (end == p || *end != '\0') {
+				r = 0;
+			}
+		}
+		if (c < 1 || r < 1 || c > 16 || r > 16) {
+			return 0;
+		}
+		*cols = (size_t)c;
+		*rows = (size_t)r;
+		return c * r >= 2 && c * r <= FLEET_MAX_HOSTS;
+	}
+	if (hosts < 2 || hosts > FLEET_MAX_HOSTS) {
+		return 0;
+	}
+	size_t r = 1;
+	for (size_t k = 1; k * k <= (size_t)hosts; k++) {
+		r = (size_t)hosts % k == 0 ? k : r;
+	}
+	*rows = r;
+	*cols = (size_t)hosts / r;
+	return 1;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG
-	           " --drones TOTAL [--first K] [--count N] [--asset NAME] [--out DIR]\n"
-	           "  --drones TOTAL  the fleet's size (the mission's formations depend on it)\n"
-	           "  --first K       the first drone this host steps (default 0)\n"
-	           "  --count N       how many (default: TOTAL - K)\n"
-	           "  --asset NAME    its asset name (default fleet-host-K)\n"
-	           "  --out DIR       write DIR/fleet-host-K.csv: its drones every 100 ms\n"
-	           "  --final FILE    at the end, write its drones' states (drone number and\n"
-	           "                  context in hex, a line each): runs with other splits of\n"
-	           "                  the fleet compare them\n"
-	           "  --zones RD      zones instead of a slice: the fleet's RD config (written\n"
-	           "                  by fleet-host --write-zones DIR); the airspace is split at\n"
-	           "                  x = 0 between --node 1 (west) and --node 2 (east), drones\n"
-	           "                  handed over when they cross (RD-Light)\n"
-	           "  --node K        with --zones: this host, 1 or 2\n"
-	           "  --trace FILE    with --zones: its RD trace (model steps, ownership)\n"
-	           "  --write-zones DIR  write DIR/fleet_rd.json (+ pdudef) for --drones, exit\n"
-	           "  --full W,E      with --write-zones: zones across two client nodes of a\n"
-	           "                  federation (RD-Full), W and E their node ids\n"
-	           "  --conductor F   with RD-Full --zones: this node's conductor file (its\n"
-	           "                  server commits the moves)\n"
-	           "  --print-needs   print what this host needs of the domain as JSON\n"
-	           "                  ({\"channels\", \"arena_bytes\"}: hako-launch's\n"
-	           "                  \"domain_needs\") and exit\n"
-	           "  --controller    fly what fleet-controller commands instead of the\n"
-	           "                  built-in mission\n"
-	           "  --balance K[,K2...]  with --write-zones: load balancing instead of\n"
-	           "                  zones (fleet-monitor moves drones): host 1 starts with the\n"
-	           "                  first K drones, host 2 with the next K2, and so on; one\n"
-	           "                  host more than counts given starts with the rest (up to\n"
-	           "                  16 hosts)\n"
-	           "The domain is $HAKO_DOMAIN (hako-launch sets it).\n");
+	fprintf(
+	    f, "usage: " PROG " --drones TOTAL [--first K] [--count N] [--asset NAME] [--out DIR]\n"
+	       "  --drones TOTAL  the fleet's size (the mission's formations depend on it)\n"
+	       "  --first K       the first drone this host steps (default 0)\n"
+	       "  --count N       how many (default: TOTAL - K)\n"
+	       "  --asset NAME    its asset name (default fleet-host-K)\n"
+	       "  --out DIR       write DIR/fleet-host-K.csv: its drones every 100 ms\n"
+	       "  --final FILE    at the end, write its drones' states (drone number and\n"
+	       "                  context in hex, a line each): runs with other splits of\n"
+	       "                  the fleet compare them\n"
+	       "  --zones RD      zones instead of a slice: the fleet's RD config (written\n"
+	       "                  by fleet-host --write-zones DIR); the airspace is split at\n"
+	       "                  x = 0 between --node 1 (west) and --node 2 (east), drones\n"
+	       "                  handed over when they cross (RD-Light)\n"
+	       "  --node K        with --zones: this host, 1 or 2 (a grid: 1..C*R)\n"
+	       "  --trace FILE    with --zones: its RD trace (model steps, ownership)\n"
+	       "  --write-zones DIR  write DIR/fleet_rd.json (+ pdudef) for --drones, exit\n"
+	       "  --zones-grid CxR  with --write-zones: zones on a grid of C columns (along\n"
+	       "                  x) and R rows (along y), one host a cell, 2..16 cells: the\n"
+	       "                  formations' airspace split evenly; --node 1 + i + C * j owns\n"
+	       "                  cell i along x in row j along y\n"
+	       "  --hosts K       with --write-zones: the same on the squarest grid of K cells\n"
+	       "  --full W,E      with --write-zones: zones across two client nodes of a\n"
+	       "                  federation (RD-Full), W and E their node ids (a grid: one\n"
+	       "                  node id a cell, N1,N2,...)\n"
+	       "  --conductor F   with RD-Full --zones: this node's conductor file (its\n"
+	       "                  server commits the moves)\n"
+	       "  --print-needs   print what this host needs of the domain as JSON\n"
+	       "                  ({\"channels\", \"arena_bytes\"}: hako-launch's\n"
+	       "                  \"domain_needs\") and exit\n"
+	       "  --controller    fly what fleet-controller commands instead of the\n"
+	       "                  built-in mission\n"
+	       "  --balance K[,K2...]  with --write-zones: load balancing instead of\n"
+	       "                  zones (fleet-monitor moves drones): host 1 starts with the\n"
+	       "                  first K drones, host 2 with the next K2, and so on; one\n"
+	       "                  host more than counts given starts with the rest (up to\n"
+	       "                  16 hosts)\n"
+	       "The domain is $HAKO_DOMAIN (hako-launch sets it).\n");
 }
 
 int main(int argc, char **argv)
 {
 	long total = -1, first = 0, count = -1, node = 0;
 	const char *balance = NULL;
-	int controlled = 0, print_needs = 0;
+	int controlled = 0, print_needs = 0, drone_cmds = 0;
 	const char *full = NULL, *conductor = NULL;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
-	const char *write_zones = NULL;
+	const char *write_zones = NULL, *zones_grid = NULL;
+	long grid_hosts = 0;
 	static const struct option longopts[] = {{"drones", required_argument, NULL, 'd'},
 	                                         {"first", required_argument, NULL, 'f'},
 	                                         {"count", required_argument, NULL, 'c'},
@@ -167,6 +212,9 @@ int main(int argc, char **argv)
 	                                         {"print-needs", no_argument, NULL, 'P'},
 	                                         {"full", required_argument, NULL, 'U'},
 	                                         {"conductor", required_argument, NULL, 'N'},
+	                                         {"zones-grid", required_argument, NULL, 'G'},
+	                                         {"hosts", required_argument, NULL, 'K'},
+	                                         {"drone-cmds", no_argument, NULL, 'D'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
@@ -187,6 +235,9 @@ int main(int argc, char **argv)
 		case 'P': print_needs = 1; break;
 		case 'U': full = optarg; break;
 		case 'N': conductor = optarg; break;
+		case 'G': zones_grid = optarg; break;
+		case 'K': grid_hosts = strtol(optarg, NULL, 10); break;
+		case 'D': drone_cmds = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -206,10 +257,21 @@ int main(int argc, char **argv)
 			        FLEET_MAX_HOSTS);
 			return 2;
 		}
+		size_t cols = 0, rows = 0;
+		int grid = zones_grid != NULL || grid_hosts != 0;
+		if (grid && (balance != NULL || !grid_size(zones_grid, grid_hosts, &cols, &rows))) {
+			fprintf(stderr,
+			        PROG ": --zones-grid CxR or --hosts K: 2..%d cells (at most 16 "
+			             "along an axis), not with --balance\n",
+			        FLEET_MAX_HOSTS);
+			return 2;
+		}
 		if ((hosts > 0 ? fleet_zones_write_balance(write_zones, (size_t)total, counts,
 		                                           hosts, rd, sizeof(rd))
-		               : fleet_zones_write_config(write_zones, (size_t)total, full, rd,
-		                                          sizeof(rd))) != 0) {
+		     : grid ? fleet_zones_write_grid(write_zones, (size_t)total, cols, rows, full,
+		                                     rd, sizeof(rd))
+		            : fleet_zones_write_config(write_zones, (size_t)total, full, rd,
+		                                       sizeof(rd))) != 0) {
 			fprintf(stderr, PROG ": --write-zones %s: %s\n", write_zones,
 			        strerror(errno));
 			return 1;
@@ -239,7 +301,7 @@ int main(int argc, char **argv)
 	}
 	if (print_needs) {
 		size_t ch, bytes;
-		needs(zones != NULL, total, count, &ch, &bytes);
+		needs(zones != NULL, drone_cmds, total, count, &ch, &bytes);
 		printf("{\"channels\": %zu, \"arena_bytes\": %zu, \"assets\": 1}\n", ch, bytes);
 		return 0;
 	}
@@ -261,7 +323,7 @@ int main(int argc, char **argv)
 	hako_domain_info_t info;
 	if (hako_domain_get_info(dom, &info) == 0) {
 		size_t need_ch, need_b;
-		needs(zones != NULL, total, count, &need_ch, &need_b);
+		needs(zones != NULL, drone_cmds, total, count, &need_ch, &need_b);
 		/* Zones: the first host creates every channel, so the domain must hold them all
 		 * (the others find some made already). */
 		size_t have_ch = info.max_channels - info.channel_count;
@@ -321,6 +383,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	g_h = h;
+	if (drone_cmds) {
+		char why[1300] = "";
+		r = g_z != NULL ? fleet_zones_enable_cmds(g_z, why, sizeof(why))
+		                : fleet_host_enable_cmds(h);
+		if (r != 0) {
+			fprintf(stderr, PROG ": --drone-cmds: %s\n",
+			        why[0] ? why : hako_strerror(r));
+			fleet_host_close(h);
+			fleet_zones_close(g_z);
+			hako_domain_close(dom);
+			return 1;
+		}
+	}
 	fleet_plan_t *plan = NULL;
 	if (controlled && (r = fleet_plan_open(dom, &plan)) != 0) {
 		fprintf(stderr, PROG ": the controller's channel: %s\n", hako_strerror(r));
@@ -362,6 +437,11 @@ int main(int argc, char **argv)
 		printf("%s: host %ld of %ld drones, %zu at the start, 4 PDUs each every 1 ms step; "
 		       "fleet-monitor moves them\n",
 		       asset, node, total, fleet_zones_owned(g_z));
+	} else if (g_z != NULL && fleet_zones_grid(g_z)) {
+		printf(
+		    "%s: zone %ld of a grid, %zu of %ld drones at the start, 4 PDUs each every 1 "
+		    "ms step\n",
+		    asset, node, fleet_zones_owned(g_z), total);
 	} else if (g_z != NULL) {
 		printf("%s: the %s zone (x %s 0) of %ld drones, 4 PDUs each every 1 ms step\n",
 		       asset, node == 1 ? "west" : "east", node == 1 ? "<" : ">=", total);
@@ -483,12 +563,28 @@ int main(int argc, char **argv)
 		       asset, (unsigned long long)fleet_zones_releases(g_z),
 		       (unsigned long long)fleet_zones_activations(g_z),
 		       (unsigned long long)fleet_zones_takeovers(g_z), fleet_zones_owned(g_z));
+	} else if (g_z != NULL && fleet_zones_grid(g_z)) {
+		printf("%s: %llu drones handed to other zones, %llu taken over from them, %llu "
+		       "taken from a lost host; %zu drones at the end\n",
+		       asset, (unsigned long long)fleet_zones_releases(g_z),
+		       (unsigned long long)fleet_zones_activations(g_z),
+		       (unsigned long long)fleet_zones_takeovers(g_z), fleet_zones_owned(g_z));
 	} else if (g_z != NULL) {
 		printf("%s: %llu drones handed to the other zone, %llu taken over from it, %llu "
 		       "taken from a lost host; %zu drones at the end\n",
 		       asset, (unsigned long long)fleet_zones_releases(g_z),
 		       (unsigned long long)fleet_zones_activations(g_z),
 		       (unsigned long long)fleet_zones_takeovers(g_z), fleet_zones_owned(g_z));
+	}
+	if (drone_cmds) {
+		uint64_t taken, answered;
+		if (g_z != NULL) {
+			fleet_zones_cmd_counts(g_z, &taken, &answered);
+		} else {
+			fleet_host_cmd_counts(h, &taken, &answered);
+		}
+		printf("%s: %llu per-drone commands taken, %llu answered\n", asset,
+		       (unsigned long long)taken, (unsigned long long)answered);
 	}
 	if (plan != NULL) {
 		printf("%s: %u commands of fleet-controller flown\n", asset,

@@ -2,12 +2,14 @@
 #include "fleet_zones.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fleet_cmds.h"
 #include "fleet_host.h"
 #include "fleet_share.h"
 #include "formation.h"
@@ -27,7 +29,11 @@ struct zdrone {
 	int requested;        /* RD-Full: a move was asked and not yet committed or given up */
 	hako_time_t retry_at; /* RD-Full: a refused move is not asked again before this */
 	size_t pdu[P_COUNT];  /* index of each PDU in the EU's writes */
+	fleet_dcmd_t cmd;     /* its per-drone command (fleet_cmds.h), in its context */
 };
+
+/* A drone's context: its state, then its per-drone command state. */
+#define CTX_MAX (DRONE_CONTEXT_SIZE + FLEET_DCMD_CTX_SIZE)
 
 struct fleet_zones {
 	hako_domain_t *dom;
@@ -40,6 +46,7 @@ struct fleet_zones {
 	struct zdrone *z;
 	uint64_t releases, activations, takeovers;
 	int balance; /* the RD config's trigger is "manual": the monitor moves drones */
+	int grid;    /* the RD config's trigger is "grid": zones are its cells */
 	hako_channel_t *load_ch, *order_ch;
 	uint64_t order_seq;  /* the order channel's write behind the last order read */
 	uint32_t order_done; /* the last order carried out */
@@ -52,13 +59,16 @@ struct fleet_zones {
 	hako_conductor_config_t *ccfg;
 	hako_rd_full_requester_t *rq;
 	uint64_t refused;
+	int ctx_cmd;          /* the RD config has room for the command state in contexts */
+	fleet_dcmd_io_t *dio; /* per-drone commands: every drone's channels (NULL: off) */
+	uint64_t dcmd_taken, dcmd_answered;
 };
 
 /* The files of a fleet's RD config, and the sizes of each drone's RD channels in them. */
 static const char *const config_files[] = {"drone_pdutypes.json", "fleet_pdudef.json",
                                            "fleet_rd.json"};
 #define RD_STATUS_SIZE  256u
-#define RD_CONTEXT_SIZE 320u
+#define RD_CONTEXT_SIZE 384u
 
 size_t fleet_zones_extra_channels(size_t n)
 {
@@ -132,7 +142,7 @@ static int write_pdu_files(const char *dir, size_t total)
  * nodes 1..hosts; its first owner: with counts, host k has counts[k - 1] drones in order;
  * without, zones: node 1 west of x = 0, node 2 east. */
 static int write_rd(const char *dir, size_t total, const char *head, size_t hosts,
-                    const size_t *counts, char *rd_path, size_t len)
+                    const size_t *counts, const hako_rd_trigger_t *grid, char *rd_path, size_t len)
 {
 	char path[4200], cand[160] = "";
 	snprintf(path, sizeof(path), "%s/%s", dir, config_files[2]);
@@ -150,6 +160,9 @@ static int write_rd(const char *dir, size_t total, const char *head, size_t host
 		double start[3];
 		fleet_formation_point(FLEET_GRID, i, total, start);
 		int owner = start[0] < 0 ? 1 : 2;
+		if (grid != NULL) {
+			owner = hako_rd_trigger_grid_owner(grid, start[0], start[1]);
+		}
 		if (counts != NULL) {
 			while (left == 0 && host < hosts) {
 				left = counts[host++];
@@ -162,7 +175,7 @@ static int write_rd(const char *dir, size_t total, const char *head, size_t host
 		        "\"writes\": [\"motor\", \"pos\", \"velocity\", \"status\"], "
 		        "\"candidates\": [%s], \"initial_owner\": %d, \"max_context_bytes\": %u, "
 		        "\"status\": \"rd_status\", \"context\": \"rd_context\"}",
-		        i > 0 ? ",\n    " : "", i, i + 1, i + 1, cand, owner, DRONE_CONTEXT_SIZE);
+		        i > 0 ? ",\n    " : "", i, i + 1, i + 1, cand, owner, CTX_MAX);
 	}
 	fprintf(f, "]}\n");
 	if (fclose(f) != 0) {
@@ -218,7 +231,104 @@ int fleet_zones_write_config(const char *dir, size_t total, const char *full, ch
 		         " \"execution_units\": [",
 		         p.v_max + 0.5);
 	}
-	return write_rd(dir, total, head, 2, NULL, rd_path, len);
+	return write_rd(dir, total, head, 2, NULL, NULL, rd_path, len);
+}
+
+/* Boundaries splitting [lo, hi] into n equal parts, rounded to a millimetre (the file and the
+ * writer then hold the same doubles). */
+static void split(double lo, double hi, size_t n, double *b)
+{
+	for (size_t k = 1; k < n; k++) {
+		double v = lo + (hi - lo) * (double)k / (double)n;
+		b[k - 1] = round(v * 1000.0) / 1000.0;
+	}
+}
+
+int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t rows,
+                           const char *full, char *rd_path, size_t len)
+{
+	size_t hosts = cols * rows;
+	if (cols < 1 || rows < 1 || hosts < 2 || hosts > FLEET_MAX_HOSTS ||
+	    cols > HAKO_RD_GRID_LINES + 1 || rows > HAKO_RD_GRID_LINES + 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* The nodes' names: the federation's client nodes for RD-Full, in cell order. */
+	char names[FLEET_MAX_HOSTS][64];
+	for (size_t k = 0; k < hosts; k++) {
+		snprintf(names[k], sizeof(names[k]), "zone-%zu", k + 1);
+	}
+	if (full != NULL) {
+		const char *p = full;
+		for (size_t k = 0; k < hosts; k++) {
+			const char *end = strchr(p, ',');
+			size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+			if (n == 0 || n >= sizeof(names[k]) || (k + 1 < hosts) != (end != NULL)) {
+				errno = EINVAL;
+				return -1;
+			}
+			memcpy(names[k], p, n);
+			names[k][n] = '\0';
+			p = end != NULL ? end + 1 : p + n;
+		}
+	}
+	/* The airspace: every place of the mission's formations, split evenly. */
+	double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+	for (int f = FLEET_GRID; f <= FLEET_CIRCLE; f++) {
+		for (size_t i = 0; i < total; i++) {
+			double xyz[3];
+			fleet_formation_point((fleet_formation_t)f, i, total, xyz);
+			for (int a = 0; a < 2; a++) {
+				lo[a] = xyz[a] < lo[a] ? xyz[a] : lo[a];
+				hi[a] = xyz[a] > hi[a] ? xyz[a] : hi[a];
+			}
+		}
+	}
+	hako_rd_trigger_t g = {.type = "grid", .grid_nx = cols - 1, .grid_ny = rows - 1};
+	split(lo[0], hi[0], cols, g.grid_x);
+	split(lo[1], hi[1], rows, g.grid_y);
+	if (write_pdu_files(dir, total) != 0) {
+		return -1;
+	}
+	drone_params_t p;
+	drone_params_default(&p);
+	char head[8192];
+	int at =
+	    snprintf(head, sizeof(head), "{%s\"pdudef\": \"fleet_pdudef.json\",\n \"nodes\": [",
+	             full != NULL ? "\"mode\": \"full\", " : "");
+	for (size_t k = 0; k < hosts; k++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at,
+		               "%s{\"id\": %zu, \"name\": \"%s\"}", k > 0 ? ", " : "", k + 1,
+		               names[k]);
+	}
+	at += snprintf(
+	    head + at, sizeof(head) - (size_t)at,
+	    "],\n \"handoff_timeout_usec\": %d,\n \"trigger\": {\"type\": \"grid\", \"x\": [",
+	    full != NULL ? 2000000 : 200000);
+	for (size_t k = 0; k < g.grid_nx; k++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "%s%.3f", k > 0 ? ", " : "",
+		               g.grid_x[k]);
+	}
+	at += snprintf(head + at, sizeof(head) - (size_t)at, "], \"y\": [");
+	for (size_t k = 0; k < g.grid_ny; k++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "%s%.3f", k > 0 ? ", " : "",
+		               g.grid_y[k]);
+	}
+	at += snprintf(head + at, sizeof(head) - (size_t)at, "],\n  \"owners\": [");
+	for (size_t j = 0; j < rows; j++) {
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "%s[", j > 0 ? ", " : "");
+		for (size_t i = 0; i < cols; i++) {
+			g.grid_owner[j][i] = (uint8_t)(1 + i + cols * j);
+			at += snprintf(head + at, sizeof(head) - (size_t)at, "%s%u",
+			               i > 0 ? ", " : "", g.grid_owner[j][i]);
+		}
+		at += snprintf(head + at, sizeof(head) - (size_t)at, "]");
+	}
+	snprintf(head + at, sizeof(head) - (size_t)at,
+	         "],\n  \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000},\n"
+	         " \"execution_units\": [",
+	         p.v_max + 0.5);
+	return write_rd(dir, total, head, hosts, NULL, &g, rd_path, len);
 }
 
 int fleet_zones_write_balance(const char *dir, size_t total, const size_t *counts, size_t hosts,
@@ -247,7 +357,27 @@ int fleet_zones_write_balance(const char *dir, size_t total, const size_t *count
 	         " \"handoff_timeout_usec\": 200000,\n"
 	         " \"trigger\": {\"type\": \"manual\"},\n"
 	         " \"execution_units\": [");
-	return write_rd(dir, total, head, hosts, counts, rd_path, len);
+	return write_rd(dir, total, head, hosts, counts, NULL, rd_path, len);
+}
+
+/* This host got drone zd at world time now: the trigger counts from here. */
+static void trigger_reset(struct zdrone *zd, hako_time_t now)
+{
+	hako_rd_trigger_reset_xy(&zd->tst, zd->d.pos[0], zd->d.pos[1], now);
+}
+
+/* The node the RD config's trigger hands drone zd to at model time mt, or 0: the boundary at
+ * x = 0, or the owner of the grid cell it enters. */
+static uint8_t trigger_next(fleet_zones_t *z, struct zdrone *zd, hako_time_t mt)
+{
+	const hako_rd_trigger_t *tr = &z->cfg->trigger;
+	double v[3];
+	drone_velocity_world(&zd->d, v);
+	if (z->grid) {
+		return hako_rd_trigger_grid(tr, &zd->tst, z->self, zd->d.pos[0], zd->d.pos[1], v[0],
+		                            v[1], mt, z->dmax);
+	}
+	return hako_rd_trigger_boundary(tr, &zd->tst, z->self, zd->d.pos[0], v[0], mt, z->dmax);
 }
 
 static size_t write_index(const hako_rd_eu_config_t *eu, const char *name)
@@ -298,7 +428,7 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 				return HAKO_ECONFIG;
 			}
 		}
-		hako_rd_trigger_reset(&z->z[i].tst, z->z[i].d.pos[0], 0);
+		trigger_reset(&z->z[i], 0);
 	}
 	if ((r = hako_rd_node_open(dom, z->cfg, node, trace, &z->node)) != 0) {
 		snprintf(why, why_len, "%s: node %u: %s", rd_path, node, hako_strerror(r));
@@ -306,7 +436,12 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 		return r;
 	}
 	hako_rd_trace_writes(z->node, 0);
+	z->ctx_cmd = 1;
+	for (size_t i = 0; i < z->total; i++) {
+		z->ctx_cmd &= z->cfg->eus[i].max_context_bytes >= CTX_MAX;
+	}
 	z->balance = strcmp(z->cfg->trigger.type, "manual") == 0;
+	z->grid = strcmp(z->cfg->trigger.type, "grid") == 0;
 	z->full = z->cfg->mode == HAKO_RD_MODE_FULL;
 	char robot[64];
 	snprintf(robot, sizeof(robot), FLEET_LOAD_ROBOT "%u", node);
@@ -332,6 +467,7 @@ void fleet_zones_close(fleet_zones_t *z)
 	hako_conductor_config_free(z->ccfg);
 	hako_rd_node_close(z->node);
 	hako_rd_config_free(z->cfg);
+	free(z->dio);
 	free(z->z);
 	free(z);
 }
@@ -383,6 +519,34 @@ static void read_order(fleet_zones_t *z)
 	}
 }
 
+/* Drone zd's context into ctx (CTX_MAX bytes): its state, and its command state if the RD
+ * config has room for it (a config written before per-drone commands has not). */
+static size_t pack_ctx(const fleet_zones_t *z, const struct zdrone *zd, uint8_t *ctx)
+{
+	size_t n = drone_context_pack(&zd->d, ctx, DRONE_CONTEXT_SIZE);
+	if (z->ctx_cmd) {
+		n += fleet_dcmd_pack(&zd->cmd, ctx + n, FLEET_DCMD_CTX_SIZE);
+	}
+	return n;
+}
+
+/* A context of a drone at model step `step` into d and c. 0, or -1 if it is not one. */
+static int unpack_ctx(drone_t *d, fleet_dcmd_t *c, const uint8_t *ctx, size_t len, uint64_t step)
+{
+	fleet_dcmd_t none;
+	memset(&none, 0, sizeof(none));
+	if (len < DRONE_CONTEXT_SIZE || drone_context_unpack(d, ctx, DRONE_CONTEXT_SIZE) != 0 ||
+	    d->step != step) {
+		return -1;
+	}
+	if (len == DRONE_CONTEXT_SIZE) {
+		*c = none;
+		return 0;
+	}
+	return fleet_dcmd_unpack(c, ctx + DRONE_CONTEXT_SIZE, len - DRONE_CONTEXT_SIZE) == 0 ? 0
+	                                                                                     : -1;
+}
+
 /* Take drone i over from the lost host, from its last context (or its start). 1 if taken. */
 static int take_over(fleet_zones_t *z, size_t i, int64_t now)
 {
@@ -393,22 +557,22 @@ static int take_over(fleet_zones_t *z, size_t i, int64_t now)
 	    st.local != HAKO_RD_LOCAL_STANDBY) {
 		return 0;
 	}
-	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	uint8_t ctx[CTX_MAX];
 	hako_rd_activation_t act;
 	if (hako_rd_take_over(z->node, eu, z->take_from, now, ctx, sizeof(ctx), &act) != 0) {
 		return 0; /* logged by the RD library; the drone stays where it is */
 	}
 	if (act.ctx_len == 0) {
 		fleet_drone_start(&zd->d, i, z->total);
-	} else if (drone_context_unpack(&zd->d, ctx, act.ctx_len) != 0 ||
-	           zd->d.step != act.model_step) {
+		memset(&zd->cmd, 0, sizeof(zd->cmd));
+	} else if (unpack_ctx(&zd->d, &zd->cmd, ctx, act.ctx_len, act.model_step) != 0) {
 		fprintf(stderr,
 		        "fleet-zone-%u: drone %zu: the context of the lost host is not a "
 		        "drone's\n",
 		        z->self, i + 1);
 		return 0;
 	}
-	hako_rd_trigger_reset(&zd->tst, zd->d.pos[0], now);
+	trigger_reset(zd, now);
 	z->takeovers++;
 	return 1;
 }
@@ -421,8 +585,16 @@ static void run_to(fleet_zones_t *z, size_t i, uint64_t target)
 	uint32_t eu = z->cfg->eus[i].id;
 	while (zd->d.step < target) {
 		int64_t mt = (int64_t)(zd->d.step + 1) * DRONE_DT_USEC;
-		fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
-		drone_step(&zd->d, &z->params);
+		if (zd->cmd.state == FLEET_DCMD_NONE) {
+			fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
+			drone_step(&zd->d, &z->params);
+		} else {
+			drone_t before = zd->d;
+			fleet_plan_apply(z->plan, &zd->d, i, z->total, mt);
+			fleet_dcmd_apply(&zd->cmd, &zd->d, mt, fleet_dcmd_changed(&before, &zd->d));
+			drone_step(&zd->d, &z->params);
+			fleet_dcmd_check(&zd->cmd, &zd->d);
+		}
 		hako_rd_trace_step(z->node, eu, zd->d.step, mt);
 	}
 }
@@ -433,14 +605,14 @@ static int release_at_commit(fleet_zones_t *z, size_t i, hako_time_t c, uint8_t 
 {
 	struct zdrone *zd = &z->z[i];
 	uint32_t eu = z->cfg->eus[i].id;
-	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	uint8_t ctx[CTX_MAX];
 	run_to(z, i, (uint64_t)(c / DRONE_DT_USEC));
 	int64_t mt = (int64_t)zd->d.step * DRONE_DT_USEC;
 	int r = write_pdus(z, eu, zd, mt);
 	if (r != 0) {
 		return r;
 	}
-	size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
+	size_t n = pack_ctx(z, zd, ctx);
 	if ((r = hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, c)) != 0) {
 		return r;
 	}
@@ -477,7 +649,7 @@ static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
 
 int fleet_zones_step(fleet_zones_t *z, int64_t now)
 {
-	uint8_t ctx[DRONE_CONTEXT_SIZE];
+	uint8_t ctx[CTX_MAX];
 	read_order(z);
 	int checkpoint = now % FLEET_CKPT_EVERY == 0;
 	for (size_t i = 0; i < z->total; i++) {
@@ -491,13 +663,14 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		}
 		if (ev == HAKO_RD_EV_ACTIVATE) {
 			drone_t restored;
-			int ok = drone_context_unpack(&restored, ctx, act.ctx_len) == 0 &&
-			         restored.step == act.model_step;
+			fleet_dcmd_t cmd;
+			int ok = unpack_ctx(&restored, &cmd, ctx, act.ctx_len, act.model_step) == 0;
 			if ((r = hako_rd_activate(z->node, eu, ok, now)) != 0) {
 				return r;
 			}
 			if (ok) {
 				zd->d = restored;
+				zd->cmd = cmd;
 				/* RD-Full: a context from the authority (from 0) restarts a
 				 * drone of a lost node. */
 				if (act.from == 0) {
@@ -505,10 +678,10 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 				} else {
 					z->activations++;
 				}
-				hako_rd_trigger_reset(&zd->tst, restored.pos[0], now);
+				trigger_reset(zd, now);
 			}
 		} else if (ev == HAKO_RD_EV_RECLAIMED) {
-			hako_rd_trigger_reset(&zd->tst, zd->d.pos[0], now);
+			trigger_reset(zd, now);
 			zd->requested = 0;
 		} else if (ev == HAKO_RD_EV_COMMIT) {
 			if ((r = release_at_commit(z, i, act.release_time_usec, act.from)) != 0) {
@@ -526,17 +699,24 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 		if (zd->d.step >= target) {
 			continue;
 		}
+		if (z->dio != NULL) {
+			z->dcmd_taken +=
+			    (uint64_t)fleet_dcmd_poll(&z->dio[i], &zd->cmd, now, z->dmax);
+		}
 		run_to(z, i, target);
 		int64_t mt = (int64_t)zd->d.step * DRONE_DT_USEC;
 		if ((r = write_pdus(z, eu, zd, mt)) != 0) {
 			return r;
 		}
+		if (z->dio != NULL && (r = fleet_dcmd_reply(&z->dio[i], &zd->cmd)) != 0) {
+			if (r < 0) {
+				return r;
+			}
+			z->dcmd_answered++;
+		}
 		uint8_t next = 0;
 		if (!z->balance) {
-			double v[3];
-			drone_velocity_world(&zd->d, v);
-			next = hako_rd_trigger_boundary(&z->cfg->trigger, &zd->tst, z->self,
-			                                zd->d.pos[0], v[0], mt, z->dmax);
+			next = trigger_next(z, zd, mt);
 			next =
 			    z->lost[next] ? 0 : next; /* the lost host's zone is this host's now */
 			if (z->full && next != 0) {
@@ -549,7 +729,7 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			z->to_release--;
 		}
 		if (next != 0 || checkpoint) {
-			size_t n = drone_context_pack(&zd->d, ctx, sizeof(ctx));
+			size_t n = pack_ctx(z, zd, ctx);
 			r = next != 0 ? hako_rd_release(z->node, eu, next, ctx, n, zd->d.step, mt)
 			              : hako_rd_checkpoint(z->node, eu, ctx, n, zd->d.step, mt);
 			if (r != 0) {
@@ -588,6 +768,41 @@ int fleet_zones_publish(fleet_zones_t *z, int64_t now, uint64_t busy_p50_ns, uin
 	                  z->activations,
 	                  z->takeovers};
 	return hako_channel_write(z->load_ch, &l, sizeof(l));
+}
+
+int fleet_zones_enable_cmds(fleet_zones_t *z, char *why, size_t why_len)
+{
+	if (!z->ctx_cmd) {
+		snprintf(why, why_len,
+		         "%s: its contexts have no room for per-drone commands (max_context_bytes "
+		         "%u); write it again with fleet-host --write-zones",
+		         z->cfg->path, CTX_MAX);
+		return HAKO_ECONFIG;
+	}
+	z->dio = calloc(z->total, sizeof(*z->dio));
+	if (z->dio == NULL) {
+		return HAKO_ENOMEM;
+	}
+	for (size_t i = 0; i < z->total; i++) {
+		int r = fleet_dcmd_open(z->dom, i, &z->dio[i]);
+		if (r != 0) {
+			snprintf(why, why_len, "the drone_cmd channels of Drone-%zu: %s", i + 1,
+			         hako_strerror(r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+void fleet_zones_cmd_counts(const fleet_zones_t *z, uint64_t *taken, uint64_t *answered)
+{
+	*taken = z != NULL ? z->dcmd_taken : 0;
+	*answered = z != NULL ? z->dcmd_answered : 0;
+}
+
+int fleet_zones_grid(const fleet_zones_t *z)
+{
+	return z != NULL && z->grid;
 }
 
 int fleet_zones_full(const fleet_zones_t *z)

@@ -34,6 +34,13 @@ typedef struct fleet_zones fleet_zones_t;
  * (NULL: RD-Light, one domain). 0, or -1 with errno. */
 int fleet_zones_write_config(const char *dir, size_t total, const char *full, char *rd_path,
                              size_t len);
+/* The same files for zones on a grid of cols x rows cells (2..FLEET_MAX_HOSTS in all, a grid
+ * trigger): the airspace of the mission's formations split evenly along x and y, cell i along
+ * x in row j along y owned by node 1 + i + cols * j; drone k starts with the owner of its start
+ * position's cell. full: "n1,n2,...", cols * rows node ids of client nodes of a federation
+ * (RD-Full), in that order; NULL: RD-Light. 0, or -1 with errno (EINVAL: a bad grid or list). */
+int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t rows,
+                           const char *full, char *rd_path, size_t len);
 /* The same files for load balancing among `hosts` hosts (2..FLEET_MAX_HOSTS, nodes 1..hosts
  * of the RD config, every drone a candidate of each): host k starts with counts[k - 1] drones,
  * in drone order; the counts add up to total. 0, or -1 with errno (EINVAL: bad counts). */
@@ -47,6 +54,14 @@ int fleet_zones_remove_config(const char *dir);
  * order channel and every possible host's load record. */
 size_t fleet_zones_extra_channels(size_t n);
 size_t fleet_zones_extra_bytes(size_t n);
+/* Per-drone commands (fleet_cmds.h): the drone_cmd channels of every drone, read for the drones
+ * this host owns. 0, or HAKO_ECONFIG (the RD config's contexts have no room for the command
+ * state) or a channel error, with why. */
+int fleet_zones_enable_cmds(fleet_zones_t *z, char *why, size_t why_len);
+/* Per-drone commands taken and answered by this host. */
+void fleet_zones_cmd_counts(const fleet_zones_t *z, uint64_t *taken, uint64_t *answered);
+/* 1 if the RD config's trigger is a grid (zones are its cells; any number of hosts). */
+int fleet_zones_grid(const fleet_zones_t *z);
 /* 1 if the RD config is RD-Full (zones across the nodes of a federation). */
 int fleet_zones_full(const fleet_zones_t *z);
 /* RD-Full: the node's conductor file, whose server this host asks to move its drones across

@@ -48,6 +48,25 @@ static void format_config(const hako_rd_config_t *cfg, char *buf, size_t len)
 		    " low=%u high=%u\n",
 		    t->axis, t->boundary, t->v_max, t->hysteresis, (int64_t)t->cooldown_usec,
 		    t->low_owner, t->high_owner);
+	} else if (strcmp(t->type, "grid") == 0) {
+		htc_append(buf, len, "trigger grid v_max=%g hysteresis=%g cooldown=%" PRId64 "\n",
+		           t->v_max, t->hysteresis, (int64_t)t->cooldown_usec);
+		htc_append(buf, len, "    x");
+		for (size_t i = 0; i < t->grid_nx; i++) {
+			htc_append(buf, len, " %g", t->grid_x[i]);
+		}
+		htc_append(buf, len, "\n    y");
+		for (size_t i = 0; i < t->grid_ny; i++) {
+			htc_append(buf, len, " %g", t->grid_y[i]);
+		}
+		htc_append(buf, len, "\n");
+		for (size_t j = 0; j <= t->grid_ny; j++) {
+			htc_append(buf, len, "    owners[%zu]", j);
+			for (size_t i = 0; i <= t->grid_nx; i++) {
+				htc_append(buf, len, " %u", t->grid_owner[j][i]);
+			}
+			htc_append(buf, len, "\n");
+		}
 	} else {
 		htc_append(buf, len, "trigger %s\n", t->type);
 	}

@@ -26,9 +26,10 @@
 extern "C" {
 #endif
 
-#define HAKO_RD_MAX_EUS   65536 /* a bound; the EU table is sized to the file's count */
-#define HAKO_RD_MAX_NODES 32
-#define HAKO_RD_MAX_PDUS  16 /* PDUs one EU writes */
+#define HAKO_RD_MAX_EUS    65536 /* a bound; the EU table is sized to the file's count */
+#define HAKO_RD_MAX_NODES  32
+#define HAKO_RD_MAX_PDUS   16 /* PDUs one EU writes */
+#define HAKO_RD_GRID_LINES 15 /* grid trigger: boundaries along one axis (16 cells) */
 
 typedef enum hako_rd_status {
 	HAKO_RD_OWNER_STABLE = 0,
@@ -61,18 +62,25 @@ typedef struct hako_rd_eu_config {
 } hako_rd_eu_config_t;
 
 /* The trigger policy (ExMonitor of RD-Light), interpreted by the application; the RD library
- * only validates it and offers hako_rd_trigger_boundary(). */
+ * only validates it and offers hako_rd_trigger_boundary() and hako_rd_trigger_grid(). */
 typedef struct hako_rd_trigger {
-	char type[32];     /* "manual", "boundary" or "timetable" */
+	char type[32];     /* "manual", "boundary", "grid" or "timetable" */
 	char axis[8];      /* boundary: the state variable compared, e.g. "x" */
 	double boundary;   /* boundary: where ownership changes (1.0 m in the forklift demo) */
-	double v_max;      /* boundary: maximum speed along axis (m/s) */
-	double hysteresis; /* boundary: distance an owner moves before it may release (m) */
+	double v_max;      /* boundary, grid: maximum speed along axis (along x and y) (m/s) */
+	double hysteresis; /* boundary, grid: distance an owner moves before it may release (m) */
 	hako_time_t cooldown_usec; /* minimum world time between two releases of one EU */
 	uint8_t low_owner;         /* boundary: node owning the EU while axis < boundary */
 	uint8_t high_owner;        /* boundary: node owning the EU while axis >= boundary */
 	hako_time_t period_usec;   /* timetable: the EU moves to its next candidate every period
 	                              of world time (RD-Full: hako-rd monitor asks for it) */
+	/* grid: cells over x and y split at the boundaries grid_x (grid_nx of them, increasing)
+	 * and grid_y; cell (i, j) is x in [grid_x[i - 1], grid_x[i]), y likewise (the outer cells
+	 * unbounded), owned by node grid_owner[j][i]. */
+	size_t grid_nx, grid_ny;
+	double grid_x[HAKO_RD_GRID_LINES];
+	double grid_y[HAKO_RD_GRID_LINES];
+	uint8_t grid_owner[HAKO_RD_GRID_LINES + 1][HAKO_RD_GRID_LINES + 1];
 } hako_rd_trigger_t;
 
 typedef struct hako_rd_config {
@@ -114,14 +122,31 @@ typedef struct hako_rd_trigger_state {
 	int armed;
 	double acquired_at;
 	hako_time_t acquired_usec;
+	double acquired_y; /* grid: y where the owner got the EU (acquired_at is x) */
 } hako_rd_trigger_state_t;
 
 /* Call when this node becomes the owner (start, activation, reclaim). */
 HAKO_API void hako_rd_trigger_reset(hako_rd_trigger_state_t *st, double pos, hako_time_t now);
+/* The same for the grid trigger, at (x, y). */
+HAKO_API void hako_rd_trigger_reset_xy(hako_rd_trigger_state_t *st, double x, double y,
+                                       hako_time_t now);
 /* The node to release to now, or 0 to keep the EU. */
 HAKO_API uint8_t hako_rd_trigger_boundary(const hako_rd_trigger_t *tr, hako_rd_trigger_state_t *st,
                                           uint8_t owner, double pos, double vel, hako_time_t now,
                                           hako_time_t max_delay_usec);
+/* The grid trigger: the boundary trigger's rules on each axis of a grid of cells. The cell the
+ * EU enters is found per axis as the boundary trigger finds its side: moving up along x
+ * (vx > 1e-3) it counts the x boundaries b with x >= b - margin, moving down those with
+ * x > b + margin, else those with x >= b (its cell); y likewise. If that cell's owner is not
+ * `owner`, the EU is released to it (a corner crossed diagonally goes straight to the diagonal
+ * cell's owner). An owner is armed once the EU is `hysteresis` (Euclidean, in x and y) away
+ * from where it got it (hako_rd_trigger_reset_xy), a standing EU (|vx|, |vy| <= 1e-3) never
+ * moves, and an owner keeps the EU at least cooldown_usec. The node to release to, or 0. */
+HAKO_API uint8_t hako_rd_trigger_grid(const hako_rd_trigger_t *tr, hako_rd_trigger_state_t *st,
+                                      uint8_t owner, double x, double y, double vx, double vy,
+                                      hako_time_t now, hako_time_t max_delay_usec);
+/* The owner of the cell holding (x, y) (no margin), or 0 if tr is not a grid. */
+HAKO_API uint8_t hako_rd_trigger_grid_owner(const hako_rd_trigger_t *tr, double x, double y);
 /* margin = v_max * Dmax, in the units of pos. */
 HAKO_API double hako_rd_trigger_margin(const hako_rd_trigger_t *tr, hako_time_t max_delay_usec);
 

@@ -2,7 +2,8 @@
  * two hosts, RD-Full zones across two named nodes, balance between two hosts (a split) and
  * among three (counts); and what the writers refuse: counts that do not add up to the fleet,
  * fewer than two or more than FLEET_MAX_HOSTS hosts, an RD-Full node list that is not
- * "west,east"; and their removal, which leaves other files alone. */
+ * "west,east"; zones on a grid (2 x 2, and 3 x 2 across six named nodes) and the grids refused;
+ * and their removal, which leaves other files alone. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
@@ -101,6 +102,54 @@ static void test_full(void **state)
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		errno = 0;
 		assert_int_equal(fleet_zones_write_config(g_dir, 16, bad[k], rd, sizeof(rd)), -1);
+		assert_int_equal(errno, EINVAL);
+	}
+}
+
+/* Zones on a grid: a 2 x 2 grid of 64 drones (16 start in each cell), a 3 x 2 grid across six
+ * named client nodes (RD-Full), and the grids and node lists refused. */
+static void test_grid(void **state)
+{
+	(void)state;
+	char rd[600];
+	size_t count[FLEET_MAX_HOSTS + 1];
+	assert_int_equal(fleet_zones_write_grid(g_dir, 64, 2, 2, NULL, rd, sizeof(rd)), 0);
+	hako_rd_config_t *cfg = load(rd);
+	assert_int_equal(cfg->mode, HAKO_RD_MODE_LIGHT);
+	assert_int_equal(cfg->node_count, 4);
+	assert_string_equal(cfg->trigger.type, "grid");
+	assert_int_equal(cfg->trigger.grid_nx, 1);
+	assert_int_equal(cfg->trigger.grid_ny, 1);
+	assert_int_equal(cfg->trigger.grid_owner[1][0], 3);
+	assert_true(first_owners(cfg, 4, count));
+	for (size_t k = 1; k <= 4; k++) {
+		assert_int_equal(count[k], 16);
+	}
+	for (size_t i = 0; i < cfg->eu_count; i++) {
+		double p[3];
+		fleet_formation_point(FLEET_GRID, i, 64, p);
+		assert_int_equal(cfg->eus[i].initial_owner,
+		                 hako_rd_trigger_grid_owner(&cfg->trigger, p[0], p[1]));
+	}
+	hako_rd_config_free(cfg);
+	assert_int_equal(fleet_zones_write_grid(g_dir, 64, 3, 2, "a,b,c,d,e,f", rd, sizeof(rd)), 0);
+	cfg = load(rd);
+	assert_int_equal(cfg->mode, HAKO_RD_MODE_FULL);
+	assert_int_equal(cfg->node_count, 6);
+	assert_string_equal(cfg->node_names[5], "f");
+	assert_int_equal(cfg->trigger.grid_nx, 2);
+	assert_true(cfg->trigger.grid_x[0] < cfg->trigger.grid_x[1]);
+	hako_rd_config_free(cfg);
+	static const struct {
+		size_t cols, rows;
+		const char *full;
+	} bad[] = {{1, 1, NULL},        {17, 1, NULL},    {4, 5, NULL}, {2, 2, "a,b,c"},
+	           {2, 2, "a,b,c,d,e"}, {2, 2, "a,,c,d"}, {2, 1, "a,"}};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		errno = 0;
+		assert_int_equal(fleet_zones_write_grid(g_dir, 64, bad[k].cols, bad[k].rows,
+		                                        bad[k].full, rd, sizeof(rd)),
+		                 -1);
 		assert_int_equal(errno, EINVAL);
 	}
 }
@@ -228,6 +277,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_zones, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_full, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_grid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_two, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_three, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_refused, setup, teardown),

@@ -1,0 +1,89 @@
+#!/bin/bash
+# samples.fleet.grid: zones on a grid for more than two hosts. 64 drones on a 2 x 2 grid of
+# zones (the RD config's grid trigger), four hosts in one domain (RD-Light), 12 s of world time
+# (take-off and the flight to the "HAKO" letters, across the cells). Checks: the final states
+# are the bytes of one host flying the fleet alone; hako-rd check finds every model step once
+# on the four traces; every host took drones over from another cell (hand-offs across the
+# edges of several cells). Cleans up its domains and processes, also when it fails.
+#
+# usage: test_fleet_grid.sh BUILD_DIR
+set -u
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
+
+build=$(cd "$1" && pwd)
+launch=$build/bin/hako-launch
+bin=$build/samples/fleet
+dir=$(mktemp -d /tmp/test-fleet-grid-XXXXXX) || exit 1
+lpid=
+cleanup() {
+	[ -n "$lpid" ] && kill -TERM "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
+	# shellcheck disable=SC2046
+	clean_domains "$build/bin/hako-cmd" $(launch_domains "$dir"/*.out)
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+unset HAKO_DOMAIN
+
+# run NAME: hako-launch NAME.json in the background (killed by the trap if the test dies).
+run() {
+	timeout -s KILL 300 "$launch" "$dir/$1.json" >"$dir/$1.out" 2>&1 &
+	lpid=$!
+	wait "$lpid" || { fail "$1: hako-launch failed"; show "$dir/$1.out" 30; }
+	lpid=
+}
+
+mkdir -p "$dir/grid"
+"$bin/fleet-host" --drones 64 --zones-grid 2x2 --write-zones "$dir/grid" >/dev/null ||
+	fail "fleet-host --zones-grid 2x2 --write-zones"
+grep -q '"type": "grid"' "$dir/grid/fleet_rd.json" || fail "no grid trigger in the RD config"
+
+procs='' sep=''
+for k in 1 2 3 4; do
+	procs="$procs$sep{\"name\": \"zone-$k\", \"command\": \"fleet-host\",
+     \"args\": [\"--drones\", \"64\", \"--zones\", \"$dir/grid/fleet_rd.json\", \"--node\", \"$k\",
+              \"--trace\", \"$dir/grid/trace-$k.jsonl\", \"--final\", \"$dir/grid/final-$k.txt\"],
+     \"wait_for\": {\"asset\": \"fleet-zone-$k\"}}"
+	sep=', '
+done
+cat >"$dir/grid.json" <<JSON
+{
+  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
+  "log_dir": "$dir/grid/logs", "path": ["$bin"],
+  "processes": [$procs]
+}
+JSON
+cat >"$dir/ref.json" <<JSON
+{
+  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
+  "log_dir": "$dir/ref-logs", "path": ["$bin"],
+  "processes": [{"name": "ref", "command": "fleet-host",
+                 "args": ["--drones", "64", "--final", "$dir/ref.txt"],
+                 "wait_for": {"asset": "fleet-host-0"}}]
+}
+JSON
+run ref
+run grid
+
+total=0
+for k in 1 2 3 4; do
+	grep -q "fleet-zone-$k: zone $k of a grid, 16 of 64 drones at the start" "$dir/grid.out" ||
+		fail "grid: host $k did not start with its cell's 16 drones"
+	took=$(sed -n "s/.*fleet-zone-$k: [0-9]* drones handed to other zones, \([0-9]*\) taken over.*/\1/p" \
+		"$dir/grid.out")
+	[ "${took:-0}" -gt 0 ] || fail "grid: host $k took no drone over from another cell"
+	total=$((total + ${took:-0}))
+done
+sort -n "$dir/grid"/final-*.txt >"$dir/grid/final.txt" 2>/dev/null
+sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
+[ "$(wc -l <"$dir/grid/final.txt")" -eq 64 ] || fail "grid: not 64 final states"
+cmp -s "$dir/grid/final.txt" "$dir/ref-sorted.txt" ||
+	fail "grid: the final states differ from one host's"
+"$build/bin/hako-rd" check "$dir/grid"/trace-*.jsonl >"$dir/grid/check.txt" 2>&1 ||
+	{ fail "grid: hako-rd check"; show "$dir/grid/check.txt" 10; }
+grep -q "model steps 768000" "$dir/grid/check.txt" || fail "grid: not every model step traced once"
+
+# shellcheck disable=SC2046
+segments_gone $(launch_domains "$dir"/*.out)
+[ "$fails" -ne 0 ] || { echo "grid: $total hand-offs"; grep -E "handed|done:" "$dir/grid.out"; }
+finish samples.fleet.grid
