@@ -633,8 +633,13 @@ int main(int argc, char **argv)
 	}
 	char dir[PATH_MAX];
 	exe_dir(dir, sizeof(dir));
-	snprintf(g_script, sizeof(g_script), "%s/python_step.py", dir);
-	snprintf(g_pdudef, sizeof(g_pdudef), "%s/python_step_pdudef.json", dir);
+	if (snprintf(g_script, sizeof(g_script), "%s/python_step.py", dir) >=
+	        (int)sizeof(g_script) ||
+	    snprintf(g_pdudef, sizeof(g_pdudef), "%s/python_step_pdudef.json", dir) >=
+	        (int)sizeof(g_pdudef)) {
+		fprintf(stderr, "python_step: the folder of this program is too long: %s\n", dir);
+		return 1;
+	}
 	snprintf(g_domain, sizeof(g_domain), "bench-py-%d", (int)getpid());
 	setenv("HAKO_DOMAIN", g_domain, 1); /* the compatible API's domain, in every child */
 	bench_exit_init("python_step", cleanup, 1);
