@@ -159,6 +159,7 @@ void hakoi_launch_free(hakoi_launch_config_t *cfg)
 	free(cfg->prefix);
 	hako_conductor_config_free(cfg->federation);
 	free(cfg->federation_file);
+	free(cfg->trace_file);
 	for (size_t i = 0; cfg->path != NULL && i < cfg->path_count; i++) {
 		free(cfg->path[i]);
 	}

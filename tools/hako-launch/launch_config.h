@@ -126,6 +126,7 @@ typedef struct hakoi_launch_config {
 	hako_conductor_config_t *federation;
 	char *federation_file;      /* absolute */
 	long long start_timeout_ms; /* 0 = wait for ever */
+	char *trace_file;           /* conductor.trace: the node's drift samples, or NULL */
 	/* A federation file: its nodes, each run as a child hako-launch (procs holds one process
 	 * per node); 0 for a launch file. */
 	char *prefix; /* of the nodes' domains: "<prefix>-<node id>" */

@@ -77,6 +77,23 @@ static int only_federation(hakoi_walk_t *w, json_t *v, void *base, const hakoi_f
 	           : hakoi_walk_fail(w, "only for a federation node (with \"federation\")");
 }
 
+/* conductor.trace: the node's drift samples as CSV (hako_conductor_node_trace), for
+ * hako-conductor check; relative to the launch file. */
+static int parse_trace(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
+{
+	hakoi_launch_config_t *cfg = base;
+	char *rel = NULL;
+	int r = only_federation(w, v, base, f);
+	if (r != 0 || (r = hakoi_launch_parse_expanded(w, v, &rel,
+	                                               &(hakoi_field_t){.flags = f->flags})) != 0) {
+		return r;
+	}
+	free(cfg->trace_file);
+	cfg->trace_file = hakoi_launch_join(cfg->dir, rel);
+	free(rel);
+	return cfg->trace_file == NULL ? hakoi_walk_fail_oom(w) : 0;
+}
+
 /* Dmax and the stop time against the step. */
 static int check_clock(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t *f)
 {
@@ -140,6 +157,10 @@ static const hakoi_field_t conductor_fields[] = {
      .max = 86400000,
      .expect = "an integer in [0, 86400000] (ms; 0 = no limit)",
      .check = only_federation},
+    {.key = "trace",
+     .kind = HAKOI_K_CUSTOM,
+     .parse = parse_trace,
+     .expect = "a string (a file, relative to the launch file)"},
     HAKOI_END,
 };
 

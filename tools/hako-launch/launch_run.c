@@ -685,6 +685,12 @@ static int link_federation(void)
 		failed("%s", hako_error_format(&err, msg, sizeof(msg)));
 		return -1;
 	}
+	if (L.cfg->trace_file != NULL &&
+	    hako_conductor_node_trace(L.node, L.cfg->trace_file) != 0) {
+		failed("cannot write the conductor's trace %s: %s", L.cfg->trace_file,
+		       strerror(errno));
+		return -1;
+	}
 	/* After a restart of the server, the processes first (rejoin_restarted_server). */
 	hako_conductor_node_hold_rejoin(L.node, 1);
 	if (c->role == HAKO_CONDUCTOR_SERVER) {
