@@ -73,6 +73,7 @@ static int find_node(const char *lab, const char *node, nl_state_t *st, const nl
 
 struct lab_opts {
 	const char *name, *subnet;
+	pid_t tie_pid;
 	char default_name[NL_NAME_MAX];
 };
 
@@ -81,14 +82,23 @@ static int parse_lab_opts(const hako_cli_command_t *cmd, int argc, char **argv, 
 {
 	static const struct option longopts[] = {{"name", required_argument, NULL, 'n'},
 	                                         {"subnet", required_argument, NULL, 's'},
+	                                         {"while-pid", required_argument, NULL, 'w'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, ":n:s:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:s:w:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': o->name = optarg; break;
 		case 's': o->subnet = optarg; break;
+		case 'w':
+			o->tie_pid = (pid_t)atoi(optarg);
+			if (o->tie_pid <= 0) {
+				*rc = hako_cli_usage_error(cmd, "--while-pid %s: must be a pid",
+				                           optarg);
+				return -1;
+			}
+			break;
 		default: *rc = hako_cli_common_option(cmd, c, argv); return -1;
 		}
 	}
@@ -194,7 +204,8 @@ static int cmd_up(const hako_cli_command_t *cmd, int argc, char **argv)
 		                       .labfile = argv[optind],
 		                       .lab = &lab,
 		                       .ready_fd = ready[1],
-		                       .log_to_file = 1};
+		                       .log_to_file = 1,
+		                       .tie_pid = o.tie_pid};
 		char why[1024];
 		if (nl_supervise(&so, why, sizeof(why)) < 0) {
 			if (write(ready[1], why, strlen(why)) < 0) {
@@ -563,10 +574,12 @@ static const hako_cli_command_t commands[] = {
      "  -n, --name NAME       the lab's name (default lab-PID)\n"
      "  -s, --subnet CIDR     number the nodes .11, .12, ... in CIDR, not as the file says\n",
      cmd_run},
-    {"up", "[--name NAME] [--subnet CIDR] LABFILE", "make a lab that stays until 'down'",
+    {"up", "[--name NAME] [--subnet CIDR] [--while-pid PID] LABFILE",
+     "make a lab that stays until 'down'",
      "Make the lab LABFILE describes, kept by a supervisor in the background; print its name "
      "and state file once it is up. Its log: /run/hako-netlab/NAME/log.",
      "  -n, --name NAME       the lab's name (default lab-PID)\n"
+     "  -w, --while-pid PID   also take the lab down when process PID ends (a test's shell)\n"
      "  -s, --subnet CIDR     number the nodes .11, .12, ... in CIDR, not as the file says\n",
      cmd_up},
     {"down", "NAME", "take a lab down",

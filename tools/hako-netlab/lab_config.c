@@ -269,11 +269,15 @@ static int check_lab(hakoi_walk_t *w, json_t *v, void *base, const hakoi_field_t
 	for (size_t i = 0; i < lab->nnodes; i++) {
 		if (lab->nodes[i].ip == lab->sw_ip) {
 			hakoi_walk_push_key(w, "nodes");
+			if (c->is_map) {
+				hakoi_walk_push_key(w, lab->nodes[i].name);
+			} else {
+				hakoi_walk_push_index(w, i);
+				hakoi_walk_push_key(w, "address");
+			}
 			return hakoi_walk_fail(
-			    w,
-			    "node \"%s\" has the switch's address %s (set \"switch\" "
-			    "to another)",
-			    lab->nodes[i].name, lab->switch_text);
+			    w, "\"%s\" is the switch's address (give \"switch\" another)",
+			    lab->nodes[i].address);
 		}
 	}
 	return 0;

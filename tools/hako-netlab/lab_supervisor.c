@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -290,12 +292,24 @@ static void start_cmd(struct sup *s, char **cmd)
 }
 
 /* Until the command ends (run) or a signal ends the lab (up). */
-static void keep(struct sup *s, int with_cmd)
+static void keep(struct sup *s, int with_cmd, int tie_fd)
 {
 	if (with_cmd && s->cmd == 0) {
 		return;
 	}
 	for (;;) {
+		struct pollfd pf[2] = {{.fd = s->sig_fd, .events = POLLIN},
+		                       {.fd = tie_fd, .events = POLLIN}};
+		if (poll(pf, tie_fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) {
+			return;
+		}
+		if (tie_fd >= 0 && pf[1].revents != 0) {
+			say("lab \"%s\": the process it was tied to ended", s->st.name);
+			return;
+		}
+		if (pf[0].revents == 0) {
+			continue;
+		}
 		struct signalfd_siginfo si;
 		ssize_t n = read(s->sig_fd, &si, sizeof(si));
 		if (n != (ssize_t)sizeof(si)) {
@@ -352,7 +366,16 @@ int nl_supervise(const nl_sup_options_t *o, char *why, size_t whylen)
 	snprintf(s.st.subnet, sizeof(s.st.subnet), "%s", o->lab->subnet_text);
 	s.st.supervisor = getpid();
 	s.st.supervisor_start = nl_proc_start(s.st.supervisor);
+	/* A pidfd is readable once its process has ended. */
+	int tie_fd = o->tie_pid > 0 ? (int)syscall(SYS_pidfd_open, o->tie_pid, 0) : -1;
+	if (o->tie_pid > 0 && tie_fd < 0) {
+		snprintf(why, whylen, "--while-pid %d: %s", (int)o->tie_pid, strerror(errno));
+		return -1;
+	}
 	if (make_dir(&s, why, whylen) != 0) {
+		if (tie_fd >= 0) {
+			close(tie_fd);
+		}
 		return -1;
 	}
 	if (o->log_to_file) {
@@ -414,7 +437,10 @@ int nl_supervise(const nl_sup_options_t *o, char *why, size_t whylen)
 	if (o->cmd != NULL) {
 		start_cmd(&s, o->cmd);
 	}
-	keep(&s, o->cmd != NULL);
+	keep(&s, o->cmd != NULL, tie_fd);
+	if (tie_fd >= 0) {
+		close(tie_fd);
+	}
 	if (s.cmd > 0) {
 		kill(s.cmd, SIGTERM);
 	}

@@ -12,6 +12,7 @@ typedef struct nl_sup_options {
 	char **cmd;      /* run: the command (NULL-ended); NULL: until SIGTERM/SIGINT/SIGHUP */
 	int ready_fd;    /* >= 0: "ok" is written there once the lab is up */
 	int log_to_file; /* the supervisor's output goes to the lab's log (up) */
+	pid_t tie_pid;   /* > 0: the lab also ends when this process does (up --while-pid) */
 } nl_sup_options_t;
 
 /* Make the lab, run the command (or wait for a signal), take the lab down. Returns the
