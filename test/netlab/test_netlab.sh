@@ -195,15 +195,23 @@ check_nothing_left "$R" "$tmp/fail"
 
 echo "== the supervisor SIGKILLed: nothing left"
 K=nl$$-kill
-# lab_ids needs the holders alive: read them inside the command, before the kill.
-"$NL" run --name "$K" "$tmp/lab.json" -- bash -c "$snap &&
-	$(declare -f lab_ids); lab_ids \"\$0.state\" \"\$0\" &&
-	\"\$HAKO_NETLAB_EXE\" exec \"\$HAKO_NETLAB\" b -- sleep 1000 &
-	\"\$HAKO_NETLAB_EXE\" exec \"\$HAKO_NETLAB\" a -- sh -c 'sleep 1000 & sleep 1000 & echo up' &&
-	kill -9 \$PPID" "$tmp/killed" >"$tmp/killed.log" 2>&1
+# The command records the lab (lab_ids needs the holders alive), starts processes in two
+# nodes, then SIGKILLs its supervisor.
+{
+	echo 'set -e'
+	echo 'cp "$HAKO_NETLAB_STATE" "$1.state"'
+	declare -f lab_ids
+	echo 'lab_ids "$1.state" "$1"'
+	echo '"$HAKO_NETLAB_EXE" exec "$HAKO_NETLAB" b -- sleep 1000 >/dev/null 2>&1 &'
+	echo '"$HAKO_NETLAB_EXE" exec "$HAKO_NETLAB" a -- sh -c "sleep 1000 >/dev/null 2>&1 &
+		sleep 1000 >/dev/null 2>&1 & echo up"'
+	echo 'kill -9 $PPID'
+} >"$tmp/crash.sh"
+"$NL" run --name "$K" "$tmp/lab.json" -- bash "$tmp/crash.sh" "$tmp/killed" >"$tmp/killed.log" 2>&1
 rc=$?
 [ "$rc" = 137 ] || { fail "run whose supervisor was SIGKILLed exited $rc"; show "$tmp/killed.log"; }
-[ -s "$tmp/killed.ns" ] || fail "the killed lab's namespaces were not recorded"
+same "namespaces recorded before the kill" "$(wc -l <"$tmp/killed.ns")" 20
+file_has "$tmp/killed.log" "^up$"
 check_nothing_left "$K" "$tmp/killed"
 
 echo "== a bad lab file is named with its place"
