@@ -2,8 +2,9 @@
 # sudo): they install what is missing, build, then run the demo or the whole test suite.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# iproute2: hako-netlab builds its nodes' links with ip (the netlab tests need it too).
 PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev libmosquitto-dev cmake pkg-config \
-            python3-dev libzstd-dev liblz4-dev
+            python3-dev libzstd-dev liblz4-dev iproute2
 # Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium;
 # the mqtt tests (endpoint.mqtt*) start a mosquitto broker and its clients.
 TEST_PACKAGES := chromium mosquitto mosquitto-clients
