@@ -172,7 +172,8 @@ static void usage(FILE *f)
 	       "  --hosts K       with --write-zones: the same on the squarest grid of K cells\n"
 	       "  --full W,E      with --write-zones: zones across two client nodes of a\n"
 	       "                  federation (RD-Full), W and E their node ids (a grid: one\n"
-	       "                  node id a cell, N1,N2,...)\n"
+	       "                  node id a cell, N1,N2,...; --balance: one a host; a MOVE\n"
+	       "                  order is then one ask of the server a drone)\n"
 	       "  --conductor F   with RD-Full --zones: this node's conductor file (its\n"
 	       "                  server commits the moves)\n"
 	       "  --print-needs   print what this host needs of the domain as JSON\n"
@@ -267,7 +268,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if ((hosts > 0 ? fleet_zones_write_balance(write_zones, (size_t)total, counts,
-		                                           hosts, rd, sizeof(rd))
+		                                           hosts, full, rd, sizeof(rd))
 		     : grid ? fleet_zones_write_grid(write_zones, (size_t)total, cols, rows, full,
 		                                     rd, sizeof(rd))
 		            : fleet_zones_write_config(write_zones, (size_t)total, full, rd,
