@@ -147,6 +147,12 @@ static void find_stalled(struct monitor *m, int64_t world)
 		}
 		h->lost = 1;
 		m->lost++;
+		/* Its drones move to the live hosts: figures from before do not measure that. */
+		for (size_t j = 0; j < m->n; j++) {
+			m->h[j].sum_p50 = 0;
+			m->h[j].records = 0;
+		}
+		m->settle_until = world + SETTLE_US;
 		printf(PROG
 		       ": t=%.3f s: %s sent no load record for %.3f s of world time (its last "
 		       "at %.3f s, %u drones): lost; the server restarts its drones (RD-Full), "

@@ -12,7 +12,15 @@
 # the final states of the three hosts are the bytes of one host flying the fleet alone; hako-rd
 # check on the three hosts' traces (every model step once, no violation).
 #
-# usage: test_fleet_rdbalance.sh BUILD_DIR
+# With "lost" (samples.fleet.rd_full_balance_lost): the nodes run as on four machines, one
+# hako-launch each, and cli-03's whole node (its hako-launch, conductor, host and bridge) is
+# killed with SIGKILL at once at about 5 s of world time. The server drops it ("on_client_loss":
+# "drop") and restarts its drones on a live host from their last checkpoints; the monitor sees
+# host 3's load record stop, says it is lost, orders no take-over and balances the two others.
+# Checks: those lines, no take-over order, the two hosts end with all 64 drones, still one
+# host's bytes, and hako-rd check finds the restarts and no violation.
+#
+# usage: test_fleet_rdbalance.sh BUILD_DIR [lost]
 set -u
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
@@ -23,13 +31,16 @@ hako_cmd=$build/bin/hako-cmd
 bin=$build/samples/fleet
 dir=$(mktemp -d /tmp/test-fleet-rdbal-XXXXXX) || exit 1
 name=fleetb-$$
+mode=${2:-}
 clients="cli-01 cli-02 cli-03"
 lpid=''
+npids=()
 cleanup() {
-	if [ -n "$lpid" ]; then
-		kill -TERM "$lpid" 2>/dev/null
-		wait "$lpid" 2>/dev/null
-	fi
+	local p
+	for p in $lpid "${npids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	clean_domains "$hako_cmd" "$name-srv-01" "$name-cli-01" "$name-cli-02" "$name-cli-03" \
 		"$name-ref"
 	[ -n "${KEEP:-}" ] || rm -rf "$dir"
@@ -80,8 +91,10 @@ write_federation() {
 		k=$((k + 1))
 		write_node "$id" "$k"
 	done
+	local loss=''
+	[ "$mode" = lost ] && loss='"on_client_loss": "drop", "peer_timeout_ms": 1000,'
 	cat >"$dir/srv-01/srv-01.json" <<JSON
-{"server_machine_id": "srv-01",
+{"server_machine_id": "srv-01", $loss
  "clients": [{"client_node_id": "cli-01"}, {"client_node_id": "cli-02"},
              {"client_node_id": "cli-03"}],
  "delta_time_usec": 1000, "max_delay_time_usec": 10000,
@@ -101,16 +114,62 @@ JSON
 JSON
 }
 
+# world_usec DOMAIN: the domain's world time in us (nothing if it has none yet).
+world_usec() {
+	"$hako_cmd" -d "$1" status 2>/dev/null | awk '/^world time/ {printf "%d", $3 * 1000000}'
+}
+
+# The lost mode: one hako-launch per node; cli-03's node is killed whole at 5 s of world time.
+run_nodes() {
+	local id i t='' pids
+	npids=()
+	# What the federation file does for its nodes: the keys of the control plane.
+	"$build/bin/hako-conductor" keygen "$dir"/srv-01/srv-01.json "$dir"/cli-0[123]/cli-0[123].json \
+		>/dev/null || die "hako-conductor keygen"
+	for id in srv-01 $clients; do
+		timeout -s KILL 300 "$launch" "$dir/$id/launch.json" >"$dir/$id.txt" 2>&1 &
+		npids+=($!)
+	done
+	for ((i = 0; i < 2400; i++)); do
+		t=$(world_usec "$name-cli-03")
+		[ -n "$t" ] && [ "$t" -ge 5000000 ] && break
+		alive "${npids[3]}" || break
+		sleep 0.05
+	done
+	if [ -z "$t" ] || [ "$t" -lt 5000000 ]; then
+		fail "cli-03 never reached 5 s of world time"
+		return 1
+	fi
+	# Every process of the node at once: its hako-launch (which runs its conductor) and the
+	# processes it started.
+	pids="${npids[3]} $(pgrep -P "${npids[3]}" | tr '\n' ' ')"
+	# shellcheck disable=SC2086
+	kill -KILL $pids
+	echo "killed cli-03's node at world time $t us: pids $pids" >"$dir/fed.txt"
+	wait "${npids[3]}" 2>/dev/null
+	rc=0
+	for i in 0 1 2; do
+		wait "${npids[$i]}" || rc=$?
+	done
+	npids=()
+	cat "$dir/srv-01.txt" "$dir/cli-01.txt" "$dir/cli-02.txt" >>"$dir/fed.txt"
+}
+
 rc=1
 for _ in 1 2 3; do
 	base=$(free_ports 3) || die "no free ports"
 	rm -rf "$dir/logs" "$dir"/trace-* "$dir"/final-*
 	write_federation "$base"
-	timeout -s KILL 300 "$launch" "$dir/federation.json" >"$dir/fed.txt" 2>&1 &
-	lpid=$!
-	wait "$lpid"
-	rc=$?
-	lpid=''
+	if [ "$mode" = lost ]; then
+		run_nodes
+		clean_domains "$hako_cmd" "$name-cli-03" # a machine that died leaves nothing here
+	else
+		timeout -s KILL 300 "$launch" "$dir/federation.json" >"$dir/fed.txt" 2>&1 &
+		lpid=$!
+		wait "$lpid"
+		rc=$?
+		lpid=''
+	fi
 	if [ "$rc" -ne 0 ] && grep -qiE "address already in use|cannot listen" "$dir/fed.txt"; then
 		echo "ports from $base were taken meanwhile; again with others"
 		continue
@@ -120,6 +179,50 @@ done
 if [ "$rc" -ne 0 ]; then
 	fail "federation: hako-launch exited with $rc"
 	show "$dir/fed.txt" 40
+fi
+
+# ref_check FINAL...: one host flies the fleet alone, to 12 s; the final states in FINAL... (all
+# 64 drones) must be its bytes.
+ref_check() {
+	cat >"$dir/ref.json" <<JSON
+{"domain": "$name-ref",
+ "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
+ "log_dir": "$dir/logs/ref", "path": ["$bin"],
+ "processes": [{"name": "ref", "command": "fleet-host",
+                "args": ["--drones", "64", "--final", "$dir/ref.txt"],
+                "wait_for": {"asset": "fleet-host-0"}}]}
+JSON
+	timeout -s KILL 120 "$launch" "$dir/ref.json" >"$dir/ref.out" 2>&1 ||
+		{ fail "ref: hako-launch failed"; show "$dir/ref.out" 20; }
+	sort -n "$@" >"$dir/nodes.txt" 2>/dev/null
+	sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
+	[ "$(wc -l <"$dir/nodes.txt")" -eq 64 ] || fail "not 64 final states from the nodes"
+	cmp -s "$dir/nodes.txt" "$dir/ref-sorted.txt" ||
+		fail "the final states of the nodes differ from one host's"
+}
+
+if [ "$mode" = lost ]; then
+	file_has "$dir/fed.txt" "client cli-03 lost .*: dropped, the federation goes on"
+	file_has "$dir/fed.txt" "fleet-monitor: t=.*: host 3 \(cli-03\) sent no load record .*: lost; the server restarts its drones"
+	file_lacks "$dir/fed.txt" "takes them over from their last checkpoints|taking over the drones of the lost host"
+	sum=0 taken=0
+	for k in 1 2; do
+		n=$(sed -n "s/.*fleet-zone-$k: .* \([0-9]*\) drones at the end.*/\1/p" "$dir/fed.txt")
+		l=$(sed -n "s/.*fleet-zone-$k: .* \([0-9]*\) taken from a lost host.*/\1/p" "$dir/fed.txt")
+		sum=$((sum + ${n:-0}))
+		taken=$((taken + ${l:-0}))
+	done
+	[ "$sum" -eq 64 ] || fail "the two live hosts end with $sum drones, not 64"
+	[ "$taken" -gt 0 ] || fail "no drone of the lost node was restarted on a live host"
+	ref_check "$dir"/final-1.txt "$dir"/final-2.txt
+	"$build/bin/hako-rd" check "$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl \
+		>"$dir/check.txt" 2>&1 || { fail "hako-rd check"; show "$dir/check.txt" 10; }
+	grep -qE "restarts +[1-9]" "$dir/check.txt" ||
+		{ fail "hako-rd check saw no restart"; show "$dir/check.txt" 10; }
+	[ "$fails" -ne 0 ] || grep -hE "killed|fleet-monitor: t=|lost|asked of the server|drones at the end|restarts|violations" \
+		"$dir/fed.txt" "$dir/check.txt"
+	finish samples.fleet.rd_full_balance_lost
+	exit 0
 fi
 file_has "$dir/fed.txt" "^hako-launch: done: every node of the federation ended well"
 
@@ -141,25 +244,11 @@ for k in 1 2 3; do
 	sum=$((sum + n))
 done
 [ "$sum" -eq 64 ] || fail "the hosts end with $sum drones, not 64"
-[ $((max - min)) -lt 32 ] && [ "$max" -lt 40 ] ||
+if [ $((max - min)) -ge 32 ] || [ "$max" -ge 40 ]; then
 	fail "counts at the end from $min to $max (8 to 40 at the start)"
+fi
 
-# One host flies the fleet alone, to 12 s: the three hosts' final states must be its bytes.
-cat >"$dir/ref.json" <<JSON
-{"domain": "$name-ref",
- "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
- "log_dir": "$dir/logs/ref", "path": ["$bin"],
- "processes": [{"name": "ref", "command": "fleet-host",
-                "args": ["--drones", "64", "--final", "$dir/ref.txt"],
-                "wait_for": {"asset": "fleet-host-0"}}]}
-JSON
-timeout -s KILL 120 "$launch" "$dir/ref.json" >"$dir/ref.out" 2>&1 ||
-	{ fail "ref: hako-launch failed"; show "$dir/ref.out" 20; }
-sort -n "$dir"/final-1.txt "$dir"/final-2.txt "$dir"/final-3.txt >"$dir/nodes.txt" 2>/dev/null
-sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
-[ "$(wc -l <"$dir/nodes.txt")" -eq 64 ] || fail "not 64 final states from the nodes"
-cmp -s "$dir/nodes.txt" "$dir/ref-sorted.txt" ||
-	fail "the final states of the nodes differ from one host's"
+ref_check "$dir"/final-1.txt "$dir"/final-2.txt "$dir"/final-3.txt
 
 "$build/bin/hako-rd" check "$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl \
 	>"$dir/check.txt" 2>&1 || { fail "hako-rd check"; show "$dir/check.txt" 10; }
