@@ -194,8 +194,10 @@ int fleet_bridges_write(const char *dir, const char *server, const char *clients
 			return -1;
 		}
 	}
-	/* The container: each node's three endpoints. */
-	char text[16384];
+	/* The container: each node's three endpoints. The buffers here hold FLEET_MAX_HOSTS
+	 * client nodes with ids of MAX_ID - 1 bytes about twice over (test_fleet_bridges writes
+	 * those; ids are checked above, so nothing longer comes). */
+	char text[32768];
 	at = snprintf(
 	    text, sizeof(text),
 	    "[\n  {\"nodeId\": \"%s\", \"endpoints\": [\n"
@@ -221,7 +223,7 @@ int fleet_bridges_write(const char *dir, const char *server, const char *clients
 		return -1;
 	}
 	/* The bridge file: one key group a host's load record, one for the orders. */
-	char nodes[2048], groups[4096], all[4096], conns[16384];
+	char nodes[4096], groups[8192], all[4096], conns[32768];
 	int an = snprintf(nodes, sizeof(nodes), "{\"id\": \"%s\"}", server), ag = 0, aa = 0;
 	for (size_t k = 0; k < n; k++) {
 		an +=
