@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "fleet_bridges.h"
 #include "fleet_cmds.h"
 #include "fleet_host.h"
 #include "fleet_share.h"
@@ -146,6 +147,28 @@ static int grid_size(const char *grid, long hosts, size_t *cols, size_t *rows)
 	return 1;
 }
 
+/* --write-bridges HOST:PORT: the bridge files of a fleet across nodes, into dir/bridge. */
+static int write_bridges_files(const char *dir, const char *server, const char *full,
+                               const char *where)
+{
+	char host[256];
+	const char *colon = strrchr(where, ':');
+	long port = colon != NULL ? strtol(colon + 1, NULL, 10) : 0;
+	if (full == NULL || colon == NULL || colon == where ||
+	    (size_t)(colon - where) >= sizeof(host)) {
+		fprintf(stderr, PROG ": --write-bridges HOST:PORT needs --full N1,N2,...\n");
+		return -1;
+	}
+	memcpy(host, where, (size_t)(colon - where));
+	host[colon - where] = '\0';
+	if (fleet_bridges_write(dir, server, full, host, (int)port) != 0) {
+		fprintf(stderr, PROG ": --write-bridges %s (server %s, clients %s): %s\n", where,
+		        server, full, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(
@@ -172,7 +195,13 @@ static void usage(FILE *f)
 	       "  --hosts K       with --write-zones: the same on the squarest grid of K cells\n"
 	       "  --full W,E      with --write-zones: zones across two client nodes of a\n"
 	       "                  federation (RD-Full), W and E their node ids (a grid: one\n"
-	       "                  node id a cell, N1,N2,...)\n"
+	       "                  node id a cell, N1,N2,...; --balance: one a host; a MOVE\n"
+	       "                  order is then one ask of the server a drone)\n"
+	       "  --write-bridges HOST:PORT  with --write-zones and --full: also the\n"
+	       "                  hako-bridge files (DIR/bridge/fleet_bridge.json) that carry\n"
+	       "                  the hosts' load records to fleet-monitor on the server node\n"
+	       "                  and its orders back: its bridge listens on HOST:PORT\n"
+	       "  --server ID     with --write-bridges: the server node's id (srv-01)\n"
 	       "  --conductor F   with RD-Full --zones: this node's conductor file (its\n"
 	       "                  server commits the moves)\n"
 	       "  --print-needs   print what this host needs of the domain as JSON\n"
@@ -196,6 +225,7 @@ int main(int argc, char **argv)
 	const char *full = NULL, *conductor = NULL;
 	const char *asset = NULL, *out = NULL, *final = NULL, *zones = NULL, *trace = NULL;
 	const char *write_zones = NULL, *zones_grid = NULL;
+	const char *write_bridges = NULL, *server = "srv-01";
 	long grid_hosts = 0;
 	static const struct option longopts[] = {{"drones", required_argument, NULL, 'd'},
 	                                         {"first", required_argument, NULL, 'f'},
@@ -215,6 +245,8 @@ int main(int argc, char **argv)
 	                                         {"zones-grid", required_argument, NULL, 'G'},
 	                                         {"hosts", required_argument, NULL, 'K'},
 	                                         {"drone-cmds", no_argument, NULL, 'D'},
+	                                         {"write-bridges", required_argument, NULL, 'R'},
+	                                         {"server", required_argument, NULL, 'S'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
@@ -238,6 +270,8 @@ int main(int argc, char **argv)
 		case 'G': zones_grid = optarg; break;
 		case 'K': grid_hosts = strtol(optarg, NULL, 10); break;
 		case 'D': drone_cmds = 1; break;
+		case 'R': write_bridges = optarg; break;
+		case 'S': server = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -267,13 +301,17 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if ((hosts > 0 ? fleet_zones_write_balance(write_zones, (size_t)total, counts,
-		                                           hosts, rd, sizeof(rd))
+		                                           hosts, full, rd, sizeof(rd))
 		     : grid ? fleet_zones_write_grid(write_zones, (size_t)total, cols, rows, full,
 		                                     rd, sizeof(rd))
 		            : fleet_zones_write_config(write_zones, (size_t)total, full, rd,
 		                                       sizeof(rd))) != 0) {
 			fprintf(stderr, PROG ": --write-zones %s: %s\n", write_zones,
 			        strerror(errno));
+			return 1;
+		}
+		if (write_bridges != NULL &&
+		    write_bridges_files(write_zones, server, full, write_bridges) != 0) {
 			return 1;
 		}
 		printf("%s\n", rd);

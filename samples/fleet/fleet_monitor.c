@@ -13,7 +13,14 @@
  *     (docs/fleet.md, "Load balancing": why this does not oscillate).
  * It is not an asset: the world never waits for it, and hand-offs are safe whenever they
  * happen (RD-Light decides them at world times). It ends on SIGTERM / SIGINT (hako-launch
- * sends it at the end of the run) with a summary. */
+ * sends it at the end of the run) with a summary.
+ *
+ * Across the nodes of a federation (an RD-Full config) it runs on the server node, which runs
+ * no host: the load records come into its domain, and its orders go out to the client nodes,
+ * through hako-bridge (fleet_bridges.h); the hosts ask the server for each move. A host is
+ * lost there when its load record stops changing (LOST_US of world time and as much wall
+ * time): the server restarts that node's drones itself (docs/rd.md, RD-Full), so the monitor
+ * orders no take-over and leaves the host out of the balance. */
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <math.h>
@@ -32,18 +39,21 @@
 
 #define PROG      "fleet-monitor"
 #define MAX_HOSTS FLEET_MAX_HOSTS
-#define DEAD_BAND 1.15   /* busier / other step time below this: balanced */
-#define SETTLE_US 300000 /* world time after a move before its records count */
-#define RECORDS   5      /* load records of each host a decision averages */
+#define DEAD_BAND 1.15    /* busier / other step time below this: balanced */
+#define SETTLE_US 300000  /* world time after a move before its records count */
+#define RECORDS   5       /* load records of each host a decision averages */
+#define LOST_US   1000000 /* RD-Full: no new load record for this long (world and wall): lost */
 
 struct host {
 	uint8_t node;
 	char asset[64];
+	char label[96]; /* "host 1", or in RD-Full "host 1 (cli-01)" */
 	hako_channel_t *load_ch;
 	uint64_t seq;
 	fleet_load_t load; /* the last record */
 	int have;
-	int seen; /* its asset was registered once */
+	int64_t rec_world, rec_wall; /* the monitor's world and wall time at its last record */
+	int seen;                    /* its asset was registered once */
 	int lost;
 	/* balance: the records since the last move settled */
 	double sum_p50;
@@ -58,11 +68,12 @@ struct monitor {
 	struct host h[MAX_HOSTS];
 	size_t n;
 	int balance;
+	int full;            /* RD-Full: the hosts are on the client nodes of a federation */
 	uint32_t order;      /* the number of the last order */
 	uint32_t order_kind; /* ... its kind and the host that carries it out */
 	size_t order_host;
 	int64_t settle_until; /* world time from which records count again */
-	uint32_t moves, moved, takeovers;
+	uint32_t moves, moved, takeovers, lost;
 	int running_seen;
 	int64_t last_world; /* seen while it ran (a reset takes the clock back to 0) */
 };
@@ -109,6 +120,8 @@ static void read_loads(struct monitor *m, int64_t world)
 		h->seq = seq;
 		h->load = l;
 		h->have = 1;
+		h->rec_world = world;
+		h->rec_wall = fleet_now_ns();
 		if (world >= m->settle_until && l.world >= m->settle_until && order_done(m)) {
 			h->sum_p50 += (double)l.busy_p50_ns;
 			h->records++;
@@ -116,9 +129,46 @@ static void read_loads(struct monitor *m, int64_t world)
 	}
 }
 
+/* RD-Full: hosts whose load record stopped changing while the world went on are lost. The
+ * server restarts their drones on the live hosts from their last checkpoints; the monitor
+ * only leaves them out of the balance. */
+static void find_stalled(struct monitor *m, int64_t world)
+{
+	if (hako_domain_state(m->dom) != HAKO_STATE_RUNNING) {
+		return;
+	}
+	m->running_seen = 1;
+	int64_t now = fleet_now_ns();
+	for (size_t i = 0; i < m->n; i++) {
+		struct host *h = &m->h[i];
+		if (!h->have || h->lost || world - h->rec_world < LOST_US ||
+		    now - h->rec_wall < LOST_US * 1000) {
+			continue;
+		}
+		h->lost = 1;
+		m->lost++;
+		/* Its drones move to the live hosts: figures from before do not measure that. */
+		for (size_t j = 0; j < m->n; j++) {
+			m->h[j].sum_p50 = 0;
+			m->h[j].records = 0;
+		}
+		m->settle_until = world + SETTLE_US;
+		printf(PROG
+		       ": t=%.3f s: %s sent no load record for %.3f s of world time (its last "
+		       "at %.3f s, %u drones): lost; the server restarts its drones (RD-Full), "
+		       "the balance goes on without it\n",
+		       world / 1e6, h->label, (world - h->rec_world) / 1e6, h->load.world / 1e6,
+		       h->load.owned);
+	}
+}
+
 /* Hosts whose asset left the domain while it runs: lost; the other takes their drones. */
 static void find_lost(struct monitor *m, int64_t world)
 {
+	if (m->full) {
+		find_stalled(m, world);
+		return;
+	}
 	hako_asset_info_t a[64];
 	int count = 0;
 	if (hako_domain_list_assets(m->dom, a, 64, &count) != 0) {
@@ -203,10 +253,9 @@ static void balance(struct monitor *m, int64_t world)
 		return;
 	}
 	if (write_order(m, FLEET_ORDER_MOVE, hi, lo, (uint32_t)move) == 0) {
-		printf(PROG
-		       ": t=%.3f s: host %u spends %.3f ms a step on %u drones, host %u %.3f ms "
-		       "on %u: moving %ld drones to host %u (order %u)\n",
-		       world / 1e6, m->h[hi].node, b[hi] / 1e6, n_hi, m->h[lo].node, b[lo] / 1e6,
+		printf(PROG ": t=%.3f s: %s spends %.3f ms a step on %u drones, %s %.3f ms on %u: "
+		            "moving %ld drones to host %u (order %u)\n",
+		       world / 1e6, m->h[hi].label, b[hi] / 1e6, n_hi, m->h[lo].label, b[lo] / 1e6,
 		       m->h[lo].load.owned, move, m->h[lo].node, m->order);
 		m->moves++;
 		m->moved += (uint32_t)move;
@@ -223,15 +272,15 @@ static void status_line(struct monitor *m, int64_t world, double rtf, double wal
 	for (size_t i = 0; i < m->n && len < (int)sizeof(line); i++) {
 		struct host *h = &m->h[i];
 		if (!h->have) {
-			len += snprintf(line + len, sizeof(line) - (size_t)len, " | host %u: -",
-			                h->node);
+			len +=
+			    snprintf(line + len, sizeof(line) - (size_t)len, " | %s: -", h->label);
 			continue;
 		}
 		double cpu = wall_s > 0 ? (double)(h->load.cpu_ns - h->cpu_last) / 1e9 / wall_s : 0;
 		h->cpu_last = h->load.cpu_ns;
 		len += snprintf(line + len, sizeof(line) - (size_t)len,
-		                " | host %u: %3u drones, step p50 %.3f p99 %.3f ms, CPU %3.0f %%%s",
-		                h->node, h->load.owned, h->load.busy_p50_ns / 1e6,
+		                " | %s: %3u drones, step p50 %.3f p99 %.3f ms, CPU %3.0f %%%s",
+		                h->label, h->load.owned, h->load.busy_p50_ns / 1e6,
 		                h->load.busy_p99_ns / 1e6, 100.0 * cpu, h->lost ? " (lost)" : "");
 		handoffs += h->load.releases;
 		taken += h->load.takeovers;
@@ -249,7 +298,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: " PROG " --zones RD [--balance]\n"
 	           "  --zones RD   the fleet's RD config (fleet-host --write-zones): its hosts\n"
 	           "  --balance    move drones between the hosts until their step times are even\n"
-	           "The domain is $HAKO_DOMAIN (hako-launch sets it).\n");
+	           "The domain is $HAKO_DOMAIN (hako-launch sets it). With an RD-Full config, run\n"
+	           "it on the federation's server node, whose hako-bridge brings the hosts' load\n"
+	           "records (fleet-host --write-bridges).\n");
 }
 
 int main(int argc, char **argv)
@@ -297,9 +348,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	m.n = cfg->node_count;
+	m.full = cfg->mode == HAKO_RD_MODE_FULL;
 	for (size_t i = 0; i < m.n; i++) {
 		struct host *h = &m.h[i];
 		h->node = cfg->node_ids[i];
+		if (m.full) {
+			snprintf(h->label, sizeof(h->label), "host %u (%s)", h->node,
+			         cfg->node_names[i]);
+		} else {
+			snprintf(h->label, sizeof(h->label), "host %u", h->node);
+		}
 		snprintf(h->asset, sizeof(h->asset), "fleet-zone-%u", h->node);
 		char robot[64];
 		snprintf(robot, sizeof(robot), FLEET_LOAD_ROBOT "%u", h->node);
@@ -328,7 +386,8 @@ int main(int argc, char **argv)
 		m.order = last.number;
 	}
 	uint32_t first_order = m.order;
-	printf(PROG ": %zu drones on %zu hosts%s\n", cfg->eu_count, m.n,
+	printf(PROG ": %zu drones on %zu hosts%s%s\n", cfg->eu_count, m.n,
+	       m.full ? " on the client nodes of a federation (RD-Full)" : "",
 	       m.balance ? ", balancing their step times" : "");
 	int64_t t_line = fleet_now_ns(), w_line = hako_domain_world_time(m.dom);
 	int64_t t_run = 0, w_run = 0,
@@ -366,8 +425,15 @@ int main(int argc, char **argv)
 	}
 	status_line(&m, world, wall > 0 ? (double)(world - w_run) / 1e6 / wall : 0, wall,
 	            PROG ": done:");
-	printf(PROG ": %u moves ordered (%u drones), %u hosts lost and taken over, %u orders\n",
-	       m.moves, m.moved, m.takeovers, m.order - first_order);
+	if (m.full) {
+		printf(PROG ": %u moves ordered (%u drones), %u hosts lost (their drones restarted "
+		            "by the server), %u orders\n",
+		       m.moves, m.moved, m.lost, m.order - first_order);
+	} else {
+		printf(PROG
+		       ": %u moves ordered (%u drones), %u hosts lost and taken over, %u orders\n",
+		       m.moves, m.moved, m.takeovers, m.order - first_order);
+	}
 	hako_domain_close(m.dom);
 	hako_rd_config_free(cfg);
 	return 0;

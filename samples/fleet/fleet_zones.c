@@ -58,9 +58,10 @@ struct fleet_zones {
 	int full;                 /* RD-Full: the conductor's server commits every move */
 	hako_conductor_config_t *ccfg;
 	hako_rd_full_requester_t *rq;
-	uint64_t refused;
-	int ctx_cmd;          /* the RD config has room for the command state in contexts */
-	fleet_dcmd_io_t *dio; /* per-drone commands: every drone's channels (NULL: off) */
+	uint64_t refused, asked; /* RD-Full: moves refused, moves asked and committed */
+	int moving;              /* RD-Full: a MOVE order is being carried out this step */
+	int ctx_cmd;             /* the RD config has room for the command state in contexts */
+	fleet_dcmd_io_t *dio;    /* per-drone commands: every drone's channels (NULL: off) */
 	uint64_t dcmd_taken, dcmd_answered;
 };
 
@@ -244,6 +245,29 @@ static void split(double lo, double hi, size_t n, double *b)
 	}
 }
 
+/* The RD config's node names: with full ("n1,n2,...", exactly `hosts` client node ids of a
+ * federation) those, else "<prefix>-1", ... 0, or -1 with errno EINVAL. */
+static int node_names(const char *full, const char *prefix, size_t hosts,
+                      char names[FLEET_MAX_HOSTS][64])
+{
+	for (size_t k = 0; k < hosts; k++) {
+		snprintf(names[k], sizeof(names[k]), "%s-%zu", prefix, k + 1);
+	}
+	const char *p = full;
+	for (size_t k = 0; full != NULL && k < hosts; k++) {
+		const char *end = strchr(p, ',');
+		size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (n == 0 || n >= sizeof(names[k]) || (k + 1 < hosts) != (end != NULL)) {
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(names[k], p, n);
+		names[k][n] = '\0';
+		p = end != NULL ? end + 1 : p + n;
+	}
+	return 0;
+}
+
 int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t rows,
                            const char *full, char *rd_path, size_t len)
 {
@@ -255,22 +279,8 @@ int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t ro
 	}
 	/* The nodes' names: the federation's client nodes for RD-Full, in cell order. */
 	char names[FLEET_MAX_HOSTS][64];
-	for (size_t k = 0; k < hosts; k++) {
-		snprintf(names[k], sizeof(names[k]), "zone-%zu", k + 1);
-	}
-	if (full != NULL) {
-		const char *p = full;
-		for (size_t k = 0; k < hosts; k++) {
-			const char *end = strchr(p, ',');
-			size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-			if (n == 0 || n >= sizeof(names[k]) || (k + 1 < hosts) != (end != NULL)) {
-				errno = EINVAL;
-				return -1;
-			}
-			memcpy(names[k], p, n);
-			names[k][n] = '\0';
-			p = end != NULL ? end + 1 : p + n;
-		}
+	if (node_names(full, "zone", hosts, names) != 0) {
+		return -1;
 	}
 	/* The airspace: every place of the mission's formations, split evenly. */
 	double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
@@ -332,31 +342,37 @@ int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t ro
 }
 
 int fleet_zones_write_balance(const char *dir, size_t total, const size_t *counts, size_t hosts,
-                              char *rd_path, size_t len)
+                              const char *full, char *rd_path, size_t len)
 {
 	size_t sum = 0;
 	for (size_t k = 0; k < hosts && counts != NULL; k++) {
 		sum += counts[k];
 	}
+	char names[FLEET_MAX_HOSTS][64];
 	if (counts == NULL || hosts < 2 || hosts > FLEET_MAX_HOSTS || sum != total) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (write_pdu_files(dir, total) != 0) {
+	if (node_names(full, "host", hosts, names) != 0 || write_pdu_files(dir, total) != 0) {
 		return -1;
 	}
-	/* The monitor orders the moves ("manual" for the RD library). */
+	/* The monitor orders the moves ("manual" for the RD library); in RD-Full the hosts ask
+	 * the server for each one, as zone hosts do (the same hand-off timeout). */
 	char head[2048];
-	int at = snprintf(head, sizeof(head), "{\"pdudef\": \"fleet_pdudef.json\",\n \"nodes\": [");
+	int at =
+	    snprintf(head, sizeof(head), "{%s\"pdudef\": \"fleet_pdudef.json\",\n \"nodes\": [",
+	             full != NULL ? "\"mode\": \"full\", " : "");
 	for (size_t k = 1; k <= hosts; k++) {
 		at += snprintf(head + at, sizeof(head) - (size_t)at,
-		               "%s{\"id\": %zu, \"name\": \"host-%zu\"}", k > 1 ? ", " : "", k, k);
+		               "%s{\"id\": %zu, \"name\": \"%s\"}", k > 1 ? ", " : "", k,
+		               names[k - 1]);
 	}
 	snprintf(head + at, sizeof(head) - (size_t)at,
 	         "],\n"
-	         " \"handoff_timeout_usec\": 200000,\n"
+	         " \"handoff_timeout_usec\": %d,\n"
 	         " \"trigger\": {\"type\": \"manual\"},\n"
-	         " \"execution_units\": [");
+	         " \"execution_units\": [",
+	         full != NULL ? 50000 : 200000);
 	return write_rd(dir, total, head, hosts, counts, NULL, rd_path, len);
 }
 
@@ -509,6 +525,7 @@ static void read_order(fleet_zones_t *z)
 		z->to_release = o.count;
 		z->release_to = (uint8_t)o.to;
 		z->order_done = o.number;
+		z->moving = z->full;
 	} else if (o.kind == FLEET_ORDER_TAKE_OVER && o.to == z->self && o.from != z->self &&
 	           o.from <= 255) {
 		z->take_from = (uint8_t)o.from;
@@ -622,12 +639,13 @@ static int release_at_commit(fleet_zones_t *z, size_t i, hako_time_t c, uint8_t 
 }
 
 /* RD-Full: ask the server to move drone i to node `next` (it commits the move, or says why
- * not: a hand-off of it is under way, ...; asked again after the trigger's cooldown). */
-static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
+ * not: a hand-off of it is under way, ...; asked again after the trigger's cooldown). 1 if it
+ * asked (committed or refused), 0 if the drone was not to be asked now. */
+static int ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
 {
 	struct zdrone *zd = &z->z[i];
 	if (zd->requested || now < zd->retry_at || z->rq == NULL) {
-		return;
+		return 0;
 	}
 	char why[256] = "";
 	hako_rd_commit_t c;
@@ -635,7 +653,8 @@ static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
 	    hako_rd_full_requester_ask(z->rq, z->cfg->eus[i].id, next, 5000, &c, why, sizeof(why));
 	if (r == 0) {
 		zd->requested = 1;
-		return;
+		z->asked++;
+		return 1;
 	}
 	zd->retry_at = now + z->cfg->trigger.cooldown_usec;
 	if (r == HAKO_ECRASHED) {
@@ -645,12 +664,26 @@ static void ask_move(fleet_zones_t *z, size_t i, uint8_t next, hako_time_t now)
 		fprintf(stderr, "fleet-zone-%u: moving drone %zu to node %u: %s%s%s\n", z->self,
 		        i + 1, next, hako_strerror(r), why[0] ? ": " : "", why);
 	}
+	return 1;
+}
+
+/* The name of RD node `id` (RD-Full: the client node's id in the federation). */
+static const char *node_name(const hako_rd_config_t *cfg, uint8_t id)
+{
+	for (size_t k = 0; k < cfg->node_count; k++) {
+		if (cfg->node_ids[k] == id) {
+			return cfg->node_names[k];
+		}
+	}
+	return "?";
 }
 
 int fleet_zones_step(fleet_zones_t *z, int64_t now)
 {
 	uint8_t ctx[CTX_MAX];
 	read_order(z);
+	uint32_t ordered = z->to_release;
+	uint64_t asked = z->asked, refused = z->refused;
 	int checkpoint = now % FLEET_CKPT_EVERY == 0;
 	for (size_t i = 0; i < z->total; i++) {
 		struct zdrone *zd = &z->z[i];
@@ -724,6 +757,11 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 				         mt); /* the server commits it; released at COMMIT */
 				next = 0;
 			}
+		} else if (z->to_release > 0 && z->full) {
+			/* A MOVE order in RD-Full: one ask a drone, released at its commit. The
+			 * order is done once the asks were made; a refused one is not asked
+			 * again for this order (the move falls short, never past). */
+			z->to_release -= (uint32_t)ask_move(z, i, z->release_to, mt);
 		} else if (z->to_release > 0) {
 			next = z->release_to;
 			z->to_release--;
@@ -737,6 +775,14 @@ int fleet_zones_step(fleet_zones_t *z, int64_t now)
 			}
 			z->releases += next != 0;
 		}
+	}
+	if (z->moving) {
+		z->moving = 0;
+		printf("fleet-zone-%u: order %u: %u drones to node %u (%s) asked of the server: "
+		       "%llu committed, %llu refused\n",
+		       z->self, z->order_done, ordered, z->release_to,
+		       node_name(z->cfg, z->release_to), (unsigned long long)(z->asked - asked),
+		       (unsigned long long)(z->refused - refused));
 	}
 	z->to_release = 0; /* fewer drones than ordered: the order is done */
 	z->take_from = 0;  /* every drone of the lost host was looked at */

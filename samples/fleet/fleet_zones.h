@@ -43,9 +43,11 @@ int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t ro
                            const char *full, char *rd_path, size_t len);
 /* The same files for load balancing among `hosts` hosts (2..FLEET_MAX_HOSTS, nodes 1..hosts
  * of the RD config, every drone a candidate of each): host k starts with counts[k - 1] drones,
- * in drone order; the counts add up to total. 0, or -1 with errno (EINVAL: bad counts). */
+ * in drone order; the counts add up to total. full: "n1,n2,...", `hosts` node ids of client
+ * nodes of a federation (RD-Full: host k on node nk; the server commits every move); NULL:
+ * RD-Light. 0, or -1 with errno (EINVAL: bad counts or list). */
 int fleet_zones_write_balance(const char *dir, size_t total, const size_t *counts, size_t hosts,
-                              char *rd_path, size_t len);
+                              const char *full, char *rd_path, size_t len);
 /* Remove the files fleet_zones_write_config / _balance wrote in dir, and dir if it is then
  * empty. 0, or -1 with errno (a file that is not there is not an error). */
 int fleet_zones_remove_config(const char *dir);

@@ -159,7 +159,7 @@ static void test_balance_two(void **state)
 	(void)state;
 	char rd[600];
 	const size_t split[2] = {48, 16};
-	assert_int_equal(fleet_zones_write_balance(g_dir, 64, split, 2, rd, sizeof(rd)), 0);
+	assert_int_equal(fleet_zones_write_balance(g_dir, 64, split, 2, NULL, rd, sizeof(rd)), 0);
 	hako_rd_config_t *cfg = load(rd);
 	assert_string_equal(cfg->trigger.type, "manual");
 	assert_int_equal(cfg->node_count, 2);
@@ -178,7 +178,7 @@ static void test_balance_three(void **state)
 	(void)state;
 	char rd[600];
 	const size_t counts[3] = {40, 16, 8};
-	assert_int_equal(fleet_zones_write_balance(g_dir, 64, counts, 3, rd, sizeof(rd)), 0);
+	assert_int_equal(fleet_zones_write_balance(g_dir, 64, counts, 3, NULL, rd, sizeof(rd)), 0);
 	hako_rd_config_t *cfg = load(rd);
 	assert_string_equal(cfg->trigger.type, "manual");
 	assert_int_equal(cfg->node_count, 3);
@@ -200,7 +200,7 @@ static void test_balance_three(void **state)
 		ones[k] = 1;
 	}
 	assert_int_equal(fleet_zones_write_balance(g_dir, FLEET_MAX_HOSTS, ones, FLEET_MAX_HOSTS,
-	                                           rd, sizeof(rd)),
+	                                           NULL, rd, sizeof(rd)),
 	                 0);
 	cfg = load(rd);
 	assert_int_equal(cfg->node_count, FLEET_MAX_HOSTS);
@@ -210,6 +210,38 @@ static void test_balance_three(void **state)
 		assert_int_equal(all[k], 1);
 	}
 	hako_rd_config_free(cfg);
+}
+
+/* Balance across the client nodes of a federation (RD-Full): the nodes named by their ids,
+ * the manual trigger, host k's first drones as in RD-Light; lists that do not name every host
+ * once refused. */
+static void test_balance_full(void **state)
+{
+	(void)state;
+	char rd[600];
+	const size_t counts[3] = {40, 16, 8};
+	assert_int_equal(
+	    fleet_zones_write_balance(g_dir, 64, counts, 3, "cli-01,cli-02,cli-03", rd, sizeof(rd)),
+	    0);
+	hako_rd_config_t *cfg = load(rd);
+	assert_int_equal(cfg->mode, HAKO_RD_MODE_FULL);
+	assert_string_equal(cfg->trigger.type, "manual");
+	assert_int_equal(cfg->node_count, 3);
+	assert_string_equal(cfg->node_names[2], "cli-03");
+	size_t count[FLEET_MAX_HOSTS + 1];
+	assert_true(first_owners(cfg, 3, count));
+	assert_int_equal(count[1], 40);
+	assert_int_equal(count[2], 16);
+	assert_int_equal(count[3], 8);
+	hako_rd_config_free(cfg);
+	static const char *const bad[] = {"cli-01,cli-02", "cli-01,cli-02,cli-03,cli-04",
+	                                  "cli-01,,cli-03", ""};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		errno = 0;
+		assert_int_equal(
+		    fleet_zones_write_balance(g_dir, 64, counts, 3, bad[k], rd, sizeof(rd)), -1);
+		assert_int_equal(errno, EINVAL);
+	}
 }
 
 static void test_balance_refused(void **state)
@@ -233,18 +265,18 @@ static void test_balance_refused(void **state)
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		errno = 0;
 		assert_int_equal(fleet_zones_write_balance(g_dir, bad[k].total, bad[k].counts,
-		                                           bad[k].hosts, rd, sizeof(rd)),
+		                                           bad[k].hosts, NULL, rd, sizeof(rd)),
 		                 -1);
 		assert_int_equal(errno, EINVAL);
 	}
 	/* A path that does not fit the caller's buffer. */
 	const size_t two[2] = {32, 32};
 	errno = 0;
-	assert_int_equal(fleet_zones_write_balance(g_dir, 64, two, 2, rd, 8), -1);
+	assert_int_equal(fleet_zones_write_balance(g_dir, 64, two, 2, NULL, rd, 8), -1);
 	assert_int_equal(errno, ENAMETOOLONG);
 	/* A directory that is not there. */
-	assert_int_equal(fleet_zones_write_balance("/nonexistent/dir", 64, two, 2, rd, sizeof(rd)),
-	                 -1);
+	assert_int_equal(
+	    fleet_zones_write_balance("/nonexistent/dir", 64, two, 2, NULL, rd, sizeof(rd)), -1);
 	assert_int_equal(errno, ENOENT);
 }
 
@@ -280,6 +312,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_grid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_two, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_three, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_balance_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_balance_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 	};
