@@ -20,10 +20,14 @@
 #   --ports BASE    the ports BASE..BASE+6 on 127.0.0.1 (default 54113)
 #   --name NAME     the federation's name, which names the domains (default rdfull)
 #   --out DIR       where the copy of the sample and its logs go (default ./run)
+#   --lab EXE       each node in its own namespaces (hako-netlab EXE; root): own network,
+#                   /dev/shm and pids, reaching the others by the lab's addresses only; one
+#                   hako-launch per node, their lines prefixed with the node as a federation
+#                   file does
 # Exit status: hako-launch's (0 when every node ended well), 2 on a usage error.
 set -u
 
-BOUNDARY=0 RELAY='' BASE=54113 NAME=rdfull OUT=$PWD/run
+BOUNDARY=0 RELAY='' BASE=54113 NAME=rdfull OUT=$PWD/run LAB=''
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--boundary) BOUNDARY=1; shift ;;
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
 	--ports) BASE=${2:?--ports needs a number}; shift 2 ;;
 	--name) NAME=${2:?--name needs a name}; shift 2 ;;
 	--out) OUT=${2:?--out needs a folder}; shift 2 ;;
+	--lab) LAB=${2:?--lab needs the hako-netlab program}; shift 2 ;;
 	-h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
@@ -61,10 +66,11 @@ for f in "$OUT"/*/*.json; do
 done
 sed -i "s/\"name\": \"rdfull\"/\"name\": \"$NAME\"/" "$OUT/federation.json"
 
-RELAY_PID=''
+RELAY_PID='' LAB_NAME=''
 cleanup() {
 	[ -z "$RELAY_PID" ] || kill "$RELAY_PID" 2>/dev/null
 	[ -z "$RELAY_PID" ] || wait "$RELAY_PID" 2>/dev/null
+	[ -z "$LAB_NAME" ] || "$LAB" down "$LAB_NAME" >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -90,6 +96,53 @@ if [ -n "$RELAY" ]; then
 	done
 	sed -i "s/\"port\": $udp1/\"port\": $rudp/" "$OUT/bridge/cli02_udp_comm.json"
 	echo "run.sh: the clients' conductors and cli-02's bridge go through hako-relay (2 ms + U[0, 2] ms)"
+fi
+
+if [ -n "$LAB" ]; then
+	[ -z "$RELAY" ] || { echo "run.sh: --lab and --relay: one or the other" >&2; exit 2; }
+	why=$("$LAB" probe 2>&1) || { echo "run.sh: no lab here: $why" >&2; exit 1; }
+	# Every address of the sample is 127.0.0.1: the conductor's, the server's and cli-01's udp
+	# ports become those nodes' lab addresses.
+	sub=10.$((100 + $$ % 50)).$(($$ % 250))
+	SRV=$sub.11 C1=$sub.12 C2=$sub.13
+	for f in "$OUT"/*/*.json; do
+		sed -i -e "s/127.0.0.1:$ctl\"/$SRV:$ctl\"/; s/127.0.0.1:$time\"/$SRV:$time\"/" "$f"
+	done
+	sed -i "s/127.0.0.1/$C1/" "$OUT/bridge/cli01_udp_comm.json" "$OUT/bridge/cli02_udp_comm.json"
+	sed -i "s/127.0.0.1/$SRV/" "$OUT/bridge/srv01_udp_comm.json" \
+		"$OUT/bridge/cli01_srv_udp_comm.json" "$OUT/bridge/cli02_srv_udp_comm.json"
+	cat >"$OUT/lab.json" <<EOF
+{"subnet": "$sub.0/24", "nodes": [{"name": "srv-01", "address": "$SRV"},
+ {"name": "cli-01", "address": "$C1"}, {"name": "cli-02", "address": "$C2"}]}
+EOF
+	"$BUILD/bin/hako-conductor" keygen "$OUT"/srv-01/srv-01.json "$OUT"/cli-01/cli-01.json \
+		"$OUT"/cli-02/cli-02.json >/dev/null || exit 1
+	LAB_NAME=rdf-$$
+	"$LAB" up "$OUT/lab.json" --name "$LAB_NAME" --while-pid $$ >"$OUT/lab.log" 2>&1 || {
+		echo "run.sh: hako-netlab up: $(cat "$OUT/lab.log")" >&2
+		exit 1
+	}
+	echo "run.sh: each node in its own namespaces (lab $LAB_NAME): srv-01 $SRV, cli-01 $C1, cli-02 $C2"
+	pids=()
+	for n in srv-01 cli-01 cli-02; do
+		(cd "$OUT/$n" && "$LAB" exec "$LAB_NAME" "$n" -- env HAKO_DOMAIN="$NAME-$n" \
+			"$LAUNCH" launch.json 2>&1 | sed -u "s/^/[$n] /") &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p"
+	done
+	# A pipeline's status is sed's: each node's own is its log's last line.
+	rc=0
+	for n in srv-01 cli-01 cli-02; do
+		grep -q "^hako-launch: done: world time" "$OUT/logs/$n/hako-launch.log" 2>/dev/null || rc=1
+	done
+	if [ "$rc" -eq 0 ]; then
+		echo "run.sh: done: every node of the federation ended well, each in its own namespaces"
+	else
+		echo "run.sh: FAILED: a node did not end well (logs in $OUT/logs)"
+	fi
+	exit "$rc"
 fi
 
 "$LAUNCH" "$OUT/federation.json"
