@@ -305,6 +305,20 @@ int hako_rd_master_activated(hako_rd_master_t *m, uint8_t node, uint32_t eu, uin
 	return 0;
 }
 
+/* A copy of the context PDU becomes e's last committed context. */
+static int keep_context(struct meu *e, const void *pdu, size_t len)
+{
+	uint8_t *copy = malloc(len > 0 ? len : 1);
+	if (copy == NULL) {
+		return HAKO_ENOMEM;
+	}
+	memcpy(copy, pdu, len);
+	free(e->ctx);
+	e->ctx = copy;
+	e->ctx_len = len;
+	return 0;
+}
+
 int hako_rd_master_store_context(hako_rd_master_t *m, uint32_t eu, uint8_t epoch, const void *pdu,
                                  size_t len)
 {
@@ -315,16 +329,9 @@ int hako_rd_master_store_context(hako_rd_master_t *m, uint32_t eu, uint8_t epoch
 	if (e->st.status != HAKO_RD_OWNER_RELEASING || e->st.epoch != epoch || e->st.from_stored) {
 		return HAKO_ESTATE;
 	}
-	uint8_t *copy = malloc(len > 0 ? len : 1);
-	if (copy == NULL) {
-		return HAKO_ENOMEM;
-	}
-	memcpy(copy, pdu, len);
-	free(e->ctx);
-	e->ctx = copy;
-	e->ctx_len = len;
-	e->ctx_sent = 1;
-	return 0;
+	int r = keep_context(e, pdu, len);
+	e->ctx_sent = r == 0;
+	return r;
 }
 
 int hako_rd_master_store_checkpoint(hako_rd_master_t *m, uint32_t eu, uint8_t node, uint8_t epoch,
@@ -343,15 +350,7 @@ int hako_rd_master_store_checkpoint(hako_rd_master_t *m, uint32_t eu, uint8_t no
 	if (e->st.curr != node || !(stable || releasing)) {
 		return HAKO_ESTATE;
 	}
-	uint8_t *copy = malloc(len > 0 ? len : 1);
-	if (copy == NULL) {
-		return HAKO_ENOMEM;
-	}
-	memcpy(copy, pdu, len);
-	free(e->ctx);
-	e->ctx = copy;
-	e->ctx_len = len;
-	return 0;
+	return keep_context(e, pdu, len);
 }
 
 const void *hako_rd_master_context(const hako_rd_master_t *m, uint32_t eu, size_t *len)
