@@ -237,6 +237,7 @@ typedef struct run_result {
 	uint64_t steps;
 	bench_cpu_t cpu;
 	char rec_line[512];
+	char budget_line[512]; /* --cpu-budget auto: what it settled on */
 } run_result_t;
 
 /* CPU time of this thread: what the host's steps cost it, whether or not it kept its CPU. */
@@ -328,9 +329,11 @@ static int run_once(size_t drones, uint64_t steps, const char *exe, const varian
 		FILE *f = rec_out;
 		char line[512];
 		while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+			line[strcspn(line, "\n")] = '\0';
 			if (strstr(line, "hako-record: done") != NULL) {
-				line[strcspn(line, "\n")] = '\0';
 				snprintf(res->rec_line, sizeof(res->rec_line), "%s", line);
+			} else if (strstr(line, "hako-record: automatic budget") != NULL) {
+				snprintf(res->budget_line, sizeof(res->budget_line), "%s", line);
 			}
 		}
 		if (f != NULL) {
@@ -497,6 +500,10 @@ int main(int argc, char **argv)
 				v->frac[i] = recorded_fraction(res.rec_line);
 				printf("# round %d %s: %s (%.1f %% of the writes recorded)\n",
 				       i + 1, v->name, res.rec_line, v->frac[i] * 100);
+				if (res.budget_line[0] != '\0') {
+					printf("# round %d %s: %s\n", i + 1, v->name,
+					       res.budget_line);
+				}
 			}
 			fflush(stdout);
 		}

@@ -205,9 +205,12 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		case O_STALL: o.test_stall_writer = 1; break;
 		case O_WAKE: o.wake_on_write = 1; break;
 		case O_BUDGET:
-			if (parse_double(optarg, 0, 64, &o.cpu_budget) != 0) {
+			if (strcmp(optarg, "auto") == 0) {
+				o.cpu_budget = -1;
+			} else if (parse_double(optarg, 0, 64, &o.cpu_budget) != 0) {
 				return hako_cli_usage_error(
-				    cmd, "--cpu-budget %s: expected [0, 64] (CPUs)", optarg);
+				    cmd, "--cpu-budget %s: expected auto or [0, 64] (CPUs)",
+				    optarg);
 			}
 			break;
 		case O_NICE:
@@ -296,7 +299,8 @@ int main(int argc, char **argv)
 	    "  --poll-usec N        while the run runs, look at the channels every N us of\n"
 	    "                       wall time (default 100); no cost to the writers\n"
 	    "  --cpu-budget F       a follower uses at most F CPUs on average (default 0.1;\n"
-	    "                       0: no limit); what it then does not see is missed\n"
+	    "                       0: no limit); what it then does not see is missed;\n"
+	    "                       auto: as much as keeps the world at 0.9 of its speed\n"
 	    "  --nice N             run at this nice level (default 10: below the assets)\n"
 	    "  --wake-on-write      wake at every write instead: sees more writes of a slow\n"
 	    "                       run, costs each writer a system call while it sleeps\n"

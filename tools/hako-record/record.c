@@ -11,9 +11,11 @@
 #include <time.h>
 
 #include "hako/cdr.h"
+#include "hako/log.h"
 #include "hako/msg.h"
 #include "hako/pdudef.h"
 #include "record.h"
+#include "record_budget.h"
 #include "record_ring.h"
 
 #define RESCAN_USEC    100000 /* the channel list is looked at again this often */
@@ -71,6 +73,8 @@ typedef struct recorder {
 	uint32_t resets;
 	int64_t step_ns; /* --asset: the log time of this step's reads; -1: the world time */
 	uint64_t recorded, missed, dropped, decimated, invalid;
+	rec_budget_t budget;
+	double rtf; /* the domain's real-time factor (0: free-running), as of the last rescan */
 } recorder_t;
 
 static int64_t wall_ns(void)
@@ -171,6 +175,7 @@ static int rescan(recorder_t *R)
 	if (r != 0) {
 		return r;
 	}
+	R->rtf = info.real_time_factor;
 	if (R->chans == NULL) {
 		if (R->o->wake_on_write && hako_waitset_create(R->dom, &R->ws) != 0) {
 			fprintf(stderr,
@@ -435,6 +440,13 @@ static void after_reset(recorder_t *R)
 	}
 }
 
+static int64_t process_cpu_ns(void)
+{
+	struct timespec c;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+	return (int64_t)c.tv_sec * 1000000000 + c.tv_nsec;
+}
+
 static int open_domain(recorder_t *R, volatile sig_atomic_t *stop)
 {
 	hako_time_t until = hako_now_usec() + (hako_time_t)R->o->wait_ms * 1000;
@@ -582,10 +594,7 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 	int was_running = 0;
 	hako_time_t next_rescan = hako_now_usec() + RESCAN_USEC;
 	const char *why = "stopped by a signal";
-	struct timespec c0;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-	int64_t cpu0 = (int64_t)c0.tv_sec * 1000000000 + c0.tv_nsec;
-	hako_time_t wall0 = hako_now_usec();
+	rec_budget_init(&R.budget, o->cpu_budget);
 	if (rc == 0 && o->asset != NULL) {
 		rc = run_asset(&R, stop, &why);
 	}
@@ -607,7 +616,12 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 			after_reset(&R);
 		}
 		int state = hako_domain_state(R.dom);
-		int any = scan(&R);
+		if (state != HAKO_STATE_RUNNING) {
+			rec_budget_pause(&R.budget); /* its windows begin with the run */
+		}
+		/* A quiet window: what is written meanwhile is missed (counted). */
+		int any =
+		    state == HAKO_STATE_RUNNING && !rec_budget_may_read(&R.budget) ? 0 : scan(&R);
 		if (any) {
 			wake_writer(&R);
 		}
@@ -629,26 +643,12 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 			rc = rescan(&R);
 		}
 		if (!o->wake_on_write && state == HAKO_STATE_RUNNING) {
-			/* Look again after poll_usec of wall time: no cost to the writers (a
-			 * wake-up per write would cost each one a system call while the sampler
-			 * sleeps). */
-			int64_t nap = (int64_t)o->poll_usec * 1000;
-			if (o->cpu_budget > 0) {
-				/* Its CPU time (sampler and writer) against the wall time it has
-				 * followed the run: over budget, it sleeps until it is back under.
-				 * On two vCPUs the other one may be the assets' core's sibling:
-				 * what the recorder does there, the assets lose. */
-				struct timespec c;
-				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
-				int64_t cpu = (int64_t)c.tv_sec * 1000000000 + c.tv_nsec - cpu0;
-				int64_t wall = (hako_now_usec() - wall0) * 1000;
-				int64_t over = cpu - (int64_t)(o->cpu_budget * (double)wall);
-				if (over > 0) {
-					int64_t need = (int64_t)((double)over / o->cpu_budget);
-					nap = need > nap ? (need < 100000000 ? need : 100000000)
-					                 : nap;
-				}
-			}
+			/* Look again after poll_usec of wall time, or later if over budget: no
+			 * cost to the writers (a wake-up per write would cost each one a system
+			 * call while the sampler sleeps). */
+			int64_t nap = rec_budget_nap(&R.budget, hako_now_usec(), process_cpu_ns(),
+			                             hako_domain_world_time(R.dom), R.rtf,
+			                             (int64_t)o->poll_usec * 1000);
 			struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
 			nanosleep(&ts, NULL);
 		} else if (R.ws != NULL && R.nselected > 0 && state == HAKO_STATE_RUNNING) {
@@ -691,6 +691,13 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		if (cr != 0 && rc == cr) {
 			fprintf(stderr, "hako-record: %s: closing: %s\n", o->out,
 			        hako_strerror(cr));
+		}
+		if (R.budget.automatic && R.budget.changes > 0) {
+			printf("hako-record: automatic budget: %.3f CPUs on average over %" PRIu32
+			       " cycles, %.3f at the end; the world's speed recording / not "
+			       "recording %.3f (the last cycle)\n",
+			       R.budget.cpus_sum / R.budget.changes, R.budget.changes,
+			       R.budget.cpus, R.budget.ratio);
 		}
 		printf("hako-record: done (%s): %" PRIu64 " messages on %d channels, %" PRIu64
 		       " missed (sequence gaps), %" PRIu64 " dropped (buffer full), %" PRIu64
