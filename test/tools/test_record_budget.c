@@ -77,7 +77,7 @@ static void test_auto_finds_the_cost(void **state)
 	/* Each CPU of recording costs the world 60 % of its speed: 0.9 of it is 1/6 CPU. */
 	sim_t s = {.base = 15, .cost = 0.6};
 	run(&s, &b, 60000000);
-	assert_true(b.changes > 50);
+	assert_true(b.changes > 30); /* a decision every REC_RATIOS cycles */
 	double loss = 0.6 * b.cpus;
 	assert_true(loss <= 0.1);    /* the world at >= 0.9 of its speed */
 	assert_true(b.cpus >= 0.05); /* and not far below what it could */

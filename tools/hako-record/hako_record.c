@@ -83,7 +83,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_POLL,
 		O_WAKE,
 		O_NICE,
-		O_BUDGET
+		O_BUDGET,
+		O_IDLE
 	};
 	static const struct option longopts[] = {
 	    {"domain", required_argument, NULL, 'd'},
@@ -106,6 +107,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    {"wake-on-write", no_argument, NULL, O_WAKE},
 	    {"nice", required_argument, NULL, O_NICE},
 	    {"cpu-budget", required_argument, NULL, O_BUDGET},
+	    {"idle", no_argument, NULL, O_IDLE},
 	    {"test-stall-writer", no_argument, NULL, O_STALL}, /* tests only: rec_opts_t */
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0}};
@@ -213,6 +215,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 				    optarg);
 			}
 			break;
+		case O_IDLE: o.idle = 1; break;
 		case O_NICE:
 			if (parse_double(optarg, 0, 19, &v) != 0) {
 				return hako_cli_usage_error(cmd, "--nice %s: expected [0, 19]",
@@ -302,6 +305,8 @@ int main(int argc, char **argv)
 	    "                       0: no limit); what it then does not see is missed;\n"
 	    "                       auto: as much as keeps the world at 0.9 of its speed\n"
 	    "  --nice N             run at this nice level (default 10: below the assets)\n"
+	    "  --idle               a follower runs only on CPU time nothing else wants\n"
+	    "                       (SCHED_IDLE) until the run ends\n"
 	    "  --wake-on-write      wake at every write instead: sees more writes of a slow\n"
 	    "                       run, costs each writer a system call while it sleeps\n"
 	    "  --until-stop         end when the run stops (else at a signal, or when the\n"

@@ -1,9 +1,13 @@
 /* hako-record's work: a sampler (this thread) that follows the domain without being an asset,
  * so the world never waits for it, and a writer thread that encodes to CDR and writes the MCAP
  * file. Between them a bounded ring: when it is full the sampler drops and counts. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* SCHED_IDLE */
+#endif
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,6 +444,22 @@ static void after_reset(recorder_t *R)
 	}
 }
 
+/* --idle: the sampler (and the writer thread, which inherits it) get only CPU time no other
+ * thread wants, so a neighbour on the assets' CPU never takes from them; at the end both go back
+ * to the normal policy to write out what is buffered (best effort: an unprivileged process may
+ * not be allowed back, and then finishes on idle time). */
+static void set_idle(recorder_t *R, int idle, int thread)
+{
+	struct sched_param sp = {0};
+	int policy = idle ? SCHED_IDLE : SCHED_OTHER;
+	if (pthread_setschedparam(pthread_self(), policy, &sp) != 0 && idle) {
+		fprintf(stderr, "hako-record: --idle: SCHED_IDLE refused\n");
+	}
+	if (thread) {
+		pthread_setschedparam(R->thread, policy, &sp);
+	}
+}
+
 static int64_t process_cpu_ns(void)
 {
 	struct timespec c;
@@ -582,6 +602,9 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 	if (rc == 0) {
 		pthread_mutex_init(&R.mu, NULL);
 		pthread_cond_init(&R.cv, NULL);
+		if (o->idle && o->asset == NULL) {
+			set_idle(&R, 1, 0); /* before the thread: it inherits the policy */
+		}
 		rc = pthread_create(&R.thread, NULL, writer_main, &R) == 0 ? 0 : HAKO_ENOMEM;
 		thread = rc == 0;
 	}
@@ -667,6 +690,9 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		scan(&R);
 	}
 	if (thread) {
+		if (o->idle && o->asset == NULL) {
+			set_idle(&R, 0, 1);
+		}
 		atomic_store(&R.done, 1);
 		pthread_mutex_lock(&R.mu);
 		pthread_cond_signal(&R.cv);
@@ -695,7 +721,7 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		if (R.budget.automatic && R.budget.changes > 0) {
 			printf("hako-record: automatic budget: %.3f CPUs on average over %" PRIu32
 			       " cycles, %.3f at the end; the world's speed recording / not "
-			       "recording %.3f (the last cycle)\n",
+			       "recording %.3f (the last decision)\n",
 			       R.budget.cpus_sum / R.budget.changes, R.budget.changes,
 			       R.budget.cpus, R.budget.ratio);
 		}

@@ -21,6 +21,7 @@ void rec_budget_pause(rec_budget_t *b)
 	b->quiet = 0;
 	b->settled = 0;
 	b->sub = 0;
+	b->nactive = 0;
 }
 
 int rec_budget_may_read(const rec_budget_t *b)
@@ -45,44 +46,50 @@ static int cmp_double(const void *x, const void *y)
 
 static double median(const double *v, int n)
 {
-	double s[REC_ACTIVE_KEEP];
+	double s[REC_CYCLE > REC_RATIOS ? REC_CYCLE : REC_RATIOS];
 	memcpy(s, v, (size_t)n * sizeof(*s));
 	qsort(s, (size_t)n, sizeof(*s), cmp_double);
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* The end of a cycle: the world's speed while recording against its speed without (a free
- * run: the quiet windows) or its pace (a paced run). The budget is cut when the recording
- * costs more than 1 - REC_AUTO_LOW of the speed (at once by half when it costs more than the
- * goal allows by 5 points), and grows slowly while it costs less than 1 - REC_AUTO_HIGH. */
-static void compare(rec_budget_t *b, double rtf, int64_t now, int64_t cpu)
+/* Once REC_RATIOS cycles were measured with the budget as it is: it is cut when the recording
+ * costs more than 1 - REC_AUTO_LOW of the world's speed (by half when it costs more than the
+ * goal allows by 5 points), and grows while it costs less than 1 - REC_AUTO_HIGH. */
+static void decide(rec_budget_t *b, int64_t now, int64_t cpu)
 {
-	double ref = rtf > 0 ? rtf : b->nquiet >= 3 ? median(b->quiet_speed, b->nquiet) : -1;
-	if (b->nactive < 3 || ref <= 0) {
+	if (b->nratios < REC_RATIOS) {
 		return;
 	}
-	double r = median(b->active_speed, b->nactive) / ref;
+	double r = median(b->ratios, b->nratios);
 	double was = b->cpus;
 	b->ratio = r;
 	b->changes++;
 	b->cpus_sum += b->cpus;
+	b->nratios = 0;
 	if (r < REC_AUTO_LOW) {
-		b->cpus *= r < REC_AUTO_GOAL - 0.05 ? 0.5 : 0.8;
+		b->cpus *= r < REC_AUTO_GOAL - 0.05 ? 0.5 : 0.7;
 	} else if (r > REC_AUTO_HIGH) {
 		b->cpus *= 1.25;
 	}
 	b->cpus = b->cpus < REC_AUTO_MIN   ? REC_AUTO_MIN
 	          : b->cpus > REC_AUTO_MAX ? REC_AUTO_MAX
 	                                   : b->cpus;
-	HAKO_DEBUG("hako-record: budget: world speed %.3f of %.3f (%d and %d windows): %.3f CPUs",
-	           r, ref, b->nactive, b->nquiet, b->cpus);
-	if (b->cpus != was) {
-		/* What was measured belongs to the old budget; the new one starts even. */
-		b->nactive = 0;
-		b->active_next = 0;
+	HAKO_DEBUG("hako-record: budget: world speed %.3f of its speed without reads: %.3f CPUs", r,
+	           b->cpus);
+	if (b->cpus != was) { /* the new budget starts even */
 		b->acct_wall0 = now;
 		b->acct_cpu0 = cpu;
 	}
+}
+
+/* The end of a cycle (its quiet window, or its last active one in a paced run). */
+static void cycle_end(rec_budget_t *b, double rtf, double quiet_speed)
+{
+	double ref = rtf > 0 ? rtf : quiet_speed;
+	if (b->nactive >= 3 && ref > 0) {
+		b->ratios[b->nratios++] = median(b->active_speed, b->nactive) / ref;
+	}
+	b->nactive = 0;
 }
 
 /* Automatic: move between the windows; a quiet window returns how long to sleep (>= 0), else
@@ -91,6 +98,7 @@ static int64_t windows(rec_budget_t *b, int64_t now, int64_t cpu, int64_t world,
 {
 	if (b->win_wall0 < 0 || world < b->win_world0) { /* a start, or a reset went back */
 		window_start(b, now, world, 0);
+		b->nactive = 0;
 		return -1;
 	}
 	if (b->quiet && !b->settled) {
@@ -102,21 +110,18 @@ static int64_t windows(rec_budget_t *b, int64_t now, int64_t cpu, int64_t world,
 	}
 	if (now >= b->win_end) {
 		double speed = (double)(world - b->win_world0) / (double)(now - b->win_wall0);
-		if (b->quiet) {
-			b->quiet_speed[b->quiet_next] = speed;
-			b->quiet_next = (b->quiet_next + 1) % REC_QUIET_KEEP;
-			b->nquiet += b->nquiet < REC_QUIET_KEEP;
-			/* Its CPU time saved in the quiet window is not spent later at once. */
-			b->acct_wall0 = now;
-			b->acct_cpu0 = cpu;
-		} else {
-			b->active_speed[b->active_next] = speed;
-			b->active_next = (b->active_next + 1) % REC_ACTIVE_KEEP;
-			b->nactive += b->nactive < REC_ACTIVE_KEEP;
+		int was_quiet = b->quiet;
+		if (!was_quiet && b->nactive < REC_CYCLE) {
+			b->active_speed[b->nactive++] = speed;
 		}
 		b->sub = (b->sub + 1) % REC_CYCLE;
 		if (b->sub == 0) {
-			compare(b, rtf, now, cpu);
+			cycle_end(b, rtf, was_quiet ? speed : -1);
+			decide(b, now, cpu);
+		}
+		if (was_quiet) { /* the CPU time it saved there is not spent later at once */
+			b->acct_wall0 = now;
+			b->acct_cpu0 = cpu;
 		}
 		/* The last window of a cycle is quiet; a paced run is compared with its pace. */
 		window_start(b, now, world, b->sub == REC_CYCLE - 1 && rtf <= 0);

@@ -9,14 +9,14 @@
 
 /* Automatic: the world's speed is measured in windows of REC_WINDOW_USEC of wall time; one in
  * REC_CYCLE is quiet (nothing read, after REC_SETTLE_USEC for the writer thread to finish what
- * it has) in a free run; at the end of each cycle the median speed of the latest active windows
- * since the budget last changed is compared with the median of the latest quiet ones (a paced
- * run: with its real-time factor) and the budget moves. */
+ * it has) in a free run. Each cycle gives a ratio: the median speed of its active windows over
+ * the speed of its quiet one (a paced run: over its real-time factor), so that a load that comes
+ * and goes on the machine counts on both sides. Once REC_RATIOS cycles were made with the
+ * budget as it is, their median ratio moves it. */
 #define REC_WINDOW_USEC 50000
 #define REC_SETTLE_USEC 5000
 #define REC_CYCLE       10
-#define REC_QUIET_KEEP  7
-#define REC_ACTIVE_KEEP 32
+#define REC_RATIOS      3
 #define REC_AUTO_START  0.1  /* CPUs: the fixed default, known to cost a free fleet little */
 #define REC_AUTO_MIN    0.01 /* never less: a slower run's slack is found again */
 #define REC_AUTO_MAX    1.0  /* a CPU */
@@ -29,16 +29,16 @@ typedef struct rec_budget {
 	int automatic;
 	int64_t acct_wall0, acct_cpu0; /* CPU accounting since (wall us, CPU ns); -1: not started */
 	/* automatic */
-	int quiet, settled;         /* in a quiet window; its settling time is over */
-	int sub;                    /* window number within the cycle */
-	int64_t win_wall0, win_end; /* the window began, ends (wall us) */
-	int64_t win_world0;         /* world time when it began */
-	double quiet_speed[REC_QUIET_KEEP];
-	int nquiet, quiet_next;
-	double active_speed[REC_ACTIVE_KEEP]; /* the latest, since the budget changed */
-	int nactive, active_next;
-	double ratio;     /* the last comparison; 0: none yet */
-	uint32_t changes; /* comparisons made */
+	int quiet, settled;             /* in a quiet window; its settling time is over */
+	int sub;                        /* window number within the cycle */
+	int64_t win_wall0, win_end;     /* the window began, ends (wall us) */
+	int64_t win_world0;             /* world time when it began */
+	double active_speed[REC_CYCLE]; /* this cycle's */
+	int nactive;
+	double ratios[REC_RATIOS]; /* the cycles' since the budget last moved */
+	int nratios;
+	double ratio;     /* the median of the last decision; 0: none yet */
+	uint32_t changes; /* decisions made */
 	double cpus_sum;  /* the budget at each, for the mean said at the end */
 } rec_budget_t;
 
