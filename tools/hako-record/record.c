@@ -720,7 +720,7 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		}
 		if (R.budget.automatic && R.budget.changes > 0) {
 			printf("hako-record: automatic budget: %.3f CPUs on average over %" PRIu32
-			       " cycles, %.3f at the end; the world's speed recording / not "
+			       " decisions, %.3f at the end; the world's speed recording / not "
 			       "recording %.3f (the last decision)\n",
 			       R.budget.cpus_sum / R.budget.changes, R.budget.changes,
 			       R.budget.cpus, R.budget.ratio);
