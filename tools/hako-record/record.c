@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "hako/cdr.h"
-#include "hako/log.h"
 #include "hako/msg.h"
 #include "hako/pdudef.h"
 #include "record.h"
