@@ -83,6 +83,8 @@ expect 2 "$REC" -o x.mcap --type std_msgs/UInt64
 has '--type needs --pdudef'
 expect 2 "$REC" -o x.mcap --compression bz2
 has 'expected zstd, lz4 or none'
+expect 2 "$REC" -o x.mcap --cpu-budget fast
+has 'cpu-budget fast: expected auto or'
 expect 2 "$REP"
 has 'no recording given'
 expect 2 "$REP" --remap Robot x.mcap
@@ -104,6 +106,17 @@ grep -q '1 channels' <<<"$done_line" || fail "full: not 1 channel: $done_line"
 expect 0 "$REP" --check "$tmp/full.mcap"
 has 'indexed, 1 channels \(1 replayed\), 1 schemas'
 has "^hako-replay: $rec messages would be written, 0 read errors"
+
+# ---- the automatic budget, on idle CPU time: a paced run of 2 s ----
+# (what it sees of the writes depends on the machine's load; that it counts them all, and that it
+# measured the world and said so, must not)
+hello_run auto 1 2000000 -o "$tmp/auto.mcap" --cpu-budget auto --idle
+sum=$(($(field messages) + $(field missed) + $(field dropped) + $(field decimated)))
+[ "$sum" -le 2000 ] && [ "$sum" -ge 1900 ] || fail "auto: $sum writes counted of 2000: $done_line"
+[ "$(field messages)" -gt 0 ] || fail "auto: nothing recorded: $done_line"
+grep -q 'automatic budget: .* CPUs on average over [1-9]' "$tmp/logs-auto/rec.log" ||
+	{ fail "auto: no budget line"; show "$tmp/logs-auto/rec.log"; }
+expect 0 "$REP" --check "$tmp/auto.mcap"
 
 # ---- filters ----
 hello_run f_robot 0 100000 -o "$tmp/f1.mcap" --robot Nope

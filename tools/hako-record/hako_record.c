@@ -66,7 +66,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_POLL,
 		O_WAKE,
 		O_NICE,
-		O_BUDGET
+		O_BUDGET,
+		O_IDLE
 	};
 	static const struct option longopts[] = {
 	    {"domain", required_argument, NULL, 'd'},
@@ -89,6 +90,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    {"wake-on-write", no_argument, NULL, O_WAKE},
 	    {"nice", required_argument, NULL, O_NICE},
 	    {"cpu-budget", required_argument, NULL, O_BUDGET},
+	    {"idle", no_argument, NULL, O_IDLE},
 	    {"test-stall-writer", no_argument, NULL, O_STALL}, /* tests only: rec_opts_t */
 	    HAKO_CLI_HELP_VERSION,
 	    {NULL, 0, NULL, 0}};
@@ -180,9 +182,14 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		case O_STALL: o.test_stall_writer = 1; break;
 		case O_WAKE: o.wake_on_write = 1; break;
 		case O_BUDGET:
-			r = hako_cli_option_double(cmd, "--cpu-budget", optarg, 0, 64,
-			                           "[0, 64] (CPUs)", &o.cpu_budget);
+			if (strcmp(optarg, "auto") == 0) {
+				o.cpu_budget = -1;
+			} else {
+				r = hako_cli_option_double(cmd, "--cpu-budget", optarg, 0, 64,
+				                           "auto or [0, 64] (CPUs)", &o.cpu_budget);
+			}
 			break;
+		case O_IDLE: o.idle = 1; break;
 		case O_NICE:
 			r = hako_cli_option_double(cmd, "--nice", optarg, 0, 19, "[0, 19]", &v);
 			nice_level = (int)v;
@@ -261,8 +268,11 @@ int main(int argc, char **argv)
 	    "  --poll-usec N        while the run runs, look at the channels every N us of\n"
 	    "                       wall time (default 100); no cost to the writers\n"
 	    "  --cpu-budget F       a follower uses at most F CPUs on average (default 0.1;\n"
-	    "                       0: no limit); what it then does not see is missed\n"
+	    "                       0: no limit); what it then does not see is missed;\n"
+	    "                       auto: as much as keeps the world at 0.9 of its speed\n"
 	    "  --nice N             run at this nice level (default 10: below the assets)\n"
+	    "  --idle               a follower runs only on CPU time nothing else wants\n"
+	    "                       (SCHED_IDLE) until the run ends\n"
 	    "  --wake-on-write      wake at every write instead: sees more writes of a slow\n"
 	    "                       run, costs each writer a system call while it sleeps\n"
 	    "  --until-stop         end when the run stops (else at a signal, or when the\n"

@@ -1,9 +1,13 @@
 /* hako-record's work: a sampler (this thread) that follows the domain without being an asset,
  * so the world never waits for it, and a writer thread that encodes to CDR and writes the MCAP
  * file. Between them a bounded ring: when it is full the sampler drops and counts. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* SCHED_IDLE */
+#endif
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 #include "hako/msg.h"
 #include "hako/pdudef.h"
 #include "record.h"
+#include "record_budget.h"
 #include "record_ring.h"
 
 #define RESCAN_USEC    100000 /* the channel list is looked at again this often */
@@ -71,6 +76,8 @@ typedef struct recorder {
 	uint32_t resets;
 	int64_t step_ns; /* --asset: the log time of this step's reads; -1: the world time */
 	uint64_t recorded, missed, dropped, decimated, invalid;
+	rec_budget_t budget;
+	double rtf; /* the domain's real-time factor (0: free-running), as of the last rescan */
 } recorder_t;
 
 static int64_t wall_ns(void)
@@ -171,6 +178,7 @@ static int rescan(recorder_t *R)
 	if (r != 0) {
 		return r;
 	}
+	R->rtf = info.real_time_factor;
 	if (R->chans == NULL) {
 		if (R->o->wake_on_write && hako_waitset_create(R->dom, &R->ws) != 0) {
 			fprintf(stderr,
@@ -435,6 +443,29 @@ static void after_reset(recorder_t *R)
 	}
 }
 
+/* --idle: the sampler (and the writer thread, which inherits it) get only CPU time no other
+ * thread wants, so a neighbour on the assets' CPU never takes from them; at the end both go back
+ * to the normal policy to write out what is buffered (best effort: an unprivileged process may
+ * not be allowed back, and then finishes on idle time). */
+static void set_idle(recorder_t *R, int idle, int thread)
+{
+	struct sched_param sp = {0};
+	int policy = idle ? SCHED_IDLE : SCHED_OTHER;
+	if (pthread_setschedparam(pthread_self(), policy, &sp) != 0 && idle) {
+		fprintf(stderr, "hako-record: --idle: SCHED_IDLE refused\n");
+	}
+	if (thread) {
+		pthread_setschedparam(R->thread, policy, &sp);
+	}
+}
+
+static int64_t process_cpu_ns(void)
+{
+	struct timespec c;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+	return (int64_t)c.tv_sec * 1000000000 + c.tv_nsec;
+}
+
 static int open_domain(recorder_t *R, volatile sig_atomic_t *stop)
 {
 	hako_time_t until = hako_now_usec() + (hako_time_t)R->o->wait_ms * 1000;
@@ -570,6 +601,9 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 	if (rc == 0) {
 		pthread_mutex_init(&R.mu, NULL);
 		pthread_cond_init(&R.cv, NULL);
+		if (o->idle && o->asset == NULL) {
+			set_idle(&R, 1, 0); /* before the thread: it inherits the policy */
+		}
 		rc = pthread_create(&R.thread, NULL, writer_main, &R) == 0 ? 0 : HAKO_ENOMEM;
 		thread = rc == 0;
 	}
@@ -582,10 +616,7 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 	int was_running = 0;
 	hako_time_t next_rescan = hako_now_usec() + RESCAN_USEC;
 	const char *why = "stopped by a signal";
-	struct timespec c0;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-	int64_t cpu0 = (int64_t)c0.tv_sec * 1000000000 + c0.tv_nsec;
-	hako_time_t wall0 = hako_now_usec();
+	rec_budget_init(&R.budget, o->cpu_budget);
 	if (rc == 0 && o->asset != NULL) {
 		rc = run_asset(&R, stop, &why);
 	}
@@ -607,7 +638,12 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 			after_reset(&R);
 		}
 		int state = hako_domain_state(R.dom);
-		int any = scan(&R);
+		if (state != HAKO_STATE_RUNNING) {
+			rec_budget_pause(&R.budget); /* its windows begin with the run */
+		}
+		/* A quiet window: what is written meanwhile is missed (counted). */
+		int any =
+		    state == HAKO_STATE_RUNNING && !rec_budget_may_read(&R.budget) ? 0 : scan(&R);
 		if (any) {
 			wake_writer(&R);
 		}
@@ -629,26 +665,12 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 			rc = rescan(&R);
 		}
 		if (!o->wake_on_write && state == HAKO_STATE_RUNNING) {
-			/* Look again after poll_usec of wall time: no cost to the writers (a
-			 * wake-up per write would cost each one a system call while the sampler
-			 * sleeps). */
-			int64_t nap = (int64_t)o->poll_usec * 1000;
-			if (o->cpu_budget > 0) {
-				/* Its CPU time (sampler and writer) against the wall time it has
-				 * followed the run: over budget, it sleeps until it is back under.
-				 * On two vCPUs the other one may be the assets' core's sibling:
-				 * what the recorder does there, the assets lose. */
-				struct timespec c;
-				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
-				int64_t cpu = (int64_t)c.tv_sec * 1000000000 + c.tv_nsec - cpu0;
-				int64_t wall = (hako_now_usec() - wall0) * 1000;
-				int64_t over = cpu - (int64_t)(o->cpu_budget * (double)wall);
-				if (over > 0) {
-					int64_t need = (int64_t)((double)over / o->cpu_budget);
-					nap = need > nap ? (need < 100000000 ? need : 100000000)
-					                 : nap;
-				}
-			}
+			/* Look again after poll_usec of wall time, or later if over budget: no
+			 * cost to the writers (a wake-up per write would cost each one a system
+			 * call while the sampler sleeps). */
+			int64_t nap = rec_budget_nap(&R.budget, hako_now_usec(), process_cpu_ns(),
+			                             hako_domain_world_time(R.dom), R.rtf,
+			                             (int64_t)o->poll_usec * 1000);
 			struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
 			nanosleep(&ts, NULL);
 		} else if (R.ws != NULL && R.nselected > 0 && state == HAKO_STATE_RUNNING) {
@@ -667,6 +689,9 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		scan(&R);
 	}
 	if (thread) {
+		if (o->idle && o->asset == NULL) {
+			set_idle(&R, 0, 1);
+		}
 		atomic_store(&R.done, 1);
 		pthread_mutex_lock(&R.mu);
 		pthread_cond_signal(&R.cv);
@@ -691,6 +716,13 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		if (cr != 0 && rc == cr) {
 			fprintf(stderr, "hako-record: %s: closing: %s\n", o->out,
 			        hako_strerror(cr));
+		}
+		if (R.budget.automatic && R.budget.changes > 0) {
+			printf("hako-record: automatic budget: %.3f CPUs on average over %" PRIu32
+			       " decisions, %.3f at the end; the world's speed recording / not "
+			       "recording %.3f (the last decision)\n",
+			       R.budget.cpus_sum / R.budget.changes, R.budget.changes,
+			       R.budget.cpus, R.budget.ratio);
 		}
 		printf("hako-record: done (%s): %" PRIu64 " messages on %d channels, %" PRIu64
 		       " missed (sequence gaps), %" PRIu64 " dropped (buffer full), %" PRIu64

@@ -40,8 +40,10 @@ typedef struct rec_opts {
 	int wait_ms;      /* for the domain to appear */
 	int quiet;
 	int poll_usec;         /* running: look again after this much wall time */
-	double cpu_budget;     /* a follower's CPU time per wall time at most (0: no limit) */
+	double cpu_budget;     /* a follower's CPU time per wall time at most (0: no limit, < 0:
+	                        * automatic, what keeps the world at AUTO_GOAL of its speed) */
 	int wake_on_write;     /* running: wake at each write instead (costs every writer) */
+	int idle;              /* a follower: SCHED_IDLE while it records */
 	const char *asset;     /* non-NULL: read at each step of an asset of this name (docs) */
 	int test_stall_writer; /* tests: the writer thread waits for the end (forces drops) */
 } rec_opts_t;
