@@ -93,7 +93,7 @@ if [ -z "${HAKO_SCALE_IN:-}" ]; then
 		why=
 	fi
 	if [ -z "$why" ]; then
-		lab=$(mktemp -d)
+		lab=$(mktemp -d -t hako-conductor-scale-lab.XXXXXX)
 		{
 			printf '{"subnet": "10.226.0.0/24", "nodes": [{"name": "srv-01", "address": "10.226.0.11"}'
 			for i in $(seq "$max"); do
@@ -110,7 +110,7 @@ if [ -z "${HAKO_SCALE_IN:-}" ]; then
 	echo "# conductor_scale: on loopback, not in a lab (every node a domain of this machine): $why" >&2
 fi
 
-tmp=$(mktemp -d)
+tmp=$(mktemp -d -t hako-conductor-scale.XXXXXX)
 pids=
 cleanup() {
 	for p in $pids; do kill -TERM "$p" 2>/dev/null; done
