@@ -8,9 +8,7 @@
 #
 # For each variant (publish mode x pacing) and N, ROUNDS times (interleaved: every variant and N
 # in one round before the next round), the server runs WORLD_S of world time at delta 1 ms and
-# Dmax 10 ms (as fast as possible: 10 x WORLD_S, HAKO_SCALE_AFAP_X); then the medians over the
-# rounds. Variants: immediate / boundary (delta_boundary every 5 ms) x afap (as fast as possible)
-# / rtf1 (real time); immediate-afap-pin: the server's process on CPU 0, every client on CPU 1.
+# Dmax 10 ms; then the medians over the rounds:
 #   server_cpu_s      the server's hako-launch (its master, conductor threads, everything) CPU
 #                     from the start of the run to its exit: its getrusage as its parent saw it
 #                     (bash `times`), minus /proc/PID/stat at "simulation running"
@@ -29,8 +27,7 @@
 #
 # usage: bench/conductor_scale.sh BUILD_DIR [ROUNDS (3)] [WORLD_S (10)] [NODES ("1 2 4 8 16 32")]
 #                                 [VARIANTS ("immediate-afap immediate-rtf1 boundary-afap
-#                                 boundary-rtf1 immediate-afap-pin")]
-#        (NODES and VARIANTS: separated by spaces or commas)
+#                                 boundary-rtf1")]
 #        bench/conductor_scale.sh BUILD_DIR --quick   (ctest: 1 round, 1 s, 2 and 4 nodes)
 # HAKO_SCALE_LOOPBACK=1 runs on loopback even where a lab can be made.
 set -u
@@ -69,12 +66,10 @@ fi
 
 BIN=$(cd "$1" && pwd) || exit 2
 if [ "${2:-}" = --quick ]; then
-	set -- "$1" 1 1 "2 4" "immediate-afap immediate-rtf1 boundary-afap boundary-rtf1"
-	export HAKO_SCALE_AFAP_X=1
+	set -- "$1" 1 1 "2 4"
 fi
 ROUNDS=${2:-3} WORLD_S=${3:-10} NODES=${4:-1 2 4 8 16 32}
-VARIANTS=${5:-immediate-afap immediate-rtf1 boundary-afap boundary-rtf1 immediate-afap-pin}
-NODES=$(echo "$NODES" | tr , ' ') VARIANTS=$(echo "$VARIANTS" | tr , ' ')
+VARIANTS=${5:-immediate-afap immediate-rtf1 boundary-afap boundary-rtf1}
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 export HAKO_SCALE_LAUNCH=$BIN/bin/hako-launch
 unset HAKO_DOMAIN HAKO_LOG
@@ -93,7 +88,7 @@ if [ -z "${HAKO_SCALE_IN:-}" ]; then
 		why=
 	fi
 	if [ -z "$why" ]; then
-		lab=$(mktemp -d -t hako-conductor-scale-lab.XXXXXX)
+		lab=$(mktemp -d)
 		{
 			printf '{"subnet": "10.226.0.0/24", "nodes": [{"name": "srv-01", "address": "10.226.0.11"}'
 			for i in $(seq "$max"); do
@@ -110,7 +105,7 @@ if [ -z "${HAKO_SCALE_IN:-}" ]; then
 	echo "# conductor_scale: on loopback, not in a lab (every node a domain of this machine): $why" >&2
 fi
 
-tmp=$(mktemp -d -t hako-conductor-scale.XXXXXX)
+tmp=$(mktemp -d)
 pids=
 cleanup() {
 	for p in $pids; do kill -TERM "$p" 2>/dev/null; done
@@ -160,18 +155,9 @@ run_one() {
 	immediate-*) mode='"simtime_publish_mode": "immediate"' ;;
 	boundary-*) mode='"simtime_publish_mode": "delta_boundary", "simtime_publish_interval_usec": 5000' ;;
 	esac
-	# As fast as possible, 10 s of world time last 0.1 s with a few clients: 10x more
-	# (HAKO_SCALE_AFAP_X), for wall times that hako-launch's 10 ms resolution can tell apart.
-	local world=$WORLD_S
 	case $variant in
-	*-afap*) rtf=0 world=$((WORLD_S * ${HAKO_SCALE_AFAP_X:-10})) ;;
-	*-rtf1*) rtf=1 ;;
-	esac
-	# -pin: the server alone on CPU 0, every client on CPU 1 (what the server does when the
-	# clients cannot take its core)
-	local pin_srv='' pin_cli=''
-	case $variant in
-	*-pin) pin_srv="taskset -c 0" pin_cli="taskset -c 1" ;;
+	*-afap) rtf=0 ;;
+	*-rtf1) rtf=1 ;;
 	esac
 	# Loopback: fresh ports per run (another run's TIME_WAIT, other programs). A lab node has
 	# its own network: the same ones.
@@ -181,9 +167,7 @@ run_one() {
 		ctl=$port tim=$((port + 1))
 	fi
 	srv=$(node_addr 0)
-	# peer_timeout_ms 10 s: on this shared machine a node can be starved for more than the
-	# default 1 s (seen under a load of 12), which would fail the run rather than slow it.
-	local common="$timing, $mode, \"peer_timeout_ms\": 10000, \"keys_dir\": \"$tmp/keys\", \"control_address\": \"tcp://$srv:$ctl\", \"time_address\": \"tcp://$srv:$tim\""
+	local common="$timing, $mode, \"keys_dir\": \"$tmp/keys\", \"control_address\": \"tcp://$srv:$ctl\", \"time_address\": \"tcp://$srv:$tim\""
 	{
 		printf '{"server_machine_id": "srv-01", %s, "clients": [' "$common"
 		for i in $(seq "$n"); do
@@ -194,7 +178,7 @@ run_one() {
 	} >"$d/srv-01.json"
 	printf '{"domain": "cs%d-srv-01", "log_dir": "%s/logs/srv-01", "processes": [],
 	  "conductor": {"federation": "srv-01.json", "real_time_factor": %s, "stop_at_usec": %d}}\n' \
-		$$ "$d" "$rtf" $((world * 1000000)) >"$d/srv-01.launch.json"
+		$$ "$d" "$rtf" $((WORLD_S * 1000000)) >"$d/srv-01.launch.json"
 	for i in $(seq "$n"); do
 		printf '{"server_machine_id": "srv-01", "node_id": "%s", %s}\n' "$(cli "$i")" "$common" \
 			>"$d/$(cli "$i").json"
@@ -204,25 +188,15 @@ run_one() {
 	done
 	local s0 s1
 	s0=$(awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6; exit}' /proc/stat)
-	local server clients='' failed=0 timer
-	# shellcheck disable=SC2086 # the taskset prefix is words
-	in_node srv-01 $pin_srv "$SELF" --node-run "$d/srv-01.launch.json" "$d/srv-01.out" &
-	server=$!
+	pids=
+	in_node srv-01 "$SELF" --node-run "$d/srv-01.launch.json" "$d/srv-01.out" &
+	pids="$pids $!"
 	for i in $(seq "$n"); do
-		# shellcheck disable=SC2086
-		in_node "$(cli "$i")" $pin_cli "$SELF" --node-run "$d/$(cli "$i").launch.json" "$d/$(cli "$i").out" &
-		clients="$clients $!"
+		in_node "$(cli "$i")" "$SELF" --node-run "$d/$(cli "$i").launch.json" "$d/$(cli "$i").out" &
+		pids="$pids $!"
 	done
-	pids="$server$clients"
-	wait "$server" || failed=1
-	# A client that lost the server holds its clock for ever (docs/conductor.md, Faults): once
-	# the server is gone, the clients get 30 s to end, then SIGTERM (exec passes it on).
-	# shellcheck disable=SC2086
-	(sleep 30 && kill -TERM $clients 2>/dev/null) &
-	timer=$!
-	for p in $clients; do wait "$p" || failed=1; done
-	kill "$timer" 2>/dev/null
-	wait "$timer" 2>/dev/null
+	local failed=0
+	for p in $pids; do wait "$p" || failed=1; done
 	pids=
 	s1=$(awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6; exit}' /proc/stat)
 	if [ "$failed" != 0 ] || ! grep -q 'done: world time' "$d/srv-01.out"; then
@@ -304,7 +278,7 @@ awk -v where="$HAKO_SCALE_IN" -v ncpu="$(nproc)" '
 			       med(a6, c), med(a7, c), med(a8, c), med(a10, c), med(a11, c), med(a9, c), c
 		}
 		printf "# nodes: %s (each a hako-netlab node: own network, /dev/shm, pids; or loopback: domains of this machine)\n", where
-		printf "# delta 1 ms, Dmax 10 ms; boundary = delta_boundary every 5 ms; afap = as fast as possible, rtf1 = real time; pin = server on CPU 0, clients on CPU 1\n"
+		printf "# delta 1 ms, Dmax 10 ms; boundary = delta_boundary every 5 ms; afap = as fast as possible, rtf1 = real time\n"
 		for (o = 0; o < nk; o++) printf "# rtf per round %s:%s\n", order[o], rounds[order[o]]
 	}' "$tmp/runs"
 echo "# cpus: $(nproc); loadavg now: $(cut -d' ' -f1-3 /proc/loadavg)"

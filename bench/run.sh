@@ -66,7 +66,7 @@ run bridge_overhead ${BRIDGE_OVERHEAD_ARGS:-}
 # shellcheck disable=SC2086
 run conductor_rate ${CONDUCTOR_RATE_ARGS:-}
 # A script, not a program: the server conductor against its number of clients (lab or loopback).
-# Its arguments are positional (ROUNDS WORLD_S NODES VARIANTS, NODES and VARIANTS comma-separated).
+# Its arguments are positional (ROUNDS WORLD_S NODES VARIANTS).
 echo "== conductor_scale.sh ${CONDUCTOR_SCALE_ARGS:-}" >&2
 # shellcheck disable=SC2086
 "$(dirname "$0")/conductor_scale.sh" "$build" ${CONDUCTOR_SCALE_ARGS:-} >"$out/conductor_scale-$stamp.csv"
