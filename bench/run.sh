@@ -4,7 +4,7 @@
 # Installs nothing: the baselines (libzmq, pipes) come with `make deps`. Extra arguments for
 # each program can be passed in SHM_LATENCY_ARGS / STEP_RATE_ARGS / PDU_CODEC_ARGS /
 # COMPAT_PDU_ARGS / RD_HANDOFF_ARGS / ENDPOINT_THROUGHPUT_ARGS / ENDPOINT_LATENCY_ARGS /
-# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / FLEET_ARGS / PYTHON_STEP_ARGS / MQTT_THROUGHPUT_ARGS /
+# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / CONDUCTOR_SCALE_ARGS / FLEET_ARGS / PYTHON_STEP_ARGS / MQTT_THROUGHPUT_ARGS /
 # MCAP_WRITE_ARGS, e.g.
 # STEP_RATE_ARGS=--quick.
 # Results: <build-dir>/bench-results/<bench>-<timestamp>.csv, plus <bench>.csv (the latest run)
@@ -65,6 +65,14 @@ run endpoint_latency ${ENDPOINT_LATENCY_ARGS:-}
 run bridge_overhead ${BRIDGE_OVERHEAD_ARGS:-}
 # shellcheck disable=SC2086
 run conductor_rate ${CONDUCTOR_RATE_ARGS:-}
+# A script, not a program: the server conductor against its number of clients (lab or loopback).
+# Its arguments are positional (ROUNDS WORLD_S NODES VARIANTS).
+echo "== conductor_scale.sh ${CONDUCTOR_SCALE_ARGS:-}" >&2
+# shellcheck disable=SC2086
+"$(dirname "$0")/conductor_scale.sh" "$build" ${CONDUCTOR_SCALE_ARGS:-} >"$out/conductor_scale-$stamp.csv"
+cp "$out/conductor_scale-$stamp.csv" "$out/conductor_scale.csv"
+cat "$out/conductor_scale-$stamp.csv"
+echo
 # shellcheck disable=SC2086
 run fleet ${FLEET_ARGS:-}
 # shellcheck disable=SC2086

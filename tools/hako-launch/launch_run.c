@@ -815,6 +815,15 @@ static void report_federation(void)
 		                 (long long)st[i].drift_p95_usec, (long long)st[i].drift_max_usec,
 		                 (long long)st[i].age_p50_usec, (unsigned long long)st[i].samples);
 	}
+	/* What the node's link cost, from its own counters (bench/conductor_scale.sh reads it). */
+	unsigned long long in = 0, out = 0;
+	for (int i = 0; i < n; i++) {
+		in += st[i].messages_in;
+		out += st[i].messages_out;
+	}
+	hakoi_say_always("  messages: %llu in, %llu out (all peers: in = their time messages, "
+	                 "out = control messages to them)",
+	                 in, out);
 }
 
 /* Start the run. A process that ends meanwhile is left to run_simulation, which may restart
