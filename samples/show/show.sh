@@ -247,11 +247,13 @@ cat >"$out/config/ref.json" <<JSON
  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": $(sed -n 's/^stop=//p' "$out/config/show.env")},
  "log_dir": "$out/logs/ref", "path": ["$build/samples/fleet"],
  "processes": [{"name": "ref", "command": "fleet-host",
-                "args": ["--drones", "$drones", "--final", "$out/final-ref.txt"],
+                "args": ["--drones", "$drones", "--final", "$out/final-ref.txt",
+                         "--out", "$out/ref-out"],
                 "domain_needs": ["--print-needs"],
                 "wait_for": {"asset": "fleet-host-0"}}]}
 JSON
 echo "show: the same mission by one host in one process (the reference)"
+mkdir -p "$out/ref-out"
 "$bin/hako-launch" --quiet "$out/config/ref.json" >"$out/ref.txt" 2>&1 ||
 	{ tail -n 5 "$out/ref.txt"; echo "show: the reference run failed"; rc=1; }
 

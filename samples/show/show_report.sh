@@ -47,11 +47,22 @@ total=0
 echo "drone show: $drones drones, $nodes client nodes + srv-01, RD-Full balance, Dmax $((dmax / 1000)) ms, $((stop / 1000000)) s of world time ($where${wall:+, $wall s of wall time})"
 
 section "formations (fleet-report)"
+# The one-process run's flight is the yardstick: at 1024 drones the fleet's mission (15 s a
+# leg) is too short for every drone to reach the circle, in one process as on the nodes.
+"$build/samples/fleet/fleet-report" --dir "$dir/ref-out" >"$dir/fleet-report-ref.txt" 2>&1
+ref_ok=$?
 if "$build/samples/fleet/fleet-report" --dir "$cfg/out" >"$dir/fleet-report.txt" 2>&1; then
 	grep -vE "^\s*$" "$dir/fleet-report.txt" | sed 's/^/  /'
 else
 	sed 's/^/  /' "$dir/fleet-report.txt"
-	bad "fleet-report: a formation was not reached"
+	if [ "$ref_ok" -ne 0 ] && diff -q <(grep -E "^  (hako|circle|landed) " "$dir/fleet-report.txt") \
+		<(grep -E "^  (hako|circle|landed) " "$dir/fleet-report-ref.txt") >/dev/null; then
+		echo "  NOTE: the one-process run of the same mission misses the same formations by the"
+		echo "  same figures: the mission's limit at $drones drones, not the nodes'"
+	else
+		bad "fleet-report: a formation was not reached (the one-process run's figures:"
+		grep -E "^  (hako|circle|landed) " "$dir/fleet-report-ref.txt"
+	fi
 fi
 
 section "hand-offs and take-overs per node"
