@@ -54,6 +54,9 @@ test: build test-deps
 # DEMO=rd-full: the forklift handed between two nodes of a federation every 5 s of world time;
 # DEMO=rd-full-boundary: the same, handed over where it crosses x = 1 m.
 # DEMO=fleet: 256 drones on two host processes spell "HAKO", fly a circle and land.
+# DEMO=show: the drone show, 1024 drones on 8 client nodes of a federation, each node a machine of
+# its own in a hako-netlab lab (as root; on loopback otherwise, and it says so), balanced across
+# the nodes, one node killed mid-show; then the report (docs/show.md).
 # DEMO=python: the forklift demo with its controller in Python (hakopy); a check after the
 # report compares the mission it wrote and every PDU it read with the model's own record.
 DEMO ?= forklift
@@ -69,12 +72,14 @@ run: build
 	rd-full-boundary) cd $(BUILD)/samples/rd-full && ./run.sh --boundary --out run ;; \
 	fleet) cd $(BUILD)/samples/fleet && rm -rf logs && \
 	  $(abspath $(BUILD))/bin/hako-launch launch.json ;; \
+	show) mkdir -p $(BUILD)/samples/show && cd $(BUILD)/samples/show && \
+	  bash $(CURDIR)/samples/show/show.sh --build $(abspath $(BUILD)) --out run ;; \
 	python) cd $(BUILD)/samples/forklift && \
 	  { [ -f launch-python.json ] || { echo "DEMO=python needs hakopy: configure with" \
 	      "-DHAKO_BUILD_PYTHON=ON (python3-dev)"; exit 2; }; } && \
 	  $(abspath $(BUILD))/bin/hako-launch --quiet launch-python.json ;; \
 	*) echo "DEMO=$(DEMO): the demos are forklift, federation, service, rd-full," \
-	     "rd-full-boundary, fleet and python"; exit 2 ;; \
+	     "rd-full-boundary, fleet, show and python"; exit 2 ;; \
 	esac
 
 bench: build

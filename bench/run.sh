@@ -4,7 +4,8 @@
 # Installs nothing: the baselines (libzmq, pipes) come with `make deps`. Extra arguments for
 # each program can be passed in SHM_LATENCY_ARGS / STEP_RATE_ARGS / PDU_CODEC_ARGS /
 # COMPAT_PDU_ARGS / RD_HANDOFF_ARGS / ENDPOINT_THROUGHPUT_ARGS / ENDPOINT_LATENCY_ARGS /
-# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / CONDUCTOR_SCALE_ARGS / FLEET_ARGS / PYTHON_STEP_ARGS / MQTT_THROUGHPUT_ARGS /
+# BRIDGE_OVERHEAD_ARGS / CONDUCTOR_RATE_ARGS / CONDUCTOR_SCALE_ARGS / FLEET_ARGS / SHOW_LAB_ARGS /
+# PYTHON_STEP_ARGS / MQTT_THROUGHPUT_ARGS /
 # MCAP_WRITE_ARGS, e.g.
 # STEP_RATE_ARGS=--quick.
 # Results: <build-dir>/bench-results/<bench>-<timestamp>.csv, plus <bench>.csv (the latest run)
@@ -75,6 +76,14 @@ cat "$out/conductor_scale-$stamp.csv"
 echo
 # shellcheck disable=SC2086
 run fleet ${FLEET_ARGS:-}
+# The drone show's cost: 1,024 drones on 8 hako-netlab nodes against d1024-p2-n2 (a script:
+# samples/show in a lab as root, on loopback otherwise; SHOW_LAB_ARGS, e.g. --rounds 1).
+echo "== show_lab ${SHOW_LAB_ARGS:-}" >&2
+# shellcheck disable=SC2086
+"$(dirname "$0")/show_lab.sh" "$build" ${SHOW_LAB_ARGS:-} >"$out/show_lab-$stamp.csv"
+cp "$out/show_lab-$stamp.csv" "$out/show_lab.csv"
+cat "$out/show_lab-$stamp.csv"
+echo
 # shellcheck disable=SC2086
 run python_step ${PYTHON_STEP_ARGS:-}
 # Only in a build with the mqtt comm (HAKO_WITH_MQTT), and with mosquitto installed.

@@ -293,10 +293,14 @@ int hako_conductor_session_open(const hako_conductor_config_t *cfg, hako_conduct
 		hako_conductor_session_close(s);
 		return hako_error_set(err, HAKO_ENOMEM, "", 0, 0, "cannot make a ZeroMQ socket");
 	}
-	/* "#..." is nobody's node id: the server answers it as a tool. */
+	/* "#..." is nobody's node id: the server answers it as a tool. The id must be unique
+	 * among every process that reaches the server: pids repeat across machines (and pid
+	 * namespaces: every node's first process is pid 5 or so), and the server's ROUTER drops
+	 * a second peer that comes with an id in use. So the node id and the clock too. */
 	static _Atomic unsigned next;
-	char id[64];
-	snprintf(id, sizeof(id), "#tool-%d-%u", (int)getpid(), atomic_fetch_add(&next, 1));
+	char id[128];
+	snprintf(id, sizeof(id), "#tool-%.24s-%d-%llx-%u", cfg->node_id, (int)getpid(),
+	         (unsigned long long)hako_now_usec(), atomic_fetch_add(&next, 1));
 	int linger = 0;
 	int64_t max = 4096;
 	zmq_setsockopt(s->s, ZMQ_ROUTING_ID, id, strlen(id));
