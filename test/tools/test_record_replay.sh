@@ -95,8 +95,8 @@ expect 1 "$REC" -d "rec-test-$$-none" -o "$tmp/none.mcap" --wait-ms 0
 has "domain 'rec-test-$$-none'"
 
 # ---- a whole run: every write recorded, missed or dropped; the file reads back ----
-# (--wake-on-write, nice 0: the sampler sees the stop before the reset, so every write is
-# counted)
+# (--until-stop: the run's stop waits for the recorder's last look, so every write is counted
+# even when the recorder is late on a loaded machine; --wake-on-write, nice 0: few are missed)
 hello_run full 2 1000000 -o "$tmp/full.mcap" --chunk-kb 4 --wake-on-write --nice 0
 rec=$(field messages)
 sum=$(($(field messages) + $(field missed) + $(field dropped) + $(field decimated)))
@@ -107,19 +107,20 @@ expect 0 "$REP" --check "$tmp/full.mcap"
 has 'indexed, 1 channels \(1 replayed\), 1 schemas'
 has "^hako-replay: $rec messages would be written, 0 read errors"
 
-# ---- the automatic budget, on idle CPU time: a paced run of 2 s ----
+# ---- the automatic budget: a paced run of 4 s ----
 # (what it sees of the writes depends on the machine's load; that it counts them all, and that it
-# measured the world and said so, must not)
-hello_run auto 1 2000000 -o "$tmp/auto.mcap" --cpu-budget auto --idle
+# measured the world and said so, must not. Not on idle CPU time here: beside two busy
+# processes an idle-class recorder may not run for the 1.5 s a decision takes)
+hello_run auto 1 4000000 -o "$tmp/auto.mcap" --cpu-budget auto
 sum=$(($(field messages) + $(field missed) + $(field dropped) + $(field decimated)))
-[ "$sum" -le 2000 ] && [ "$sum" -ge 1900 ] || fail "auto: $sum writes counted of 2000: $done_line"
+[ "$sum" -le 4000 ] && [ "$sum" -ge 3900 ] || fail "auto: $sum writes counted of 4000: $done_line"
 [ "$(field messages)" -gt 0 ] || fail "auto: nothing recorded: $done_line"
 grep -q 'automatic budget: .* CPUs on average over [1-9]' "$tmp/logs-auto/rec.log" ||
 	{ fail "auto: no budget line"; show "$tmp/logs-auto/rec.log"; }
 expect 0 "$REP" --check "$tmp/auto.mcap"
 
 # ---- filters ----
-hello_run f_robot 0 100000 -o "$tmp/f1.mcap" --robot Nope
+hello_run f_robot 0 100000 -o "$tmp/f1.mcap" --robot Nope --idle
 grep -q ' 0 messages on 0 channels' <<<"$done_line" || fail "--robot Nope: $done_line"
 hello_run f_pdu 0 100000 -o "$tmp/f2.mcap" --pdu Robot/counter
 grep -q 'on 1 channels' <<<"$done_line" || fail "--pdu Robot/counter: $done_line"

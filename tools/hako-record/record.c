@@ -60,6 +60,9 @@ typedef struct recorder {
 	int nselected;
 	int nknown;         /* channels of the domain seen so far */
 	hako_waitset_t *ws; /* wakes the sampler at a write to a chosen channel; NULL: none left */
+	/* --until-stop, follower: a member that never holds the world but whose acknowledgement
+	 * the run's stop waits for, given after a last look (guard_events); NULL: none. */
+	hako_member_t *guard;
 	hako_waitset_event_t events[256];
 	rec_ring_t ring;
 	hako_mcap_writer_t *w;
@@ -484,6 +487,50 @@ static int open_domain(recorder_t *R, volatile sig_atomic_t *stop)
 	}
 }
 
+/* A member's clock that never holds the world (the world rule bounds nothing at 2^60 us). */
+#define GUARD_FREE (1ll << 60)
+
+/* --until-stop, follower: register the stop guard, so that the run's stop completes only once
+ * the sampler had a last look, and a reset after it erases nothing it had not seen. It must
+ * be there before the run starts (members register in Stopped); later, none, said once. */
+static void guard_open(recorder_t *R)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "hako-record-%d", (int)getpid());
+	int r = hako_domain_state(R->dom) == HAKO_STATE_STOPPED
+	            ? hako_member_register_proxy(R->dom, name, &R->guard)
+	            : HAKO_ESTATE;
+	if (r == 0) {
+		hako_member_set_time(R->guard, GUARD_FREE);
+		return;
+	}
+	R->guard = NULL;
+	fprintf(stderr,
+	        "hako-record: cannot guard the run's stop (%s): the writes between its last look "
+	        "and the reset after the run may be missed\n",
+	        r == HAKO_ESTATE ? "the run had started" : hako_strerror(r));
+}
+
+/* The guard's events: a stop is acknowledged after a last look at every chosen channel. */
+static void guard_events(recorder_t *R)
+{
+	if (R->guard == NULL) {
+		return;
+	}
+	hako_member_heartbeat(R->guard);
+	int ev = hako_member_event(R->guard);
+	if (ev <= HAKO_EVENT_NONE) {
+		return;
+	}
+	if (ev == HAKO_EVENT_STOP && scan(R)) {
+		wake_writer(R);
+	}
+	hako_member_ack(R->guard, ev);
+	if (ev == HAKO_EVENT_START || ev == HAKO_EVENT_RESET) {
+		hako_member_set_time(R->guard, GUARD_FREE); /* a reset set it to 0 */
+	}
+}
+
 static int summary_metadata(recorder_t *R)
 {
 	char v[8][32];
@@ -607,6 +654,11 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		rc = pthread_create(&R.thread, NULL, writer_main, &R) == 0 ? 0 : HAKO_ENOMEM;
 		thread = rc == 0;
 	}
+	if (rc == 0 && o->until_stop && o->asset == NULL && !o->idle) {
+		/* (Not with --idle: the run's start and stop would wait for a process that runs
+		 * only on idle CPU time.) */
+		guard_open(&R);
+	}
 	if (rc == 0 && !o->quiet) {
 		printf("hako-record: recording domain '%s' into %s (%d channels so far)\n",
 		       o->domain, o->out, R.nselected);
@@ -621,6 +673,7 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		rc = run_asset(&R, stop, &why);
 	}
 	while (rc == 0 && !*stop && o->asset == NULL) {
+		guard_events(&R);
 		uint32_t seen = hako_domain_changes(R.dom);
 		int count = 0;
 		if (hako_domain_list_channels(R.dom, NULL, 0, &count) == 0 && count != R.nknown) {
@@ -688,6 +741,8 @@ int rec_run(const rec_opts_t *o, volatile sig_atomic_t *stop)
 		 * counted, so the counts cover the whole time it followed the domain. */
 		scan(&R);
 	}
+	hako_member_unregister(R.guard); /* before the file is finished: no reset waits for it */
+	R.guard = NULL;
 	if (thread) {
 		if (o->idle && o->asset == NULL) {
 			set_idle(&R, 0, 1);
