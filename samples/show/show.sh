@@ -156,14 +156,17 @@ done
 
 # The view: hako-viewer on srv-01's domain. In the lab it runs in srv-01's mount, IPC and pid
 # namespaces (it sees srv-01's /dev/shm) but in this machine's network, so that a browser here
-# can open it.
+# can open it. Not with --rd: following the RD config opens every drone's PDU channels, which
+# fill srv-01's domain (4096 of them for 1024 drones) before its conductor can open the EUs'
+# status and context channels (its start then fails, "capacity exhausted"); the drones' PDUs
+# stay on the client nodes anyway.
 if [ -n "$vport" ]; then
 	for ((i = 0; i < 600; i++)); do
 		in_node srv-01 "$bin/hako-cmd" -d "$name-srv-01" status >/dev/null 2>&1 && break
 		alive "${pids[0]}" || break
 		sleep 0.1
 	done
-	vcmd=("$bin/hako-viewer" -d "$name-srv-01" -p "$vport" --rate-hz 5 --rd "$out/config/fleet_rd.json")
+	vcmd=("$bin/hako-viewer" -d "$name-srv-01" -p "$vport" --rate-hz 5)
 	if [ -z "$loopback" ]; then
 		holder=$(awk '$1 == "node" && $2 == "srv-01" {print $3}' "/run/hako-netlab/$name/state")
 		nsenter -t "$holder" -m -i -p "${vcmd[@]}" >"$out/viewer.txt" 2>&1 &
