@@ -100,6 +100,8 @@ typedef struct hakoi_rd_trace hakoi_rd_trace_t;
 /* Open path for appending (created 0644). NULL and errno on failure. */
 hakoi_rd_trace_t *hakoi_rd_trace_open(const char *path);
 void hakoi_rd_trace_close(hakoi_rd_trace_t *tr);
+/* Write out the records that wait (model steps, writes, reads). */
+void hakoi_rd_trace_flush(hakoi_rd_trace_t *tr);
 
 /* One record, written with one write(2): {"t","node","eu","epoch","ev"} followed by `extra`
  * (already JSON: `,"pdu":"pos","mt":1000` or ""). Accepts tr == NULL. */

@@ -921,6 +921,8 @@ int hako_rd_checkpoint(hako_rd_node_t *node, uint32_t eu, const void *ctx, size_
 	if (full(node) && !checkpoint_allowed(node, e)) {
 		return 0; /* a hand-off is committed: its release context follows */
 	}
+	/* Every step traced before the checkpoint is on file before it can be restarted from. */
+	hakoi_rd_trace_flush(node->trace);
 	/* The epoch of this ownership: a standby reads a context only for a hand-off (the status
 	 * RELEASING at epoch + 1), so a checkpoint is never taken for one. */
 	hakoi_rd_context_t cx = {

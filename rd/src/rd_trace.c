@@ -1,5 +1,11 @@
-/* The RD trace: one JSON object per line, each written with a single write(2) to a file opened
- * with O_APPEND, so the nodes of several processes may share one file without tearing lines. */
+/* The RD trace: one JSON object per line, written to a file opened with O_APPEND by write(2)s
+ * of whole lines only, so the nodes of several processes may share one file without tearing
+ * lines. The frequent records (a model step, a PDU written or read: a host of many EUs makes a
+ * million a second) wait in a buffer; the others (ownership: init, release, activate, ...)
+ * go out at once with what waits before them, and hakoi_rd_trace_flush empties the buffer
+ * before a checkpoint leaves. A process killed then loses only records after its last
+ * checkpoint or ownership event: the steps a take-over runs again, which hako-rd check does
+ * not count against the lost node anyway. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,11 +17,36 @@
 #include "hako/log.h"
 #include "rd_internal.h"
 
+#define TRACE_BUFFER 65536
+
 struct hakoi_rd_trace {
 	int fd;
 	int failed; /* a write failed: logged once */
 	char path[512];
+	size_t used; /* bytes waiting in buf: whole lines */
+	char buf[TRACE_BUFFER];
 };
+
+static void put(hakoi_rd_trace_t *tr, const char *data, size_t n)
+{
+	ssize_t w;
+	do {
+		w = write(tr->fd, data, n);
+	} while (w < 0 && errno == EINTR);
+	if (w != (ssize_t)n && !tr->failed) {
+		tr->failed = 1;
+		HAKO_ERROR("rd: trace %s: write failed (%s); later records may be missing",
+		           tr->path, w < 0 ? strerror(errno) : "short write");
+	}
+}
+
+void hakoi_rd_trace_flush(hakoi_rd_trace_t *tr)
+{
+	if (tr != NULL && tr->used > 0) {
+		put(tr, tr->buf, tr->used);
+		tr->used = 0;
+	}
+}
 
 hakoi_rd_trace_t *hakoi_rd_trace_open(const char *path)
 {
@@ -40,6 +71,7 @@ void hakoi_rd_trace_close(hakoi_rd_trace_t *tr)
 	if (tr == NULL) {
 		return;
 	}
+	hakoi_rd_trace_flush(tr);
 	close(tr->fd);
 	free(tr);
 }
@@ -110,13 +142,12 @@ void hakoi_rd_trace_emit(hakoi_rd_trace_t *tr, hako_time_t t, uint8_t node, uint
 	if (n < 0 || (size_t)n >= sizeof(line)) {
 		return; /* cannot happen with the records rd_node.c makes */
 	}
-	ssize_t w;
-	do {
-		w = write(tr->fd, line, (size_t)n);
-	} while (w < 0 && errno == EINTR);
-	if (w != n && !tr->failed) {
-		tr->failed = 1;
-		HAKO_ERROR("rd: trace %s: write failed (%s); later records may be missing",
-		           tr->path, w < 0 ? strerror(errno) : "short write");
+	if (tr->used + (size_t)n > sizeof(tr->buf)) {
+		hakoi_rd_trace_flush(tr);
+	}
+	memcpy(tr->buf + tr->used, line, (size_t)n);
+	tr->used += (size_t)n;
+	if (ev != HAKOI_RD_EV_STEP && ev != HAKOI_RD_EV_WRITE && ev != HAKOI_RD_EV_READ) {
+		hakoi_rd_trace_flush(tr);
 	}
 }
