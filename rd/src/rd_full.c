@@ -11,6 +11,7 @@
  * the node's send lock) and wants_tick (the watcher); the mirror, which before_publish scans,
  * is under mirror_lock. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,10 @@ typedef struct rdf {
 	uint8_t *wait_epoch;
 	hako_time_t *wait_since;
 	uint32_t *changed;
+	/* Server: the world time at which the authority has a lost node's EU to give to another
+	 * (hako_rd_master_next_due), -1 if none: the watcher asks for a tick then (wants_tick),
+	 * not at the main thread's next round, up to 100 ms of wall time later. */
+	_Atomic hako_time_t due;
 	uint32_t resets; /* a reset ends every wait */
 } rdf_t;
 
@@ -197,6 +202,7 @@ static int rdf_open(hako_conductor_node_t *node, void **state, hako_error_t *err
 		return hako_error_set(err, HAKO_ENOMEM, "", 0, 0, "out of memory");
 	}
 	pthread_mutex_init(&f->mirror_lock, NULL);
+	atomic_init(&f->due, -1);
 	f->node = node;
 	f->cfg = hako_conductor_node_config(node);
 	f->dom = hako_conductor_node_domain(node);
@@ -422,8 +428,22 @@ static void server_tick(rdf_t *f)
 	}
 	hako_member_heartbeat(f->barrier);
 	uint32_t *changed = f->changed;
-	int k = hako_rd_master_tick(f->auth, hako_domain_world_time(f->dom), changed,
-	                            (int)f->rd->eu_count);
+	/* A lost node's EUs are due: hold the world first (as for a request), then read it, so
+	 * that their restarts' commit points come Dmax sooner. The barrier's update below lets
+	 * it go again, or holds it at the commits. */
+	hako_time_t due = atomic_load(&f->due);
+	int held = due >= 0 && hako_domain_world_time(f->dom) >= due;
+	if (held) {
+		hako_member_set_time(f->barrier, 0);
+		f->barrier_at = 0;
+	}
+	hako_time_t now = hako_domain_world_time(f->dom);
+	int k = held ? hako_rd_master_tick_held(f->auth, now, changed, (int)f->rd->eu_count)
+	             : hako_rd_master_tick(f->auth, now, changed, (int)f->rd->eu_count);
+	/* Still due after the tick: nobody can take it now (no live candidate); the rounds look
+	 * again, the watcher does not. */
+	due = hako_rd_master_next_due(f->auth);
+	atomic_store(&f->due, due >= 0 && due <= now ? -1 : due);
 	for (int i = 0; i < k; i++) {
 		broadcast(f, changed[i]);
 		hako_rd_commit_t c;
@@ -452,6 +472,7 @@ static void rdf_peer_lost(void *state, const char *peer)
 	uint8_t id = f->auth != NULL ? rd_id_of_peer(f, peer) : 0;
 	if (id != 0) {
 		hako_rd_master_node_lost(f->auth, id, hako_domain_world_time(f->dom));
+		atomic_store(&f->due, hako_rd_master_next_due(f->auth));
 		update_barrier(f);
 	}
 }
@@ -655,9 +676,11 @@ static void rdf_before_publish(void *state)
 
 static int rdf_wants_tick(void *state)
 {
-	const rdf_t *f = state;
+	rdf_t *f = state;
+	hako_time_t due = atomic_load(&f->due);
 	return (f->barrier != NULL && hako_member_event(f->barrier) > HAKO_EVENT_NONE) ||
-	       (f->hold != NULL && hako_member_event(f->hold) > HAKO_EVENT_NONE);
+	       (f->hold != NULL && hako_member_event(f->hold) > HAKO_EVENT_NONE) ||
+	       (due >= 0 && hako_domain_world_time(f->dom) >= due);
 }
 
 static const hako_conductor_ext_ops_t rdf_ops = {

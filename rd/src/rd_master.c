@@ -409,21 +409,22 @@ static uint8_t live_candidate(hako_rd_master_t *m, const struct meu *e, uint8_t 
 }
 
 /* Give e to a live candidate from the last committed context; 1 if it changed. */
-static int restart_elsewhere(hako_rd_master_t *m, struct meu *e, uint8_t not, hako_time_t now)
+static int restart_elsewhere(hako_rd_master_t *m, struct meu *e, uint8_t not, hako_time_t now,
+                             int held)
 {
 	uint8_t to = live_candidate(m, e, not );
 	if (to == 0) {
 		return 0; /* nobody can take it: it waits for a node to come back */
 	}
 	uint8_t from = e->st.curr;
-	commit(m, e, to, now, 1, 0);
+	commit(m, e, to, now, 1, held);
 	HAKO_WARN("rd: EU %s: node %u is lost; node %u restarts it from the last committed context "
 	          "(%zu bytes) at epoch %u, commit point %.6f s",
 	          e->cfg->name, from, to, e->ctx_len, e->st.epoch, sec(e->st.commit_usec));
 	return 1;
 }
 
-static int tick_eu(hako_rd_master_t *m, struct meu *e, hako_time_t now)
+static int tick_eu(hako_rd_master_t *m, struct meu *e, hako_time_t now, int held)
 {
 	const hako_time_t timeout = m->cfg->handoff_timeout_usec;
 	if (e->st.status == HAKO_RD_OWNER_STABLE) {
@@ -431,7 +432,7 @@ static int tick_eu(hako_rd_master_t *m, struct meu *e, hako_time_t now)
 		    now < e->owner_lost_at + timeout) {
 			return 0;
 		}
-		return restart_elsewhere(m, e, e->st.curr, now);
+		return restart_elsewhere(m, e, e->st.curr, now, held);
 	}
 	/* The authority holds an EU Stable or Releasing: Activating is a node's word. */
 	HAKO_ASSERT_MSG(e->st.status == HAKO_RD_OWNER_RELEASING, "status %u", e->st.status);
@@ -443,7 +444,7 @@ static int tick_eu(hako_rd_master_t *m, struct meu *e, hako_time_t now)
 		/* The owner was lost before it handed its context over: the new owner starts from
 		 * the last committed one instead. */
 		uint8_t to = e->st.next;
-		commit(m, e, to, now, 1, 0);
+		commit(m, e, to, now, 1, held);
 		HAKO_WARN(
 		    "rd: EU %s: node %u was lost before its release; node %u restarts it from "
 		    "the last committed context (%zu bytes) at epoch %u, commit point %.6f s",
@@ -469,16 +470,52 @@ static int tick_eu(hako_rd_master_t *m, struct meu *e, hako_time_t now)
 		settle(e, e->st.curr);
 		return 1;
 	}
-	return restart_elsewhere(m, e, e->st.next, now);
+	return restart_elsewhere(m, e, e->st.next, now, held);
 }
 
-int hako_rd_master_tick(hako_rd_master_t *m, hako_time_t now, uint32_t *changed, int max)
+hako_time_t hako_rd_master_next_due(const hako_rd_master_t *m)
+{
+	hako_time_t due = -1;
+	for (size_t i = 0; m != NULL && i < m->eu_count; i++) {
+		const struct meu *e = &m->eus[i];
+		hako_time_t t = -1;
+		if (e->st.status == HAKO_RD_OWNER_STABLE) {
+			t = e->owner_lost_at;
+		} else {
+			/* Releasing: whichever of the two nodes is lost. */
+			for (int k = 0; k < 2; k++) {
+				const struct mnode *n = node_of((hako_rd_master_t *)m,
+				                                k == 0 ? e->st.curr : e->st.next);
+				if (n != NULL && !n->alive && (t < 0 || n->lost_at < t)) {
+					t = n->lost_at;
+				}
+			}
+		}
+		if (t >= 0) {
+			t += m->cfg->handoff_timeout_usec;
+			due = due < 0 || t < due ? t : due;
+		}
+	}
+	return due;
+}
+
+static int tick_all(hako_rd_master_t *m, hako_time_t now, int held, uint32_t *changed, int max)
 {
 	int n = 0;
 	for (size_t i = 0; m != NULL && i < m->eu_count; i++) {
-		if (tick_eu(m, &m->eus[i], now) && changed != NULL && n < max) {
+		if (tick_eu(m, &m->eus[i], now, held) && changed != NULL && n < max) {
 			changed[n++] = m->eus[i].cfg->id;
 		}
 	}
 	return n;
+}
+
+int hako_rd_master_tick(hako_rd_master_t *m, hako_time_t now, uint32_t *changed, int max)
+{
+	return tick_all(m, now, 0, changed, max);
+}
+
+int hako_rd_master_tick_held(hako_rd_master_t *m, hako_time_t now, uint32_t *changed, int max)
+{
+	return tick_all(m, now, 1, changed, max);
 }

@@ -189,6 +189,13 @@ static int write_rd(const char *dir, size_t total, const char *head, size_t host
 	return 0;
 }
 
+/* The RD configs' hand-off timeout, us of world time. RD-Light: a released drone not activated
+ * by then goes back. RD-Full: the new owner's world is held at the commit point until the
+ * context comes, so the timeout does not wait for the context: it bounds how long after a lost
+ * node was dropped its drones are restarted elsewhere (the take-over: about this + 2 Dmax). */
+#define TIMEOUT_LIGHT "200000"
+#define TIMEOUT_FULL  "10000"
+
 int fleet_zones_write_config(const char *dir, size_t total, const char *full, char *rd_path,
                              size_t len)
 {
@@ -214,7 +221,7 @@ int fleet_zones_write_config(const char *dir, size_t total, const char *full, ch
 		         "{\"mode\": \"full\", \"pdudef\": \"fleet_pdudef.json\",\n"
 		         " \"nodes\": [{\"id\": 1, \"name\": \"%s\"}, {\"id\": 2, \"name\": "
 		         "\"%s\"}],\n"
-		         " \"handoff_timeout_usec\": 50000,\n"
+		         " \"handoff_timeout_usec\": " TIMEOUT_FULL ",\n"
 		         " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": "
 		         "0.0, \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
 		         "\"low_owner\": 1, \"high_owner\": 2},\n"
@@ -225,7 +232,7 @@ int fleet_zones_write_config(const char *dir, size_t total, const char *full, ch
 		         "{\"pdudef\": \"fleet_pdudef.json\",\n"
 		         " \"nodes\": [{\"id\": 1, \"name\": \"west\"}, {\"id\": 2, \"name\": "
 		         "\"east\"}],\n"
-		         " \"handoff_timeout_usec\": 200000,\n"
+		         " \"handoff_timeout_usec\": " TIMEOUT_LIGHT ",\n"
 		         " \"trigger\": {\"type\": \"boundary\", \"axis\": \"x\", \"boundary\": "
 		         "0.0, \"v_max\": %.1f, \"hysteresis\": 0.3, \"cooldown_usec\": 300000, "
 		         "\"low_owner\": 1, \"high_owner\": 2},\n"
@@ -313,8 +320,8 @@ int fleet_zones_write_grid(const char *dir, size_t total, size_t cols, size_t ro
 	}
 	at += snprintf(
 	    head + at, sizeof(head) - (size_t)at,
-	    "],\n \"handoff_timeout_usec\": %d,\n \"trigger\": {\"type\": \"grid\", \"x\": [",
-	    full != NULL ? 2000000 : 200000);
+	    "],\n \"handoff_timeout_usec\": %s,\n \"trigger\": {\"type\": \"grid\", \"x\": [",
+	    full != NULL ? TIMEOUT_FULL : TIMEOUT_LIGHT);
 	for (size_t k = 0; k < g.grid_nx; k++) {
 		at += snprintf(head + at, sizeof(head) - (size_t)at, "%s%.3f", k > 0 ? ", " : "",
 		               g.grid_x[k]);
@@ -369,10 +376,10 @@ int fleet_zones_write_balance(const char *dir, size_t total, const size_t *count
 	}
 	snprintf(head + at, sizeof(head) - (size_t)at,
 	         "],\n"
-	         " \"handoff_timeout_usec\": %d,\n"
+	         " \"handoff_timeout_usec\": %s,\n"
 	         " \"trigger\": {\"type\": \"manual\"},\n"
 	         " \"execution_units\": [",
-	         full != NULL ? 50000 : 200000);
+	         full != NULL ? TIMEOUT_FULL : TIMEOUT_LIGHT);
 	return write_rd(dir, total, head, hosts, counts, NULL, rd_path, len);
 }
 

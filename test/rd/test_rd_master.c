@@ -312,6 +312,27 @@ static void test_checkpoint(void **state)
 	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 99, 2, 2, "x", 1), HAKO_EINVAL);
 }
 
+/* A lost owner's EU is due once the timeout has passed (hako_rd_master_next_due), and a tick
+ * with the world held commits its restart Dmax sooner than one without. */
+static void test_due_and_held_restart(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(hako_rd_master_next_due(f->m), -1);
+	hako_rd_master_node_lost(f->m, 3, 70000);
+	assert_int_equal(hako_rd_master_next_due(f->m), 70000 + TIMEOUT);
+	uint32_t changed[4];
+	assert_int_equal(hako_rd_master_tick_held(f->m, 70000 + TIMEOUT - 1, changed, 4), 0);
+	assert_int_equal(hako_rd_master_tick_held(f->m, 70000 + TIMEOUT, changed, 4), 1);
+	hako_rd_commit_t s = get(f, 1);
+	assert_int_equal(s.status, HAKO_RD_OWNER_RELEASING);
+	assert_int_equal(s.next, 2);
+	assert_int_equal(s.commit_usec, 70000 + TIMEOUT + DMAX + 2 * DELTA);
+	/* Releasing to a live node from a lost one: still due until the new owner activates. */
+	assert_int_equal(hako_rd_master_next_due(f->m), 70000 + TIMEOUT);
+	assert_int_equal(hako_rd_master_activated(f->m, 2, 1, s.epoch), 0);
+	assert_int_equal(hako_rd_master_next_due(f->m), -1);
+}
+
 /* The owner is lost during its hand-off, before it sent its context: the new owner starts
  * from the last committed context instead. */
 static void test_owner_lost_before_release(void **state)
@@ -355,6 +376,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_owner_lost, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_lost_before_release, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_checkpoint, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_due_and_held_restart, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_barrier_lowest, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,6 +115,14 @@ HAKO_API void hako_rd_master_node_back(hako_rd_master_t *m, uint8_t node);
  * the last committed context); EUs whose owner was lost go to a live candidate. Puts the ids of
  * the EUs that changed in changed (up to max; the count is returned). */
 HAKO_API int hako_rd_master_tick(hako_rd_master_t *m, hako_time_t now, uint32_t *changed, int max);
+/* The same with the server's world held from before it read now (hako_rd_master_request's
+ * case): the commit points of what it decides are Dmax nearer (now + Dmax + 2 steps). */
+HAKO_API int hako_rd_master_tick_held(hako_rd_master_t *m, hako_time_t now, uint32_t *changed,
+                                      int max);
+/* The earliest world time at which hako_rd_master_tick has the EU of a lost node to give to
+ * another (its owner or its new owner lost that long ago), or -1 if none waits: the caller
+ * ticks then, not at its next round. */
+HAKO_API hako_time_t hako_rd_master_next_due(const hako_rd_master_t *m);
 
 /* ---- The conductor's hands in a node's domain ----
  *
