@@ -373,6 +373,10 @@ static void *net_main(void *arg)
 
 /* ---- start / stop ---- */
 
+/* Messages a socket queues for a peer (each way) before it drops: a join's state of every EU
+ * of an RD config as large as HAKO_RD_MAX_EUS (65,536); a few hundred bytes each. */
+#define HAKOI_QUEUE_MESSAGES 65536
+
 static void *socket_or(hako_conductor_node_t *n, int type, hako_error_t *err, int *r)
 {
 	void *s = zmq_socket(n->zctx, type);
@@ -389,6 +393,14 @@ static void *socket_or(hako_conductor_node_t *n, int type, hako_error_t *err, in
 	/* An extension's message may have a second part of up to its payload_max. */
 	int64_t max = 4096 + (int64_t)n->ext_payload_max;
 	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof(max));
+	/* Sends never block (ZMQ_DONTWAIT), so a message past the queue's bound is lost. libzmq's
+	 * default bound, 1000 messages a peer, is below what a join brings with RD-Full: a state
+	 * and its acknowledgement per EU (1,024 for the drone show), and the start's
+	 * acknowledgement behind them was lost with them (the show's start then failed after
+	 * 10 s, "not acknowledged by 'proxy:cli-01'", now and then). */
+	int hwm = HAKOI_QUEUE_MESSAGES;
+	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
 	return s;
 }
 
