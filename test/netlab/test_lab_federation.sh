@@ -168,9 +168,11 @@ for n in "${nodes[@]}"; do
 	pids+=($!)
 done
 
-# world_usec NODE: its domain's world time in us (nothing before it has one).
+# world_usec NODE: its domain's world time in us (nothing before it has one). Bounded: once in a
+# full suite under load the queries answered nothing for a whole run (cause not found); the
+# failure now shows what the last one said.
 world_usec() {
-	"$NL" exec "$lab" "$1" -- "$HCMD" -d fed status 2>/dev/null |
+	timeout 5 "$NL" exec "$lab" "$1" -- "$HCMD" -d fed status 2>"status-$1.err" |
 		awk '/^world time/ {printf "%d", $3 * 1000000}'
 }
 # at_world NODE USEC: wait until NODE's world reached USEC.
@@ -182,6 +184,9 @@ at_world() {
 		sleep 0.05
 	done
 	fail "$1 never reached $2 us of world time (at '$t')"
+	timeout 5 "$NL" exec "$lab" "$1" -- "$HCMD" -d fed status 2>&1 | sed 's/^/    status: /'
+	sed 's/^/    stderr: /' "status-$1.err"
+	"$NL" status "$lab" 2>&1 | sed 's/^/    lab: /'
 	return 1
 }
 
