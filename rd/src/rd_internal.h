@@ -100,6 +100,9 @@ typedef struct hakoi_rd_trace hakoi_rd_trace_t;
 /* Open path for appending (created 0644). NULL and errno on failure. */
 hakoi_rd_trace_t *hakoi_rd_trace_open(const char *path);
 void hakoi_rd_trace_close(hakoi_rd_trace_t *tr);
+/* The record of a model step (HAKOI_RD_EV_STEP, "step", "mt"), formatted without printf. */
+void hakoi_rd_trace_step(hakoi_rd_trace_t *tr, hako_time_t t, uint8_t node, uint32_t eu,
+                         uint8_t epoch, uint64_t step, hako_time_t model_time);
 /* Write out the records that wait (model steps, writes, reads). */
 void hakoi_rd_trace_flush(hakoi_rd_trace_t *tr);
 

@@ -1111,8 +1111,6 @@ void hako_rd_trace_step(hako_rd_node_t *node, uint32_t eu, uint64_t step, hako_t
 	if (node->trace == NULL) {
 		return;
 	}
-	char extra[96];
-	snprintf(extra, sizeof(extra), ",\"step\":%" PRIu64 ",\"mt\":%" PRId64, step,
-	         (int64_t)model_time);
-	trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_STEP, extra);
+	hakoi_rd_trace_step(node->trace, e->now >= 0 ? e->now : model_time, node->id, e->cfg->id,
+	                    e->epoch, step, model_time);
 }

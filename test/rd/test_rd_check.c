@@ -13,6 +13,7 @@
 #include "hako/log.h"
 #include "hako/rd.h"
 #include "hako_test_util.h"
+#include "rd_internal.h"
 
 /* clang-format off */
 #define INIT_1  "{\"t\":0,\"node\":1,\"eu\":0,\"epoch\":0,\"ev\":\"init\",\"run\":0,\"hash\":77,\"role\":\"owner\"}\n"
@@ -33,6 +34,52 @@
 /* clang-format on */
 
 static char g_dir[256];
+
+/* The step record made without printf is the bytes hakoi_rd_trace_emit makes, for the extreme
+ * values too; records wait in the buffer until a flush or an ownership record. */
+static void test_step_record_format(void **state)
+{
+	(void)state;
+	char path[320];
+	snprintf(path, sizeof(path), "%s/format.jsonl", g_dir);
+	hakoi_rd_trace_t *tr = hakoi_rd_trace_open(path);
+	assert_non_null(tr);
+	const struct {
+		hako_time_t t, mt;
+		uint8_t node, epoch;
+		uint32_t eu;
+		uint64_t step;
+	} v[] = {{0, 0, 1, 0, 0, 0},
+	         {1234567, 1230000, 255, 255, UINT32_MAX, 1230},
+	         {INT64_MAX, INT64_MIN, 7, 9, 42, UINT64_MAX},
+	         {-1, -999, 3, 1, 10, 18446744073709551615ull}};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char extra[96];
+		snprintf(extra, sizeof(extra), ",\"step\":%llu,\"mt\":%lld",
+		         (unsigned long long)v[i].step, (long long)v[i].mt);
+		hakoi_rd_trace_step(tr, v[i].t, v[i].node, v[i].eu, v[i].epoch, v[i].step, v[i].mt);
+		hakoi_rd_trace_emit(tr, v[i].t, v[i].node, v[i].eu, v[i].epoch, HAKOI_RD_EV_STEP,
+		                    extra);
+	}
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char a[700];
+	assert_null(fgets(a, sizeof(a), f)); /* nothing written yet: steps wait */
+	fclose(f);
+	hakoi_rd_trace_flush(tr);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	char b[700];
+	int lines = 0;
+	while (fgets(a, sizeof(a), f) != NULL) {
+		assert_non_null(fgets(b, sizeof(b), f));
+		assert_string_equal(a, b);
+		lines += 2;
+	}
+	fclose(f);
+	assert_int_equal(lines, 8);
+	hakoi_rd_trace_close(tr);
+}
 
 static const char *put(const char *name, const char *text)
 {
@@ -336,6 +383,7 @@ int main(void)
 		hako_log_set_level(HAKO_LOG_OFF);
 	}
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_step_record_format),
 	    cmocka_unit_test(test_good),
 	    cmocka_unit_test(test_good_two_files),
 	    cmocka_unit_test(test_two_owners),
