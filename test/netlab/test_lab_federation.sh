@@ -34,7 +34,6 @@ mode=$3
 NL=$build/bin/hako-netlab
 GEN=$build/bin/hako-conductor
 LAUNCH=$build/bin/hako-launch
-HCMD=$build/bin/hako-cmd
 RELAY=$build/test/relay/hako-relay
 DMAX=10000
 case $mode in
@@ -168,13 +167,15 @@ for n in "${nodes[@]}"; do
 	pids+=($!)
 done
 
-# world_usec NODE: its domain's world time in us (nothing before it has one). Bounded: once in a
-# full suite under load the queries answered nothing for a whole run (cause not found); the
-# failure now shows what the last one said.
+# world_usec NODE: its world time in us, as its conductor's trace last said (nothing before the
+# first sample). From the trace on this host's file system, not by a query inside the node:
+# under two CPU hogs `hako-netlab exec NODE -- hako-cmd -d fed status` answered "no domain" for
+# seconds while the node ran (4 times in about 18 runs; cause not found, docs/netlab.md), so
+# the fault came late or never.
 world_usec() {
-	timeout 5 "$NL" exec "$lab" "$1" -- "$HCMD" -d fed status 2>"status-$1.err" |
-		awk '/^world time/ {printf "%d", $3 * 1000000}'
+	tail -n 1 "gen/$1/trace.csv" 2>/dev/null | awk -F, '$3 ~ /^[0-9]+$/ {print $3}'
 }
+
 # at_world NODE USEC: wait until NODE's world reached USEC.
 at_world() {
 	local i t=''
@@ -184,8 +185,6 @@ at_world() {
 		sleep 0.05
 	done
 	fail "$1 never reached $2 us of world time (at '$t')"
-	timeout 5 "$NL" exec "$lab" "$1" -- "$HCMD" -d fed status 2>&1 | sed 's/^/    status: /'
-	sed 's/^/    stderr: /' "status-$1.err"
 	"$NL" status "$lab" 2>&1 | sed 's/^/    lab: /'
 	return 1
 }
