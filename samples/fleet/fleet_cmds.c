@@ -203,7 +203,8 @@ size_t fleet_dcmd_pack(const fleet_dcmd_t *c, void *buf, size_t cap)
 	}
 	put_u(&o, (uint32_t)c->result_code, 4);
 	put_u(&o, 0, 4);
-	return FLEET_DCMD_CTX_SIZE;
+	/* The fields above are the whole size, no more: the context's room is counted on it. */
+	return (size_t)(o - (uint8_t *)buf) == FLEET_DCMD_CTX_SIZE ? FLEET_DCMD_CTX_SIZE : 0;
 }
 
 int fleet_dcmd_unpack(fleet_dcmd_t *out, const void *buf, size_t len)
@@ -225,7 +226,8 @@ int fleet_dcmd_unpack(fleet_dcmd_t *out, const void *buf, size_t len)
 		memcpy(&c.arg[k], &bits, sizeof(bits));
 	}
 	c.result_code = (int32_t)(uint32_t)get_u(&in, 4);
-	if (c.kind >= FLEET_DCMD_CHANNELS || c.state > FLEET_DCMD_REPLY) {
+	if (get_u(&in, 4) != 0 || (size_t)(in - (const uint8_t *)buf) != FLEET_DCMD_CTX_SIZE ||
+	    c.kind >= FLEET_DCMD_CHANNELS || c.state > FLEET_DCMD_REPLY) {
 		return HAKO_EPROTO;
 	}
 	*out = c;

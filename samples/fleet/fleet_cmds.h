@@ -34,7 +34,7 @@
 #define FLEET_CH_CMD_LAND    8
 #define FLEET_DCMD_CHANNELS  3
 #define FLEET_DCMD_QUANTUM   100000 /* us of world time */
-#define FLEET_DCMD_CTX_SIZE  64     /* bytes of fleet_dcmd_pack */
+#define FLEET_DCMD_CTX_SIZE  72     /* bytes of fleet_dcmd_pack */
 
 enum { FLEET_DCMD_TAKEOFF = 0, FLEET_DCMD_MOVE = 1, FLEET_DCMD_LAND = 2 };
 enum {

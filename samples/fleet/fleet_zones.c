@@ -68,8 +68,9 @@ struct fleet_zones {
 /* The files of a fleet's RD config, and the sizes of each drone's RD channels in them. */
 static const char *const config_files[] = {"drone_pdutypes.json", "fleet_pdudef.json",
                                            "fleet_rd.json"};
-#define RD_STATUS_SIZE  256u
-#define RD_CONTEXT_SIZE 384u
+#define RD_STATUS_SIZE 256u
+/* 40 bytes of meta and base, the 24-byte RD header, then the context (rd_config.c's rule). */
+#define RD_CONTEXT_SIZE (64u + CTX_MAX)
 
 size_t fleet_zones_extra_channels(size_t n)
 {
