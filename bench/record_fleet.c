@@ -43,6 +43,7 @@
 
 static char g_domain[64];
 static char g_dir[64];
+static volatile uint64_t g_sink; /* what the neighbours read: kept, so that it is read */
 
 static void cleanup(void)
 {
@@ -187,7 +188,6 @@ static void reader_hog(vkind_t kind)
 		}
 	}
 	static uint8_t buf[65536];
-	volatile uint64_t sink = 0;
 	for (;;) {
 		for (int i = 0; i < n; i++) {
 			size_t len;
@@ -197,7 +197,7 @@ static void reader_hog(vkind_t kind)
 			} else {
 				hako_channel_read(chs[i], buf, sizeof(buf), &len, &seq);
 			}
-			sink += seq;
+			g_sink += seq;
 		}
 	}
 }
