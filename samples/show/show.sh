@@ -143,6 +143,13 @@ world_usec() {
 		awk '/^world time/ {printf "%d", $3 * 1000000}'
 }
 
+# tree_pids PID: PID and all its descendants, parents first.
+tree_pids() {
+	local c
+	echo "$1"
+	for c in $(pgrep -P "$1"); do tree_pids "$c"; done
+}
+
 # secs T0: the seconds since T0 (date +%s%N).
 secs() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN {printf "%.2f", (b - a) / 1e9}'; }
 
@@ -196,13 +203,18 @@ if [ "$kill" != none ] && [ -n "$kidx" ]; then
 		if [ -z "$loopback" ]; then
 			"$nl" kill "$name" "$kill" | sed 's/^/show: /'
 		else
-			# What a dead machine does: its hako-launch (and conductor) and its processes at once.
-			# (the node's timeout, its hako-launch and the processes that started).
-			lp=$(pgrep -P "${pids[$kidx]}" | tr '\n' ' ')
+			# What a dead machine does: every process of the node at once (its timeout, its
+			# hako-launch with the conductor, and the assets it started, each in its own process
+			# group). All are stopped first, then killed: an asset left running for a moment
+			# would get its parent-death SIGTERM and end cleanly, which no dead machine does.
+			kp=$(tree_pids "${pids[$kidx]}" | tr '\n' ' ')
 			# shellcheck disable=SC2086
-			kp="${pids[$kidx]} $lp $(for p in $lp; do pgrep -P "$p"; done | tr '\n' ' ')"
+			kill -STOP $kp 2>/dev/null
+			kp=$(tree_pids "${pids[$kidx]}" | tr '\n' ' ') # and any child started meanwhile
 			# shellcheck disable=SC2086
-			kill -KILL $kp
+			kill -STOP $kp 2>/dev/null
+			# shellcheck disable=SC2086
+			kill -KILL $kp 2>/dev/null
 			echo "show: node $kill killed: pids $kp"
 		fi
 		echo "show: killed $kill at world time $t us (wall $(secs "$t0") s)" |
