@@ -284,6 +284,13 @@ static void pass_signal(int sig)
 	}
 }
 
+/* exec's end once it has entered a node's namespaces (see cmd_exec). */
+static _Noreturn void exec_exit(int rc)
+{
+	fflush(NULL);
+	_exit(rc);
+}
+
 static int cmd_exec(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	int c;
@@ -308,9 +315,13 @@ static int cmd_exec(const hako_cli_command_t *cmd, int argc, char **argv)
 	if (find_node(lab, node, &st, &n) != 0) {
 		return 1;
 	}
+	/* From here on this process may be in the node's pid namespace (for its children), and it
+	 * ends with _exit: exit handlers that start a process of their own, such as LeakSanitizer's
+	 * tracer, would find it in another pid namespace and wait for it forever. */
 	char why[512];
 	if (nl_enter(n->pid, why, sizeof(why)) != 0) {
-		return fail("lab \"%s\", node \"%s\": %s", lab, node, why);
+		fail("lab \"%s\", node \"%s\": %s", lab, node, why);
+		exec_exit(1);
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -327,15 +338,17 @@ static int cmd_exec(const hako_cli_command_t *cmd, int argc, char **argv)
 		_exit(127);
 	}
 	if (exec_child < 0) {
-		return fail("fork: %s", strerror(errno));
+		fail("fork: %s", strerror(errno));
+		exec_exit(1);
 	}
 	int status;
 	while (waitpid(exec_child, &status, 0) < 0) {
 		if (errno != EINTR) {
-			return fail("waitpid: %s", strerror(errno));
+			fail("waitpid: %s", strerror(errno));
+			exec_exit(1);
 		}
 	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	exec_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 static int cmd_kill(const hako_cli_command_t *cmd, int argc, char **argv)
