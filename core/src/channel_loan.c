@@ -12,7 +12,9 @@
  * never waits for one; a reader killed while holding a loan leaves nothing behind. The price is
  * the reader's: a loan held across two writes is void. Since write n + 1 goes to the other
  * buffer, a loan outlives the next write, so a reader that keeps up with the writer (consumes a
- * PDU before the one after next is written) always gets its loans confirmed.
+ * PDU before the one after next is written) always gets its loans confirmed. As for
+ * hako_channel_read's check, a 32-bit word that wrapped (2^31 writes to the buffer during one
+ * loan) would go unnoticed.
  */
 #include <stdatomic.h>
 
