@@ -478,6 +478,12 @@ static int newest_write(const struct hakoi_channel *c, unsigned *buf, uint32_t *
 	}
 }
 
+int hakoi_channel_newest(const struct hakoi_channel *c, unsigned *buf, uint32_t *buf_seq,
+                         uint64_t *wno)
+{
+	return newest_write(c, buf, buf_seq, wno);
+}
+
 uint64_t hako_channel_seq(const hako_channel_t *ch)
 {
 	unsigned b;

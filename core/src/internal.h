@@ -279,5 +279,9 @@ void hakoi_waitset_notify(hako_domain_t *dom, uint64_t mask);
 /* channel.c */
 void hakoi_channels_reset(hako_domain_t *dom); /* lock held, nobody stepping */
 void hakoi_channel_cache_free(hako_domain_t *dom);
+/* The newest complete write of a channel: its buffer, that buffer's (even) sequence word and
+ * the write number (0 = none); HAKO_ECORRUPT if none can be found (channel.c: newest_write). */
+int hakoi_channel_newest(const struct hakoi_channel *c, unsigned *buf, uint32_t *buf_seq,
+                         uint64_t *wno);
 
 #endif

@@ -385,6 +385,32 @@ HAKO_API int hako_channel_cancel(hako_channel_t *ch);
  * than the PDU gives HAKO_ETOOBIG (the first `cap` bytes are copied). */
 HAKO_API int hako_channel_read(hako_channel_t *ch, void *buf, size_t cap, size_t *len_out,
                                uint64_t *seq_out);
+/* Zero-copy read (a read loan): the newest PDU where it lies, in the channel's buffer, without a
+ * copy. hako_channel_read_loan fills *loan (data, len, seq as hako_channel_read's) and always
+ * succeeds on a sane channel; hako_channel_read_release ends the loan and says whether the data
+ * stayed intact: 0 if no writer touched the buffer since the loan (everything read through
+ * loan->data in between was the PDU `seq`, never torn), HAKO_EAGAIN if a writer overwrote it (what
+ * was read is void: loan again, or copy with hako_channel_read). Nothing is locked and nothing is
+ * stored in the segment: a writer never waits for a reader, and a reader killed holding a loan
+ * leaves nothing behind. The loaned buffer survives the next write (which goes to the channel's
+ * other buffer) and is overwritten by the one after it. Rules while the loan is held: only read
+ * (data is const), and only within len; treat every byte as unconfirmed until release returns 0
+ * (bounds-check any length or offset found in the PDU before using it, do nothing that cannot be
+ * undone with what was read); keep the domain handle open. The loan is the caller's memory: any
+ * number may be held, by any threads. Release: HAKO_EINVAL for NULL arguments or a loan of
+ * another channel, HAKO_ESTATE for a loan already released. Loan: HAKO_EINVAL for NULL
+ * arguments, HAKO_ECORRUPT as hako_channel_read. */
+typedef struct hako_channel_read_loan {
+	const void *data; /* the PDU, read only (never NULL after a loan) */
+	size_t len;       /* its length, <= the channel size (0 if never written) */
+	uint64_t seq;     /* the number of the write that produced it (0 = never written) */
+	/* private */
+	const hako_channel_t *ch_;
+	uint32_t word_; /* the buffer's sequence word when lent */
+	uint32_t buf_;
+} hako_channel_read_loan_t;
+HAKO_API int hako_channel_read_loan(hako_channel_t *ch, hako_channel_read_loan_t *loan);
+HAKO_API int hako_channel_read_release(hako_channel_t *ch, hako_channel_read_loan_t *loan);
 /* Write sequence number: how many writes since creation or the last reset. */
 HAKO_API uint64_t hako_channel_seq(const hako_channel_t *ch);
 /* Wait until the sequence number differs from `seen`. spin_usec bounds the busy phase before
