@@ -12,26 +12,8 @@ set -u
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
-build=$(cd "$1" && pwd)
-launch=$build/bin/hako-launch
-bin=$build/samples/fleet
-dir=$(mktemp -d /tmp/test-fleet-cmds-XXXXXX) || exit 1
-lpid=
-cleanup() {
-	[ -n "$lpid" ] && kill -TERM "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
-	# shellcheck disable=SC2046
-	clean_domains "$build/bin/hako-cmd" $(launch_domains "$dir"/*.out)
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-unset HAKO_DOMAIN
-
-run() {
-	timeout -s KILL 300 "$launch" "$dir/$1.json" >"$dir/$1.out" 2>&1 &
-	lpid=$!
-	wait "$lpid" || { fail "$1: hako-launch failed"; show "$dir/$1.out" 30; }
-	lpid=
-}
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/fleet_test_kit.sh" "$1" cmds
 
 # launch NAME CMD HOSTS...: each host "ASSET:ARGS" (ARGS: JSON strings, comma-separated).
 launch_file() {
