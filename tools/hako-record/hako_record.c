@@ -110,16 +110,12 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		case 'q': o.quiet = 1; break;
 		case O_PDUDEF: o.pdudef = optarg; break;
 		case O_ROBOT:
-			if (o.nrobots == REC_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --robot options");
-			}
-			o.robots[o.nrobots++] = optarg;
+			r = hako_cli_option_list(cmd, "--robot", optarg, o.robots, &o.nrobots,
+			                         REC_MAX_FILTERS);
 			break;
 		case O_TYPE:
-			if (o.ntypes == REC_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --type options");
-			}
-			o.types[o.ntypes++] = optarg;
+			r = hako_cli_option_list(cmd, "--type", optarg, o.types, &o.ntypes,
+			                         REC_MAX_FILTERS);
 			break;
 		case O_PDU:
 			if (o.npdus == REC_MAX_FILTERS) {
@@ -284,16 +280,9 @@ int main(int argc, char **argv)
 	    "  -q, --quiet          only the last line and errors\n",
 	    run,
 	};
-	static const hako_cli_t cli = {
-	    .prog = "hako-record",
-	    .version = HAKO_VERSION,
-	    .commands = &command,
-	    .ncommands = 1,
-	    .common_options = "  -h, --help           show this help\n"
-	                      "  -V, --version        show the version\n",
-	    .epilog = "exit status: 0 the file was written whole; 1 an error (said on stderr);\n"
-	              "2 usage error. See docs/hako-record.md.\n",
-	    .single = 1,
-	};
-	return hako_cli_main(&cli, argc, argv);
+	return hako_cli_main_single(
+	    "hako-record", &command, 23,
+	    "exit status: 0 the file was written whole; 1 an error (said on stderr);\n"
+	    "2 usage error. See docs/hako-record.md.\n",
+	    argc, argv);
 }

@@ -63,16 +63,12 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			break;
 		case O_PDUDEF: o.pdudef = optarg; break;
 		case O_ROBOT:
-			if (o.nrobots == REP_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --robot options");
-			}
-			o.robots[o.nrobots++] = optarg;
+			r = hako_cli_option_list(cmd, "--robot", optarg, o.robots, &o.nrobots,
+			                         REP_MAX_FILTERS);
 			break;
 		case O_PDU:
-			if (o.npdus == REP_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --pdu options");
-			}
-			o.pdus[o.npdus++] = optarg;
+			r = hako_cli_option_list(cmd, "--pdu", optarg, o.pdus, &o.npdus,
+			                         REP_MAX_FILTERS);
 			break;
 		case O_SPEED:
 			r = hako_cli_option_double(cmd, "--speed", optarg, 1e-6, 1e6,
@@ -160,16 +156,9 @@ int main(int argc, char **argv)
 	    "  -q, --quiet          only the last line and errors\n",
 	    run,
 	};
-	static const hako_cli_t cli = {
-	    .prog = "hako-replay",
-	    .version = HAKO_VERSION,
-	    .commands = &command,
-	    .ncommands = 1,
-	    .common_options = "  -h, --help           show this help\n"
-	                      "  -V, --version        show the version\n",
-	    .epilog = "exit status: 0 done; 1 an error (said on stderr: a file that is not MCAP,\n"
-	              "a domain that refuses the asset); 2 usage error. See docs/hako-record.md.\n",
-	    .single = 1,
-	};
-	return hako_cli_main(&cli, argc, argv);
+	return hako_cli_main_single(
+	    "hako-replay", &command, 23,
+	    "exit status: 0 done; 1 an error (said on stderr: a file that is not MCAP,\n"
+	    "a domain that refuses the asset); 2 usage error. See docs/hako-record.md.\n",
+	    argc, argv);
 }
