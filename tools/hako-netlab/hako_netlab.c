@@ -72,36 +72,30 @@ static int find_node(const char *lab, const char *node, nl_state_t *st, const nl
 /* ---- the options and words of the commands ---- */
 
 /* argv[optind...], the words after the options: from min to max of them (max < 0: no limit),
- * else the usage error `need`. 0, or -1 with *rc the exit code. */
-static int count_words(const hako_cli_command_t *cmd, int argc, int min, int max, const char *need,
-                       int *rc)
+ * else the usage error `need`. -1 to go on, else the exit code (as hako_cli_option_double). */
+static int count_words(const hako_cli_command_t *cmd, int argc, int min, int max, const char *need)
 {
 	int n = argc - optind;
-	if (n < min || (max >= 0 && n > max)) {
-		*rc = hako_cli_usage_error(cmd, "%s", need);
-		return -1;
-	}
-	return 0;
+	return n < min || (max >= 0 && n > max) ? hako_cli_usage_error(cmd, "%s", need) : -1;
 }
 
 /* A command whose only option is --help ("LAB [NODE] [--] ..." shapes), and the number of its
  * words (count_words). With in_order (exec), the options end at the first word, so that the
- * command a node runs keeps its own. 0, or -1 with *rc the exit code. */
+ * command a node runs keeps its own. -1 to go on, else the exit code. */
 static int parse_words(const hako_cli_command_t *cmd, int argc, char **argv, int min, int max,
-                       int in_order, const char *need, int *rc)
+                       int in_order, const char *need)
 {
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	int c = getopt_long(argc, argv, in_order ? "+:h" : ":h", longopts, NULL);
 	if (c != -1) {
-		*rc = hako_cli_common_option(cmd, c, argv);
-		return -1;
+		return hako_cli_common_option(cmd, c, argv);
 	}
-	return count_words(cmd, argc, min, max, need, rc);
+	return count_words(cmd, argc, min, max, need);
 }
 
 /* The options of run, up and check, their words (count_words: the lab file first) and the lab
- * the file describes (nl_lab_free it). */
+ * the file describes (nl_lab_free it). -1 to go on, else the exit code. */
 struct lab_opts {
 	const char *name, *subnet;
 	pid_t tie_pid;
@@ -120,7 +114,7 @@ static int load(const char *file, const struct lab_opts *o, nl_lab_t *lab)
 }
 
 static int parse_lab(const hako_cli_command_t *cmd, int argc, char **argv, int min, int max,
-                     const char *need, struct lab_opts *o, nl_lab_t *lab, int *rc)
+                     const char *need, struct lab_opts *o, nl_lab_t *lab)
 {
 	static const struct option longopts[] = {{"name", required_argument, NULL, 'n'},
 	                                         {"subnet", required_argument, NULL, 's'},
@@ -136,29 +130,24 @@ static int parse_lab(const hako_cli_command_t *cmd, int argc, char **argv, int m
 		case 'w':
 			o->tie_pid = (pid_t)atoi(optarg);
 			if (o->tie_pid <= 0) {
-				*rc = hako_cli_usage_error(cmd, "--while-pid %s: must be a pid",
-				                           optarg);
-				return -1;
+				return hako_cli_usage_error(cmd, "--while-pid %s: must be a pid",
+				                            optarg);
 			}
 			break;
-		default: *rc = hako_cli_common_option(cmd, c, argv); return -1;
+		default: return hako_cli_common_option(cmd, c, argv);
 		}
 	}
 	if (o->name == NULL) {
 		snprintf(o->default_name, sizeof(o->default_name), "lab-%d", (int)getpid());
 		o->name = o->default_name;
 	} else if (!nl_name_ok(o->name)) {
-		*rc = hako_cli_usage_error(cmd, "--name %s: 1-31 of A-Z a-z 0-9 _ . -", o->name);
-		return -1;
+		return hako_cli_usage_error(cmd, "--name %s: 1-31 of A-Z a-z 0-9 _ . -", o->name);
 	}
-	if (count_words(cmd, argc, min, max, need, rc) != 0) {
-		return -1;
+	int rc = count_words(cmd, argc, min, max, need);
+	if (rc < 0 && load(argv[optind], o, lab) != 0) {
+		rc = 1;
 	}
-	if (load(argv[optind], o, lab) != 0) {
-		*rc = 1;
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 /* ---- commands ---- */
@@ -167,8 +156,8 @@ static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	struct lab_opts o;
 	nl_lab_t lab;
-	int rc;
-	if (parse_lab(cmd, argc, argv, 1, 1, "needs one lab file", &o, &lab, &rc) != 0) {
+	int rc = parse_lab(cmd, argc, argv, 1, 1, "needs one lab file", &o, &lab);
+	if (rc >= 0) {
 		return rc;
 	}
 	char ip[16];
@@ -185,9 +174,9 @@ static int cmd_run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	struct lab_opts o;
 	nl_lab_t lab;
-	int rc;
-	if (parse_lab(cmd, argc, argv, 2, -1, "needs a lab file and a command (after --)", &o, &lab,
-	              &rc) != 0) {
+	int rc = parse_lab(cmd, argc, argv, 2, -1, "needs a lab file and a command (after --)", &o,
+	                   &lab);
+	if (rc >= 0) {
 		return rc;
 	}
 	nl_sup_options_t so = {.name = o.name,
@@ -208,8 +197,8 @@ static int cmd_up(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	struct lab_opts o;
 	nl_lab_t lab;
-	int rc;
-	if (parse_lab(cmd, argc, argv, 1, 1, "needs one lab file", &o, &lab, &rc) != 0) {
+	int rc = parse_lab(cmd, argc, argv, 1, 1, "needs one lab file", &o, &lab);
+	if (rc >= 0) {
 		return rc;
 	}
 	int ready[2];
@@ -257,8 +246,8 @@ static int cmd_up(const hako_cli_command_t *cmd, int argc, char **argv)
 
 static int cmd_down(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int rc;
-	if (parse_words(cmd, argc, argv, 1, 1, 0, "needs a lab name", &rc) != 0) {
+	int rc = parse_words(cmd, argc, argv, 1, 1, 0, "needs a lab name");
+	if (rc >= 0) {
 		return rc;
 	}
 	const char *name = argv[optind];
@@ -309,8 +298,8 @@ static _Noreturn void exec_exit(int rc)
 
 static int cmd_exec(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int rc;
-	if (parse_words(cmd, argc, argv, 3, -1, 1, "needs a lab, a node and a command", &rc) != 0) {
+	int rc = parse_words(cmd, argc, argv, 3, -1, 1, "needs a lab, a node and a command");
+	if (rc >= 0) {
 		return rc;
 	}
 	const char *lab = argv[optind], *node = argv[optind + 1];
@@ -364,8 +353,8 @@ static int cmd_exec(const hako_cli_command_t *cmd, int argc, char **argv)
 
 static int cmd_kill(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int rc;
-	if (parse_words(cmd, argc, argv, 2, 2, 0, "needs a lab and a node", &rc) != 0) {
+	int rc = parse_words(cmd, argc, argv, 2, 2, 0, "needs a lab and a node");
+	if (rc >= 0) {
 		return rc;
 	}
 	nl_state_t st;
@@ -409,9 +398,9 @@ static int port_state(pid_t sw, const char *port, char *buf, size_t len)
 
 static int cmd_link(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int rc;
 	const char *need = "needs a lab, a node and down or up";
-	if (parse_words(cmd, argc, argv, 3, 3, 0, need, &rc) != 0) {
+	int rc = parse_words(cmd, argc, argv, 3, 3, 0, need);
+	if (rc >= 0) {
 		return rc;
 	}
 	const char *lab = argv[optind], *node = argv[optind + 1], *how = argv[optind + 2];
@@ -475,8 +464,8 @@ static int status_one(const char *lab)
 
 static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int rc;
-	if (parse_words(cmd, argc, argv, 0, 1, 0, "takes at most one lab name", &rc) != 0) {
+	int rc = parse_words(cmd, argc, argv, 0, 1, 0, "takes at most one lab name");
+	if (rc >= 0) {
 		return rc;
 	}
 	if (argc - optind == 1) {
@@ -510,8 +499,8 @@ static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 
 static int cmd_sweep(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int rc;
-	if (parse_words(cmd, argc, argv, 0, 0, 0, "takes no arguments", &rc) != 0) {
+	int rc = parse_words(cmd, argc, argv, 0, 0, 0, "takes no arguments");
+	if (rc >= 0) {
 		return rc;
 	}
 	int root = nl_root_lock();
@@ -527,8 +516,8 @@ static int cmd_sweep(const hako_cli_command_t *cmd, int argc, char **argv)
 /* Can this process make a node? Namespaces, a veth pair, a bridge, the ip command. */
 static int cmd_probe(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int rc;
-	if (parse_words(cmd, argc, argv, 0, -1, 0, "", &rc) != 0) {
+	int rc = parse_words(cmd, argc, argv, 0, -1, 0, "");
+	if (rc >= 0) {
 		return rc;
 	}
 	/* Set by CI's sanitizer run: there the processes of a lab hang now and then (a test
