@@ -66,6 +66,16 @@ same_as_ref() {
 	cmp -s "$sorted" "$dir/ref-sorted.txt" || fail "$what: the final states differ from one host's"
 }
 
+# rd_check WHAT OUT PATTERN MISSING TRACE...: hako-rd check of the RD traces TRACE..., its
+# report in OUT, finds no violation, and the report matches PATTERN (grep -E; '' for none), else
+# "WHAT: MISSING" fails.
+rd_check() {
+	local what=${1:+$1: } out=$2 pattern=$3 missing=$4
+	shift 4
+	"$build/bin/hako-rd" check "$@" >"$out" 2>&1 || { fail "${what}hako-rd check"; show "$out" 10; }
+	[ -z "$pattern" ] || grep -qE "$pattern" "$out" || { fail "$what$missing"; show "$out" 10; }
+}
+
 # ---- a federation of nodes on this machine: srv-01 (the server) and clients cli-01, ... ----
 # Set name (the domains are $name-ID) and mode ("lost": one hako-launch a node, the last
 # client's node killed) before these.

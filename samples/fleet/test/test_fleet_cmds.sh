@@ -76,8 +76,7 @@ cmp -s "$dir/zones.txt" "$dir/one-sorted.txt" ||
 grep -q "^1 " "$dir/zones/final-2.txt" 2>/dev/null || fail "zones: drone 1 did not end in the east zone"
 [ "$(grep '^1 ' "$dir/one.txt")" != "$(grep '^1 ' "$dir/plain.txt")" ] ||
 	fail "drone 1 ends the same with and without the command"
-"$build/bin/hako-rd" check "$dir/zones"/trace-*.jsonl >"$dir/check.txt" 2>&1 ||
-	{ fail "zones: hako-rd check"; show "$dir/check.txt" 10; }
+rd_check zones "$dir/check.txt" '' '' "$dir/zones"/trace-*.jsonl
 
 # shellcheck disable=SC2046
 segments_gone $(launch_domains "$dir"/*.out)

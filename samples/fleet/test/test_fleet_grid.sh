@@ -47,9 +47,8 @@ for k in 1 2 3 4; do
 	total=$((total + ${took:-0}))
 done
 same_as_ref grid "$dir/grid/final.txt" "$dir/grid"/final-*.txt
-"$build/bin/hako-rd" check "$dir/grid"/trace-*.jsonl >"$dir/grid/check.txt" 2>&1 ||
-	{ fail "grid: hako-rd check"; show "$dir/grid/check.txt" 10; }
-grep -q "model steps 768000" "$dir/grid/check.txt" || fail "grid: not every model step traced once"
+rd_check grid "$dir/grid/check.txt" "model steps 768000" "not every model step traced once" \
+	"$dir/grid"/trace-*.jsonl
 
 # shellcheck disable=SC2046
 segments_gone $(launch_domains "$dir"/*.out)

@@ -87,10 +87,8 @@ if [ "$mode" = lost ]; then
 	[ "$taken" -gt 0 ] || fail "no drone of the lost node was restarted on a live host"
 	fly_ref "$name-ref"
 	same_as_ref "the nodes" "$dir/nodes.txt" "$dir"/final-1.txt "$dir"/final-2.txt
-	"$build/bin/hako-rd" check "$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl \
-		>"$dir/check.txt" 2>&1 || { fail "hako-rd check"; show "$dir/check.txt" 10; }
-	grep -qE "restarts +[1-9]" "$dir/check.txt" ||
-		{ fail "hako-rd check saw no restart"; show "$dir/check.txt" 10; }
+	rd_check '' "$dir/check.txt" "restarts +[1-9]" "hako-rd check saw no restart" \
+		"$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl
 	[ "$fails" -ne 0 ] || grep -hE "killed|fleet-monitor: t=|lost|asked of the server|drones at the end|restarts|violations" \
 		"$dir/fed.txt" "$dir/check.txt"
 	finish samples.fleet.rd_full_balance_lost
@@ -123,12 +121,8 @@ fi
 fly_ref "$name-ref"
 same_as_ref "the nodes" "$dir/nodes.txt" "$dir"/final-1.txt "$dir"/final-2.txt "$dir"/final-3.txt
 
-"$build/bin/hako-rd" check "$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl \
-	>"$dir/check.txt" 2>&1 || { fail "hako-rd check"; show "$dir/check.txt" 10; }
-grep -q "model steps 768000" "$dir/check.txt" || {
-	fail "not every model step traced once"
-	show "$dir/check.txt" 10
-}
+rd_check '' "$dir/check.txt" "model steps 768000" "not every model step traced once" \
+	"$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl
 
 [ "$fails" -ne 0 ] || grep -hE "fleet-monitor: t=|asked of the server|drones at the end|done: every node|handoffs|violations" \
 	"$dir/fed.txt" "$dir/check.txt"

@@ -74,12 +74,8 @@ lost_checks() {
 	[ -n "$last" ] && [ -n "$first" ] &&
 		echo "take-over: lost at $last s of world time, first restart at $((first / 1000)) ms"
 	check_ref "$dir/final-1.txt"
-	"$build/bin/hako-rd" check "$dir/trace-1.jsonl" "$dir/trace-2.jsonl" >"$dir/check.txt" 2>&1 ||
-		{ fail "hako-rd check"; show "$dir/check.txt" 10; }
-	grep -qE "restarts +[1-9]" "$dir/check.txt" || {
-		fail "hako-rd check saw no restart"
-		show "$dir/check.txt" 10
-	}
+	rd_check '' "$dir/check.txt" "restarts +[1-9]" "hako-rd check saw no restart" \
+		"$dir/trace-1.jsonl" "$dir/trace-2.jsonl"
 	[ "$fails" -ne 0 ] || grep -hE "killed|lost|restarts it|drones at the end|violations" \
 		"$dir/fed.txt" "$dir/check.txt" | head -n 12
 }
@@ -97,12 +93,8 @@ for k in 1 2; do
 done
 
 check_ref "$dir"/final-1.txt "$dir"/final-2.txt
-"$build/bin/hako-rd" check "$dir/trace-1.jsonl" "$dir/trace-2.jsonl" >"$dir/check.txt" 2>&1 ||
-	{ fail "hako-rd check"; show "$dir/check.txt" 10; }
-grep -q "model steps 768000" "$dir/check.txt" || {
-	fail "not every model step traced once"
-	show "$dir/check.txt" 10
-}
+rd_check '' "$dir/check.txt" "model steps 768000" "not every model step traced once" \
+	"$dir/trace-1.jsonl" "$dir/trace-2.jsonl"
 
 [ "$fails" -ne 0 ] || grep -hE "drones handed|done: every node|handoffs|violations" \
 	"$dir/fed.txt" "$dir/check.txt"

@@ -50,11 +50,7 @@ JSON
 check_run() {
 	local name=$1
 	same_as_ref "$name" "$dir/$name/final.txt" "$dir/$name"/final-*.txt
-	"$build/bin/hako-rd" check "$dir/$name"/trace-*.jsonl \
-		>"$dir/$name/check.txt" 2>&1 || {
-		fail "$name: hako-rd check"
-		show "$dir/$name/check.txt" 10
-	}
+	rd_check "$name" "$dir/$name/check.txt" '' '' "$dir/$name"/trace-*.jsonl
 }
 
 # Sizing: a 2048-drone zones launch file; its first host's "domain_needs" says what the fleet
