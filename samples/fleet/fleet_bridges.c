@@ -101,6 +101,35 @@ static void load_io(char *out, size_t len, size_t hosts, size_t k, const char *n
 	}
 }
 
+/* A node of the endpoint container, after sep: its tcp endpoint (the wire), its endpoint of the
+ * load records (`local`: the server's "loads", a client's "load") and that of the orders. */
+static int container_node(char *buf, size_t len, const char *sep, const char *node,
+                          const char *local)
+{
+	return snprintf(buf, len,
+	                "%s  {\"nodeId\": \"%s\", \"endpoints\": [\n"
+	                "    {\"id\": \"%s_tcp\", \"mode\": \"wire\", \"config_path\": "
+	                "\"%s_tcp.json\"},\n"
+	                "    {\"id\": \"%s_%s\", \"mode\": \"local\", \"config_path\": "
+	                "\"%s_%s.json\"},\n"
+	                "    {\"id\": \"%s_orders\", \"mode\": \"local\", \"config_path\": "
+	                "\"%s_orders.json\"}]}",
+	                sep, node, node, node, node, local, node, local, node, node);
+}
+
+/* A connection of the bridge file, after sep: on node, from its endpoint node_from to node_to,
+ * the key groups of pdus (JSON objects). */
+static int connection(char *buf, size_t len, const char *sep, const char *id, const char *node,
+                      const char *from, const char *to, const char *pdus)
+{
+	return snprintf(buf, len,
+	                "%s    {\"id\": \"%s\", \"nodeId\": \"%s\", \"source\": {\"endpointId\": "
+	                "\"%s_%s\"},\n"
+	                "     \"destinations\": [{\"endpointId\": \"%s_%s\"}],\n"
+	                "     \"transferPdus\": [%s]}",
+	                sep, id, node, node, from, node, to, pdus);
+}
+
 int fleet_bridges_write(const char *dir, const char *server, const char *clients, const char *addr,
                         int port)
 {
@@ -198,26 +227,9 @@ int fleet_bridges_write(const char *dir, const char *server, const char *clients
 	 * client nodes with ids of MAX_ID - 1 bytes about twice over (test_fleet_bridges writes
 	 * those; ids are checked above, so nothing longer comes). */
 	char text[32768];
-	at = snprintf(
-	    text, sizeof(text),
-	    "[\n  {\"nodeId\": \"%s\", \"endpoints\": [\n"
-	    "    {\"id\": \"%s_tcp\", \"mode\": \"wire\", \"config_path\": \"%s_tcp.json\"},\n"
-	    "    {\"id\": \"%s_loads\", \"mode\": \"local\", \"config_path\": "
-	    "\"%s_loads.json\"},\n"
-	    "    {\"id\": \"%s_orders\", \"mode\": \"local\", \"config_path\": "
-	    "\"%s_orders.json\"}]}",
-	    server, server, server, server, server, server, server);
+	at = container_node(text, sizeof(text), "[\n", server, "loads");
 	for (size_t k = 0; k < n; k++) {
-		const char *c = ids[k];
-		at += snprintf(text + at, sizeof(text) - (size_t)at,
-		               ",\n  {\"nodeId\": \"%s\", \"endpoints\": [\n"
-		               "    {\"id\": \"%s_tcp\", \"mode\": \"wire\", \"config_path\": "
-		               "\"%s_tcp.json\"},\n"
-		               "    {\"id\": \"%s_load\", \"mode\": \"local\", \"config_path\": "
-		               "\"%s_load.json\"},\n"
-		               "    {\"id\": \"%s_orders\", \"mode\": \"local\", \"config_path\": "
-		               "\"%s_orders.json\"}]}",
-		               c, c, c, c, c, c, c);
+		at += container_node(text + at, sizeof(text) - (size_t)at, ",\n", ids[k], "load");
 	}
 	if (put(dir, "fleet_bridge_endpoints.json", "%s\n]\n", text) != 0) {
 		return -1;
@@ -237,32 +249,18 @@ int fleet_bridges_write(const char *dir, const char *server, const char *clients
 		               "%s{\"pduKeyGroupId\": \"load_%zu\", \"policyId\": \"immediate\"}",
 		               k > 0 ? ",\n                      " : "", k + 1);
 	}
-	int ac =
-	    snprintf(conns, sizeof(conns),
-	             "    {\"id\": \"loads\", \"nodeId\": \"%s\", \"source\": {\"endpointId\": "
-	             "\"%s_tcp\"},\n"
-	             "     \"destinations\": [{\"endpointId\": \"%s_loads\"}],\n"
-	             "     \"transferPdus\": [%s]},\n"
-	             "    {\"id\": \"orders\", \"nodeId\": \"%s\", \"source\": {\"endpointId\": "
-	             "\"%s_orders\"},\n"
-	             "     \"destinations\": [{\"endpointId\": \"%s_tcp\"}],\n"
-	             "     \"transferPdus\": [{\"pduKeyGroupId\": \"order\", \"policyId\": "
-	             "\"ticker_100ms\"}]}",
-	             server, server, server, all, server, server, server);
+	int ac = connection(conns, sizeof(conns), "", "loads", server, "tcp", "loads", all);
+	ac += connection(conns + ac, sizeof(conns) - (size_t)ac, ",\n", "orders", server, "orders",
+	                 "tcp", "{\"pduKeyGroupId\": \"order\", \"policyId\": \"ticker_100ms\"}");
 	for (size_t k = 0; k < n; k++) {
-		const char *c = ids[k];
-		ac += snprintf(conns + ac, sizeof(conns) - (size_t)ac,
-		               ",\n    {\"id\": \"load\", \"nodeId\": \"%s\", \"source\": "
-		               "{\"endpointId\": \"%s_load\"},\n"
-		               "     \"destinations\": [{\"endpointId\": \"%s_tcp\"}],\n"
-		               "     \"transferPdus\": [{\"pduKeyGroupId\": \"load_%zu\", "
-		               "\"policyId\": \"immediate\"}]},\n"
-		               "    {\"id\": \"orders\", \"nodeId\": \"%s\", \"source\": "
-		               "{\"endpointId\": \"%s_tcp\"},\n"
-		               "     \"destinations\": [{\"endpointId\": \"%s_orders\"}],\n"
-		               "     \"transferPdus\": [{\"pduKeyGroupId\": \"order\", "
-		               "\"policyId\": \"immediate\"}]}",
-		               c, c, c, k + 1, c, c, c);
+		char load[80];
+		snprintf(load, sizeof(load),
+		         "{\"pduKeyGroupId\": \"load_%zu\", \"policyId\": \"immediate\"}", k + 1);
+		ac += connection(conns + ac, sizeof(conns) - (size_t)ac, ",\n", "load", ids[k],
+		                 "load", "tcp", load);
+		ac += connection(conns + ac, sizeof(conns) - (size_t)ac, ",\n", "orders", ids[k],
+		                 "tcp", "orders",
+		                 "{\"pduKeyGroupId\": \"order\", \"policyId\": \"immediate\"}");
 	}
 	return put(dir, "fleet_bridge.json",
 	           "{\n  \"version\": \"2.0.0\",\n"

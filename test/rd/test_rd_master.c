@@ -84,6 +84,28 @@ static void ack_all(struct fx *f, uint32_t eu)
 	}
 }
 
+/* After a node was lost at world time `at`: ticks (held: with the world held) change nothing
+ * until the timeout has passed, then `n` EUs. */
+static void tick_past_timeout(struct fx *f, hako_time_t at, int held, int n)
+{
+	int (*tick)(hako_rd_master_t *, hako_time_t, uint32_t *, int) =
+	    held ? hako_rd_master_tick_held : hako_rd_master_tick;
+	uint32_t changed[4];
+	assert_int_equal(tick(f->m, at + TIMEOUT - 1, changed, 4), 0);
+	assert_int_equal(tick(f->m, at + TIMEOUT, changed, 4), n);
+}
+
+/* The EU's commit is a restart on node `next` at `epoch`, from the last committed context. */
+static hako_rd_commit_t expect_restart(struct fx *f, uint32_t eu, uint8_t next, uint32_t epoch)
+{
+	hako_rd_commit_t s = get(f, eu);
+	assert_int_equal(s.status, HAKO_RD_OWNER_RELEASING);
+	assert_int_equal(s.next, next);
+	assert_int_equal(s.epoch, epoch);
+	assert_int_equal(s.from_stored, 1);
+	return s;
+}
+
 static void test_initial(void **state)
 {
 	struct fx *f = *state;
@@ -223,10 +245,8 @@ static void test_next_lost(void **state)
 	hako_rd_master_ack(f->m, 1, 0, get(f, 0).seq);
 	hako_rd_master_ack(f->m, 2, 0, get(f, 0).seq);
 	assert_int_equal(hako_rd_master_barrier(f->m), -1);
-	uint32_t changed[4];
-	assert_int_equal(hako_rd_master_tick(f->m, 10000 + TIMEOUT - 1, changed, 4), 0);
 	/* EU 0 back to node 2; EU 1, owned by the lost node, restarts on node 2. */
-	assert_int_equal(hako_rd_master_tick(f->m, 10000 + TIMEOUT, changed, 4), 2);
+	tick_past_timeout(f, 10000, 0, 2);
 	hako_rd_commit_t s = get(f, 0);
 	assert_int_equal(s.status, HAKO_RD_OWNER_STABLE);
 	assert_int_equal(s.curr, 2);
@@ -243,15 +263,9 @@ static void test_owner_lost(void **state)
 	assert_int_equal(hako_rd_master_store_context(f->m, 0, 1, "ctx1", 4), 0);
 	assert_int_equal(hako_rd_master_activated(f->m, 3, 0, 1), 0);
 	hako_rd_master_node_lost(f->m, 3, 100000);
-	uint32_t changed[4];
-	assert_int_equal(hako_rd_master_tick(f->m, 100000 + TIMEOUT - 1, changed, 4), 0);
-	assert_int_equal(hako_rd_master_tick(f->m, 100000 + TIMEOUT, changed, 4), 2);
-	hako_rd_commit_t s = get(f, 0);
-	assert_int_equal(s.status, HAKO_RD_OWNER_RELEASING);
+	tick_past_timeout(f, 100000, 0, 2);
+	hako_rd_commit_t s = expect_restart(f, 0, 2, 2);
 	assert_int_equal(s.curr, 3);
-	assert_int_equal(s.next, 2);
-	assert_int_equal(s.epoch, 2);
-	assert_int_equal(s.from_stored, 1);
 	assert_int_equal(s.commit_usec, 100000 + TIMEOUT + 2 * DMAX);
 	size_t len = 0;
 	assert_memory_equal(hako_rd_master_context(f->m, 0, &len), "ctx1", 4);
@@ -295,13 +309,8 @@ static void test_checkpoint(void **state)
 	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 3, 1, "ck3b", 4), 0);
 	/* Node 3 is lost: node 2 restarts the EU from node 3's checkpoint. */
 	hako_rd_master_node_lost(f->m, 3, 50000);
-	uint32_t changed[4];
-	assert_int_equal(hako_rd_master_tick(f->m, 50000 + TIMEOUT, changed, 4), 2);
-	hako_rd_commit_t s = get(f, 0);
-	assert_int_equal(s.status, HAKO_RD_OWNER_RELEASING);
-	assert_int_equal(s.next, 2);
-	assert_int_equal(s.epoch, 2);
-	assert_int_equal(s.from_stored, 1);
+	tick_past_timeout(f, 50000, 0, 2);
+	expect_restart(f, 0, 2, 2);
 	assert_memory_equal(hako_rd_master_context(f->m, 0, &len), "ck3b", 4);
 	/* During the restart nothing replaces the context it sends. */
 	assert_int_equal(hako_rd_master_store_checkpoint(f->m, 0, 3, 1, "late", 4), HAKO_ESTATE);
@@ -320,12 +329,8 @@ static void test_due_and_held_restart(void **state)
 	assert_int_equal(hako_rd_master_next_due(f->m), -1);
 	hako_rd_master_node_lost(f->m, 3, 70000);
 	assert_int_equal(hako_rd_master_next_due(f->m), 70000 + TIMEOUT);
-	uint32_t changed[4];
-	assert_int_equal(hako_rd_master_tick_held(f->m, 70000 + TIMEOUT - 1, changed, 4), 0);
-	assert_int_equal(hako_rd_master_tick_held(f->m, 70000 + TIMEOUT, changed, 4), 1);
-	hako_rd_commit_t s = get(f, 1);
-	assert_int_equal(s.status, HAKO_RD_OWNER_RELEASING);
-	assert_int_equal(s.next, 2);
+	tick_past_timeout(f, 70000, 1, 1);
+	hako_rd_commit_t s = expect_restart(f, 1, 2, 1);
 	assert_int_equal(s.commit_usec, 70000 + TIMEOUT + DMAX + 2 * DELTA);
 	/* Releasing to a live node from a lost one: still due until the new owner activates. */
 	assert_int_equal(hako_rd_master_next_due(f->m), 70000 + TIMEOUT);
@@ -340,14 +345,8 @@ static void test_owner_lost_before_release(void **state)
 	struct fx *f = *state;
 	assert_int_equal(hako_rd_master_request(f->m, 0, 3, 0, NULL, 0), 0);
 	hako_rd_master_node_lost(f->m, 2, 15000);
-	uint32_t changed[4];
-	assert_int_equal(hako_rd_master_tick(f->m, 15000 + TIMEOUT - 1, changed, 4), 0);
-	assert_int_equal(hako_rd_master_tick(f->m, 15000 + TIMEOUT, changed, 4), 1);
-	hako_rd_commit_t s = get(f, 0);
-	assert_int_equal(s.status, HAKO_RD_OWNER_RELEASING);
-	assert_int_equal(s.next, 3);
-	assert_int_equal(s.epoch, 2);
-	assert_int_equal(s.from_stored, 1);
+	tick_past_timeout(f, 15000, 0, 1);
+	expect_restart(f, 0, 3, 2);
 	assert_int_equal(hako_rd_master_activated(f->m, 3, 0, 2), 0);
 	assert_int_equal(get(f, 0).curr, 3);
 }

@@ -12,27 +12,7 @@ BIN=$(cd "$1" && pwd) OUT=$2 AT=${3:-12} NAME=fox-shot
 . "$SRC/test/common/hako_test.sh"
 # shellcheck source-path=SCRIPTDIR
 . "$SRC/test/viewer/viewer_kit.sh"
-FLEET=$BIN/samples/fleet
-DRONES=256
-"$FLEET/fleet-host" --drones $DRONES --write-zones "$tmp" >"$tmp/zones.out" 2>&1 ||
-	die "fleet-host --write-zones: $(cat "$tmp/zones.out")"
-host() {
-	echo "{\"name\": \"host-$1\", \"command\": \"fleet-host\", \"on_failure\": \"continue\",
-	  \"args\": [\"--drones\", \"$DRONES\", \"--zones\", \"$tmp/fleet_rd.json\", \"--node\", \"$1\"],
-	  \"wait_for\": {\"asset\": \"fleet-zone-$1\"}}"
-}
-cat >"$tmp/launch.json" <<-JSON
-{
-  "domain": "$HAKO_DOMAIN",
-  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "real_time_factor": 4,
-                "stop_at_usec": 60000000},
-  "log_dir": "$tmp/logs", "path": ["$FLEET"],
-  "viewer": {"port": 0, "pdudef": "fleet_pdudef.json", "rd": "fleet_rd.json"},
-  "processes": [$(host 1), $(host 2)]
-}
-JSON
-"$BIN/bin/hako-launch" "$tmp/launch.json" >"$tmp/launch.out" 2>&1 &
-pids+=($!)
+start_fleet 256 4 60000000
 wait_for_line "$tmp/launch.out" '^hako-launch: viewer: http' 30 || die "no viewer"
 PORT=$(sed -n 's|^hako-launch: viewer: http://[^:]*:\([0-9]*\)/ (read-only).*|\1|p' "$tmp/launch.out")
 "$SRC/test/node/run.sh" foxglove_shot.js "$PORT" "$tmp/fleet.html" "$AT" || die "foxglove_shot.js"

@@ -13,28 +13,9 @@ BIN=$1 SRC=$2 SHOT=$3 SHOT2=${4:-} NAME=viewer-rd
 . "$SRC/test/common/hako_test.sh"
 # shellcheck source-path=SCRIPTDIR
 . "$SRC/test/viewer/viewer_kit.sh"
-FLEET=$BIN/samples/fleet
 DRONES=32
 
-"$FLEET/fleet-host" --drones $DRONES --write-zones "$tmp" >"$tmp/zones.out" 2>&1 ||
-	die "fleet-host --write-zones: $(cat "$tmp/zones.out")"
-host() { # host K: the process entry of the zone host of node K
-	echo "{\"name\": \"host-$1\", \"command\": \"fleet-host\", \"on_failure\": \"continue\",
-	  \"args\": [\"--drones\", \"$DRONES\", \"--zones\", \"$tmp/fleet_rd.json\", \"--node\", \"$1\"],
-	  \"wait_for\": {\"asset\": \"fleet-zone-$1\"}}"
-}
-cat >"$tmp/launch.json" <<-JSON
-{
-  "domain": "$HAKO_DOMAIN",
-  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "real_time_factor": 1,
-                "stop_at_usec": 120000000},
-  "log_dir": "$tmp/logs", "path": ["$FLEET"],
-  "viewer": {"port": 0, "pdudef": "fleet_pdudef.json", "rd": "fleet_rd.json"},
-  "processes": [$(host 1), $(host 2)]
-}
-JSON
-"$BIN/bin/hako-launch" "$tmp/launch.json" >"$tmp/launch.out" 2>&1 &
-pids+=($!)
+start_fleet $DRONES 1 120000000
 wait_for_line "$tmp/launch.out" '^hako-launch: simulation running' 30 ||
 	die "the fleet did not start"
 URL=$(sed -n 's/^hako-launch: viewer: \(http[^ ]*\) (read-only), .*/\1/p' "$tmp/launch.out")

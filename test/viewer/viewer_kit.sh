@@ -94,3 +94,30 @@ page() {
 usec() {
 	sed -n 's/.*id="world-time" data-usec="\([0-9]*\)".*/\1/p' "$1" | head -n 1
 }
+
+# start_fleet DRONES RTF STOP_USEC: the fleet's zones, two fleet-host processes sharing DRONES
+# drones (west: node 1, below x = 0; east: node 2), run by hako-launch in the test's domain at
+# real-time factor RTF to STOP_USEC of world time, with its "viewer" (hako-viewer with the
+# fleet's --pdudef and --rd); its output in $tmp/launch.out.
+start_fleet() {
+	local fleet=$BIN/samples/fleet drones=$1
+	"$fleet/fleet-host" --drones "$drones" --write-zones "$tmp" >"$tmp/zones.out" 2>&1 ||
+		die "fleet-host --write-zones: $(cat "$tmp/zones.out")"
+	fleet_host() { # fleet_host K: the process entry of the zone host of node K
+		echo "{\"name\": \"host-$1\", \"command\": \"fleet-host\", \"on_failure\": \"continue\",
+	  \"args\": [\"--drones\", \"$drones\", \"--zones\", \"$tmp/fleet_rd.json\", \"--node\", \"$1\"],
+	  \"wait_for\": {\"asset\": \"fleet-zone-$1\"}}"
+	}
+	cat >"$tmp/launch.json" <<-JSON
+{
+  "domain": "$HAKO_DOMAIN",
+  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "real_time_factor": $2,
+                "stop_at_usec": $3},
+  "log_dir": "$tmp/logs", "path": ["$fleet"],
+  "viewer": {"port": 0, "pdudef": "fleet_pdudef.json", "rd": "fleet_rd.json"},
+  "processes": [$(fleet_host 1), $(fleet_host 2)]
+}
+JSON
+	"$BIN/bin/hako-launch" "$tmp/launch.json" >"$tmp/launch.out" 2>&1 &
+	pids+=($!)
+}

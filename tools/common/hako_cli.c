@@ -189,3 +189,30 @@ int hako_cli_main(const hako_cli_t *cli, int argc, char **argv)
 	fflush(stdout);
 	return r;
 }
+
+int hako_cli_main_single(const char *prog, const hako_cli_command_t *cmd, int col,
+                         const char *epilog, int argc, char **argv)
+{
+	static char common[160];
+	static hako_cli_t cli;
+	snprintf(common, sizeof(common), "  %-*sshow this help\n  %-*sshow the version\n", col - 2,
+	         "-h, --help", col - 2, "-V, --version");
+	cli = (hako_cli_t){.prog = prog,
+	                   .version = HAKO_VERSION,
+	                   .commands = cmd,
+	                   .ncommands = 1,
+	                   .common_options = common,
+	                   .epilog = epilog,
+	                   .single = 1};
+	return hako_cli_main(&cli, argc, argv);
+}
+
+int hako_cli_option_list(const hako_cli_command_t *cmd, const char *opt, const char *s,
+                         const char **list, int *n, int max)
+{
+	if (*n >= max) {
+		return hako_cli_usage_error(cmd, "too many %s options", opt);
+	}
+	list[(*n)++] = s;
+	return -1;
+}

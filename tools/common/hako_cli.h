@@ -68,6 +68,17 @@ int hako_cli_usage_error(const hako_cli_command_t *cmd, const char *fmt, ...)
  * errors). Returns the exit code. */
 int hako_cli_common_option(const hako_cli_command_t *cmd, int c, char **argv);
 
+/* hako_cli_main for a tool that is one command (`single`), cmd, named prog: -h and -V described
+ * in its help with their descriptions at column col, like its own options; epilog as
+ * hako_cli_t's. Returns the exit code. */
+int hako_cli_main_single(const char *prog, const hako_cli_command_t *cmd, int col,
+                         const char *epilog, int argc, char **argv);
+
+/* A repeatable option's value s appended to list, which holds *n of at most max, with the usage
+ * error "too many <opt> options". -1 to go on, else the exit code, as hako_cli_option_double. */
+int hako_cli_option_list(const hako_cli_command_t *cmd, const char *opt, const char *s,
+                         const char **list, int *n, int max);
+
 /* The "help [command]" command. */
 int hako_cli_help(const hako_cli_command_t *cmd, int argc, char **argv);
 

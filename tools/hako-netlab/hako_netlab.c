@@ -69,16 +69,52 @@ static int find_node(const char *lab, const char *node, nl_state_t *st, const nl
 	return 0;
 }
 
-/* ---- options shared by run, up and check ---- */
+/* ---- the options and words of the commands ---- */
 
+/* argv[optind...], the words after the options: from min to max of them (max < 0: no limit),
+ * else the usage error `need`. -1 to go on, else the exit code (as hako_cli_option_double). */
+static int count_words(const hako_cli_command_t *cmd, int argc, int min, int max, const char *need)
+{
+	int n = argc - optind;
+	return n < min || (max >= 0 && n > max) ? hako_cli_usage_error(cmd, "%s", need) : -1;
+}
+
+/* A command whose only option is --help ("LAB [NODE] [--] ..." shapes), and the number of its
+ * words (count_words). With in_order (exec), the options end at the first word, so that the
+ * command a node runs keeps its own. -1 to go on, else the exit code. */
+static int parse_words(const hako_cli_command_t *cmd, int argc, char **argv, int min, int max,
+                       int in_order, const char *need)
+{
+	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
+	int c = getopt_long(argc, argv, in_order ? "+:h" : ":h", longopts, NULL);
+	if (c != -1) {
+		return hako_cli_common_option(cmd, c, argv);
+	}
+	return count_words(cmd, argc, min, max, need);
+}
+
+/* The options of run, up and check, their words (count_words: the lab file first) and the lab
+ * the file describes (nl_lab_free it). -1 to go on, else the exit code. */
 struct lab_opts {
 	const char *name, *subnet;
 	pid_t tie_pid;
 	char default_name[NL_NAME_MAX];
 };
 
-static int parse_lab_opts(const hako_cli_command_t *cmd, int argc, char **argv, struct lab_opts *o,
-                          int *rc)
+static int load(const char *file, const struct lab_opts *o, nl_lab_t *lab)
+{
+	hako_error_t err;
+	if (nl_lab_load(file, o->subnet, lab, &err) != 0) {
+		char buf[1700];
+		fprintf(stderr, "%s\n", hako_error_format(&err, buf, sizeof(buf)));
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_lab(const hako_cli_command_t *cmd, int argc, char **argv, int min, int max,
+                     const char *need, struct lab_opts *o, nl_lab_t *lab)
 {
 	static const struct option longopts[] = {{"name", required_argument, NULL, 'n'},
 	                                         {"subnet", required_argument, NULL, 's'},
@@ -94,33 +130,24 @@ static int parse_lab_opts(const hako_cli_command_t *cmd, int argc, char **argv, 
 		case 'w':
 			o->tie_pid = (pid_t)atoi(optarg);
 			if (o->tie_pid <= 0) {
-				*rc = hako_cli_usage_error(cmd, "--while-pid %s: must be a pid",
-				                           optarg);
-				return -1;
+				return hako_cli_usage_error(cmd, "--while-pid %s: must be a pid",
+				                            optarg);
 			}
 			break;
-		default: *rc = hako_cli_common_option(cmd, c, argv); return -1;
+		default: return hako_cli_common_option(cmd, c, argv);
 		}
 	}
 	if (o->name == NULL) {
 		snprintf(o->default_name, sizeof(o->default_name), "lab-%d", (int)getpid());
 		o->name = o->default_name;
 	} else if (!nl_name_ok(o->name)) {
-		*rc = hako_cli_usage_error(cmd, "--name %s: 1-31 of A-Z a-z 0-9 _ . -", o->name);
-		return -1;
+		return hako_cli_usage_error(cmd, "--name %s: 1-31 of A-Z a-z 0-9 _ . -", o->name);
 	}
-	return 0;
-}
-
-static int load(const char *file, const struct lab_opts *o, nl_lab_t *lab)
-{
-	hako_error_t err;
-	if (nl_lab_load(file, o->subnet, lab, &err) != 0) {
-		char buf[1700];
-		fprintf(stderr, "%s\n", hako_error_format(&err, buf, sizeof(buf)));
-		return 1;
+	int rc = count_words(cmd, argc, min, max, need);
+	if (rc < 0 && load(argv[optind], o, lab) != 0) {
+		rc = 1;
 	}
-	return 0;
+	return rc;
 }
 
 /* ---- commands ---- */
@@ -128,16 +155,10 @@ static int load(const char *file, const struct lab_opts *o, nl_lab_t *lab)
 static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	struct lab_opts o;
-	int rc;
-	if (parse_lab_opts(cmd, argc, argv, &o, &rc) != 0) {
-		return rc;
-	}
-	if (argc - optind != 1) {
-		return hako_cli_usage_error(cmd, "needs one lab file");
-	}
 	nl_lab_t lab;
-	if (load(argv[optind], &o, &lab) != 0) {
-		return 1;
+	int rc = parse_lab(cmd, argc, argv, 1, 1, "needs one lab file", &o, &lab);
+	if (rc >= 0) {
+		return rc;
 	}
 	char ip[16];
 	printf("subnet %s\nswitch %s\n", lab.subnet_text, nl_ip_text(lab.sw_ip, ip));
@@ -152,16 +173,11 @@ static int cmd_check(const hako_cli_command_t *cmd, int argc, char **argv)
 static int cmd_run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	struct lab_opts o;
-	int rc;
-	if (parse_lab_opts(cmd, argc, argv, &o, &rc) != 0) {
-		return rc;
-	}
-	if (argc - optind < 2) {
-		return hako_cli_usage_error(cmd, "needs a lab file and a command (after --)");
-	}
 	nl_lab_t lab;
-	if (load(argv[optind], &o, &lab) != 0) {
-		return 1;
+	int rc = parse_lab(cmd, argc, argv, 2, -1, "needs a lab file and a command (after --)", &o,
+	                   &lab);
+	if (rc >= 0) {
+		return rc;
 	}
 	nl_sup_options_t so = {.name = o.name,
 	                       .labfile = argv[optind],
@@ -180,16 +196,10 @@ static int cmd_run(const hako_cli_command_t *cmd, int argc, char **argv)
 static int cmd_up(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	struct lab_opts o;
-	int rc;
-	if (parse_lab_opts(cmd, argc, argv, &o, &rc) != 0) {
-		return rc;
-	}
-	if (argc - optind != 1) {
-		return hako_cli_usage_error(cmd, "needs one lab file");
-	}
 	nl_lab_t lab;
-	if (load(argv[optind], &o, &lab) != 0) {
-		return 1;
+	int rc = parse_lab(cmd, argc, argv, 1, 1, "needs one lab file", &o, &lab);
+	if (rc >= 0) {
+		return rc;
 	}
 	int ready[2];
 	if (pipe(ready) != 0) {
@@ -236,14 +246,9 @@ static int cmd_up(const hako_cli_command_t *cmd, int argc, char **argv)
 
 static int cmd_down(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int c;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		return hako_cli_common_option(cmd, c, argv);
-	}
-	if (argc - optind != 1) {
-		return hako_cli_usage_error(cmd, "needs a lab name");
+	int rc = parse_words(cmd, argc, argv, 1, 1, 0, "needs a lab name");
+	if (rc >= 0) {
+		return rc;
 	}
 	const char *name = argv[optind];
 	nl_state_t st;
@@ -293,14 +298,9 @@ static _Noreturn void exec_exit(int rc)
 
 static int cmd_exec(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int c;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
-	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-		return hako_cli_common_option(cmd, c, argv);
-	}
-	if (argc - optind < 3) {
-		return hako_cli_usage_error(cmd, "needs a lab, a node and a command");
+	int rc = parse_words(cmd, argc, argv, 3, -1, 1, "needs a lab, a node and a command");
+	if (rc >= 0) {
+		return rc;
 	}
 	const char *lab = argv[optind], *node = argv[optind + 1];
 	char **command = argv + optind + 2;
@@ -353,14 +353,9 @@ static int cmd_exec(const hako_cli_command_t *cmd, int argc, char **argv)
 
 static int cmd_kill(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int c;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		return hako_cli_common_option(cmd, c, argv);
-	}
-	if (argc - optind != 2) {
-		return hako_cli_usage_error(cmd, "needs a lab and a node");
+	int rc = parse_words(cmd, argc, argv, 2, 2, 0, "needs a lab and a node");
+	if (rc >= 0) {
+		return rc;
 	}
 	nl_state_t st;
 	const nl_live_node_t *n;
@@ -403,17 +398,15 @@ static int port_state(pid_t sw, const char *port, char *buf, size_t len)
 
 static int cmd_link(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int c;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		return hako_cli_common_option(cmd, c, argv);
-	}
-	if (argc - optind != 3 ||
-	    (strcmp(argv[optind + 2], "down") != 0 && strcmp(argv[optind + 2], "up") != 0)) {
-		return hako_cli_usage_error(cmd, "needs a lab, a node and down or up");
+	const char *need = "needs a lab, a node and down or up";
+	int rc = parse_words(cmd, argc, argv, 3, 3, 0, need);
+	if (rc >= 0) {
+		return rc;
 	}
 	const char *lab = argv[optind], *node = argv[optind + 1], *how = argv[optind + 2];
+	if (strcmp(how, "down") != 0 && strcmp(how, "up") != 0) {
+		return hako_cli_usage_error(cmd, "%s", need);
+	}
 	nl_state_t st;
 	const nl_live_node_t *n, *sw;
 	if (find_node(lab, node, &st, &n) != 0 || find_node(lab, NL_SWITCH, &st, &sw) != 0) {
@@ -471,17 +464,12 @@ static int status_one(const char *lab)
 
 static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int c;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		return hako_cli_common_option(cmd, c, argv);
+	int rc = parse_words(cmd, argc, argv, 0, 1, 0, "takes at most one lab name");
+	if (rc >= 0) {
+		return rc;
 	}
 	if (argc - optind == 1) {
 		return status_one(argv[optind]);
-	}
-	if (argc - optind != 0) {
-		return hako_cli_usage_error(cmd, "takes at most one lab name");
 	}
 	DIR *d = opendir(nl_state_root());
 	int any = 0;
@@ -511,14 +499,9 @@ static int cmd_status(const hako_cli_command_t *cmd, int argc, char **argv)
 
 static int cmd_sweep(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int c;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		return hako_cli_common_option(cmd, c, argv);
-	}
-	if (argc - optind != 0) {
-		return hako_cli_usage_error(cmd, "takes no arguments");
+	int rc = parse_words(cmd, argc, argv, 0, 0, 0, "takes no arguments");
+	if (rc >= 0) {
+		return rc;
 	}
 	int root = nl_root_lock();
 	if (root < 0) {
@@ -533,11 +516,9 @@ static int cmd_sweep(const hako_cli_command_t *cmd, int argc, char **argv)
 /* Can this process make a node? Namespaces, a veth pair, a bridge, the ip command. */
 static int cmd_probe(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	int c;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-	                                         {NULL, 0, NULL, 0}};
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		return hako_cli_common_option(cmd, c, argv);
+	int rc = parse_words(cmd, argc, argv, 0, -1, 0, "");
+	if (rc >= 0) {
+		return rc;
 	}
 	/* Set by CI's sanitizer run: there the processes of a lab hang now and then (a test
 	 * timed out); the lab tests run in the plain and the clang builds. */

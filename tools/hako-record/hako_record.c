@@ -9,6 +9,7 @@
 
 #include "hako/domain.h"
 #include "hako_cli.h"
+#include "rec_cli.h"
 #include "record.h"
 
 static volatile sig_atomic_t g_stop;
@@ -49,9 +50,7 @@ static int parse_spec(const char *s, rec_pdu_spec_t *p)
 static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
 	enum {
-		O_PDUDEF = 256,
-		O_ROBOT,
-		O_PDU,
+		O_PDU = REC_O_OWN,
 		O_TYPE,
 		O_RATE,
 		O_PDU_RATE,
@@ -60,9 +59,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_CHUNK,
 		O_SKIP,
 		O_UNTIL,
-		O_WAIT,
 		O_STALL,
-		O_ASSET,
 		O_POLL,
 		O_WAKE,
 		O_NICE,
@@ -70,10 +67,7 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 		O_IDLE
 	};
 	static const struct option longopts[] = {
-	    {"domain", required_argument, NULL, 'd'},
 	    {"output", required_argument, NULL, 'o'},
-	    {"pdudef", required_argument, NULL, O_PDUDEF},
-	    {"robot", required_argument, NULL, O_ROBOT},
 	    {"pdu", required_argument, NULL, O_PDU},
 	    {"type", required_argument, NULL, O_TYPE},
 	    {"rate-hz", required_argument, NULL, O_RATE},
@@ -83,16 +77,13 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	    {"chunk-kb", required_argument, NULL, O_CHUNK},
 	    {"skip-unknown", no_argument, NULL, O_SKIP},
 	    {"until-stop", no_argument, NULL, O_UNTIL},
-	    {"wait-ms", required_argument, NULL, O_WAIT},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"asset", required_argument, NULL, O_ASSET},
 	    {"poll-usec", required_argument, NULL, O_POLL},
 	    {"wake-on-write", no_argument, NULL, O_WAKE},
 	    {"nice", required_argument, NULL, O_NICE},
 	    {"cpu-budget", required_argument, NULL, O_BUDGET},
 	    {"idle", no_argument, NULL, O_IDLE},
 	    {"test-stall-writer", no_argument, NULL, O_STALL}, /* tests only: rec_opts_t */
-	    HAKO_CLI_HELP_VERSION,
+	    REC_CLI_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
 	rec_opts_t o = {.domain = hako_domain_default_name(),
 	                .buffer_bytes = 64u << 20,
@@ -100,26 +91,23 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 	                .wait_ms = 10000,
 	                .poll_usec = 100,
 	                .cpu_budget = 0.1};
+	const rec_cli_opts_t shared = {.domain = &o.domain,
+	                               .asset = &o.asset,
+	                               .pdudef = &o.pdudef,
+	                               .robots = o.robots,
+	                               .nrobots = &o.nrobots,
+	                               .max_robots = REC_MAX_FILTERS,
+	                               .wait_ms = &o.wait_ms,
+	                               .quiet = &o.quiet};
 	int c, r = -1;
 	double v = 0; /* set by each option that reads it, before use */
 	int nice_level = 10;
 	while (r < 0 && (c = getopt_long(argc, argv, ":d:o:qhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': o.domain = optarg; break;
 		case 'o': o.out = optarg; break;
-		case 'q': o.quiet = 1; break;
-		case O_PDUDEF: o.pdudef = optarg; break;
-		case O_ROBOT:
-			if (o.nrobots == REC_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --robot options");
-			}
-			o.robots[o.nrobots++] = optarg;
-			break;
 		case O_TYPE:
-			if (o.ntypes == REC_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --type options");
-			}
-			o.types[o.ntypes++] = optarg;
+			r = hako_cli_option_list(cmd, "--type", optarg, o.types, &o.ntypes,
+			                         REC_MAX_FILTERS);
 			break;
 		case O_PDU:
 			if (o.npdus == REC_MAX_FILTERS) {
@@ -199,20 +187,8 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			                           "[1, 1000000]", &v);
 			o.poll_usec = (int)v;
 			break;
-		case O_ASSET:
-			if (optarg[0] == '\0' || strlen(optarg) >= HAKO_NAME_MAX) {
-				return hako_cli_usage_error(cmd, "--asset: 1..%d characters",
-				                            HAKO_NAME_MAX - 1);
-			}
-			o.asset = optarg;
-			break;
 		case O_UNTIL: o.until_stop = 1; break;
-		case O_WAIT:
-			r = hako_cli_option_double(cmd, "--wait-ms", optarg, 0, 3600000,
-			                           "a number in [0, 3600000]", &v);
-			o.wait_ms = (int)v;
-			break;
-		default: return hako_cli_common_option(cmd, c, argv);
+		default: r = rec_cli_option(cmd, c, argv, &shared); break;
 		}
 	}
 	if (r >= 0) {
@@ -284,16 +260,9 @@ int main(int argc, char **argv)
 	    "  -q, --quiet          only the last line and errors\n",
 	    run,
 	};
-	static const hako_cli_t cli = {
-	    .prog = "hako-record",
-	    .version = HAKO_VERSION,
-	    .commands = &command,
-	    .ncommands = 1,
-	    .common_options = "  -h, --help           show this help\n"
-	                      "  -V, --version        show the version\n",
-	    .epilog = "exit status: 0 the file was written whole; 1 an error (said on stderr);\n"
-	              "2 usage error. See docs/hako-record.md.\n",
-	    .single = 1,
-	};
-	return hako_cli_main(&cli, argc, argv);
+	return hako_cli_main_single(
+	    "hako-record", &command, 23,
+	    "exit status: 0 the file was written whole; 1 an error (said on stderr);\n"
+	    "2 usage error. See docs/hako-record.md.\n",
+	    argc, argv);
 }

@@ -7,72 +7,44 @@
 
 #include "hako/domain.h"
 #include "hako_cli.h"
+#include "rec_cli.h"
 #include "replay.h"
 
 static volatile sig_atomic_t g_stop;
 
 static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 {
-	enum {
-		O_PDUDEF = 256,
-		O_ROBOT,
-		O_PDU,
-		O_SPEED,
-		O_LOOP,
-		O_OFFSET,
-		O_REMAP,
-		O_DELTA,
-		O_WAIT,
-		O_CHECK,
-		O_ASSET,
-		O_DUMP
-	};
+	enum { O_PDU = REC_O_OWN, O_SPEED, O_LOOP, O_OFFSET, O_REMAP, O_DELTA, O_CHECK, O_DUMP };
 	static const struct option longopts[] = {
-	    {"domain", required_argument, NULL, 'd'},
-	    {"asset", required_argument, NULL, O_ASSET},
-	    {"pdudef", required_argument, NULL, O_PDUDEF},
-	    {"robot", required_argument, NULL, O_ROBOT},
 	    {"pdu", required_argument, NULL, O_PDU},
 	    {"speed", required_argument, NULL, O_SPEED},
 	    {"loop", no_argument, NULL, O_LOOP},
 	    {"start-offset", required_argument, NULL, O_OFFSET},
 	    {"remap", required_argument, NULL, O_REMAP},
 	    {"delta-usec", required_argument, NULL, O_DELTA},
-	    {"wait-ms", required_argument, NULL, O_WAIT},
 	    {"check", no_argument, NULL, O_CHECK},
 	    {"dump", no_argument, NULL, O_DUMP},
-	    {"quiet", no_argument, NULL, 'q'},
-	    HAKO_CLI_HELP_VERSION,
+	    REC_CLI_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
 	rep_opts_t o = {.domain = hako_domain_default_name(),
 	                .asset = "hako-replay",
 	                .speed = 1.0,
 	                .wait_ms = 10000};
+	const rec_cli_opts_t shared = {.domain = &o.domain,
+	                               .asset = &o.asset,
+	                               .pdudef = &o.pdudef,
+	                               .robots = o.robots,
+	                               .nrobots = &o.nrobots,
+	                               .max_robots = REP_MAX_FILTERS,
+	                               .wait_ms = &o.wait_ms,
+	                               .quiet = &o.quiet};
 	int c, r = -1;
 	double v = 0; /* set by each option that reads it, before use */
 	while (r < 0 && (c = getopt_long(argc, argv, ":d:qhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': o.domain = optarg; break;
-		case 'q': o.quiet = 1; break;
-		case O_ASSET:
-			if (optarg[0] == '\0' || strlen(optarg) >= HAKO_NAME_MAX) {
-				return hako_cli_usage_error(cmd, "--asset: 1..%d characters",
-				                            HAKO_NAME_MAX - 1);
-			}
-			o.asset = optarg;
-			break;
-		case O_PDUDEF: o.pdudef = optarg; break;
-		case O_ROBOT:
-			if (o.nrobots == REP_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --robot options");
-			}
-			o.robots[o.nrobots++] = optarg;
-			break;
 		case O_PDU:
-			if (o.npdus == REP_MAX_FILTERS) {
-				return hako_cli_usage_error(cmd, "too many --pdu options");
-			}
-			o.pdus[o.npdus++] = optarg;
+			r = hako_cli_option_list(cmd, "--pdu", optarg, o.pdus, &o.npdus,
+			                         REP_MAX_FILTERS);
 			break;
 		case O_SPEED:
 			r = hako_cli_option_double(cmd, "--speed", optarg, 1e-6, 1e6,
@@ -104,14 +76,9 @@ static int run(const hako_cli_command_t *cmd, int argc, char **argv)
 			                           "[1, 3600000000]", &v);
 			o.delta_usec = (hako_time_t)v;
 			break;
-		case O_WAIT:
-			r = hako_cli_option_double(cmd, "--wait-ms", optarg, 0, 3600000,
-			                           "a number in [0, 3600000]", &v);
-			o.wait_ms = (int)v;
-			break;
 		case O_CHECK: o.check = 1; break;
 		case O_DUMP: o.check = o.dump = 1; break;
-		default: return hako_cli_common_option(cmd, c, argv);
+		default: r = rec_cli_option(cmd, c, argv, &shared); break;
 		}
 	}
 	if (r >= 0) {
@@ -160,16 +127,9 @@ int main(int argc, char **argv)
 	    "  -q, --quiet          only the last line and errors\n",
 	    run,
 	};
-	static const hako_cli_t cli = {
-	    .prog = "hako-replay",
-	    .version = HAKO_VERSION,
-	    .commands = &command,
-	    .ncommands = 1,
-	    .common_options = "  -h, --help           show this help\n"
-	                      "  -V, --version        show the version\n",
-	    .epilog = "exit status: 0 done; 1 an error (said on stderr: a file that is not MCAP,\n"
-	              "a domain that refuses the asset); 2 usage error. See docs/hako-record.md.\n",
-	    .single = 1,
-	};
-	return hako_cli_main(&cli, argc, argv);
+	return hako_cli_main_single(
+	    "hako-replay", &command, 23,
+	    "exit status: 0 done; 1 an error (said on stderr: a file that is not MCAP,\n"
+	    "a domain that refuses the asset); 2 usage error. See docs/hako-record.md.\n",
+	    argc, argv);
 }

@@ -272,16 +272,9 @@ int main(int argc, char **argv)
 	    "                        (default 10)\n",
 	    run,
 	};
-	static const hako_cli_t cli = {
-	    .prog = "hako-viewer",
-	    .version = HAKO_VERSION,
-	    .commands = &command,
-	    .ncommands = 1,
-	    .common_options = "  -h, --help            show this help\n"
-	                      "  -V, --version         show the version\n",
-	    .epilog = "Open it from another machine with: ssh -L 8080:localhost:8080 HOST\n"
-	              "Format of the stream and limits: docs/viewer.md.\n",
-	    .single = 1,
-	};
-	return hako_cli_main(&cli, argc, argv);
+	return hako_cli_main_single(
+	    "hako-viewer", &command, 24,
+	    "Open it from another machine with: ssh -L 8080:localhost:8080 HOST\n"
+	    "Format of the stream and limits: docs/viewer.md.\n",
+	    argc, argv);
 }

@@ -12,26 +12,8 @@ set -u
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
-build=$(cd "$1" && pwd)
-launch=$build/bin/hako-launch
-bin=$build/samples/fleet
-dir=$(mktemp -d /tmp/test-fleet-cmds-XXXXXX) || exit 1
-lpid=
-cleanup() {
-	[ -n "$lpid" ] && kill -TERM "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
-	# shellcheck disable=SC2046
-	clean_domains "$build/bin/hako-cmd" $(launch_domains "$dir"/*.out)
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-unset HAKO_DOMAIN
-
-run() {
-	timeout -s KILL 300 "$launch" "$dir/$1.json" >"$dir/$1.out" 2>&1 &
-	lpid=$!
-	wait "$lpid" || { fail "$1: hako-launch failed"; show "$dir/$1.out" 30; }
-	lpid=
-}
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/fleet_test_kit.sh" "$1" cmds
 
 # launch NAME CMD HOSTS...: each host "ASSET:ARGS" (ARGS: JSON strings, comma-separated).
 launch_file() {
@@ -94,8 +76,7 @@ cmp -s "$dir/zones.txt" "$dir/one-sorted.txt" ||
 grep -q "^1 " "$dir/zones/final-2.txt" 2>/dev/null || fail "zones: drone 1 did not end in the east zone"
 [ "$(grep '^1 ' "$dir/one.txt")" != "$(grep '^1 ' "$dir/plain.txt")" ] ||
 	fail "drone 1 ends the same with and without the command"
-"$build/bin/hako-rd" check "$dir/zones"/trace-*.jsonl >"$dir/check.txt" 2>&1 ||
-	{ fail "zones: hako-rd check"; show "$dir/check.txt" 10; }
+rd_check zones "$dir/check.txt" '' '' "$dir/zones"/trace-*.jsonl
 
 # shellcheck disable=SC2046
 segments_gone $(launch_domains "$dir"/*.out)

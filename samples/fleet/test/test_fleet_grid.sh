@@ -11,27 +11,8 @@ set -u
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
-build=$(cd "$1" && pwd)
-launch=$build/bin/hako-launch
-bin=$build/samples/fleet
-dir=$(mktemp -d /tmp/test-fleet-grid-XXXXXX) || exit 1
-lpid=
-cleanup() {
-	[ -n "$lpid" ] && kill -TERM "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
-	# shellcheck disable=SC2046
-	clean_domains "$build/bin/hako-cmd" $(launch_domains "$dir"/*.out)
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-unset HAKO_DOMAIN
-
-# run NAME: hako-launch NAME.json in the background (killed by the trap if the test dies).
-run() {
-	timeout -s KILL 300 "$launch" "$dir/$1.json" >"$dir/$1.out" 2>&1 &
-	lpid=$!
-	wait "$lpid" || { fail "$1: hako-launch failed"; show "$dir/$1.out" 30; }
-	lpid=
-}
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/fleet_test_kit.sh" "$1" grid
 
 mkdir -p "$dir/grid"
 "$bin/fleet-host" --drones 64 --zones-grid 2x2 --write-zones "$dir/grid" >/dev/null ||
@@ -53,16 +34,7 @@ cat >"$dir/grid.json" <<JSON
   "processes": [$procs]
 }
 JSON
-cat >"$dir/ref.json" <<JSON
-{
-  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
-  "log_dir": "$dir/ref-logs", "path": ["$bin"],
-  "processes": [{"name": "ref", "command": "fleet-host",
-                 "args": ["--drones", "64", "--final", "$dir/ref.txt"],
-                 "wait_for": {"asset": "fleet-host-0"}}]
-}
-JSON
-run ref
+fly_ref ''
 run grid
 
 total=0
@@ -74,14 +46,9 @@ for k in 1 2 3 4; do
 	[ "${took:-0}" -gt 0 ] || fail "grid: host $k took no drone over from another cell"
 	total=$((total + ${took:-0}))
 done
-sort -n "$dir/grid"/final-*.txt >"$dir/grid/final.txt" 2>/dev/null
-sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
-[ "$(wc -l <"$dir/grid/final.txt")" -eq 64 ] || fail "grid: not 64 final states"
-cmp -s "$dir/grid/final.txt" "$dir/ref-sorted.txt" ||
-	fail "grid: the final states differ from one host's"
-"$build/bin/hako-rd" check "$dir/grid"/trace-*.jsonl >"$dir/grid/check.txt" 2>&1 ||
-	{ fail "grid: hako-rd check"; show "$dir/grid/check.txt" 10; }
-grep -q "model steps 768000" "$dir/grid/check.txt" || fail "grid: not every model step traced once"
+same_as_ref grid "$dir/grid/final.txt" "$dir/grid"/final-*.txt
+rd_check grid "$dir/grid/check.txt" "model steps 768000" "not every model step traced once" \
+	"$dir/grid"/trace-*.jsonl
 
 # shellcheck disable=SC2046
 segments_gone $(launch_domains "$dir"/*.out)

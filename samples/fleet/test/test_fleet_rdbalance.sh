@@ -25,35 +25,17 @@ set -u
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
-build=$(cd "$1" && pwd)
-launch=$build/bin/hako-launch
-hako_cmd=$build/bin/hako-cmd
-bin=$build/samples/fleet
-dir=$(mktemp -d /tmp/test-fleet-rdbal-XXXXXX) || exit 1
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/fleet_test_kit.sh" "$1" rdbal
 name=fleetb-$$
 mode=${2:-}
 clients="cli-01 cli-02 cli-03"
-lpid=''
-npids=()
-cleanup() {
-	local p
-	for p in $lpid "${npids[@]}"; do
-		kill -TERM "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	clean_domains "$hako_cmd" "$name-srv-01" "$name-cli-01" "$name-cli-02" "$name-cli-03" \
-		"$name-ref"
-	[ -n "${KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-unset HAKO_DOMAIN
+domains=("$name-srv-01" "$name-cli-01" "$name-cli-02" "$name-cli-03" "$name-ref")
 
 # node ID NODE_NUMBER: its launch file. The server: the monitor (once it has made the fleet's
 # channels) and its bridge; a client: its host, then its bridge (the host made its channels).
 write_node() {
 	local id=$1 k=$2 procs
-	mkdir -p "$dir/$id"
 	if [ "$k" -gt 0 ]; then
 		procs="{\"name\": \"host-$k\", \"command\": \"fleet-host\",
      \"args\": [\"--drones\", \"64\", \"--zones\", \"$dir/fleet_rd.json\", \"--node\", \"$k\",
@@ -65,23 +47,15 @@ write_node() {
      \"args\": [\"--zones\", \"$dir/fleet_rd.json\", \"--balance\"],
      \"wait_for\": {\"log\": \"drones on 3 hosts\"}},"
 	fi
-	local stop=''
-	[ "$id" = srv-01 ] && stop=', "stop_at_usec": 12000000'
-	cat >"$dir/$id/launch.json" <<JSON
-{
-  "domain": "$name-$id", "log_dir": "$dir/logs/$id", "path": ["$bin", "$build/bin"],
-  "conductor": {"federation": "$id.json"$stop},
-  "processes": [$procs
-    {"name": "bridge", "command": "hako-bridge",
-     "args": ["$dir/bridge/fleet_bridge.json", "--node", "$id", "-v"],
-     "wait_for": {"log": "node '$id': "}}]
-}
-JSON
+	node_launch "$id" "\"$bin\", \"$build/bin\"" "$procs
+    {\"name\": \"bridge\", \"command\": \"hako-bridge\",
+     \"args\": [\"$dir/bridge/fleet_bridge.json\", \"--node\", \"$id\", \"-v\"],
+     \"wait_for\": {\"log\": \"node '$id': \"}}"
 }
 
 # The federation on control port $1, time port $1 + 1; srv-01's bridge listens on $1 + 2.
 write_federation() {
-	local ctl="tcp://127.0.0.1:$1" tim="tcp://127.0.0.1:$(($1 + 1))" id k=0
+	local id k=0
 	rm -rf "$dir/bridge"
 	"$bin/fleet-host" --drones 64 --balance 40,16 --full cli-01,cli-02,cli-03 \
 		--write-zones "$dir" --write-bridges "127.0.0.1:$(($1 + 2))" >/dev/null ||
@@ -91,115 +65,12 @@ write_federation() {
 		k=$((k + 1))
 		write_node "$id" "$k"
 	done
-	local loss=''
-	[ "$mode" = lost ] && loss='"on_client_loss": "drop", "peer_timeout_ms": 1000,'
-	cat >"$dir/srv-01/srv-01.json" <<JSON
-{"server_machine_id": "srv-01", $loss
- "clients": [{"client_node_id": "cli-01"}, {"client_node_id": "cli-02"},
-             {"client_node_id": "cli-03"}],
- "delta_time_usec": 1000, "max_delay_time_usec": 10000,
- "control_address": "$ctl", "time_address": "$tim", "rd_config_path": "$dir/fleet_rd.json"}
-JSON
-	for id in $clients; do
-		cat >"$dir/$id/$id.json" <<JSON
-{"server_machine_id": "srv-01", "node_id": "$id",
- "delta_time_usec": 1000, "max_delay_time_usec": 10000,
- "control_address": "$ctl", "time_address": "$tim", "rd_config_path": "$dir/fleet_rd.json"}
-JSON
-	done
-	cat >"$dir/federation.json" <<JSON
-{"federation": {"name": "$name", "nodes": ["srv-01/launch.json", "cli-01/launch.json",
-                                           "cli-02/launch.json", "cli-03/launch.json"]},
- "log_dir": "$dir/logs/federation"}
-JSON
-}
-
-# world_usec DOMAIN: the domain's world time in us (nothing if it has none yet).
-world_usec() {
-	"$hako_cmd" -d "$1" status 2>/dev/null | awk '/^world time/ {printf "%d", $3 * 1000000}'
-}
-
-# The lost mode: one hako-launch per node; cli-03's node is killed whole at 5 s of world time.
-run_nodes() {
-	local id i t='' pids
-	npids=()
-	# What the federation file does for its nodes: the keys of the control plane.
-	"$build/bin/hako-conductor" keygen "$dir"/srv-01/srv-01.json "$dir"/cli-0[123]/cli-0[123].json \
-		>/dev/null || die "hako-conductor keygen"
-	for id in srv-01 $clients; do
-		timeout -s KILL 300 "$launch" "$dir/$id/launch.json" >"$dir/$id.txt" 2>&1 &
-		npids+=($!)
-	done
-	for ((i = 0; i < 2400; i++)); do
-		t=$(world_usec "$name-cli-03")
-		[ -n "$t" ] && [ "$t" -ge 5000000 ] && break
-		alive "${npids[3]}" || break
-		sleep 0.05
-	done
-	if [ -z "$t" ] || [ "$t" -lt 5000000 ]; then
-		fail "cli-03 never reached 5 s of world time"
-		return 1
-	fi
-	# Every process of the node at once: its hako-launch (which runs its conductor) and the
-	# processes it started.
-	pids="${npids[3]} $(pgrep -P "${npids[3]}" | tr '\n' ' ')"
 	# shellcheck disable=SC2086
-	kill -KILL $pids
-	echo "killed cli-03's node at world time $t us: pids $pids" >"$dir/fed.txt"
-	wait "${npids[3]}" 2>/dev/null
-	rc=0
-	for i in 0 1 2; do
-		wait "${npids[$i]}" || rc=$?
-	done
-	npids=()
-	cat "$dir/srv-01.txt" "$dir/cli-01.txt" "$dir/cli-02.txt" >>"$dir/fed.txt"
+	federation_files "$1" $clients
 }
 
-rc=1
-for _ in 1 2 3; do
-	base=$(free_ports 3) || die "no free ports"
-	rm -rf "$dir/logs" "$dir"/trace-* "$dir"/final-*
-	write_federation "$base"
-	if [ "$mode" = lost ]; then
-		run_nodes
-		clean_domains "$hako_cmd" "$name-cli-03" # a machine that died leaves nothing here
-	else
-		timeout -s KILL 300 "$launch" "$dir/federation.json" >"$dir/fed.txt" 2>&1 &
-		lpid=$!
-		wait "$lpid"
-		rc=$?
-		lpid=''
-	fi
-	if [ "$rc" -ne 0 ] && grep -qiE "address already in use|cannot listen" "$dir/fed.txt"; then
-		echo "ports from $base were taken meanwhile; again with others"
-		continue
-	fi
-	break
-done
-if [ "$rc" -ne 0 ]; then
-	fail "federation: hako-launch exited with $rc"
-	show "$dir/fed.txt" 40
-fi
-
-# ref_check FINAL...: one host flies the fleet alone, to 12 s; the final states in FINAL... (all
-# 64 drones) must be its bytes.
-ref_check() {
-	cat >"$dir/ref.json" <<JSON
-{"domain": "$name-ref",
- "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
- "log_dir": "$dir/logs/ref", "path": ["$bin"],
- "processes": [{"name": "ref", "command": "fleet-host",
-                "args": ["--drones", "64", "--final", "$dir/ref.txt"],
-                "wait_for": {"asset": "fleet-host-0"}}]}
-JSON
-	timeout -s KILL 120 "$launch" "$dir/ref.json" >"$dir/ref.out" 2>&1 ||
-		{ fail "ref: hako-launch failed"; show "$dir/ref.out" 20; }
-	sort -n "$@" >"$dir/nodes.txt" 2>/dev/null
-	sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
-	[ "$(wc -l <"$dir/nodes.txt")" -eq 64 ] || fail "not 64 final states from the nodes"
-	cmp -s "$dir/nodes.txt" "$dir/ref-sorted.txt" ||
-		fail "the final states of the nodes differ from one host's"
-}
+# shellcheck disable=SC2086
+fly_federation 3 srv-01 $clients
 
 if [ "$mode" = lost ]; then
 	file_has "$dir/fed.txt" "client cli-03 lost .*: dropped, the federation goes on"
@@ -214,11 +85,10 @@ if [ "$mode" = lost ]; then
 	done
 	[ "$sum" -eq 64 ] || fail "the two live hosts end with $sum drones, not 64"
 	[ "$taken" -gt 0 ] || fail "no drone of the lost node was restarted on a live host"
-	ref_check "$dir"/final-1.txt "$dir"/final-2.txt
-	"$build/bin/hako-rd" check "$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl \
-		>"$dir/check.txt" 2>&1 || { fail "hako-rd check"; show "$dir/check.txt" 10; }
-	grep -qE "restarts +[1-9]" "$dir/check.txt" ||
-		{ fail "hako-rd check saw no restart"; show "$dir/check.txt" 10; }
+	fly_ref "$name-ref"
+	same_as_ref "the nodes" "$dir/nodes.txt" "$dir"/final-1.txt "$dir"/final-2.txt
+	rd_check '' "$dir/check.txt" "restarts +[1-9]" "hako-rd check saw no restart" \
+		"$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl
 	[ "$fails" -ne 0 ] || grep -hE "killed|fleet-monitor: t=|lost|asked of the server|drones at the end|restarts|violations" \
 		"$dir/fed.txt" "$dir/check.txt"
 	finish samples.fleet.rd_full_balance_lost
@@ -248,14 +118,11 @@ if [ $((max - min)) -ge 32 ] || [ "$max" -ge 40 ]; then
 	fail "counts at the end from $min to $max (8 to 40 at the start)"
 fi
 
-ref_check "$dir"/final-1.txt "$dir"/final-2.txt "$dir"/final-3.txt
+fly_ref "$name-ref"
+same_as_ref "the nodes" "$dir/nodes.txt" "$dir"/final-1.txt "$dir"/final-2.txt "$dir"/final-3.txt
 
-"$build/bin/hako-rd" check "$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl \
-	>"$dir/check.txt" 2>&1 || { fail "hako-rd check"; show "$dir/check.txt" 10; }
-grep -q "model steps 768000" "$dir/check.txt" || {
-	fail "not every model step traced once"
-	show "$dir/check.txt" 10
-}
+rd_check '' "$dir/check.txt" "model steps 768000" "not every model step traced once" \
+	"$dir"/trace-1.jsonl "$dir"/trace-2.jsonl "$dir"/trace-3.jsonl
 
 [ "$fails" -ne 0 ] || grep -hE "fleet-monitor: t=|asked of the server|drones at the end|done: every node|handoffs|violations" \
 	"$dir/fed.txt" "$dir/check.txt"

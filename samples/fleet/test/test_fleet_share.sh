@@ -20,17 +20,8 @@ set -u
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/../../../test/common/hako_test.sh"
 
-build=$(cd "$1" && pwd)
-launch=$build/bin/hako-launch
-bin=$build/samples/fleet
-dir=$(mktemp -d /tmp/test-fleet-share-XXXXXX) || exit 1
-lpid=
-cleanup() {
-	[ -n "$lpid" ] && kill -TERM "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-unset HAKO_DOMAIN
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/fleet_test_kit.sh" "$1" share
 
 # launch file NAME RD EXTRA_CONDUCTOR MONITOR_ARGS [HOST_ARGS FIRST_PROCS]: RD hosts (as many
 # as $hosts says, 2 if unset: `hosts=3 write_launch ...`) and the monitor.
@@ -58,15 +49,8 @@ JSON
 # Final states and traces of run NAME against the reference.
 check_run() {
 	local name=$1
-	sort -n "$dir/$name"/final-*.txt >"$dir/$name/final.txt" 2>/dev/null
-	[ "$(wc -l <"$dir/$name/final.txt")" -eq 64 ] || fail "$name: not 64 final states"
-	cmp -s "$dir/$name/final.txt" "$dir/ref-sorted.txt" ||
-		fail "$name: the final states differ from one host's"
-	"$build/bin/hako-rd" check "$dir/$name"/trace-*.jsonl \
-		>"$dir/$name/check.txt" 2>&1 || {
-		fail "$name: hako-rd check"
-		show "$dir/$name/check.txt" 10
-	}
+	same_as_ref "$name" "$dir/$name/final.txt" "$dir/$name"/final-*.txt
+	rd_check "$name" "$dir/$name/check.txt" '' '' "$dir/$name"/trace-*.jsonl
 }
 
 # Sizing: a 2048-drone zones launch file; its first host's "domain_needs" says what the fleet
@@ -97,26 +81,14 @@ grep -q "the processes need $need_ch channels, .* allows 1000 channels" "$dir/si
 	{ fail "sizing: a core config too small was not refused"; show "$dir/sizing/small.out"; }
 
 # The reference: one host flies the 64 drones alone.
-cat >"$dir/ref.json" <<JSON
-{
-  "conductor": {"delta_usec": 1000, "max_delay_usec": 1000, "stop_at_usec": 12000000},
-  "log_dir": "$dir/ref-logs", "path": ["$bin"],
-  "processes": [{"name": "ref", "command": "fleet-host",
-                 "args": ["--drones", "64", "--final", "$dir/ref.txt"],
-                 "wait_for": {"asset": "fleet-host-0"}}]
-}
-JSON
-timeout -s KILL 300 "$launch" "$dir/ref.json" >"$dir/ref.out" 2>&1 ||
-	{ fail "ref: hako-launch failed"; show "$dir/ref.out" 20; }
-sort -n "$dir/ref.txt" >"$dir/ref-sorted.txt" 2>/dev/null
+fly_ref ''
 
 # Balance: 48 / 16 at the start.
 mkdir -p "$dir/balance"
 "$bin/fleet-host" --drones 64 --balance 48 --write-zones "$dir/balance" >/dev/null ||
 	fail "fleet-host --balance 48 --write-zones"
 write_launch balance "$dir/balance/fleet_rd.json" "" ', "--balance"'
-timeout -s KILL 300 "$launch" "$dir/balance.json" >"$dir/balance.out" 2>&1 ||
-	{ fail "balance: hako-launch failed"; show "$dir/balance.out" 30; }
+run balance
 grep -q "host-1\] fleet-zone-1: host 1 of 64 drones, 48 at the start" "$dir/balance.out" ||
 	fail "balance: host 1 did not start with 48 drones"
 grep -q "fleet-monitor: t=.*: host 1 spends .* on 48 drones.*moving [0-9]* drones to host 2" \
@@ -134,8 +106,7 @@ mkdir -p "$dir/balance3"
 "$bin/fleet-host" --drones 64 --balance 40,16 --write-zones "$dir/balance3" >/dev/null ||
 	fail "fleet-host --balance 40,16 --write-zones"
 hosts=3 write_launch balance3 "$dir/balance3/fleet_rd.json" "" ', "--balance"'
-timeout -s KILL 300 "$launch" "$dir/balance3.json" >"$dir/balance3.out" 2>&1 ||
-	{ fail "balance3: hako-launch failed"; show "$dir/balance3.out" 30; }
+run balance3
 start=$(sed -n 's/.*fleet-zone-\([123]\): host [123] of 64 drones, \([0-9]*\) at the start.*/\1:\2/p' \
 	"$dir/balance3.out" | sort | tr '\n' ' ')
 [ "$start" = "1:40 2:16 3:8 " ] || fail "balance3: the hosts started with '$start', not 40/16/8"
@@ -201,8 +172,7 @@ cat >"$dir/cref.json" <<JSON
 }
 JSON
 for run in controller cref; do
-	timeout -s KILL 300 "$launch" "$dir/$run.json" >"$dir/$run.out" 2>&1 ||
-		{ fail "$run: hako-launch failed"; show "$dir/$run.out" 30; }
+	run "$run"
 	grep -q "command 2: fly to the HAKO letters at 3.000 s" "$dir/$run.out" ||
 		fail "$run: the controller did not command the HAKO letters"
 done
