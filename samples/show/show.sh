@@ -205,16 +205,18 @@ if [ "$kill" != none ] && [ -n "$kidx" ]; then
 		else
 			# What a dead machine does: every process of the node at once (its timeout, its
 			# hako-launch with the conductor, and the assets it started, each in its own process
-			# group). All are stopped first, then killed: an asset left running for a moment
-			# would get its parent-death SIGTERM and end cleanly, which no dead machine does.
+			# group). All are stopped first, then killed children first: an asset left running
+			# for a moment would get its parent-death SIGTERM and end cleanly, and stopped
+			# children whose parent died first would be woken by the kernel (SIGHUP, SIGCONT to
+			# an orphaned process group); no dead machine does either.
 			kp=$(tree_pids "${pids[$kidx]}" | tr '\n' ' ')
 			# shellcheck disable=SC2086
 			kill -STOP $kp 2>/dev/null
 			kp=$(tree_pids "${pids[$kidx]}" | tr '\n' ' ') # and any child started meanwhile
 			# shellcheck disable=SC2086
 			kill -STOP $kp 2>/dev/null
-			# shellcheck disable=SC2086
-			kill -KILL $kp 2>/dev/null
+			# shellcheck disable=SC2046
+			kill -KILL $(printf '%s\n' $kp | tac) 2>/dev/null
 			echo "show: node $kill killed: pids $kp"
 		fi
 		echo "show: killed $kill at world time $t us (wall $(secs "$t0") s)" |
