@@ -169,20 +169,28 @@ static int step_slice(void *arg)
 
 /* Wait until m may step: spin while every asset has a CPU of its own; with more assets than
  * CPUs, yield the CPU to the others for a while (they are the ones that move the world), then
- * sleep on the world's futex word. */
+ * sleep on the world's futex word. Yielding pays only when the world moves within the budget:
+ * after a longer wait (assets doing real work, a stalled world) the next wait sleeps at once,
+ * until a wait is short again. */
 static int step_wait(hako_member_t *m, hakoi_cond_fn slice, void *slice_arg)
 {
 	int r = may_step(m);
-	if (r == 0) {
-		hako_time_t spin = hakoi_spin_budget(m->dom);
-		if (spin == 0) {
-			r = hakoi_yield_wait(may_step, m, hakoi_yield_budget(m->dom));
-		}
-		if (r == 0) {
-			r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m, spin,
-			               -1, slice, slice_arg);
+	if (r != 0) {
+		return r == 1 ? 0 : r;
+	}
+	hako_time_t spin = hakoi_spin_budget(m->dom);
+	hako_time_t start = hako_now_usec();
+	if (spin == 0) {
+		hako_time_t yield = hakoi_yield_budget(m->dom);
+		if (m->last_wait_usec <= yield) {
+			r = hakoi_yield_wait(may_step, m, yield);
 		}
 	}
+	if (r == 0) {
+		r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m, spin, -1,
+		               slice, slice_arg);
+	}
+	m->last_wait_usec = hako_now_usec() - start;
 	return r == 1 ? 0 : r;
 }
 

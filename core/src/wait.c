@@ -11,8 +11,11 @@
 
 #include "internal.h"
 
-#define SPIN_USEC  50 /* spin budget when every asset has a CPU */
-#define YIELD_USEC 50 /* yield budget of a step wait when there are more assets than CPUs */
+#define SPIN_USEC 50 /* spin budget when every asset has a CPU */
+/* Yield budget of a step wait when there are more assets than CPUs: a lock-step round takes a
+ * context switch (a few us) per asset on each CPU, so the budget grows with assets per CPU. */
+#define YIELD_USEC           50
+#define YIELD_USEC_PER_ASSET 8
 
 hako_time_t hako_now_usec(void)
 {
@@ -193,10 +196,18 @@ hako_time_t hakoi_yield_budget(hako_domain_t *dom)
 	if (env_spin() >= 0) {
 		return 0; /* the user chose how to wait */
 	}
+	if (atomic_load_explicit(&dom->hdr->rtf_milli, memory_order_relaxed) != 0) {
+		return 0; /* the master's timer moves the world, not the last asset's report */
+	}
 	/* More assets than CPUs: the assets of a lock-step round take turns on each CPU. A
 	 * waiter that yields hands its CPU to the next one without a futex sleep and wake-up
 	 * (one context switch instead of a sleep, a wake and a switch, and no CPU going idle
 	 * between steps, to be woken by an interrupt), and sees the world advance the next
 	 * time its turn comes. */
-	return assets_fit_cpus(dom) == 0 ? YIELD_USEC : 0;
+	if (assets_fit_cpus(dom) != 0) {
+		return 0;
+	}
+	uint32_t assets = atomic_load_explicit(&dom->hdr->asset_count, memory_order_relaxed);
+	hako_time_t budget = (hako_time_t)assets * YIELD_USEC_PER_ASSET / online_cpus();
+	return budget > YIELD_USEC ? budget : YIELD_USEC;
 }
