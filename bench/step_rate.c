@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ struct shared {
 	struct {
 		bench_cpu_t cpu;
 		int64_t wall_ns;
+		long vcsw, ivcsw; /* context switches of the stepping loop */
 	} proc[MAX_K];
 	uint32_t samples[SAMPLE_CAP]; /* ns per world step */
 };
@@ -56,6 +58,8 @@ struct cell {
 	double idle_fraction; /* idle: CPU / wall summed over the processes */
 	double round_rate[MAX_ROUNDS];
 	int rounds;
+	uint64_t all_steps; /* world steps of every asset loop, warm-up and tail included */
+	long vcsw, ivcsw;   /* the assets' context switches over those steps */
 };
 
 _Static_assert(MAX_K <= BENCH_MAX_CHILDREN, "k assets are k children");
@@ -70,6 +74,15 @@ static void cleanup(void)
 	if (g_domain[0] != '\0') {
 		hako_domain_remove(g_domain);
 	}
+}
+
+/* Voluntary and involuntary context switches of this process so far. */
+static void csw_self(long *v, long *iv)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	*v = ru.ru_nvcsw;
+	*iv = ru.ru_nivcsw;
 }
 
 static void sleep_ns(int64_t ns)
@@ -107,6 +120,8 @@ static void asset_main(int idx, int record, uint64_t target_steps, int64_t limit
 		bench_child_fail("asset %d: ack start: %s", idx, hako_strerror(r));
 	}
 	bench_cpu_t c0 = bench_cpu_self();
+	long v0, iv0;
+	csw_self(&v0, &iv0);
 	int64_t w0 = bench_now_ns();
 	hako_time_t w_target = 0;
 	int64_t prev = 0;
@@ -143,6 +158,10 @@ static void asset_main(int idx, int record, uint64_t target_steps, int64_t limit
 	}
 	g_sh->proc[idx].cpu = bench_cpu_sub(bench_cpu_self(), c0);
 	g_sh->proc[idx].wall_ns = bench_now_ns() - w0;
+	long v1, iv1;
+	csw_self(&v1, &iv1);
+	g_sh->proc[idx].vcsw = v1 - v0;
+	g_sh->proc[idx].ivcsw = iv1 - iv0;
 	if (r != HAKO_EINTR) {
 		bench_child_fail("asset %d: step_wait: %s", idx, hako_strerror(r));
 	}
@@ -283,7 +302,10 @@ static void run_assets(int k, int idle, uint64_t target_steps, int64_t limit_ns,
 	for (int i = 0; i < k; i++) {
 		cell->cpu.user += g_sh->proc[i].cpu.user;
 		cell->cpu.sys += g_sh->proc[i].cpu.sys;
+		cell->vcsw += g_sh->proc[i].vcsw;
+		cell->ivcsw += g_sh->proc[i].ivcsw;
 	}
+	cell->all_steps += (uint64_t)(world_end / DELTA_USEC);
 	cell->sim_seconds += (double)world_end / 1e6;
 	uint64_t steps = (uint64_t)((g_sh->w_end - g_sh->w_start) / DELTA_USEC);
 	int64_t wall = g_sh->t_end - g_sh->t_start;
@@ -322,6 +344,8 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 				close(from[j][0]);
 			}
 			bench_cpu_t c0 = bench_cpu_self();
+			long v0, iv0;
+			csw_self(&v0, &iv0);
 			int64_t w0 = bench_now_ns();
 			char c;
 			while (bench_read_full(to[i][0], &c, 1) == 0) {
@@ -331,6 +355,10 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 			}
 			g_sh->proc[i].cpu = bench_cpu_sub(bench_cpu_self(), c0);
 			g_sh->proc[i].wall_ns = bench_now_ns() - w0;
+			long v1, iv1;
+			csw_self(&v1, &iv1);
+			g_sh->proc[i].vcsw = v1 - v0;
+			g_sh->proc[i].ivcsw = iv1 - iv0;
 			_exit(0);
 		}
 		close(to[i][0]);
@@ -339,6 +367,8 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 	char c = 's';
 	const uint64_t warm = 200;
 	bench_cpu_t c0 = bench_cpu_self();
+	long v0, iv0;
+	csw_self(&v0, &iv0);
 	int64_t t_start = 0, prev = 0, now = 0;
 	uint64_t steps = 0;
 	for (uint64_t i = 0;; i++) {
@@ -370,12 +400,19 @@ static void run_pipe_lockstep(int workers, uint64_t target_steps, int64_t limit_
 	}
 	bench_children_wait_all("pipe-lockstep");
 	bench_cpu_t mine = bench_cpu_sub(bench_cpu_self(), c0);
+	long v1, iv1;
+	csw_self(&v1, &iv1);
+	cell->vcsw += v1 - v0;
+	cell->ivcsw += iv1 - iv0;
 	cell->cpu.user += mine.user;
 	cell->cpu.sys += mine.sys;
 	for (int i = 0; i < workers; i++) {
 		cell->cpu.user += g_sh->proc[i].cpu.user;
 		cell->cpu.sys += g_sh->proc[i].cpu.sys;
+		cell->vcsw += g_sh->proc[i].vcsw;
+		cell->ivcsw += g_sh->proc[i].ivcsw;
 	}
+	cell->all_steps += steps + warm + 1;
 	/* One round stands for one world step of DELTA_USEC (warm-up rounds included, as the
 	 * CPU covers them too). */
 	cell->sim_seconds += (double)(steps + warm + 1) * DELTA_USEC / 1e6;
@@ -542,6 +579,21 @@ int main(int argc, char **argv)
 			       ks[i], (c->cpu.user + c->cpu.sys) / c->sim_seconds,
 			       c->cpu.user / c->sim_seconds, c->cpu.sys / c->sim_seconds);
 		}
+	}
+	for (int i = 0; i < nk; i++) {
+		struct cell *c = &cells[i];
+		if (c->all_steps > 0) {
+			printf("# assets' context switches per world step k=%ld: %.2f voluntary, "
+			       "%.2f involuntary\n",
+			       ks[i], (double)c->vcsw / (double)c->all_steps,
+			       (double)c->ivcsw / (double)c->all_steps);
+		}
+	}
+	if (pipe_cell.all_steps > 0) {
+		printf("# context switches per round pipe-lockstep (coordinator and workers): %.2f "
+		       "voluntary, %.2f involuntary\n",
+		       (double)pipe_cell.vcsw / (double)pipe_cell.all_steps,
+		       (double)pipe_cell.ivcsw / (double)pipe_cell.all_steps);
 	}
 	if (pipe_cell.sim_seconds > 0) {
 		printf("# cpu per simulated second pipe-lockstep: %.4f s (user %.4f, sys %.4f)\n",

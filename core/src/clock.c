@@ -167,14 +167,39 @@ static int step_slice(void *arg)
 	return HAKO_EINTR;
 }
 
+/* Wait until m may step: spin while every asset has a CPU of its own; with more assets than
+ * CPUs, yield the CPU to the others for a while (they are the ones that move the world), then
+ * sleep on the world's futex word. Yielding pays only when the world moves within the budget:
+ * after a longer wait (assets doing real work, a stalled world) the next wait sleeps at once,
+ * until a wait is short again. */
+static int step_wait(hako_member_t *m, hakoi_cond_fn slice, void *slice_arg)
+{
+	int r = may_step(m);
+	if (r != 0) {
+		return r == 1 ? 0 : r;
+	}
+	hako_time_t spin = hakoi_spin_budget(m->dom);
+	hako_time_t start = hako_now_usec();
+	if (spin == 0) {
+		hako_time_t yield = hakoi_yield_budget(m->dom);
+		if (m->last_wait_usec <= yield) {
+			r = hakoi_yield_wait(may_step, m, yield);
+		}
+	}
+	if (r == 0) {
+		r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m, spin, -1,
+		               slice, slice_arg);
+	}
+	m->last_wait_usec = hako_now_usec() - start;
+	return r == 1 ? 0 : r;
+}
+
 int hako_member_step_wait(hako_member_t *m)
 {
 	if (m == NULL || m->delta == 0) {
 		return HAKO_EINVAL;
 	}
-	int r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m,
-	                   hakoi_spin_budget(m->dom), -1, step_slice, m);
-	return r == 1 ? 0 : r;
+	return step_wait(m, step_slice, m);
 }
 
 struct forced_stop {
@@ -206,9 +231,7 @@ int hakoi_member_step_wait_forced(hako_member_t *m, int (*is_force_stop)(void))
 		return HAKO_EINTR;
 	}
 	struct forced_stop s = {m, is_force_stop};
-	int r = hakoi_wait(&m->dom->hdr->seq, &m->dom->hdr->waiters, may_step, m,
-	                   hakoi_spin_budget(m->dom), -1, step_slice_or_forced, &s);
-	return r == 1 ? 0 : r;
+	return step_wait(m, step_slice_or_forced, &s);
 }
 
 void hako_member_step_done(hako_member_t *m)

@@ -184,6 +184,7 @@ struct hako_member {
 	char name[HAKO_NAME_MAX];
 	hako_time_t delta;
 	hako_time_t last_master_check; /* busy assets look for a dead conductor this often */
+	hako_time_t last_wait_usec;    /* the last step wait that waited (yield again if short) */
 };
 
 /* proc.c */
@@ -206,6 +207,12 @@ int hakoi_wait(_Atomic uint32_t *word, _Atomic uint32_t *waiters, hakoi_cond_fn 
 /* Spin budget for waits of an asset: HAKO_SPIN_USEC, or a default when every asset can have
  * its own CPU, else 0. */
 hako_time_t hakoi_spin_budget(hako_domain_t *dom);
+/* Yield budget for the step waits of an asset: a default when there are more assets than
+ * CPUs (and no proxy, no pacing master, and HAKO_SPIN_USEC unset), else 0. */
+hako_time_t hakoi_yield_budget(hako_domain_t *dom);
+/* Give the CPU away (sched_yield) until cond(arg), which the caller found 0, is non-zero, for at
+ * most usec; returns cond's value, 0 if the budget ran out first. */
+int hakoi_yield_wait(hakoi_cond_fn cond, void *arg, hako_time_t usec);
 static inline void hakoi_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -11,6 +11,12 @@
 
 #include "internal.h"
 
+#define SPIN_USEC 50 /* spin budget when every asset has a CPU */
+/* Yield budget of a step wait when there are more assets than CPUs: a lock-step round takes a
+ * context switch (a few us) per asset on each CPU, so the budget grows with assets per CPU. */
+#define YIELD_USEC           50
+#define YIELD_USEC_PER_ASSET 8
+
 hako_time_t hako_now_usec(void)
 {
 	struct timespec ts;
@@ -118,20 +124,37 @@ int hakoi_wait(_Atomic uint32_t *word, _Atomic uint32_t *waiters, hakoi_cond_fn 
 	}
 }
 
-hako_time_t hakoi_spin_budget(hako_domain_t *dom)
+int hakoi_yield_wait(hakoi_cond_fn cond, void *arg, hako_time_t usec)
 {
-	static _Atomic long env_spin = -2; /* -2 unread, -1 unset */
-	long s = atomic_load_explicit(&env_spin, memory_order_relaxed);
+	if (usec <= 0) {
+		return 0;
+	}
+	hako_time_t end = hako_now_usec() + usec;
+	do {
+		sched_yield();
+		int r = cond(arg);
+		if (r != 0) {
+			return r;
+		}
+	} while (hako_now_usec() < end);
+	return 0;
+}
+
+/* HAKO_SPIN_USEC, or -1 when unset. */
+static long env_spin(void)
+{
+	static _Atomic long env = -2; /* -2 unread, -1 unset */
+	long s = atomic_load_explicit(&env, memory_order_relaxed);
 	if (s == -2) {
 		const char *e = getenv("HAKO_SPIN_USEC");
 		s = (e != NULL && e[0] != '\0') ? atol(e) : -1;
-		atomic_store_explicit(&env_spin, s, memory_order_relaxed);
+		atomic_store_explicit(&env, s, memory_order_relaxed);
 	}
-	if (s >= 0) {
-		return s;
-	}
-	/* Spinning pays only when every asset has a CPU to itself; otherwise the spinner takes
-	 * the CPU that the asset it waits for needs. */
+	return s;
+}
+
+static long online_cpus(void)
+{
 	static _Atomic long ncpu = 0;
 	long n = atomic_load_explicit(&ncpu, memory_order_relaxed);
 	if (n == 0) {
@@ -141,12 +164,50 @@ hako_time_t hakoi_spin_budget(hako_domain_t *dom)
 		}
 		atomic_store_explicit(&ncpu, n, memory_order_relaxed);
 	}
-	/* Nor while a member is a proxy (a conductor node's peer): its clock moves when a message
-	 * arrives from another node, tens of microseconds away, carried by this process's own
-	 * threads, which need the CPU a spinner would take. */
+	return n;
+}
+
+/* 1 if every asset of the domain can have a CPU to itself, 0 if not, -1 if a member is a
+ * proxy (a conductor node's peer): its clock moves when a message arrives from another node,
+ * tens of microseconds away, carried by this process's own threads, which need the CPU that
+ * a spinner would take. */
+static int assets_fit_cpus(hako_domain_t *dom)
+{
 	if (atomic_load_explicit(&dom->hdr->proxy_count, memory_order_relaxed) > 0) {
+		return -1;
+	}
+	uint32_t assets = atomic_load_explicit(&dom->hdr->asset_count, memory_order_relaxed);
+	return (long)assets <= online_cpus();
+}
+
+hako_time_t hakoi_spin_budget(hako_domain_t *dom)
+{
+	long s = env_spin();
+	if (s >= 0) {
+		return s;
+	}
+	/* Spinning pays only when every asset has a CPU to itself; otherwise the spinner takes
+	 * the CPU that the asset it waits for needs. */
+	return assets_fit_cpus(dom) == 1 ? SPIN_USEC : 0;
+}
+
+hako_time_t hakoi_yield_budget(hako_domain_t *dom)
+{
+	if (env_spin() >= 0) {
+		return 0; /* the user chose how to wait */
+	}
+	if (atomic_load_explicit(&dom->hdr->rtf_milli, memory_order_relaxed) != 0) {
+		return 0; /* the master's timer moves the world, not the last asset's report */
+	}
+	/* More assets than CPUs: the assets of a lock-step round take turns on each CPU. A
+	 * waiter that yields hands its CPU to the next one without a futex sleep and wake-up
+	 * (one context switch instead of a sleep, a wake and a switch, and no CPU going idle
+	 * between steps, to be woken by an interrupt), and sees the world advance the next
+	 * time its turn comes. */
+	if (assets_fit_cpus(dom) != 0) {
 		return 0;
 	}
 	uint32_t assets = atomic_load_explicit(&dom->hdr->asset_count, memory_order_relaxed);
-	return (long)assets <= n ? 50 : 0;
+	hako_time_t budget = (hako_time_t)assets * YIELD_USEC_PER_ASSET / online_cpus();
+	return budget > YIELD_USEC ? budget : YIELD_USEC;
 }
