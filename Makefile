@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # iproute2: hako-netlab builds its nodes' links with ip (the netlab tests need it too).
-PACKAGES := build-essential libjansson-dev libzmq3-dev libcmocka-dev libwebsockets-dev libmosquitto-dev cmake pkg-config \
+PACKAGES := build-essential libjansson-dev libzmq3-dev libsodium-dev libcmocka-dev libwebsockets-dev libmosquitto-dev cmake pkg-config \
             python3-dev libzstd-dev liblz4-dev iproute2
 # Only `make test` needs these: the viewer's browser tests (viewer.browser*) drive Debian's chromium;
 # the mqtt tests (endpoint.mqtt*) start a mosquitto broker and its clients.

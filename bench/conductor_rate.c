@@ -2,8 +2,8 @@
  * the same assets in one domain, measured in the same run.
  *
  * Each node is a forked process: its own domain, its master (delta 1000 us, Dmax = 1, 10 or 20
- * deltas, free running), a conductor node (hako/conductor.h: ZeroMQ over tcp on 127.0.0.1,
- * publish mode immediate) and one asset in its main thread that loops
+ * deltas, free running), a conductor node (hako/conductor.h: ZeroMQ and its time link over tcp on
+ * 127.0.0.1, publish mode immediate) and one asset in its main thread that loops
  * hako_member_step_wait / hako_member_step_done with no work in the step. The bench process
  * opens every domain, starts the server's, and after a warm-up counts the world steps of each
  * node over a fixed wall time: `ops_per_s` is the rate of the slowest node. The assets time the
@@ -1024,7 +1024,8 @@ int main(int argc, char **argv)
 
 	const char *spin = getenv("HAKO_SPIN_USEC");
 	printf("# method: nodes = forked processes, each its own domain + master + conductor node "
-	       "(ZeroMQ tcp on 127.0.0.1, publish immediate, heartbeat 100 ms) + one asset "
+	       "(control on ZeroMQ tcp, times on the time link, a plain tcp socket, both on "
+	       "127.0.0.1; publish immediate, heartbeat 100 ms) + one asset "
 	       "stepping %d us world steps with no work; delta = %d us; %ld interleaved rounds, "
 	       "each variant %.2f s timed after %.2f s of warm-up; steps/s = world steps of the "
 	       "slowest node / wall time; latency columns = wall time between two grants of an "

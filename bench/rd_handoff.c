@@ -1536,7 +1536,8 @@ int main(int argc, char **argv)
 		printf(
 		    "# method RD-Full: a server and 2 client nodes, each a process with its own "
 		    "domain, master (delta %d us, Dmax of the variant, free running), conductor "
-		    "(ZeroMQ tcp on 127.0.0.1, publish immediate) and one asset; each client's "
+		    "(ZeroMQ tcp + the time link on 127.0.0.1, publish immediate) and one asset; "
+		    "each client's "
 		    "asset hosts the EU (%zu-byte context%s, exact model steps); relay variants: a "
 		    "hako-relay of %g ms one way between the clients and the server; the bench "
 		    "process asks the server (its own address) to move the EU to the other client, "

@@ -10,6 +10,7 @@
 #include "hako/conductor.h"
 #include "hako/conductor_ext.h"
 #include "auth.h"
+#include "link.h"
 #include "wire.h"
 
 /* The status a node writes into its own domain (hako_conductor_status_t) so often. */
@@ -60,6 +61,7 @@ struct hakoi_peer {
 	hako_time_t known_time;
 	hako_time_t last_heard; /* hako_now_usec of the last message, 0 = never */
 	uint32_t last_seq;
+	uint64_t seq_incarnation; /* the sender of last_seq */
 	int lost_reported;
 	/* Lifecycle. Server: the event sent to this client and not yet acknowledged. Client: the
 	 * event the server asked for, being carried out here. */
@@ -82,9 +84,14 @@ struct hako_conductor_node {
 	hako_domain_t *dom;
 	uint64_t incarnation;
 	void *zctx;
-	void *ctl;   /* main thread: server ROUTER (bound) / client DEALER ("<id>#c<inc>") */
-	void *tsub;  /* main thread, client: SUB of the server's times (conflated) */
-	void *tout;  /* watcher thread: server PUB (bound) / client DEALER ("<id>#t<inc>") */
+	void *ctl;  /* main thread: server ROUTER (bound) / client DEALER ("<id>#c<inc>") */
+	void *tout; /* client: DEALER ("<id>#t<inc>"), its times while the link is down */
+	/* The time links (link.h), under send_lock: the server's accepted ones (links, nlinks
+	 * slots; listen_fd on the time address), a client's one to its server. */
+	int listen_fd;
+	hakoi_link_t *links;
+	size_t nlinks;
+	hako_time_t link_retry_at, link_backoff; /* client: the next connect, the wait after */
 	int wake_fd; /* eventfd: the watcher tells the main thread the domain changed */
 	pthread_t main_thread, watch_thread;
 	int threads;
@@ -140,6 +147,29 @@ void hakoi_note_peer(struct hakoi_peer *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* node.c: read every frame queued on s (routed: a ROUTER's [identity][frame]) */
 void hakoi_drain(hako_conductor_node_t *n, void *s, int routed);
+/* node.c: one frame from `from` (a route "<id>#c.." / "<id>#t..", or NULL: a client's server);
+ * user: the node whose key the connection proved (NULL without authentication); an EXT's
+ * second part in n->payload. */
+void hakoi_dispatch(hako_conductor_node_t *n, const char *from, const char *user,
+                    const uint8_t *buf, size_t len);
+void hakoi_count_garbage(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
+                         const char *why);
+
+/* node_link.c: the time links. Open the server's listener or the client's link state (0 or
+ * an error); poll items for them (main thread; returns how many were added at items); after
+ * the poll, serve them; the client's connects and every link's hand-shake timeout (main
+ * thread, each turn); close them all. */
+int hakoi_links_open(hako_conductor_node_t *n, hako_error_t *err);
+size_t hakoi_links_poll_items(hako_conductor_node_t *n, void *items, size_t max);
+void hakoi_links_serve(hako_conductor_node_t *n, const void *items, size_t count);
+void hakoi_links_tick(hako_conductor_node_t *n, hako_time_t now);
+void hakoi_links_close(hako_conductor_node_t *n);
+/* Under send_lock: a frame to every link that is up (server) or to the server (client): 0 if
+ * it went on a link (queued; hakoi_links_flush writes), -1 if no link took it (a client then
+ * sends on its ZeroMQ socket). */
+int hakoi_links_queue(hako_conductor_node_t *n, const void *part1, size_t len1, const void *part2,
+                      size_t len2);
+void hakoi_links_flush(hako_conductor_node_t *n);
 
 /* Whether this thread is n's main thread (node.c), or holds n's send lock in the publish of its
  * time (node_time.c): what HAKO_ASSERT checks of the extensions' calls. */

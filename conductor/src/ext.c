@@ -225,6 +225,13 @@ int hako_conductor_ext_send_ordered(hako_conductor_node_t *n, uint16_t ext, cons
 	                (unsigned)ext);
 	hakoi_msg_t m;
 	ext_msg(n, &m, ext, 0, body, len);
+	/* On the time link when it is up (written with the time that follows), else on the
+	 * ZeroMQ socket the times then take: either way before that time. */
+	uint8_t buf[HAKOI_WIRE_FRAME_MAX];
+	size_t flen = hakoi_wire_encode(&m, buf);
+	if (hakoi_links_queue(n, buf, flen, payload, payload != NULL ? payload_len : 0) == 0) {
+		return 0;
+	}
 	return hakoi_send_msg2(n->tout, NULL, &m, payload, payload != NULL ? payload_len : 0) == 0
 	           ? 0
 	           : HAKO_EIO;

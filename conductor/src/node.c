@@ -93,8 +93,8 @@ int hakoi_send_ctl(hako_conductor_node_t *n, struct hakoi_peer *p, hakoi_msg_t *
 
 /* ---- the main thread: receiving ---- */
 
-static void count_garbage(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
-                          const char *why)
+void hakoi_count_garbage(hako_conductor_node_t *n, struct hakoi_peer *p, const char *from,
+                         const char *why)
 {
 	pthread_mutex_lock(&n->stats_lock);
 	int first;
@@ -127,8 +127,8 @@ void hakoi_note_peer(struct hakoi_peer *p, const char *fmt, ...)
 
 /* One frame from `from` (a ROUTER routing id, or the server for a client); user: the node
  * whose key the connection proved (ZAP's User-Id; NULL without authentication). */
-static void dispatch(hako_conductor_node_t *n, const char *from, const char *user,
-                     const uint8_t *buf, size_t len)
+void hakoi_dispatch(hako_conductor_node_t *n, const char *from, const char *user,
+                    const uint8_t *buf, size_t len)
 {
 	hakoi_msg_t m;
 	char why[256];
@@ -141,7 +141,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 	}
 	struct hakoi_peer *p = hakoi_peer_by_id(n, who);
 	if (hakoi_wire_decode(buf, len, &m, why, sizeof(why)) != 0) {
-		count_garbage(n, p, who[0] != '\0' ? who : "an unnamed peer", why);
+		hakoi_count_garbage(n, p, who[0] != '\0' ? who : "an unnamed peer", why);
 		return;
 	}
 	int server = n->cfg.role == HAKO_CONDUCTOR_SERVER;
@@ -156,8 +156,8 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 		snprintf(why, sizeof(why),
 		         "claims node '%.60s' on a connection with the key of '%.60s'", m.node,
 		         user != NULL ? user : "nobody");
-		count_garbage(n, hakoi_peer_by_id(n, user != NULL ? user : ""),
-		              user != NULL && user[0] ? user : who, why);
+		hakoi_count_garbage(n, hakoi_peer_by_id(n, user != NULL ? user : ""),
+		                    user != NULL && user[0] ? user : who, why);
 		return;
 	}
 	/* A message of another process of a joined peer's id (an earlier run, a second one):
@@ -168,7 +168,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 		         "a message of incarnation %016llx of '%.60s', which joined as %016llx",
 		         (unsigned long long)m.incarnation, p->id,
 		         (unsigned long long)p->incarnation);
-		count_garbage(n, p, who, why);
+		hakoi_count_garbage(n, p, who, why);
 		return;
 	}
 	if (server && m.type == HAKOI_MSG_GET_SIM_STATE) {
@@ -181,14 +181,14 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 	}
 	if (server && m.type == HAKOI_MSG_JOIN) {
 		if (strcmp(m.node, who) != 0) {
-			count_garbage(n, p, who, "a JOIN whose node id is not its sender's");
+			hakoi_count_garbage(n, p, who, "a JOIN whose node id is not its sender's");
 			return;
 		}
 		hakoi_on_join(n, from, &m);
 		return;
 	}
 	if (p == NULL || strcmp(m.node, p->id) != 0) {
-		count_garbage(n, p, who, "a message from a node that is no peer of this one");
+		hakoi_count_garbage(n, p, who, "a message from a node that is no peer of this one");
 		return;
 	}
 	/* Everything else only from a joined peer of the right role. */
@@ -236,7 +236,7 @@ static void dispatch(hako_conductor_node_t *n, const char *from, const char *use
 		return;
 	default: break;
 	}
-	count_garbage(n, p, who, "a message this node does not take in its role or state");
+	hakoi_count_garbage(n, p, who, "a message this node does not take in its role or state");
 }
 
 /* Drain a socket: server ROUTER frames come as [identity][frame]. */
@@ -281,7 +281,8 @@ void hakoi_drain(hako_conductor_node_t *n, void *s, int routed)
 		}
 		/* The node whose key the connection proved (a server's sockets, authenticated). */
 		const char *user = routed && n->auth.on ? zmq_msg_gets(&part, "User-Id") : NULL;
-		dispatch(n, routed ? from : NULL, user, zmq_msg_data(&part), zmq_msg_size(&part));
+		hakoi_dispatch(n, routed ? from : NULL, user, zmq_msg_data(&part),
+		               zmq_msg_size(&part));
 		n->payload = NULL;
 		n->payload_len = 0;
 		zmq_msg_close(&payload);
@@ -311,20 +312,35 @@ static void *net_main(void *arg)
 	hako_conductor_node_t *n = arg;
 	tl_main = n;
 	int server = n->cfg.role == HAKO_CONDUCTOR_SERVER;
+	/* ctl, the wake-up, ZAP, the monitor, then the time links (node_link.c). */
+	size_t cap = 4 + 1 + n->nlinks;
+	zmq_pollitem_t *items = calloc(cap, sizeof(*items));
+	if (items == NULL) {
+		HAKO_ERROR("conductor %s: out of memory", n->cfg.node_id);
+		return NULL;
+	}
 	while (!atomic_load(&n->stop)) {
-		zmq_pollitem_t items[4] = {
-		    {n->ctl, 0, ZMQ_POLLIN, 0},
-		    {NULL, n->wake_fd, ZMQ_POLLIN, 0},
-		    {server ? n->auth.zap : n->tsub, 0, ZMQ_POLLIN, 0},
-		    {n->auth.monitor, 0, ZMQ_POLLIN, 0},
-		};
-		/* Without authentication a server has neither ZAP nor monitor: 2 items. */
-		int nitems = items[2].socket == NULL ? 2 : items[3].socket == NULL ? 3 : 4;
-		int rc = zmq_poll(items, nitems, HAKOI_NET_POLL_MS);
+		size_t k = 0;
+		items[k++] = (zmq_pollitem_t){n->ctl, 0, ZMQ_POLLIN, 0};
+		items[k++] = (zmq_pollitem_t){NULL, n->wake_fd, ZMQ_POLLIN, 0};
+		/* Without authentication a node has neither ZAP nor monitor. */
+		size_t auth_at = k;
+		if (n->auth.zap != NULL) {
+			items[k++] = (zmq_pollitem_t){n->auth.zap, 0, ZMQ_POLLIN, 0};
+		}
+		if (n->auth.monitor != NULL) {
+			items[k++] = (zmq_pollitem_t){n->auth.monitor, 0, ZMQ_POLLIN, 0};
+		}
+		size_t links_at = k;
+		k += hakoi_links_poll_items(n, items + k, cap - k);
+		int rc = zmq_poll(items, (int)k, HAKOI_NET_POLL_MS);
 		if (rc < 0 && errno != EINTR) {
 			HAKO_ERROR("conductor %s: zmq_poll: %s", n->cfg.node_id,
 			           zmq_strerror(errno));
 			break;
+		}
+		if (rc > 0) {
+			hakoi_links_serve(n, items + links_at, k - links_at);
 		}
 		if (items[1].revents & ZMQ_POLLIN) {
 			uint64_t v;
@@ -334,11 +350,11 @@ static void *net_main(void *arg)
 		if (items[0].revents & ZMQ_POLLIN) {
 			hakoi_drain(n, n->ctl, server);
 		}
-		if (!server && (items[2].revents & ZMQ_POLLIN)) {
-			hakoi_drain(n, n->tsub, 0);
+		int auth_ready = 0;
+		for (size_t i = auth_at; i < links_at; i++) {
+			auth_ready |= (items[i].revents & ZMQ_POLLIN) != 0;
 		}
-		if ((server && (items[2].revents & ZMQ_POLLIN)) ||
-		    (nitems == 4 && (items[3].revents & ZMQ_POLLIN))) {
+		if (auth_ready) {
 			pthread_mutex_lock(&n->stats_lock); /* the status reads the counts */
 			hakoi_auth_zap_serve(&n->auth);
 			hakoi_auth_monitor_serve(&n->auth);
@@ -351,6 +367,7 @@ static void *net_main(void *arg)
 		}
 		hakoi_ext_tick(n);
 		hako_time_t now = hako_now_usec();
+		hakoi_links_tick(n, now);
 		hakoi_check_peers(n, now);
 		/* A proxy's heartbeat is this process's business, not its peer's: its liveness
 		 * is peer_timeout_ms's decision (check_peers), not the core's heartbeat timeout,
@@ -368,6 +385,7 @@ static void *net_main(void *arg)
 			}
 		}
 	}
+	free(items);
 	return NULL;
 }
 
@@ -423,15 +441,13 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 			                      "cannot start the authentication handler: %s",
 			                      zmq_strerror(errno));
 		}
-		if ((n->ctl = socket_or(n, ZMQ_ROUTER, err, &r)) == NULL ||
-		    (n->tout = socket_or(n, ZMQ_PUB, err, &r)) == NULL) {
+		if ((n->ctl = socket_or(n, ZMQ_ROUTER, err, &r)) == NULL) {
 			return r;
 		}
 		/* Not ZMQ_ROUTER_HANDOVER: a connection never takes another's route (a second
 		 * process of a client's id has routes of its own and is refused at its join). */
 		zmq_setsockopt(n->ctl, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-		if (hakoi_auth_server_socket(&n->auth, n->ctl) != 0 ||
-		    hakoi_auth_server_socket(&n->auth, n->tout) != 0) {
+		if (hakoi_auth_server_socket(&n->auth, n->ctl) != 0) {
 			return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "CURVE: %s",
 			                      zmq_strerror(errno));
 		}
@@ -439,25 +455,23 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 			return hako_error_set(err, HAKO_EIO, c->path, 0, 0,
 			                      "zmq_socket_monitor: %s", zmq_strerror(errno));
 		}
-		if (zmq_bind(n->ctl, c->control_address) != 0 ||
-		    zmq_bind(n->tout, c->time_address) != 0) {
+		if (zmq_bind(n->ctl, c->control_address) != 0) {
 			return hako_error_set(err, HAKO_EIO, c->path, 0, 0,
-			                      "cannot listen on %s / %s: %s", c->control_address,
-			                      c->time_address, zmq_strerror(errno));
+			                      "cannot listen on %s: %s", c->control_address,
+			                      zmq_strerror(errno));
 		}
-		return 0;
+		/* The times: a link of its own with each client on the time address. */
+		return hakoi_links_open(n, err);
 	}
 	char cid[HAKOI_ROUTE_MAX], tid[HAKOI_ROUTE_MAX];
 	snprintf(cid, sizeof(cid), "%s#c%016llx", c->node_id, (unsigned long long)n->incarnation);
 	snprintf(tid, sizeof(tid), "%s#t%016llx", c->node_id, (unsigned long long)n->incarnation);
 	if ((n->ctl = socket_or(n, ZMQ_DEALER, err, &r)) == NULL ||
-	    (n->tout = socket_or(n, ZMQ_DEALER, err, &r)) == NULL ||
-	    (n->tsub = socket_or(n, ZMQ_SUB, err, &r)) == NULL) {
+	    (n->tout = socket_or(n, ZMQ_DEALER, err, &r)) == NULL) {
 		return r;
 	}
 	if (hakoi_auth_client_socket(&n->auth, n->ctl) != 0 ||
-	    hakoi_auth_client_socket(&n->auth, n->tout) != 0 ||
-	    hakoi_auth_client_socket(&n->auth, n->tsub) != 0) {
+	    hakoi_auth_client_socket(&n->auth, n->tout) != 0) {
 		return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "CURVE: %s",
 		                      zmq_strerror(errno));
 	}
@@ -467,23 +481,19 @@ static int open_sockets(hako_conductor_node_t *n, hako_error_t *err)
 		                      zmq_strerror(errno));
 	}
 	zmq_setsockopt(n->tout, ZMQ_ROUTING_ID, tid, strlen(tid));
-	/* Only the newest time matters, but hakoi_drain() reads every publication queued and an
-	 * older one says less than the newest. Not ZMQ_CONFLATE: libzmq 4.3.4 leaks the message it
-	 * holds when the socket closes. */
-	zmq_setsockopt(n->tsub, ZMQ_SUBSCRIBE, "", 0);
 	int ivl = 100, ivl_max = 1000;
-	for (int i = 0; i < 3; i++) {
-		void *s = i == 0 ? n->ctl : i == 1 ? n->tout : n->tsub;
+	for (int i = 0; i < 2; i++) {
+		void *s = i == 0 ? n->ctl : n->tout;
 		zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &ivl, sizeof(ivl));
 		zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof(ivl_max));
 	}
 	if (zmq_connect(n->ctl, c->control_address) != 0 ||
-	    zmq_connect(n->tout, c->control_address) != 0 ||
-	    zmq_connect(n->tsub, c->time_address) != 0) {
-		return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "cannot connect to %s / %s: %s",
-		                      c->control_address, c->time_address, zmq_strerror(errno));
+	    zmq_connect(n->tout, c->control_address) != 0) {
+		return hako_error_set(err, HAKO_EIO, c->path, 0, 0, "cannot connect to %s: %s",
+		                      c->control_address, zmq_strerror(errno));
 	}
-	return 0;
+	/* The server's times, and this node's while it is up: the time link (main thread). */
+	return hakoi_links_open(n, err);
 }
 
 static void free_node(hako_conductor_node_t *n)
@@ -495,8 +505,9 @@ static void free_node(hako_conductor_node_t *n)
 		hakoi_ring_free(&n->peers[i].age);
 	}
 	free(n->peers);
-	void *socks[] = {n->ctl, n->tsub, n->tout};
-	for (int i = 0; i < 3; i++) {
+	hakoi_links_close(n);
+	void *socks[] = {n->ctl, n->tout};
+	for (int i = 0; i < 2; i++) {
 		if (socks[i] != NULL) {
 			zmq_close(socks[i]);
 		}
@@ -576,6 +587,7 @@ int hako_conductor_node_start_ext(const hako_conductor_config_t *cfg, hako_domai
 	n->cfg = *cfg;
 	n->dom = dom;
 	n->wake_fd = -1;
+	n->listen_fd = -1;
 	for (size_t i = 0; i < next; i++) {
 		n->exts[i].ops = exts[i];
 		if (exts[i]->payload_max > n->ext_payload_max) {

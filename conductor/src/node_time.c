@@ -118,11 +118,18 @@ void hakoi_publish_time(hako_conductor_node_t *n)
 		m.state = st;
 		m.seq = ++n->time_seq;
 		m.sent_real_ns = hakoi_now_real_ns();
-		hakoi_send_msg(n->tout, NULL, &m);
+		/* On the time links, behind what before_publish queued there: one write. A
+		 * client whose link is down sends on ZeroMQ. */
+		uint8_t buf[HAKOI_WIRE_FRAME_MAX];
+		size_t len = hakoi_wire_encode(&m, buf);
+		if (hakoi_links_queue(n, buf, len, NULL, 0) != 0 && n->tout != NULL) {
+			hakoi_send_msg(n->tout, NULL, &m);
+		}
 		n->last_sent = world;
 		n->last_sent_state = st;
 		n->last_send_at = now;
 	}
+	hakoi_links_flush(n);
 	tl_publishing = NULL;
 	pthread_mutex_unlock(&n->send_lock);
 }
@@ -176,6 +183,13 @@ void hakoi_on_time(hako_conductor_node_t *n, struct hakoi_peer *p, const hakoi_m
 	if (!p->joined) {
 		return; /* a client that has not joined yet, or a server we wait for */
 	}
+	/* A client's times take its link, or its ZeroMQ socket while the link is down: one that
+	 * ZeroMQ held through an outage may come after newer ones. It says less than they did
+	 * (and its drift sample would be of the past): dropped. */
+	if (m->incarnation == p->seq_incarnation && (int32_t)(m->seq - p->last_seq) <= 0) {
+		return;
+	}
+	p->seq_incarnation = m->incarnation;
 	p->last_heard = now;
 	if (p->lost_reported) {
 		p->lost_reported = 0;

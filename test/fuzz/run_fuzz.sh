@@ -2,7 +2,7 @@
 # Build the libFuzzer targets with clang and run each for a while; exit 1 on a finding.
 #   test/fuzz/run_fuzz.sh <seconds> [target...]
 # targets: pdu_decode pdu_json (the default), cdr_decode, frame, segment, conductor_wire,
-# rd_full_wire, mcap_reader
+# conductor_link, rd_full_wire, mcap_reader
 # Build dir: $HAKO_FUZZ_BUILD (default build-fuzz/). Each target reads the checked-in corpus
 # test/fuzz/corpus/<target>/ (and test/fuzz/<target>.dict if there is one) and grows its own
 # working corpus in <build>/fuzz-corpus/<target>/ (kept between runs, never written back to the
@@ -13,7 +13,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-	echo "usage: $0 <seconds> [pdu_decode] [pdu_json] [cdr_decode] [frame] [segment] [conductor_wire] [rd_full_wire] [mcap_reader]" >&2
+	echo "usage: $0 <seconds> [pdu_decode] [pdu_json] [cdr_decode] [frame] [segment] [conductor_wire] [conductor_link] [rd_full_wire] [mcap_reader]" >&2
 	exit 2
 fi
 seconds=$1
