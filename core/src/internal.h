@@ -279,5 +279,14 @@ void hakoi_waitset_notify(hako_domain_t *dom, uint64_t mask);
 /* channel.c */
 void hakoi_channels_reset(hako_domain_t *dom); /* lock held, nobody stepping */
 void hakoi_channel_cache_free(hako_domain_t *dom);
+/* A writer's steps, one channel at a time, for channel_batch.c: the writer lock with its
+ * takeover of a dead holder and its timeout (0 or HAKO_EBUSY, said); open buffer b (returns the
+ * even base to close it with); close it holding write wno of len bytes (0, 0: empty); wake the
+ * channel's sleeping readers and wait-sets. */
+int hakoi_channel_lock(struct hakoi_channel *c);
+uint32_t hakoi_channel_open(struct hakoi_channel *c, unsigned b);
+void hakoi_channel_close(struct hakoi_channel *c, unsigned b, uint32_t s, uint64_t wno,
+                         uint32_t len);
+void hakoi_channel_wake(hako_domain_t *dom, struct hakoi_channel *c);
 
 #endif
