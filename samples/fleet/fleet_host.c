@@ -378,6 +378,8 @@ int fleet_host_step(fleet_host_t *h, int64_t now)
 		/* lens NULL: each channel's size, which is its PDU's (fleet_host_open) */
 		if ((r = hako_channel_batch_commit(h->batch, i * FLEET_CHANNELS, FLEET_CHANNELS,
 		                                   NULL)) != 0) {
+			/* what is still loaned is dropped: the next step loans again */
+			hako_channel_batch_cancel(h->batch, i * FLEET_CHANNELS, FLEET_CHANNELS);
 			return r;
 		}
 	}

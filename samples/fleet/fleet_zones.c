@@ -506,13 +506,18 @@ static int write_pdus(fleet_zones_t *z, uint32_t eu, struct zdrone *zd, int64_t 
 	    HAKO_PDU_SIZE_HAKO_MAVLINK_MSGS_HAKOHILACTUATORCONTROLS,
 	    HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST, HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST,
 	    HAKO_PDU_SIZE_HAKO_MSGS_DRONESTATUS};
+	void *buf[P_COUNT];
 	if (zd->loan) {
-		void *buf[P_COUNT], *pdu[P_COUNT];
-		size_t lens[P_COUNT];
 		int r = hako_rd_write_loan(z->node, eu, buf, P_COUNT);
-		if (r != 0) {
+		if (r == HAKO_EINVAL) {
+			zd->loan = 0; /* its writes name a channel twice: written by copy below */
+		} else if (r != 0) {
 			return r;
 		}
+	}
+	if (zd->loan) {
+		void *pdu[P_COUNT];
+		size_t lens[P_COUNT];
 		for (int k = 0; k < P_COUNT; k++) {
 			pdu[k] = buf[zd->pdu[k]];
 			lens[zd->pdu[k]] = sizes[k];
