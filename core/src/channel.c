@@ -621,3 +621,25 @@ int hako_domain_list_channels(hako_domain_t *dom, hako_channel_info_t *out, int 
 	}
 	return 0;
 }
+
+/* The writer's steps, for the batch writes of channel_batch.c (internal.h). */
+int hakoi_channel_lock(struct hakoi_channel *c)
+{
+	return writer_lock_or_say(c);
+}
+
+uint32_t hakoi_channel_open(struct hakoi_channel *c, unsigned b)
+{
+	return buffer_open(c, b);
+}
+
+void hakoi_channel_close(struct hakoi_channel *c, unsigned b, uint32_t s, uint64_t wno,
+                         uint32_t len)
+{
+	buffer_close(c, b, s, wno, len);
+}
+
+void hakoi_channel_wake(hako_domain_t *dom, struct hakoi_channel *c)
+{
+	wake_readers(dom, c);
+}

@@ -290,5 +290,14 @@ void hakoi_channel_cache_free(hako_domain_t *dom);
  * the write number (0 = none); HAKO_ECORRUPT if none can be found (channel.c: newest_write). */
 int hakoi_channel_newest(const struct hakoi_channel *c, unsigned *buf, uint32_t *buf_seq,
                          uint64_t *wno);
+/* A writer's steps, one channel at a time, for channel_batch.c: the writer lock with its
+ * takeover of a dead holder and its timeout (0 or HAKO_EBUSY, said); open buffer b (returns the
+ * even base to close it with); close it holding write wno of len bytes (0, 0: empty); wake the
+ * channel's sleeping readers and wait-sets. */
+int hakoi_channel_lock(struct hakoi_channel *c);
+uint32_t hakoi_channel_open(struct hakoi_channel *c, unsigned b);
+void hakoi_channel_close(struct hakoi_channel *c, unsigned b, uint32_t s, uint64_t wno,
+                         uint32_t len);
+void hakoi_channel_wake(hako_domain_t *dom, struct hakoi_channel *c);
 
 #endif

@@ -19,9 +19,18 @@ struct eu_rt {
 	hako_channel_t *context_ch;
 	hako_channel_t *data_ch[HAKO_RD_MAX_PDUS];
 	const hako_msg_type_t *data_type[HAKO_RD_MAX_PDUS]; /* NULL: only the meta is checked */
-	char data_name[HAKO_RD_MAX_PDUS][300];              /* JSON-escaped, for the trace */
-	uint8_t *buf;                                       /* a status or context PDU */
+	/* The config's write count and PDU sizes, here beside the state a write checks: a host of
+	 * many EUs writing every step would otherwise reach into each EU's config (kilobytes
+	 * apart) for them. */
+	size_t write_count;
+	uint32_t write_size[HAKO_RD_MAX_PDUS];
+	char (*data_name)[300]; /* write_count names, JSON-escaped, for the trace */
+	uint8_t *buf;           /* a status or context PDU */
 	size_t cap;
+	/* hako_rd_write_loan: the EU's data channels as one batch, and the loaned buffers */
+	hako_channel_batch_t *batch;
+	void *loan[HAKO_RD_MAX_PDUS];
+	int loaned;
 
 	int local;              /* HAKO_RD_LOCAL_* */
 	uint8_t epoch;          /* of this node's ownership (OWNER) */
@@ -323,9 +332,15 @@ static int open_eu(hako_rd_node_t *node, struct eu_rt *e, const hako_rd_eu_confi
 	    (r = open_channel(node, &cfg->context, &e->context_ch)) != 0) {
 		return r;
 	}
+	e->write_count = cfg->write_count;
+	if (cfg->write_count > 0 &&
+	    (e->data_name = calloc(cfg->write_count, sizeof(*e->data_name))) == NULL) {
+		return HAKO_ENOMEM;
+	}
 	for (size_t i = 0; i < cfg->write_count; i++) {
 		const hako_rd_pdu_ref_t *w = &cfg->writes[i];
 		hako_error_t err;
+		e->write_size[i] = w->pdu_size;
 		if ((r = open_channel(node, w, &e->data_ch[i])) != 0) {
 			return r;
 		}
@@ -336,6 +351,13 @@ static int open_eu(hako_rd_node_t *node, struct eu_rt *e, const hako_rd_eu_confi
 			e->data_type[i] = NULL;
 		}
 		hakoi_rd_json_escape(w->name, e->data_name[i], sizeof(e->data_name[i]));
+	}
+	/* One batch for loaned writes (hako_rd_write_loan); none if a channel is named twice in
+	 * the EU's writes (a batch holds each once): that EU is written by hako_rd_write only. */
+	if (cfg->write_count > 0 &&
+	    (r = hako_channel_batch_create(e->data_ch, cfg->write_count, &e->batch)) != 0 &&
+	    r != HAKO_EINVAL) {
+		return r;
 	}
 	e->cap = cfg->status.pdu_size > cfg->context.pdu_size ? cfg->status.pdu_size
 	                                                      : cfg->context.pdu_size;
@@ -403,6 +425,8 @@ void hako_rd_node_close(hako_rd_node_t *node)
 	}
 	for (size_t i = 0; i < node->eu_count; i++) {
 		free(node->eus[i].buf);
+		free(node->eus[i].data_name);
+		hako_channel_batch_destroy(node->eus[i].batch);
 	}
 	hakoi_rd_trace_close(node->trace);
 	hako_msg_registry_destroy(node->reg);
@@ -1002,14 +1026,14 @@ int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, siz
                   hako_time_t model_time)
 {
 	struct eu_rt *e = find_eu(node, eu);
-	if (e == NULL || data == NULL || pdu >= e->cfg->write_count) {
+	if (e == NULL || data == NULL || pdu >= e->write_count) {
 		return HAKO_EINVAL;
 	}
 	sync_reset(node);
 	if (e->local != HAKO_RD_LOCAL_OWNER) {
 		return HAKO_ENOTOWNER;
 	}
-	if (len > e->cfg->writes[pdu].pdu_size) {
+	if (len > e->write_size[pdu]) {
 		return HAKO_ETOOBIG;
 	}
 	if (e->commit_at >= 0 && model_time > e->commit_at) {
@@ -1028,6 +1052,97 @@ int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, siz
 	if (!node->no_write_trace) {
 		char extra[400];
 		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[pdu],
+		         (int64_t)model_time);
+		trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_WRITE,
+		      extra);
+	}
+	return 0;
+}
+
+int hako_rd_write_loan(hako_rd_node_t *node, uint32_t eu, void **bufs, size_t n)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || bufs == NULL || n < e->write_count || e->batch == NULL) {
+		return HAKO_EINVAL;
+	}
+	sync_reset(node);
+	if (e->loaned) {
+		return HAKO_ESTATE;
+	}
+	if (e->local != HAKO_RD_LOCAL_OWNER) {
+		return HAKO_ENOTOWNER;
+	}
+	int r = hako_channel_batch_loan(e->batch, 0, e->write_count, e->loan);
+	if (r != 0) {
+		return r;
+	}
+	e->loaned = 1;
+	memcpy(bufs, e->loan, e->write_count * sizeof(*bufs));
+	return 0;
+}
+
+int hako_rd_write_cancel(hako_rd_node_t *node, uint32_t eu)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL) {
+		return HAKO_EINVAL;
+	}
+	if (!e->loaned) {
+		return HAKO_ESTATE;
+	}
+	e->loaned = 0;
+	return hako_channel_batch_cancel(e->batch, 0, e->write_count);
+}
+
+/* The checks of hako_rd_write, on the loaned PDUs in place, and their epoch stamped. */
+static int check_loaned(struct eu_rt *e, const size_t *lens, hako_time_t model_time)
+{
+	if (e->local != HAKO_RD_LOCAL_OWNER || (e->commit_at >= 0 && model_time > e->commit_at)) {
+		return HAKO_ENOTOWNER; /* RD-Full: the EU is the next owner's after the commit point
+		                        */
+	}
+	for (size_t i = 0; i < e->write_count; i++) {
+		if (lens[i] > e->write_size[i]) {
+			return HAKO_ETOOBIG;
+		}
+	}
+	int r;
+	for (size_t i = 0; i < e->write_count; i++) {
+		if (e->data_type[i] != NULL &&
+		    (r = hako_pdu_validate(e->data_type[i], e->loan[i], lens[i], NULL)) != 0) {
+			return r;
+		}
+		if ((r = hako_pdu_set_epoch(e->loan[i], lens[i], e->epoch)) != 0) {
+			return r;
+		}
+	}
+	return 0;
+}
+
+int hako_rd_write_commit(hako_rd_node_t *node, uint32_t eu, const size_t *lens,
+                         hako_time_t model_time)
+{
+	struct eu_rt *e = find_eu(node, eu);
+	if (e == NULL || lens == NULL) {
+		return HAKO_EINVAL;
+	}
+	if (!e->loaned) {
+		return HAKO_ESTATE;
+	}
+	sync_reset(node);
+	int r = check_loaned(e, lens, model_time);
+	if (r == 0) {
+		r = hako_channel_batch_commit(e->batch, 0, e->write_count, lens);
+	}
+	if (r != 0) {
+		hako_channel_batch_cancel(e->batch, 0, e->write_count);
+		e->loaned = 0;
+		return r;
+	}
+	e->loaned = 0;
+	for (size_t i = 0; !node->no_write_trace && i < e->write_count; i++) {
+		char extra[400];
+		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[i],
 		         (int64_t)model_time);
 		trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_WRITE,
 		      extra);

@@ -29,7 +29,8 @@ struct zdrone {
 	int requested;        /* RD-Full: a move was asked and not yet committed or given up */
 	hako_time_t retry_at; /* RD-Full: a refused move is not asked again before this */
 	size_t pdu[P_COUNT];  /* index of each PDU in the EU's writes */
-	fleet_dcmd_t cmd;     /* its per-drone command (fleet_cmds.h), in its context */
+	int loan;         /* the EU writes these four only: written in place (hako_rd_write_loan) */
+	fleet_dcmd_t cmd; /* its per-drone command (fleet_cmds.h), in its context */
 };
 
 /* A drone's context: its state, then its per-drone command state. */
@@ -452,6 +453,7 @@ int fleet_zones_open(hako_domain_t *dom, const char *rd_path, uint8_t node, cons
 				return HAKO_ECONFIG;
 			}
 		}
+		z->z[i].loan = z->cfg->eus[i].write_count == P_COUNT;
 		trigger_reset(&z->z[i], 0);
 	}
 	if ((r = hako_rd_node_open(dom, z->cfg, node, trace, &z->node)) != 0) {
@@ -496,9 +498,33 @@ void fleet_zones_close(fleet_zones_t *z)
 	free(z);
 }
 
-/* The drone's four PDUs, through the RD node (it stamps the epoch and checks the owner). */
+/* The drone's four PDUs, through the RD node (it stamps the epoch and checks the owner):
+ * filled in place in its channels and published together, when the EU writes nothing else. */
 static int write_pdus(fleet_zones_t *z, uint32_t eu, struct zdrone *zd, int64_t mt)
 {
+	static const size_t sizes[P_COUNT] = {
+	    HAKO_PDU_SIZE_HAKO_MAVLINK_MSGS_HAKOHILACTUATORCONTROLS,
+	    HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST, HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST,
+	    HAKO_PDU_SIZE_HAKO_MSGS_DRONESTATUS};
+	void *buf[P_COUNT];
+	if (zd->loan) {
+		int r = hako_rd_write_loan(z->node, eu, buf, P_COUNT);
+		if (r == HAKO_EINVAL) {
+			zd->loan = 0; /* its writes name a channel twice: written by copy below */
+		} else if (r != 0) {
+			return r;
+		}
+	}
+	if (zd->loan) {
+		void *pdu[P_COUNT];
+		size_t lens[P_COUNT];
+		for (int k = 0; k < P_COUNT; k++) {
+			pdu[k] = buf[zd->pdu[k]];
+			lens[zd->pdu[k]] = sizes[k];
+		}
+		fleet_drone_pdus(&zd->d, mt, pdu);
+		return hako_rd_write_commit(z->node, eu, lens, mt);
+	}
 	uint8_t motor[HAKO_PDU_SIZE_HAKO_MAVLINK_MSGS_HAKOHILACTUATORCONTROLS];
 	uint8_t pos[HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST], vel[HAKO_PDU_SIZE_GEOMETRY_MSGS_TWIST];
 	uint8_t status[HAKO_PDU_SIZE_HAKO_MSGS_DRONESTATUS];

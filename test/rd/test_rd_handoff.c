@@ -437,6 +437,111 @@ static void test_write_not_owner(void **state)
 	assert_int_equal(hako_rd_write(f->b, EU, 9, junk, sizeof(junk), 3000), HAKO_EINVAL);
 }
 
+/* A PDU of `type` into buf (cap bytes) with its first 8 bytes of data = v; its length. */
+static size_t make_pdu(struct fx *f, const char *type, void *buf, size_t cap, double v)
+{
+	const hako_msg_type_t *t;
+	hako_error_t err;
+	hako_pdu_writer_t w;
+	size_t len = 0;
+	assert_int_equal(hako_msg_registry_get(f->reg, type, &t, &err), 0);
+	assert_int_equal(hako_pdu_writer_init(&w, t, buf, cap), 0);
+	if (strcmp(type, "std_msgs/Int32") == 0) {
+		int32_t i = (int32_t)v;
+		memcpy(hako_pdu_base(buf), &i, sizeof(i));
+	} else {
+		memcpy(hako_pdu_base(buf), &v, sizeof(v));
+	}
+	assert_int_equal(hako_pdu_writer_finish(&w, &len), 0);
+	return len;
+}
+
+/* The EU's three PDUs (pos, height, phase: data/rd.json) written in place, as a host of many
+ * EUs does: only the owner loans, the commit checks and stamps each one as hako_rd_write does
+ * and publishes them all, a failed commit publishes none. */
+static void test_write_loan(void **state)
+{
+	struct fx *f = *state;
+	static const char *const types[3] = {"geometry_msgs/Twist", "std_msgs/Float64",
+	                                     "std_msgs/Int32"};
+	void *bufs[3];
+	size_t lens[3];
+	assert_int_equal(hako_rd_write_loan(f->b, EU, bufs, 3), HAKO_ENOTOWNER);
+	assert_int_equal(hako_rd_write_loan(f->a, EU, bufs, 2), HAKO_EINVAL); /* too few */
+	assert_int_equal(hako_rd_write_commit(f->a, EU, lens, 1000), HAKO_ESTATE);
+	assert_int_equal(hako_rd_write_cancel(f->a, EU), HAKO_ESTATE);
+	assert_int_equal(hako_rd_write_loan(f->a, EU, bufs, 3), 0);
+	void *again[3];
+	assert_int_equal(hako_rd_write_loan(f->a, EU, again, 3), HAKO_ESTATE);
+	for (int k = 0; k < 3; k++) {
+		lens[k] = make_pdu(f, types[k], bufs[k], 32 + 40 * (k == 0), 1.5 + k);
+	}
+	assert_int_equal(hako_rd_write_commit(f->a, EU, lens, 1000), 0);
+	assert_int_equal(hako_rd_write_commit(f->a, EU, lens, 1000), HAKO_ESTATE);
+	/* read back through node 2: the owner's epoch, the data written */
+	for (size_t k = 0; k < 3; k++) {
+		uint8_t out[128];
+		size_t len = 0;
+		uint8_t epoch = 0;
+		assert_int_equal(hako_rd_read_at(f->b, EU, k, out, sizeof(out), &len, 1000), 0);
+		assert_int_equal(len, lens[k]);
+		assert_int_equal(hako_pdu_get_epoch(out, len, &epoch), 0);
+		assert_int_equal(epoch, 0); /* the initial ownership's */
+		double v = 0;
+		int32_t i = 0;
+		if (k == 2) {
+			memcpy(&i, hako_pdu_base(out), sizeof(i));
+			assert_int_equal(i, 3);
+		} else {
+			memcpy(&v, hako_pdu_base(out), sizeof(v));
+			assert_true(v == 1.5 + (double)k);
+		}
+	}
+	hako_channel_t *pos;
+	assert_int_equal(hako_channel_lookup(f->dom, "forklift", 1, &pos), 0);
+	uint64_t seq = hako_channel_seq(pos);
+	/* an invalid PDU: nothing published, the loan ended */
+	assert_int_equal(hako_rd_write_loan(f->a, EU, bufs, 3), 0);
+	for (int k = 0; k < 3; k++) {
+		lens[k] = make_pdu(f, types[k], bufs[k], 32 + 40 * (k == 0), 9.0);
+	}
+	memset(bufs[2], 0x5a, 8); /* the phase PDU's meta header broken */
+	assert_int_equal(hako_rd_write_commit(f->a, EU, lens, 2000), HAKO_EPROTO);
+	assert_int_equal(hako_channel_seq(pos), seq);
+	assert_int_equal(hako_rd_write_cancel(f->a, EU), HAKO_ESTATE);
+	/* too long: the same */
+	assert_int_equal(hako_rd_write_loan(f->a, EU, bufs, 3), 0);
+	lens[0] = 73;
+	assert_int_equal(hako_rd_write_commit(f->a, EU, lens, 2000), HAKO_ETOOBIG);
+	assert_int_equal(hako_channel_seq(pos), seq);
+	/* a cancelled loan: the readers keep the last write */
+	assert_int_equal(hako_rd_write_loan(f->a, EU, bufs, 3), 0);
+	memset(bufs[0], 0, 72);
+	assert_int_equal(hako_rd_write_cancel(f->a, EU), 0);
+	assert_int_equal(hako_channel_seq(pos), seq);
+	uint8_t out[128];
+	size_t len = 0;
+	assert_int_equal(hako_rd_read_at(f->b, EU, 0, out, sizeof(out), &len, 2000), 0);
+	double v = 0;
+	memcpy(&v, hako_pdu_base(out), sizeof(v));
+	assert_true(v == 1.5);
+	/* released: no longer the owner's to loan */
+	release_a_to_b(f, 3000, 3);
+	assert_int_equal(hako_rd_write_loan(f->a, EU, bufs, 3), HAKO_ENOTOWNER);
+	assert_int_equal(poll_at(f, f->b, 4000, NULL), HAKO_RD_EV_ACTIVATE);
+	assert_int_equal(hako_rd_activate(f->b, EU, 1, 4000), 0);
+	assert_int_equal(hako_rd_write_loan(f->b, EU, bufs, 3), 0);
+	for (int k = 0; k < 3; k++) {
+		lens[k] = make_pdu(f, types[k], bufs[k], 32 + 40 * (k == 0), 7.0);
+	}
+	assert_int_equal(hako_rd_write_commit(f->b, EU, lens, 4000), 0);
+	uint8_t epoch = 0;
+	assert_int_equal(hako_rd_read_at(f->a, EU, 1, out, sizeof(out), &len, 4000), 0);
+	assert_int_equal(hako_pdu_get_epoch(out, len, &epoch), 0);
+	assert_int_equal(epoch, 1); /* node 2's, after the hand-off */
+	expect_trace_ok(f, 1, 0);
+}
+
 /* Readers drop PDUs of another epoch than the status's. */
 static void test_stale_epoch_dropped(void **state)
 {
@@ -798,6 +903,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_foreign_status_at_open, setup_bare, teardown),
 	    cmocka_unit_test_setup_teardown(test_domain_reset, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_over_lost_owner, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_loan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_over_from_handoff_context, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_over_without_context, setup, teardown),
 	    cmocka_unit_test(test_trigger_boundary),

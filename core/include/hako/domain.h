@@ -418,6 +418,38 @@ HAKO_API uint64_t hako_channel_seq(const hako_channel_t *ch);
 HAKO_API int hako_channel_wait(hako_channel_t *ch, uint64_t seen, hako_time_t spin_usec,
                                hako_time_t timeout_usec);
 
+/* Batch writes: a fixed set of channels of one domain that one writer writes together, as a
+ * fleet host writes every PDU of its drones each step. A loan of a range of members is
+ * hako_channel_loan of each (its writer lock taken, the buffer its next write goes to lent);
+ * the commit publishes the range with one memory fence for all its members instead of one per
+ * channel, then wakes the readers and wait-sets that sleep on any of them. Readers see each
+ * member as after hako_channel_commit: its new write whole, or the one before; members are
+ * published one by one, not as one atomic set. The loan rules of hako_channel_loan hold for
+ * every loaned member (commit or cancel promptly, from the same process; a loaner killed
+ * before committing leaves nothing wedged: the next writer takes over and the loaned writes
+ * are lost). A batch is used by one thread at a time.
+ * create: every member a channel of the same domain, none twice (else HAKO_EINVAL); the batch
+ *   keeps no reference to chs.
+ * loan: members [first, first + n), bufs[k] = the buffer of member first + k (its channel's
+ *   size; the previous content is undefined). All or none: on an error no member of the range
+ *   stays loaned by this call (HAKO_ESTATE: a member is loaned already; HAKO_EBUSY: a member's
+ *   writer lock was held too long by another writer).
+ * commit: publish members [first, first + n), member first + k with lens[k] bytes (lens NULL:
+ *   each one's channel size). All or none: HAKO_ESTATE if a member of the range is not loaned,
+ *   HAKO_ETOOBIG if a length exceeds its channel's size; the loans stay then.
+ * cancel: drop the loans of members [first, first + n) (those not loaned are left as they
+ *   are); their readers keep the previous write. */
+typedef struct hako_channel_batch hako_channel_batch_t;
+HAKO_API int hako_channel_batch_create(hako_channel_t *const *chs, size_t n,
+                                       hako_channel_batch_t **out);
+/* Cancels what is still loaned, then frees the batch. Accepts NULL. */
+HAKO_API void hako_channel_batch_destroy(hako_channel_batch_t *b);
+HAKO_API size_t hako_channel_batch_count(const hako_channel_batch_t *b);
+HAKO_API int hako_channel_batch_loan(hako_channel_batch_t *b, size_t first, size_t n, void **bufs);
+HAKO_API int hako_channel_batch_commit(hako_channel_batch_t *b, size_t first, size_t n,
+                                       const size_t *lens);
+HAKO_API int hako_channel_batch_cancel(hako_channel_batch_t *b, size_t first, size_t n);
+
 /* Channel listing (hako-cmd info / pdu). */
 typedef struct hako_channel_info {
 	char robot[HAKO_NAME_MAX];

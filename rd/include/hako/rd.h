@@ -276,6 +276,22 @@ HAKO_API int hako_rd_take_over(hako_rd_node_t *node, uint32_t eu, uint8_t lost, 
 HAKO_API int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
                            hako_time_t model_time);
 
+/* Owner only: every PDU the EU writes, written in place and published together, as a host of
+ * many EUs writes each one's PDUs every step. hako_rd_write_loan lends bufs[i] (n >= the EU's
+ * write count) = the buffer of write PDU i, of its PDU size, previous content undefined;
+ * hako_rd_write_commit checks each in place as hako_rd_write does (length, a valid PDU of its
+ * type, the ownership and RD-Full's commit point at model_time), stamps the epoch in its meta
+ * byte 20 and publishes them all with one fence (hako_channel_batch_commit); lens[i] = PDU i's
+ * length. A commit that fails (HAKO_ENOTOWNER, HAKO_ETOOBIG, HAKO_EPROTO or a registry error
+ * of a PDU) publishes none and ends the loan; hako_rd_write_cancel ends it too. In between the
+ * loan rules of hako_channel_loan hold for each channel. HAKO_ENOTOWNER: loan unless owner;
+ * HAKO_ESTATE: a loan while one is held, a commit or cancel without one; HAKO_EINVAL: an EU
+ * whose writes name a channel twice (write it with hako_rd_write). */
+HAKO_API int hako_rd_write_loan(hako_rd_node_t *node, uint32_t eu, void **bufs, size_t n);
+HAKO_API int hako_rd_write_commit(hako_rd_node_t *node, uint32_t eu, const size_t *lens,
+                                  hako_time_t model_time);
+HAKO_API int hako_rd_write_cancel(hako_rd_node_t *node, uint32_t eu);
+
 /* Read PDU `pdu` of the EU at this node's world time; HAKO_EAGAIN if never written or its epoch
  * is not one the EU's owner writes at that time (a stale PDU of a previous owner is dropped and
  * counted). During a hand-off to epoch N+1 with a known release time (RD-Full: the commit
