@@ -817,9 +817,35 @@ static void usage(FILE *out)
 	        "  --window K         keys in flight in the throughput phase (default 8, <= %d)\n"
 	        "  --interval-ms N    throttle / ticker interval (default 1)\n"
 	        "  --delta-usec N     bridge tick period (default 1000, hako-bridge's)\n"
+	        "  --variants LIST    of direct,immediate,atomic,throttle,ticker (default all;\n"
+	        "                     the ratios need direct)\n"
 	        "  -v, --verbose      progress on stderr\n"
 	        "  -h, --help\n",
 	        K_MAX);
+}
+
+/* run[v] := whether LIST (comma-separated names) has variant v. -1 for an unknown name. */
+static int parse_variants(const char *list, int *run)
+{
+	for (int v = 0; v < NVARIANTS; v++) {
+		run[v] = 0;
+	}
+	const char *p = list;
+	while (*p != '\0') {
+		size_t n = strcspn(p, ",");
+		int found = 0;
+		for (int v = 0; v < NVARIANTS; v++) {
+			if (strlen(variant_names[v]) == n && strncmp(p, variant_names[v], n) == 0) {
+				run[v] = found = 1;
+			}
+		}
+		if (!found) {
+			fprintf(stderr, BENCH ": unknown variant '%.*s'\n", (int)n, p);
+			return -1;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -833,7 +859,21 @@ int main(int argc, char **argv)
 	o.delta = 1000;
 	long lat = -1, tp = -1;
 	int quick = 0;
-	enum { O_QUICK = 256, O_ROUNDS, O_PAYLOADS, O_LAT, O_TP, O_WINDOW, O_INTERVAL, O_DELTA };
+	int run_v[NVARIANTS];
+	for (int v = 0; v < NVARIANTS; v++) {
+		run_v[v] = 1;
+	}
+	enum {
+		O_QUICK = 256,
+		O_ROUNDS,
+		O_PAYLOADS,
+		O_LAT,
+		O_TP,
+		O_WINDOW,
+		O_INTERVAL,
+		O_DELTA,
+		O_VARIANTS
+	};
 	static const struct option longopts[] = {
 	    {"quick", no_argument, NULL, O_QUICK},
 	    {"rounds", required_argument, NULL, O_ROUNDS},
@@ -843,6 +883,7 @@ int main(int argc, char **argv)
 	    {"window", required_argument, NULL, O_WINDOW},
 	    {"interval-ms", required_argument, NULL, O_INTERVAL},
 	    {"delta-usec", required_argument, NULL, O_DELTA},
+	    {"variants", required_argument, NULL, O_VARIANTS},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -864,6 +905,12 @@ int main(int argc, char **argv)
 		case O_WINDOW: o.k = atoi(optarg); break;
 		case O_INTERVAL: o.interval_ms = (uint32_t)atol(optarg); break;
 		case O_DELTA: o.delta = atol(optarg); break;
+		case O_VARIANTS:
+			if (parse_variants(optarg, run_v) != 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
 		case 'v': g_verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -979,6 +1026,9 @@ int main(int argc, char **argv)
 			}
 			int big = payload > 1024;
 			for (int v = 0; v < NVARIANTS; v++) {
+				if (!run_v[v]) {
+					continue;
+				}
 				int timed = v == V_THROTTLE || v == V_TICKER;
 				long nl = lat > 0 ? (timed ? (lat + 4) / 5 : lat)
 				          : quick ? (timed ? 40 : 100)
@@ -1009,6 +1059,9 @@ int main(int argc, char **argv)
 	for (int pi = 0; pi < o.npayloads; pi++) {
 		for (int v = 0; v < NVARIANTS; v++) {
 			struct cell *cell = &cells[pi][v];
+			if (!run_v[v]) {
+				continue;
+			}
 			bench_stats_t st = bench_stats(&cell->s, 1.0);
 			double ops = cell->tp_ns > 0
 			                 ? (double)cell->tp_count * 1e9 / (double)cell->tp_ns
@@ -1025,6 +1078,9 @@ int main(int argc, char **argv)
 	for (int pi = 0; pi < o.npayloads; pi++) {
 		for (int v = 0; v < NVARIANTS; v++) {
 			struct cell *cell = &cells[pi][v];
+			if (!run_v[v]) {
+				continue;
+			}
 			printf("# round p50 us / ops/s %s at %ld B:", variant_names[v],
 			       o.payloads[pi]);
 			for (int r = 0; r < cell->rounds; r++) {
@@ -1049,6 +1105,9 @@ int main(int argc, char **argv)
 		double dops = d->tp_ns > 0 ? (double)d->tp_count * 1e9 / (double)d->tp_ns : 0;
 		for (int v = V_IMMEDIATE; v < NVARIANTS; v++) {
 			struct cell *cell = &cells[pi][v];
+			if (!run_v[v] || !run_v[V_DIRECT]) {
+				continue;
+			}
 			bench_stats_t s = bench_stats(&cell->s, 1.0);
 			double ops = cell->tp_ns > 0
 			                 ? (double)cell->tp_count * 1e9 / (double)cell->tp_ns

@@ -228,6 +228,8 @@ static int tcp_open(const hakoi_comm_ctx_t *ctx, void **impl, hako_error_t *err)
 	c->work = (hakoi_task_t){.fn = hakoi_tcp_work, .arg = c, .owner = c};
 	pthread_mutex_init(&c->peers_lock, NULL);
 	pthread_mutex_init(&c->fc_lock, NULL);
+	pthread_mutex_init(&c->pool_lock, NULL);
+	pthread_mutex_init(&c->cb_lock, NULL);
 	int r = 0;
 	if (c->server) {
 		r = tcp_listen(c, err);
@@ -302,6 +304,13 @@ static void tcp_close(void *impl)
 	}
 	free(c->peers);
 	hakoi_tcp_frame_cache_clear(c);
+	hakoi_tcp_pool_clear(c);
+	for (int i = 0; i < POOL_CLASSES; i++) {
+		free(c->pool[i]);
+	}
+	pthread_mutex_destroy(&c->pool_lock);
+	hakoi_tcp_cbuf_clear(c);
+	pthread_mutex_destroy(&c->cb_lock);
 	pthread_mutex_destroy(&c->fc_lock);
 	pthread_mutex_destroy(&c->peers_lock);
 	free(c);

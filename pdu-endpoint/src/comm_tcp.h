@@ -42,7 +42,13 @@
 #define FCACHE_SLOTS      4            /* big send buffers kept per comm */
 #define FCACHE_MIN        (128u << 10) /* frames from this size (glibc mmaps them) use the cache */
 #define FCACHE_MAX        (4u << 20)   /* larger ones are malloc'd and freed as usual */
+#define POOL_CLASSES      4            /* small send buffers: 512 B, 1, 2 and 4 KiB */
+#define POOL_MIN          512u         /* the smallest class */
+#define POOL_BYTES        (4u << 20)   /* free small buffers kept per class, at most */
+#define POOL_SLACK        64u          /* ... and a queue's worth and this many more */
 #define IOV_BATCH         512          /* frames per sendmsg */
+#define CB_SIZE           (256u << 10) /* coalescing buffer: small frames of a batch, one run */
+#define CB_SMALL          4096u        /* frames up to this are coalesced */
 #define BATCH_GAP_NS      15000u       /* sends closer than this are batched */
 #define BACKOFF_MIN_MS    50u
 #define BACKOFF_MAX_MS    1000u
@@ -141,6 +147,20 @@ struct tcp_comm {
 	size_t fc_cap[FCACHE_SLOTS];         /* bytes from data on */
 	atomic_int fc_count;
 	_Atomic uint64_t fc_last_ns; /* last big send */
+
+	/* Small send buffers kept for reuse (comm_tcp_send.c). */
+	pthread_mutex_t pool_lock;
+	hakoi_frame_buf_t **pool[POOL_CLASSES]; /* free buffers, a stack per class (lazily) */
+	uint32_t pool_n[POOL_CLASSES];
+	atomic_int pool_count; /* free buffers over the classes */
+	atomic_int pool_timed; /* the loop times their release (fctimer) */
+	atomic_int pool_used;  /* a buffer was taken since the timer last looked */
+
+	/* The coalescing buffer of the batched writes (comm_tcp_send.c): whoever writes a queue
+	 * uses it if cb_lock is free, else writes the frames as they are. */
+	pthread_mutex_t cb_lock;
+	uint8_t *cbuf;      /* CB_SIZE bytes, lazily; freed once unused for RX_IDLE_MS */
+	atomic_int cb_used; /* a write used it since the timer last looked */
 };
 
 #define now_ns hakoi_now_ns
@@ -191,7 +211,13 @@ void hakoi_tcp_flush_locked(tcp_comm_t *c, tcp_peer_t *p);
 int hakoi_tcp_send(void *impl, const hako_pdu_key_t *key, const void *data, size_t len);
 /* Free the cached big send buffers (idle, or close). */
 void hakoi_tcp_frame_cache_clear(tcp_comm_t *c);
-/* The big send buffers' timer (fctimer). */
+/* Free the pooled small send buffers (idle, or close). */
+void hakoi_tcp_pool_clear(tcp_comm_t *c);
+/* Free the coalescing buffer unless a write is using it (idle, or close). */
+void hakoi_tcp_cbuf_clear(tcp_comm_t *c);
+/* Time the kept send buffers' idle release (loop thread). */
+void hakoi_tcp_idle_arm(tcp_comm_t *c);
+/* The kept send buffers' timer (fctimer): big and pooled ones. */
 void hakoi_tcp_fcache_timer(hakoi_timer_t *t);
 
 #endif

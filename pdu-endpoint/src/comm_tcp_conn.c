@@ -656,9 +656,5 @@ void hakoi_tcp_work(hakoi_task_t *t)
 			peer_serve(c, p, 0);
 		}
 	}
-	if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) > 0 &&
-	    !hakoi_timer_armed(&c->fctimer)) {
-		uint64_t last = atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed);
-		hakoi_timer_set(c->loop, &c->fctimer, last + RX_IDLE_NS);
-	}
+	hakoi_tcp_idle_arm(c);
 }

@@ -3,10 +3,10 @@
  * comm_tcp.h for the whole.
  *
  * Send path. A PDU is encoded once (a refcounted frame buffer) and handed to every peer:
- *  - latency: when the peer's queue is empty, nobody is writing to it and the previous send to it
- *    is older than BATCH_GAP_NS, the sender writes the frame itself (one non-blocking sendmsg of
- *    the header and the caller's bytes: no frame buffer, no copy, when the socket takes it all);
- *    what the socket does not take stays queued for the loop (POLLOUT);
+ *  - latency: when the peer's queue is empty, nobody is writing to it and the previous send that
+ *    found it so is older than BATCH_GAP_NS, the sender writes the frame itself (one non-blocking
+ *    sendmsg of the header and the caller's bytes: no frame buffer, no copy, when the socket
+ *    takes it all); what the socket does not take stays queued for the loop (POLLOUT);
  *  - throughput: sends that come back to back, or find frames queued, only enqueue and post the
  *    comm's task, which writes the whole queue with sendmsg(iovec) batches on the loop thread.
  *    A post is one atomic exchange while the task is queued, and the loop's eventfd is written
@@ -21,12 +21,20 @@
  * Whoever writes a queue holds no lock but marks the peer `writing`: nobody else writes, drops
  * from or frees that queue meanwhile (senders that would drop wait for the write to end).
  *
- * Send path memory: a frame is one malloc'd buffer (ep_net.c), encoded once for all peers. For
- * frames of FCACHE_MIN and more the comm keeps up to FCACHE_SLOTS released buffers of at most
- * FCACHE_MAX bytes each and encodes the next big frame into one of them (a cached buffer is
- * free again once its reference is the cache's only one), for the page-fault reason of the
- * receive buffers (comm_tcp_recv.c). The loop frees them when no big frame was sent for
- * RX_IDLE_MS: at most FCACHE_SLOTS x FCACHE_MAX per comm, nothing once big sends stop.
+ * Send path memory: a frame is one buffer, encoded once for all peers. Frames up to 4 KiB come
+ * from the comm's pool: free buffers in four classes (512 B .. 4 KiB), a stack each of at most
+ * a queue's worth (send_queue_depth) and POOL_BYTES, taken by the senders and given back by
+ * whoever drops the last reference (the loop thread gives a written batch back under one lock).
+ * A malloc per frame, freed by another thread, made glibc shrink and grow the heap all along: a
+ * page fault per few frames, a third of a streaming sender's time at 64 B. The loop frees the
+ * pool once no buffer was taken for a whole period of RX_IDLE_MS. A pooled frame is the
+ * thread's last header (tx_header: a stream of one key encodes it once) and the body, copied.
+ * Other frames are malloc'd (ep_net.c), and for frames of FCACHE_MIN and more the comm keeps up
+ * to FCACHE_SLOTS released buffers of at most FCACHE_MAX bytes each and encodes the next big
+ * frame into one of them (a cached buffer is free again once its reference is the cache's only
+ * one), for the page-fault reason of the receive buffers (comm_tcp_recv.c). The loop frees them
+ * when no big frame was sent for RX_IDLE_MS: at most FCACHE_SLOTS x FCACHE_MAX per comm,
+ * nothing once big sends stop.
  */
 #define _GNU_SOURCE
 
@@ -52,6 +60,192 @@ static size_t frame_body_len(hako_frame_version_t v, const hakoi_frame_buf_t *f)
 	return f->len - 12u - name_len;
 }
 
+/* ---- small send buffers (the pool) ---- */
+
+static int pool_class(size_t n)
+{
+	int k = 0;
+	while (k < POOL_CLASSES - 1 && ((size_t)POOL_MIN << k) < n) {
+		k++;
+	}
+	return k;
+}
+
+/* Free buffers a class keeps: what one peer's queue holds (the memory the configuration lets a
+ * peer take anyway), at most POOL_BYTES. */
+static uint32_t pool_max(const tcp_comm_t *c, int k)
+{
+	uint32_t by_bytes = POOL_BYTES / (POOL_MIN << k);
+	uint32_t depth = c->cfg->send_queue_depth + POOL_SLACK;
+	return depth < by_bytes ? depth : by_bytes;
+}
+
+/* Give n buffers whose last reference went back to the pool; those it has no room for are
+ * freed. Any thread; fs is overwritten. */
+static void pool_return(tcp_comm_t *c, hakoi_frame_buf_t **fs, size_t n)
+{
+	if (n == 0) {
+		return;
+	}
+	size_t nfree = 0;
+	int kept = 0;
+	pthread_mutex_lock(&c->pool_lock);
+	for (size_t i = 0; i < n; i++) {
+		int k = pool_class(fs[i]->len);
+		if (c->pool[k] == NULL) {
+			c->pool[k] = malloc(pool_max(c, k) * sizeof(*c->pool[k]));
+		}
+		if (c->pool[k] != NULL && c->pool_n[k] < pool_max(c, k)) {
+			c->pool[k][c->pool_n[k]++] = fs[i];
+			kept++;
+		} else {
+			fs[nfree++] = fs[i];
+		}
+	}
+	int before = atomic_fetch_add_explicit(&c->pool_count, kept, memory_order_relaxed);
+	pthread_mutex_unlock(&c->pool_lock);
+	for (size_t i = 0; i < nfree; i++) {
+		free(fs[i]);
+	}
+	if (before == 0 && kept > 0 && !atomic_load(&c->pool_timed)) {
+		wake(c); /* the loop times the pool's release (hakoi_tcp_work) */
+	}
+}
+
+/* A pooled buffer's last reference went (hakoi_frame_buf_unref). */
+static void pool_release(hakoi_frame_buf_t *f)
+{
+	pool_return(f->owner, &f, 1);
+}
+
+/* A pooled buffer for a frame of n bytes (n <= the largest class): a free one, else a new one.
+ * NULL on ENOMEM. */
+static hakoi_frame_buf_t *pool_get(tcp_comm_t *c, size_t n, size_t *cap)
+{
+	int k = pool_class(n);
+	hakoi_frame_buf_t *f = NULL;
+	if (atomic_load_explicit(&c->pool_count, memory_order_relaxed) > 0) {
+		pthread_mutex_lock(&c->pool_lock);
+		if (c->pool_n[k] > 0) {
+			f = c->pool[k][--c->pool_n[k]];
+			atomic_fetch_sub_explicit(&c->pool_count, 1, memory_order_relaxed);
+		}
+		pthread_mutex_unlock(&c->pool_lock);
+	}
+	if (f == NULL) {
+		f = malloc(sizeof(*f) + ((size_t)POOL_MIN << k));
+		if (f == NULL) {
+			return NULL;
+		}
+	}
+	f->refs = 1;
+	f->data = f->storage;
+	f->release = pool_release;
+	f->owner = c;
+	*cap = (size_t)POOL_MIN << k;
+	if (!atomic_load_explicit(&c->pool_used, memory_order_relaxed)) {
+		atomic_store_explicit(&c->pool_used, 1, memory_order_relaxed);
+	}
+	return f;
+}
+
+/* Free the pooled buffers (idle, or close). */
+void hakoi_tcp_pool_clear(tcp_comm_t *c)
+{
+	for (int k = 0; k < POOL_CLASSES; k++) {
+		for (;;) {
+			hakoi_frame_buf_t *drop[64];
+			uint32_t n = 0;
+			pthread_mutex_lock(&c->pool_lock);
+			while (n < 64 && c->pool_n[k] > 0) {
+				drop[n++] = c->pool[k][--c->pool_n[k]];
+			}
+			atomic_fetch_sub_explicit(&c->pool_count, (int)n, memory_order_relaxed);
+			pthread_mutex_unlock(&c->pool_lock);
+			for (uint32_t i = 0; i < n; i++) {
+				free(drop[i]);
+			}
+			if (n < 64) {
+				break;
+			}
+		}
+	}
+}
+
+/* Drop a reference on each of n frames (written, off a queue); the pool's that go free go back
+ * to it in one batch. fs is overwritten. */
+static void frames_unref(tcp_comm_t *c, hakoi_frame_buf_t **fs, size_t n)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < n; i++) {
+		hakoi_frame_buf_t *f = fs[i];
+		if (f->release == pool_release && f->owner == c) {
+			if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+				fs[keep++] = f;
+			}
+		} else {
+			hakoi_frame_buf_unref(f);
+		}
+	}
+	pool_return(c, fs, keep);
+}
+
+/* ---- coalescing small frames into one write ---- */
+
+/* The n iovecs of a batch (cb_lock held): runs of small frames copied back to back into the
+ * comm's coalescing buffer become one iovec each; big frames stay as they are. The batch ends
+ * before the first small frame the buffer has no room for (*total: its bytes). The bytes and
+ * their order are the same. Returns the iovecs left (in place). The kernel gathers each iovec
+ * on its own: a few hundred of 368 bytes cost several times their copy into one run. */
+static size_t coalesce(tcp_comm_t *c, struct iovec *iov, size_t n, size_t *total)
+{
+	if (c->cbuf == NULL) {
+		c->cbuf = malloc(CB_SIZE);
+		if (c->cbuf == NULL) {
+			return n;
+		}
+		atomic_store_explicit(&c->cb_used, 1, memory_order_relaxed);
+		wake(c); /* the loop times its release (hakoi_tcp_work) */
+	} else if (!atomic_load_explicit(&c->cb_used, memory_order_relaxed)) {
+		atomic_store_explicit(&c->cb_used, 1, memory_order_relaxed);
+	}
+	size_t used = 0;
+	size_t k = 0;
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = iov[i].iov_len;
+		if (len > CB_SMALL) {
+			iov[k++] = iov[i];
+			*total += len;
+			continue;
+		}
+		if (used + len > CB_SIZE) {
+			break;
+		}
+		*total += len;
+		uint8_t *at = c->cbuf + used;
+		memcpy(at, iov[i].iov_base, len);
+		used += len;
+		if (k > 0 && (uint8_t *)iov[k - 1].iov_base + iov[k - 1].iov_len == at) {
+			iov[k - 1].iov_len += len;
+		} else {
+			iov[k++] = (struct iovec){.iov_base = at, .iov_len = len};
+		}
+	}
+	return k;
+}
+
+/* Free the coalescing buffer (idle, or close). */
+void hakoi_tcp_cbuf_clear(tcp_comm_t *c)
+{
+	if (pthread_mutex_trylock(&c->cb_lock) != 0) {
+		return; /* in use: kept for the next look */
+	}
+	free(c->cbuf);
+	c->cbuf = NULL;
+	pthread_mutex_unlock(&c->cb_lock);
+}
+
 /* Write the queue in batches. Lock held on entry and exit (released during the syscall). A
  * queue another thread is writing is left to it. */
 void hakoi_tcp_flush_locked(tcp_comm_t *c, tcp_peer_t *p)
@@ -67,12 +261,17 @@ void hakoi_tcp_flush_locked(tcp_comm_t *c, tcp_peer_t *p)
 			iov[i].iov_len = f->len - off;
 			total += f->len - off;
 		}
-		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = n};
 		int fd = p->fd;
 		p->writing = 1;
 		pthread_mutex_unlock(&p->lock);
+		int coalesced = n > 1 && pthread_mutex_trylock(&c->cb_lock) == 0;
+		size_t niov = coalesced ? coalesce(c, iov, n, &total) : n;
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = niov};
 		ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		int e = errno;
+		if (coalesced) {
+			pthread_mutex_unlock(&c->cb_lock);
+		}
 		pthread_mutex_lock(&p->lock);
 		p->writing = 0;
 		if (w < 0) {
@@ -90,6 +289,7 @@ void hakoi_tcp_flush_locked(tcp_comm_t *c, tcp_peer_t *p)
 		size_t left = (size_t)w;
 		uint64_t frames = 0;
 		uint64_t bytes = 0;
+		hakoi_frame_buf_t *done[IOV_BATCH];
 		while (left > 0) {
 			hakoi_frame_buf_t *f = hakoi_frameq_head(&p->q);
 			size_t rem = f->len - p->q.off;
@@ -99,9 +299,9 @@ void hakoi_tcp_flush_locked(tcp_comm_t *c, tcp_peer_t *p)
 			}
 			left -= rem;
 			bytes += frame_body_len(c->ver, f);
-			frames++;
-			hakoi_frameq_pop(&p->q);
+			done[frames++] = hakoi_frameq_take(&p->q);
 		}
+		frames_unref(c, done, (size_t)frames);
 		if (frames > 0) {
 			hakoi_count(&c->ctx.ctr->frames_out, frames);
 			hakoi_count(&c->ctx.ctr->bytes_out, bytes);
@@ -160,7 +360,11 @@ static hakoi_frame_buf_t *frame_get(tcp_comm_t *c, const hako_pdu_key_t *key, co
 		}
 		f->refs = 1;
 		f->data = f->storage;
+		f->release = NULL;
+		f->owner = NULL;
 	}
+	*cap = fcap;
+	atomic_store_explicit(&c->fc_last_ns, now_ns(), memory_order_relaxed);
 	hako_frame_t fr = {
 	    .channel_id = key->channel_id,
 	    .request_type = HAKO_FRAME_PDU_DATA,
@@ -172,12 +376,11 @@ static hakoi_frame_buf_t *frame_get(tcp_comm_t *c, const hako_pdu_key_t *key, co
 	int e = hako_frame_encode(c->ver, &fr, f->data, fcap, &out);
 	if (e != 0) {
 		free(f);
+		*cap = 0;
 		*r = e;
 		return NULL;
 	}
 	f->len = out;
-	*cap = fcap;
-	atomic_store_explicit(&c->fc_last_ns, now_ns(), memory_order_relaxed);
 	return f;
 }
 
@@ -235,18 +438,63 @@ void hakoi_tcp_frame_cache_clear(tcp_comm_t *c)
 	}
 }
 
-/* The big send buffers go once no big frame was sent for RX_IDLE_MS. */
+/* Time the kept send buffers' release (loop thread, from the comm's task): the timer runs while
+ * any is kept, so the pool need not wake the loop while it is timed. */
+void hakoi_tcp_idle_arm(tcp_comm_t *c)
+{
+	int fc = atomic_load_explicit(&c->fc_count, memory_order_relaxed) > 0;
+	int pool = atomic_load_explicit(&c->pool_count, memory_order_relaxed) > 0;
+	int cb = atomic_load_explicit(&c->cb_used, memory_order_relaxed);
+	if (pool && !atomic_load(&c->pool_timed)) {
+		atomic_store(&c->pool_timed, 1);
+	}
+	if ((fc || pool || cb) && !hakoi_timer_armed(&c->fctimer)) {
+		uint64_t due = now_ns() + RX_IDLE_NS;
+		if (fc) {
+			due =
+			    atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed) + RX_IDLE_NS;
+		}
+		hakoi_timer_set(c->loop, &c->fctimer, due);
+	}
+}
+
+/* The big send buffers go once no big frame was sent for RX_IDLE_MS; the pooled ones once none
+ * was taken for a whole period of RX_IDLE_MS (the senders only mark that they took one: no
+ * clock per frame). */
 void hakoi_tcp_fcache_timer(hakoi_timer_t *t)
 {
 	tcp_comm_t *c = t->arg;
-	if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) == 0) {
-		return;
+	uint64_t now = now_ns();
+	uint64_t due = 0;
+	if (atomic_load_explicit(&c->fc_count, memory_order_relaxed) > 0) {
+		uint64_t last = atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed);
+		if (now >= last + RX_IDLE_NS) {
+			hakoi_tcp_frame_cache_clear(c);
+		} else {
+			due = last + RX_IDLE_NS;
+		}
 	}
-	uint64_t last = atomic_load_explicit(&c->fc_last_ns, memory_order_relaxed);
-	if (now_ns() >= last + RX_IDLE_NS) {
-		hakoi_tcp_frame_cache_clear(c);
+	/* From here a buffer given back to an empty pool wakes the loop to time it again. */
+	atomic_store(&c->pool_timed, 0);
+	if (atomic_load_explicit(&c->pool_count, memory_order_relaxed) > 0 &&
+	    !atomic_exchange(&c->pool_used, 0)) {
+		hakoi_tcp_pool_clear(c);
+	}
+	/* The coalescing buffer: the same, by its own mark (set by a write that used it). */
+	int cb_kept = 0;
+	if (!atomic_exchange(&c->cb_used, 0)) {
+		hakoi_tcp_cbuf_clear(c);
 	} else {
-		hakoi_timer_set(c->loop, &c->fctimer, last + RX_IDLE_NS);
+		cb_kept = 1;
+	}
+	if (atomic_load_explicit(&c->pool_count, memory_order_relaxed) > 0 || cb_kept) {
+		if (atomic_load_explicit(&c->pool_count, memory_order_relaxed) > 0) {
+			atomic_store(&c->pool_timed, 1);
+		}
+		due = due == 0 || now + RX_IDLE_NS < due ? now + RX_IDLE_NS : due;
+	}
+	if (due != 0) {
+		hakoi_timer_set(c->loop, &c->fctimer, due);
 	}
 }
 
@@ -338,6 +586,7 @@ typedef struct tx_pdu {
 	size_t hlen;
 	hakoi_frame_buf_t *f; /* NULL until needed */
 	size_t fcap;
+	uint64_t now; /* read when a peer's queue is empty (0: not yet) */
 } tx_pdu_t;
 
 static void put_u32_add(uint8_t *p, uint32_t add)
@@ -351,11 +600,28 @@ static void put_u32_add(uint8_t *p, uint32_t add)
 	p[3] = (uint8_t)(v >> 24);
 }
 
-/* The frame header of t (made by the first direct write): encoded with an empty body, then the
- * length fields (frame.h's layout) grown by the body length. 0 or the error of hako_frame_encode.
- */
+/* The last frame header a thread made. A PDU frame's header is a function of these alone (the
+ * times are zero, frame.h): a stream of PDUs of one key reuses it instead of encoding. */
+static _Thread_local struct {
+	hako_frame_version_t ver;
+	int32_t channel_id;
+	uint32_t len;
+	size_t hlen; /* 0: none yet */
+	char robot[HAKO_FRAME_ROBOT_MAX];
+	uint8_t hdr[HAKO_FRAME_V2_HEADER_SIZE];
+} tls_hdr;
+
+/* The frame header of t (made by the first direct write or queued copy): encoded with an empty
+ * body, then the length fields (frame.h's layout) grown by the body length; or the thread's last
+ * one, when it is of the same key and length. 0 or the error of hako_frame_encode. */
 static int tx_header(tcp_comm_t *c, tx_pdu_t *t)
 {
+	if (tls_hdr.hlen > 0 && tls_hdr.ver == c->ver && tls_hdr.len == (uint32_t)t->len &&
+	    tls_hdr.channel_id == t->key->channel_id && strcmp(tls_hdr.robot, t->key->robot) == 0) {
+		memcpy(t->hdr, tls_hdr.hdr, tls_hdr.hlen);
+		t->hlen = tls_hdr.hlen;
+		return 0;
+	}
 	hako_frame_t fr = {
 	    .channel_id = t->key->channel_id,
 	    .request_type = HAKO_FRAME_PDU_DATA,
@@ -371,21 +637,47 @@ static int tx_header(tcp_comm_t *c, tx_pdu_t *t)
 	} else {
 		put_u32_add(t->hdr, (uint32_t)t->len); /* header_len */
 	}
+	tls_hdr.ver = c->ver;
+	tls_hdr.channel_id = t->key->channel_id;
+	tls_hdr.len = (uint32_t)t->len;
+	tls_hdr.hlen = t->hlen;
+	memcpy(tls_hdr.robot, fr.robot, sizeof(tls_hdr.robot));
+	memcpy(tls_hdr.hdr, t->hdr, t->hlen);
 	return 0;
 }
 
-/* The encoded frame of t (made on first use). NULL on ENOMEM. */
+/* The encoded frame of t (made on first use): its header and body copied into a pooled buffer
+ * (frames up to the pool's largest class), else encoded into a new or cached big one. NULL on
+ * ENOMEM. */
 static hakoi_frame_buf_t *tx_frame(tcp_comm_t *c, tx_pdu_t *t)
 {
-	if (t->f == NULL) {
-		int r = 0;
-		t->f = frame_get(c, t->key, t->data, t->len, &t->fcap, &r);
+	if (t->f != NULL) {
+		return t->f;
 	}
+	size_t largest = (size_t)POOL_MIN << (POOL_CLASSES - 1);
+	if (t->len < largest && (t->hlen > 0 || tx_header(c, t) == 0) &&
+	    t->hlen + t->len <= largest) {
+		size_t cap = 0;
+		hakoi_frame_buf_t *f = pool_get(c, t->hlen + t->len, &cap);
+		if (f == NULL) {
+			return NULL;
+		}
+		memcpy(f->data, t->hdr, t->hlen);
+		if (t->len > 0) {
+			memcpy(f->data + t->hlen, t->data, t->len);
+		}
+		f->len = t->hlen + t->len;
+		t->f = f;
+		t->fcap = 0;
+		return f;
+	}
+	int r = 0;
+	t->f = frame_get(c, t->key, t->data, t->len, &t->fcap, &r);
 	return t->f;
 }
 
 /* Hand t to one peer. 1 = written or queued, 0 = dropped (counted here). */
-static int send_peer(tcp_comm_t *c, tcp_peer_t *p, tx_pdu_t *t, uint64_t now, int from)
+static int send_peer(tcp_comm_t *c, tcp_peer_t *p, tx_pdu_t *t, int from)
 {
 	int need_wake = 0;
 	int handed = 0;
@@ -394,12 +686,20 @@ static int send_peer(tcp_comm_t *c, tcp_peer_t *p, tx_pdu_t *t, uint64_t now, in
 	if (p->closed || p->dead) {
 		goto out;
 	}
-	uint64_t last = p->last_send_ns;
-	if (now > last) {
-		p->last_send_ns = now;
+	/* The clock is read only when the queue is empty: back-to-back sends that find frames
+	 * queued are batched anyway (a streaming sender pays no clock per PDU). */
+	int direct = 0;
+	if (p->q.count == 0 && !p->writing) {
+		if (t->now == 0) {
+			t->now = now_ns();
+		}
+		uint64_t last = p->last_send_ns;
+		if (t->now > last) {
+			p->last_send_ns = t->now;
+		}
+		direct = t->now >= last + BATCH_GAP_NS;
 	}
-	if (p->q.count == 0 && !p->writing && now >= last + BATCH_GAP_NS &&
-	    (t->hlen > 0 || tx_header(c, t) == 0)) {
+	if (direct && (t->hlen > 0 || tx_header(c, t) == 0)) {
 		struct iovec iov[2] = {
 		    {.iov_base = t->hdr, .iov_len = t->hlen},
 		    {.iov_base = (void *)t->data, .iov_len = t->len},
@@ -490,13 +790,12 @@ int hakoi_tcp_send(void *impl, const hako_pdu_key_t *key, const void *data, size
 	if (hako_frame_size(c->ver, key->robot, (uint32_t)len) == 0) {
 		r = strlen(key->robot) >= HAKO_FRAME_ROBOT_MAX ? HAKO_ENAMETOOLONG : HAKO_ETOOBIG;
 	} else {
-		uint64_t now = now_ns();
 		int from = hakoi_loop_current() == c       ? FROM_OWN
 		           : hakoi_loop_on_thread(c->loop) ? FROM_LOOP
 		                                           : FROM_OTHER;
 		size_t handed = 0;
 		for (size_t i = 0; i < n; i++) {
-			handed += (size_t)send_peer(c, snap[i], &t, now, from);
+			handed += (size_t)send_peer(c, snap[i], &t, from);
 		}
 		if (t.f != NULL) {
 			frame_release(c, t.f, t.fcap);

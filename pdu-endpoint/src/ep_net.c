@@ -103,6 +103,8 @@ hakoi_frame_buf_t *hakoi_frame_buf_new(hako_frame_version_t v, const hako_pdu_ke
 	}
 	f->refs = 1;
 	f->data = f->storage + headroom;
+	f->release = NULL;
+	f->owner = NULL;
 	hako_frame_t fr = {
 	    .channel_id = key->channel_id,
 	    .request_type = HAKO_FRAME_PDU_DATA,
@@ -145,7 +147,11 @@ void hakoi_frame_buf_ref(hakoi_frame_buf_t *f)
 void hakoi_frame_buf_unref(hakoi_frame_buf_t *f)
 {
 	if (f != NULL && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		free(f);
+		if (f->release != NULL) {
+			f->release(f);
+		} else {
+			free(f);
+		}
 	}
 }
 
@@ -211,14 +217,20 @@ hakoi_frame_buf_t *hakoi_frameq_head(const hakoi_frameq_t *q)
 
 void hakoi_frameq_pop(hakoi_frameq_t *q)
 {
+	hakoi_frame_buf_unref(hakoi_frameq_take(q));
+}
+
+hakoi_frame_buf_t *hakoi_frameq_take(hakoi_frameq_t *q)
+{
 	if (q->count == 0) {
-		return;
+		return NULL;
 	}
-	hakoi_frame_buf_unref(q->items[q->head]);
+	hakoi_frame_buf_t *f = q->items[q->head];
 	q->items[q->head] = NULL;
 	q->head = (q->head + 1) % q->cap;
 	q->count--;
 	q->off = 0;
+	return f;
 }
 
 void hakoi_cond_init(pthread_cond_t *cv)

@@ -30,11 +30,14 @@ void hakoi_addr_key(const struct sockaddr *sa, uint8_t key[16]);
 void hakoi_frame_log_ignored(const char *ep_name, const char *peer, const hako_frame_t *fr);
 
 /* A frame: the encoded bytes with `headroom` free bytes before them (websocket needs
- * LWS_PRE). refs counts the peer queues holding it (a send to N peers encodes once). */
+ * LWS_PRE). refs counts the peer queues holding it (a send to N peers encodes once). The last
+ * unref calls release when set (a comm's pool of buffers takes it back), else free(). */
 typedef struct hakoi_frame_buf {
 	int refs; /* atomic */
 	size_t len;
 	uint8_t *data; /* = storage + headroom */
+	void (*release)(struct hakoi_frame_buf *f);
+	void *owner; /* release's: the pool it goes back to */
 	uint8_t storage[];
 } hakoi_frame_buf_t;
 
@@ -62,6 +65,8 @@ void hakoi_frameq_free(hakoi_frameq_t *q);                      /* unrefs what i
 int hakoi_frameq_push(hakoi_frameq_t *q, hakoi_frame_buf_t *f); /* takes a reference */
 hakoi_frame_buf_t *hakoi_frameq_head(const hakoi_frameq_t *q);
 void hakoi_frameq_pop(hakoi_frameq_t *q); /* unrefs the head, off = 0 */
+/* Take the head off the queue with its reference (the caller unrefs it), off = 0. */
+hakoi_frame_buf_t *hakoi_frameq_take(hakoi_frameq_t *q);
 
 /* Flow control of a full queue (tcp's and websocket's blocking mode). With m held and q full,
  * wait on room for up to timeout_ms (0: not at all) until q has room or gone(peer) says the
