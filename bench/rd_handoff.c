@@ -988,8 +988,9 @@ static void *echo_dealer(void *ctx, const char *addr)
 	return s;
 }
 
-/* What hako_rd_full_request does around its message (a requester that is not kept): a
- * context, a socket and a connection of its own, closed after the answer. */
+/* What a requester that is not kept does around its message (hako_rd_full_request did, before
+ * it kept its connection): a context, a socket and a connection of its own, closed after the
+ * answer. */
 static int64_t echo_fresh(const char *addr)
 {
 	int64_t t0 = bench_now_ns();
@@ -1037,7 +1038,8 @@ static void rdf_run(const struct rdf_variant *v, long count, struct rdf_cell *ce
 		rdf_config(&req[i], 0, v, i == 0 ? ctl : ctl_relay, "tcp://127.0.0.1:1");
 	}
 	/* The hand-offs are asked on a kept connection (hako_rd_full_requester), as an
-	 * ExMonitor does; the refused-reply baseline opens one per call. */
+	 * ExMonitor does; the refused-reply baseline goes through hako_rd_full_request, which
+	 * keeps one of its own per process. */
 	hako_rd_full_requester_t *rq = NULL;
 	if (hako_rd_full_requester_open(&req[0], &rq) != 0) {
 		bench_die("%s: cannot open a requester to %s", v->name, ctl);
@@ -1321,10 +1323,10 @@ static void rdf_comments(const struct rdf_variant *v, struct rdf_cell *c, double
 	}
 	bench_stats_t zf = bench_stats(&c->zfresh, 1.0), zk = bench_stats(&c->zkept, 1.0);
 	if (zf.p50 > 0 && zk.p50 > 0) {
-		printf("# ratio %s refused-reply / zmq-fresh-rt p50: %.2f (the conductor's part); "
-		       "zmq-fresh-rt / zmq-kept-rt p50: %.1f (a connection per request costs %.0f "
-		       "us)\n",
-		       v->name, ref.p50 / zf.p50, zf.p50 / zk.p50, zf.p50 - zk.p50);
+		printf("# ratio %s refused-reply / zmq-kept-rt p50: %.2f (the conductor's part, "
+		       "both on kept connections); zmq-fresh-rt / zmq-kept-rt p50: %.1f (a "
+		       "connection per request would cost %.0f us)\n",
+		       v->name, ref.p50 / zk.p50, zf.p50 / zk.p50, zf.p50 - zk.p50);
 	}
 	/* The new owner's first step begins at its clock A - delta; world-time = A - b. */
 	double wp50 = world.p50 - delta, wmax = world.max - delta;
@@ -1554,7 +1556,8 @@ int main(int argc, char **argv)
 		    "refused-reply (baseline) = a request to the owner, refused, the same path%s; "
 		    "zmq-fresh-rt / zmq-kept-rt (baselines, libzmq) = a 384-byte round trip to a "
 		    "ZeroMQ echo ROUTER (a process on 127.0.0.1) with a context, socket and "
-		    "connection per call as hako_rd_full_request makes / on a kept socket; "
+		    "connection per call (what hako_rd_full_request made before it kept one) / "
+		    "on a kept socket; "
 		    "to-commit-point = request -> the old owner's COMMIT poll; context-path = that "
 		    "-> the new owner's activation poll; gap = A - delta - C, world time the EU "
 		    "was not stepped; cpu = the node processes over the timed hand-offs\n",

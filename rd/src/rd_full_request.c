@@ -1,12 +1,16 @@
 /* RD-Full's requester (hako/rd_full.h): a tool's session to the federation's server
  * (hako_conductor_session_open) that asks for a hand-off and waits for the answer. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hako/log.h"
 #include "hako/rd_full.h"
 #include "rd_full_wire.h"
+#include "rd_internal.h"
 
 struct hako_rd_full_requester {
 	hako_conductor_session_t *s;
@@ -108,19 +112,116 @@ int hako_rd_full_requester_ask(hako_rd_full_requester_t *rq, uint32_t eu, uint8_
 	}
 }
 
-int hako_rd_full_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
-                         int timeout_ms, hako_rd_commit_t *out, char *why, size_t why_len)
+/* hako_rd_full_request's kept connection: one per process, for the last config asked with.
+ * A fresh one costs a ZeroMQ context, a CURVE handshake and the server's session more than the
+ * request itself (bench/rd_handoff: zmq-fresh-rt vs zmq-kept-rt), and a tool that asks again
+ * (hako-rd move in a loop, a test) would pay it each time. The lock makes the socket one
+ * thread's at a time; a caller that finds it taken opens a connection of its own instead of
+ * waiting. After a fork the child drops the parent's (its ZeroMQ context is the parent's):
+ * neither closed nor used there. */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static hako_rd_full_requester_t *kept;
+static hako_conductor_config_t kept_cfg;
+static pid_t kept_pid;
+static _Atomic unsigned kept_opens; /* connections opened by hako_rd_full_request */
+
+static void kept_drop_in_child(void)
 {
-	hako_rd_full_requester_t *rq = NULL;
-	int r = hako_rd_full_requester_open(cfg, &rq);
+	pthread_mutex_init(&kept_lock, NULL);
+	kept = NULL; /* the parent's: left alone */
+}
+
+static void kept_close_at_exit(void)
+{
+	if (pthread_mutex_trylock(&kept_lock) != 0) {
+		return; /* a request in flight on another thread: its process is ending anyway */
+	}
+	if (kept != NULL && kept_pid == getpid()) {
+		hako_rd_full_requester_close(kept);
+	}
+	kept = NULL;
+	pthread_mutex_unlock(&kept_lock);
+}
+
+static void kept_init(void)
+{
+	pthread_atfork(NULL, NULL, kept_drop_in_child);
+	atexit(kept_close_at_exit);
+}
+
+unsigned hakoi_rd_full_request_opens(void)
+{
+	return atomic_load(&kept_opens);
+}
+
+void hakoi_rd_full_request_drop(void)
+{
+	pthread_once(&kept_once, kept_init);
+	kept_close_at_exit();
+}
+
+static int open_for(const hako_conductor_config_t *cfg, hako_rd_full_requester_t **rq, char *why,
+                    size_t why_len)
+{
+	int r = hako_rd_full_requester_open(cfg, rq);
 	if (r != 0) {
 		if (why != NULL && why_len > 0) {
-			snprintf(why, why_len, "cannot connect to %s: %s",
-			         cfg != NULL ? cfg->control_address : "?", hako_strerror(r));
+			snprintf(why, why_len, "cannot connect to %s: %s", cfg->control_address,
+			         hako_strerror(r));
 		}
 		return r;
 	}
-	r = hako_rd_full_requester_ask(rq, eu, to, timeout_ms, out, why, why_len);
-	hako_rd_full_requester_close(rq);
+	atomic_fetch_add(&kept_opens, 1);
+	return 0;
+}
+
+int hako_rd_full_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
+                         int timeout_ms, hako_rd_commit_t *out, char *why, size_t why_len)
+{
+	if (why != NULL && why_len > 0) {
+		why[0] = '\0';
+	}
+	if (cfg == NULL) {
+		return HAKO_EINVAL;
+	}
+	pthread_once(&kept_once, kept_init);
+	hako_rd_full_requester_t *rq = NULL;
+	int r;
+	if (pthread_mutex_trylock(&kept_lock) != 0) {
+		/* another thread's request on the kept one: a connection of this call's own */
+		if ((r = open_for(cfg, &rq, why, why_len)) != 0) {
+			return r;
+		}
+		r = hako_rd_full_requester_ask(rq, eu, to, timeout_ms, out, why, why_len);
+		hako_rd_full_requester_close(rq);
+		return r;
+	}
+	if (kept != NULL && kept_pid != getpid()) {
+		kept = NULL; /* a child the atfork handler missed (vfork, clone): the parent's */
+	}
+	/* Another server, key or identity: another connection (the whole config is compared,
+	 * as hako_conductor_session_open reads many of its fields). */
+	if (kept != NULL && memcmp(&kept_cfg, cfg, sizeof(*cfg)) != 0) {
+		hako_rd_full_requester_close(kept);
+		kept = NULL;
+	}
+	if (kept == NULL) {
+		if ((r = open_for(cfg, &kept, why, why_len)) != 0) {
+			pthread_mutex_unlock(&kept_lock);
+			return r;
+		}
+		memcpy(&kept_cfg, cfg, sizeof(*cfg));
+		kept_pid = getpid();
+	}
+	r = hako_rd_full_requester_ask(kept, eu, to, timeout_ms, out, why, why_len);
+	if (r == HAKO_ETIMEDOUT || r == HAKO_EIO) {
+		/* no answer, or the socket failed: the next request starts on a new connection
+		 * (ZeroMQ reconnects by itself, but a server that came back with other keys or a
+		 * peer that dropped us would not answer this one) */
+		hako_rd_full_requester_close(kept);
+		kept = NULL;
+	}
+	pthread_mutex_unlock(&kept_lock);
 	return r;
 }

@@ -26,6 +26,11 @@
 
 uint32_t hakoi_rd_fnv1a(const void *data, size_t len);
 
+/* hako_rd_full_request's kept connection (rd_full_request.c): how many connections it has
+ * opened in this process, and closing it now (the tests). */
+unsigned hakoi_rd_full_request_opens(void);
+void hakoi_rd_full_request_drop(void);
+
 /* ---- Control-plane PDUs ---- */
 
 /* The two hako_msgs types, resolved in a registry, with the offsets of their fields. */

@@ -44,9 +44,12 @@ HAKO_API int hako_rd_full_node_start(const hako_conductor_config_t *cfg, hako_do
 HAKO_API int hako_rd_full_request(const hako_conductor_config_t *cfg, uint32_t eu, uint8_t to,
                                   int timeout_ms, hako_rd_commit_t *out, char *why, size_t why_len);
 
-/* The same on a kept connection, for a requester that asks more than once (an ExMonitor):
- * hako_rd_full_request opens a connection per call, which costs more than the request itself
- * (a few round trips: bench/README.md). One thread at a time per requester. */
+/* The same on a connection of the caller's, for a requester that asks more than once (an
+ * ExMonitor). hako_rd_full_request keeps one too, per process, for the last config it was
+ * given (a connection costs more than the request itself: a ZeroMQ context and a CURVE
+ * handshake, bench/README.md); a call while another thread's is in flight, or in a forked
+ * child, opens its own, and a request without an answer drops it. One thread at a time per
+ * requester. */
 typedef struct hako_rd_full_requester hako_rd_full_requester_t;
 HAKO_API int hako_rd_full_requester_open(const hako_conductor_config_t *cfg,
                                          hako_rd_full_requester_t **out);
