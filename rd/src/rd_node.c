@@ -1022,6 +1022,30 @@ int hako_rd_take_over(hako_rd_node_t *node, uint32_t eu, uint8_t lost, hako_time
 	return 0;
 }
 
+/* PDU i of EU e, len bytes at data, made ready to publish: checked as a PDU of its type (when
+ * the registry knows it) and stamped with the EU's epoch. */
+static int seal_pdu(const struct eu_rt *e, size_t i, void *data, size_t len)
+{
+	int r;
+	if (e->data_type[i] != NULL &&
+	    (r = hako_pdu_validate(e->data_type[i], data, len, NULL)) != 0) {
+		return r;
+	}
+	return hako_pdu_set_epoch(data, len, e->epoch);
+}
+
+/* The trace's record of a write of PDU i of EU e (unless write records are off). */
+static void trace_write(hako_rd_node_t *node, struct eu_rt *e, size_t i, hako_time_t model_time)
+{
+	if (node->no_write_trace) {
+		return;
+	}
+	char extra[400];
+	snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[i],
+	         (int64_t)model_time);
+	trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_WRITE, extra);
+}
+
 int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, size_t len,
                   hako_time_t model_time)
 {
@@ -1041,21 +1065,11 @@ int hako_rd_write(hako_rd_node_t *node, uint32_t eu, size_t pdu, void *data, siz
 		                        */
 	}
 	int r;
-	if (e->data_type[pdu] != NULL &&
-	    (r = hako_pdu_validate(e->data_type[pdu], data, len, NULL)) != 0) {
-		return r;
-	}
-	if ((r = hako_pdu_set_epoch(data, len, e->epoch)) != 0 ||
+	if ((r = seal_pdu(e, pdu, data, len)) != 0 ||
 	    (r = hako_channel_write(e->data_ch[pdu], data, len)) != 0) {
 		return r;
 	}
-	if (!node->no_write_trace) {
-		char extra[400];
-		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[pdu],
-		         (int64_t)model_time);
-		trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_WRITE,
-		      extra);
-	}
+	trace_write(node, e, pdu, model_time);
 	return 0;
 }
 
@@ -1108,11 +1122,7 @@ static int check_loaned(struct eu_rt *e, const size_t *lens, hako_time_t model_t
 	}
 	int r;
 	for (size_t i = 0; i < e->write_count; i++) {
-		if (e->data_type[i] != NULL &&
-		    (r = hako_pdu_validate(e->data_type[i], e->loan[i], lens[i], NULL)) != 0) {
-			return r;
-		}
-		if ((r = hako_pdu_set_epoch(e->loan[i], lens[i], e->epoch)) != 0) {
+		if ((r = seal_pdu(e, i, e->loan[i], lens[i])) != 0) {
 			return r;
 		}
 	}
@@ -1140,12 +1150,8 @@ int hako_rd_write_commit(hako_rd_node_t *node, uint32_t eu, const size_t *lens,
 		return r;
 	}
 	e->loaned = 0;
-	for (size_t i = 0; !node->no_write_trace && i < e->write_count; i++) {
-		char extra[400];
-		snprintf(extra, sizeof(extra), ",\"pdu\":\"%s\",\"mt\":%" PRId64, e->data_name[i],
-		         (int64_t)model_time);
-		trace(node, e, e->now >= 0 ? e->now : model_time, e->epoch, HAKOI_RD_EV_WRITE,
-		      extra);
+	for (size_t i = 0; i < e->write_count; i++) {
+		trace_write(node, e, i, model_time);
 	}
 	return 0;
 }
