@@ -143,12 +143,9 @@ world_usec() {
 		awk '/^world time/ {printf "%d", $3 * 1000000}'
 }
 
-# tree_pids PID: PID and all its descendants, parents first.
-tree_pids() {
-	local c
-	echo "$1"
-	for c in $(pgrep -P "$1"); do tree_pids "$c"; done
-}
+# tree_pids, kill_tree: a node's processes killed as its machine's death would.
+# shellcheck source-path=SCRIPTDIR
+. "$here/../../test/common/proc_tree.sh"
 
 # secs T0: the seconds since T0 (date +%s%N).
 secs() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN {printf "%.2f", (b - a) / 1e9}'; }
@@ -204,19 +201,8 @@ if [ "$kill" != none ] && [ -n "$kidx" ]; then
 			"$nl" kill "$name" "$kill" | sed 's/^/show: /'
 		else
 			# What a dead machine does: every process of the node at once (its timeout, its
-			# hako-launch with the conductor, and the assets it started, each in its own process
-			# group). All are stopped first, then killed children first: an asset left running
-			# for a moment would get its parent-death SIGTERM and end cleanly, and stopped
-			# children whose parent died first would be woken by the kernel (SIGHUP, SIGCONT to
-			# an orphaned process group); no dead machine does either.
-			kp=$(tree_pids "${pids[$kidx]}" | tr '\n' ' ')
-			# shellcheck disable=SC2086
-			kill -STOP $kp 2>/dev/null
-			kp=$(tree_pids "${pids[$kidx]}" | tr '\n' ' ') # and any child started meanwhile
-			# shellcheck disable=SC2086
-			kill -STOP $kp 2>/dev/null
-			# shellcheck disable=SC2046
-			kill -KILL $(printf '%s\n' $kp | tac) 2>/dev/null
+			# hako-launch with the conductor, and the assets it started): kill_tree.
+			kp=$(kill_tree "${pids[$kidx]}")
 			echo "show: node $kill killed: pids $kp"
 		fi
 		echo "show: killed $kill at world time $t us (wall $(secs "$t0") s)" |
